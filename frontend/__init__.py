@@ -1,0 +1,1 @@
+"""relaxc.frontend."""
