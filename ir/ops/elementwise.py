@@ -1,0 +1,125 @@
+"""Elementwise ops: numpy-broadcasting binary arithmetic and unary math."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from relaxc.ir.registry import OpDef, Registry
+from relaxc.ir.types import TensorType, Type
+
+from .common import broadcast_shapes, require_computable, require_float, same_dtype, tensors
+
+
+def _binary_infer(name: str, float_only: bool = False):
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        a, b = tensors(inputs, name)
+        dtype = same_dtype([a, b], name)
+        require_computable(dtype, name)
+        if float_only:
+            require_float(dtype, name)
+        return TensorType(broadcast_shapes([a.shape, b.shape], name), dtype)
+
+    return infer
+
+
+def _unary_infer(name: str, float_only: bool):
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        (a,) = tensors(inputs, name)
+        require_computable(a.dtype, name)
+        if float_only:
+            require_float(a.dtype, name)
+        return a
+
+    return infer
+
+
+def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype.kind in "iu":
+        # Integer division truncates toward zero (C semantics); division by zero gives 0.
+        with np.errstate(divide="ignore", invalid="ignore"):
+            safe = np.where(y == 0, 1, y)
+            q = np.trunc(x.astype(np.float64) / safe.astype(np.float64))
+            return np.where(y == 0, 0, q).astype(x.dtype)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.divide(x, y)
+
+
+def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        if x.dtype.kind in "iu":
+            return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+        return np.power(x, y)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    y = 0.5 * x.astype(np.float64) * (1.0 + _erf(x / math.sqrt(2.0)))
+    return y.astype(x.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        return (1.0 / (1.0 + np.exp(-x.astype(np.float64)))).astype(x.dtype)
+
+
+def _silu(x: np.ndarray) -> np.ndarray:
+    return (x.astype(np.float64) * _sigmoid(x.astype(np.float64))).astype(x.dtype)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (1.0 / np.sqrt(x)).astype(x.dtype)
+
+
+def _safe(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    def run(x: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return fn(x).astype(x.dtype, copy=False)
+
+    return run
+
+
+BINARY: dict[str, tuple[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = {
+    "add": ("a + b", np.add),
+    "subtract": ("a - b", np.subtract),
+    "multiply": ("a * b", np.multiply),
+    "divide": ("a / b (integers truncate toward zero; x / 0 is 0)", _divide),
+    "maximum": ("elementwise larger of a and b", np.maximum),
+    "minimum": ("elementwise smaller of a and b", np.minimum),
+    "power": ("a ** b", _power),
+}
+
+# name -> (summary, kernel, float_only)
+UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
+    "negative": ("-x", np.negative, False),
+    "abs": ("|x|", np.abs, False),
+    "exp": ("e ** x", _safe(np.exp), True),
+    "log": ("natural logarithm", _safe(np.log), True),
+    "sqrt": ("square root", _safe(np.sqrt), True),
+    "rsqrt": ("1 / sqrt(x)", _rsqrt, True),
+    "tanh": ("hyperbolic tangent", np.tanh, True),
+    "sigmoid": ("1 / (1 + e ** -x)", _sigmoid, True),
+    "relu": ("max(x, 0)", lambda x: np.maximum(x, np.zeros((), x.dtype)), False),
+    "gelu": ("x * Phi(x) (exact, with erf)", _gelu, True),
+    "silu": ("x * sigmoid(x)", _silu, True),
+}
+
+
+def register_all(reg: Registry) -> None:
+    for name, (summary, fn) in BINARY.items():
+        reg.register(OpDef(
+            name, summary, "kernel", _binary_infer(name), min_inputs=2, max_inputs=2,
+            kernel=lambda xs, attrs, fn=fn: fn(xs[0], xs[1]), elementwise=True,
+            input_names=("lhs", "rhs"),
+        ))
+    for name, (summary, fn, float_only) in UNARY.items():
+        reg.register(OpDef(
+            name, summary, "kernel", _unary_infer(name, float_only),
+            kernel=lambda xs, attrs, fn=fn: fn(xs[0]), elementwise=True, input_names=("x",),
+        ))

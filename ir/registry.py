@@ -1,0 +1,288 @@
+"""The op registry: one :class:`OpDef` per op, found by name.
+
+An op declares its tensor inputs (a count or a range), its attributes with kinds and
+defaults, a shape/dtype inference function, an optional numpy reference kernel, and its
+category:
+
+``kernel``   computes new tensors (ManifestAlloc gives its result storage);
+``view``     returns an alias of input 0 (reshape, flatten, ...): no new storage;
+``memory``   allocation and kill ops that later passes emit;
+``runtime``  packed calls and C-target struct ops (arguments passed through unchecked);
+``constant`` ``const``: a weight or an inline literal.
+
+Call arguments bind like this: the leading ``%var`` arguments are the tensor inputs, the
+positional literals after them fill the attributes in declaration order, and ``key=value``
+arguments fill attributes by name (``reshape(%x, (2, 5))`` is ``reshape(%x, newshape=(2, 5))``).
+Ops with ``free_args`` (the runtime calls) take their arguments as they come.
+
+Adding an op is one ``register(OpDef(...))`` call in :mod:`relaxc.ir.ops`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from . import dims as D
+from .nodes import DictLit, DType, ListLit, Var
+from .types import Type
+
+
+class OpError(Exception):
+    """A call that does not fit its op (bad attribute, shape mismatch); the verifier adds the location."""
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required>"
+
+
+REQUIRED: Any = _Required()
+
+ATTR_KINDS = ("int", "float", "bool", "str", "dtype", "ints", "axes", "shape", "dim", "value", "pad")
+
+
+@dataclass(frozen=True, slots=True)
+class AttrSpec:
+    """An attribute: its name, kind (see :func:`check_attr`) and default (REQUIRED if none)."""
+
+    name: str
+    kind: str
+    default: Any = REQUIRED
+    doc: str = ""
+
+
+InferFn = Callable[[Sequence[Type], Mapping[str, Any]], Type]
+KernelFn = Callable[[Sequence[np.ndarray], Mapping[str, Any]], Any]
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """Everything relaxc knows about one op."""
+
+    name: str
+    summary: str
+    category: str
+    infer: InferFn
+    min_inputs: int = 1
+    max_inputs: int | None = 1
+    attrs: tuple[AttrSpec, ...] = ()
+    kernel: KernelFn | None = None
+    elementwise: bool = False
+    free_args: bool = False
+    effectful: bool = False
+    input_names: tuple[str, ...] = ()
+    multi_output: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_view(self) -> bool:
+        return self.category == "view"
+
+    @property
+    def is_kernel(self) -> bool:
+        """True for ops that compute tensors from tensors (views included)."""
+        return self.category in ("kernel", "view")
+
+    def attr_spec(self, name: str) -> AttrSpec | None:
+        for a in self.attrs:
+            if a.name == name:
+                return a
+        return None
+
+
+class Registry:
+    """A name → OpDef table. The default instance is built once in :mod:`relaxc.ir.ops`."""
+
+    def __init__(self) -> None:
+        self._ops: dict[str, OpDef] = {}
+
+    def register(self, op: OpDef) -> OpDef:
+        if op.name in self._ops:
+            raise ValueError(f"op {op.name} registered twice")
+        for a in op.attrs:
+            if a.kind not in ATTR_KINDS:
+                raise ValueError(f"op {op.name}: attribute {a.name} has unknown kind {a.kind}")
+        self._ops[op.name] = op
+        return op
+
+    def get(self, name: str) -> OpDef | None:
+        return self._ops.get(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._ops
+
+    def names(self) -> list[str]:
+        return sorted(self._ops)
+
+    def ops(self) -> list[OpDef]:
+        return [self._ops[n] for n in sorted(self._ops)]
+
+
+# ---------------------------------------------------------------------------------------
+# Attribute checking and argument binding.
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_dim(v: Any) -> bool:
+    return _is_int(v) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
+
+
+def check_attr(op: str, spec: AttrSpec, v: Any) -> Any:
+    """Check ``v`` against ``spec`` and return it in the Python form kernels use.
+
+    ``dtype`` becomes its name, ``axes`` a tuple of ints or None, ``float`` a float.
+    """
+    kind = spec.kind
+    where = f"attribute '{spec.name}' of {op}"
+    if kind == "int":
+        if _is_int(v):
+            return v
+        raise OpError(f"{where} must be an integer")
+    if kind == "float":
+        if _is_int(v) or isinstance(v, float):
+            return float(v)
+        raise OpError(f"{where} must be a number")
+    if kind == "bool":
+        if isinstance(v, bool):
+            return v
+        raise OpError(f"{where} must be true or false")
+    if kind == "str":
+        if isinstance(v, str):
+            return v
+        raise OpError(f"{where} must be a string")
+    if kind == "dtype":
+        if isinstance(v, DType):
+            return v.name
+        raise OpError(f"{where} must be a dtype such as f32")
+    if kind == "ints":
+        if _is_int(v):
+            return (v,)
+        if isinstance(v, tuple) and all(_is_int(x) for x in v):
+            return v
+        raise OpError(f"{where} must be a tuple of integers")
+    if kind == "axes":
+        if v is None:
+            return None
+        if _is_int(v):
+            return (v,)
+        if isinstance(v, tuple) and all(_is_int(x) for x in v):
+            return v
+        raise OpError(f"{where} must be an integer or a tuple of integers")
+    if kind == "shape":
+        if isinstance(v, tuple) and all(_is_dim(x) for x in v):
+            return v
+        raise OpError(f"{where} must be a shape such as (2, n)")
+    if kind == "dim":
+        if _is_dim(v):
+            return v
+        raise OpError(f"{where} must be an integer or a symbolic dim")
+    if kind == "pad":
+        if _is_int(v):
+            return (v,)
+        if isinstance(v, tuple) and all(_is_int(x) for x in v):
+            return v
+        raise OpError(f"{where} must be an integer or a tuple of integers")
+    # "value": any literal
+    return v
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCall:
+    """A call's arguments matched to an op: tensor input variables and checked attributes."""
+
+    inputs: tuple[Var, ...]
+    attrs: Mapping[str, Any]
+    literals: tuple[Any, ...] = ()
+
+
+def bind_args(op: OpDef, args: Sequence[Any], kwargs: Sequence[tuple[str, Any]]) -> BoundCall:
+    """Match ``args``/``kwargs`` of a call to ``op``; raise OpError naming what is wrong."""
+    if op.free_args:
+        inputs = tuple(a for a in args if isinstance(a, Var))
+        attrs: dict[str, Any] = {}
+        for k, v in kwargs:
+            spec = op.attr_spec(k)
+            if spec is None:
+                raise OpError(_unknown_attr(op, k))
+            attrs[k] = check_attr(op.name, spec, v)
+        return BoundCall(inputs, attrs, tuple(args))
+    n = 0
+    while n < len(args) and isinstance(args[n], Var):
+        n += 1
+    inputs = tuple(args[:n])
+    if n < op.min_inputs or (op.max_inputs is not None and n > op.max_inputs):
+        raise OpError(f"{op.name} takes {_arity(op)}, got {n}")
+    given: dict[str, Any] = {}
+    rest = args[n:]
+    if len(rest) > len(op.attrs):
+        bad = rest[len(op.attrs)]
+        if isinstance(bad, Var):
+            raise OpError(f"{op.name}: tensor argument %{bad.name} after its attributes")
+        raise OpError(f"{op.name} takes at most {len(op.attrs)} attribute(s) after its inputs, got {len(rest)}")
+    for spec, v in zip(op.attrs, rest):
+        if isinstance(v, Var):
+            raise OpError(f"{op.name}: tensor argument %{v.name} where attribute '{spec.name}' is expected")
+        given[spec.name] = v
+    for k, v in kwargs:
+        spec = op.attr_spec(k)
+        if spec is None:
+            raise OpError(_unknown_attr(op, k))
+        if k in given:
+            raise OpError(f"{op.name}: attribute '{k}' given twice")
+        given[k] = v
+    attrs = {}
+    for spec in op.attrs:
+        if spec.name in given:
+            attrs[spec.name] = check_attr(op.name, spec, given[spec.name])
+        elif spec.default is REQUIRED:
+            raise OpError(f"{op.name}: missing attribute '{spec.name}'")
+        else:
+            attrs[spec.name] = spec.default
+    return BoundCall(inputs, attrs)
+
+
+def _arity(op: OpDef) -> str:
+    lo, hi = op.min_inputs, op.max_inputs
+    if hi == lo:
+        return f"{lo} tensor input{'s' if lo != 1 else ''}"
+    if hi is None:
+        return f"at least {lo} tensor input{'s' if lo != 1 else ''}"
+    return f"{lo} to {hi} tensor inputs"
+
+
+def _unknown_attr(op: OpDef, key: str) -> str:
+    import difflib
+
+    names = [a.name for a in op.attrs]
+    close = difflib.get_close_matches(key, names, n=1)
+    hint = f"; did you mean '{close[0]}'?" if close else ""
+    known = ", ".join(names) if names else "none"
+    return f"{op.name} has no attribute '{key}'{hint} (attributes: {known})"
+
+
+def value_is_literal_data(v: Any) -> bool:
+    """True for the literals ``const(...)`` accepts inline: numbers, bools, nested lists."""
+    if isinstance(v, (bool, int, float)):
+        return True
+    if isinstance(v, ListLit):
+        return all(value_is_literal_data(x) for x in v.items)
+    return False
+
+
+__all__ = [
+    "AttrSpec",
+    "BoundCall",
+    "DictLit",
+    "OpDef",
+    "OpError",
+    "REQUIRED",
+    "Registry",
+    "bind_args",
+    "check_attr",
+]

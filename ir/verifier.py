@@ -1,0 +1,463 @@
+"""The verifier: checks a module is well formed and infers the type of every value.
+
+It checks that names are defined once and before use, every call matches its op or
+function signature, attributes are valid, written types agree with inferred ones,
+primitive functions hold only kernel ops, symbolic dims are bound by a parameter (and
+``upper_bounds`` names real dims), tensor sizes are sane, and the call graph has no cycle.
+The first problem found is raised as an :class:`RxError` at its source location.
+
+:func:`verify_module` returns the inferred types (function name → value name → type),
+which passes use instead of re-deriving them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable, Mapping
+
+from . import dims as D
+from .diagnostics import Loc, RxError
+from .nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    DictLit,
+    Effect,
+    Expr,
+    Function,
+    Invoke,
+    Module,
+    Project,
+    TupleExpr,
+    Var,
+)
+from .ops import REGISTRY
+from .ops.memory import UNIT
+from .registry import OpDef, OpError, Registry, bind_args
+from .types import OBJECT, TensorType, TupleType, Type, dtype_nbytes, type_free_vars, type_to_str, types_equal
+
+MAX_TENSOR_BYTES = 1 << 40
+"""The largest tensor (1 TiB) relaxc accepts; anything larger is surely a typo."""
+
+KNOWN_FUNCTION_ATTRS = {
+    "primitive": "true for a kernel function (bodies of kernel ops only)",
+    "upper_bounds": "{name = bound, ...}: largest value of each symbolic dim",
+}
+
+FunctionTypes = dict[str, Type]
+ModuleTypes = dict[str, FunctionTypes]
+
+
+def verify_module(module: Module, registry: Registry = REGISTRY) -> ModuleTypes:
+    """Verify ``module``; return every value's type per function, or raise RxError."""
+    seen: dict[str, Function] = {}
+    for fn in module.functions:
+        if fn.name in seen:
+            first = seen[fn.name].loc
+            where = f" (first defined at line {first.line})" if first else ""
+            raise RxError(f"function @{fn.name} is defined twice{where}", fn.loc)
+        seen[fn.name] = fn
+    _check_call_graph(module, seen)
+    out: ModuleTypes = {}
+    for fn in module.functions:
+        out[fn.name] = _FunctionChecker(fn, seen, registry).run()
+    return out
+
+
+def verify_function(fn: Function, module: Module, registry: Registry = REGISTRY) -> FunctionTypes:
+    """Verify one function of ``module`` (callees are looked up in the module)."""
+    table = {f.name: f for f in module.functions}
+    return _FunctionChecker(fn, table, registry).run()
+
+
+def _callees(fn: Function) -> Iterable[tuple[str, Loc | None]]:
+    for s in fn.body:
+        v = s.value
+        if isinstance(v, CallFunc):
+            yield v.func, v.loc
+        elif isinstance(v, Invoke) and v.is_func:
+            yield v.target, v.loc
+
+
+def _check_call_graph(module: Module, table: Mapping[str, Function]) -> None:
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for callee, loc in _callees(table[name]):
+            if callee not in table:
+                continue  # reported by the function checker with a did-you-mean
+            if state.get(callee) == 1:
+                cycle = " -> ".join("@" + p for p in path[path.index(callee):] + [callee])
+                raise RxError(f"recursive call: {cycle} (relaxc programs have no recursion)", loc)
+            if callee not in state:
+                visit(callee, path + [callee])
+        state[name] = 2
+
+    for fn in module.functions:
+        if fn.name not in state:
+            visit(fn.name, [fn.name])
+
+
+def _suggest(name: str, candidates: Iterable[str]) -> str:
+    close = difflib.get_close_matches(name, list(candidates), n=1)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+class _FunctionChecker:
+    """Walks one function in order, keeping the type of every defined name."""
+
+    def __init__(self, fn: Function, table: Mapping[str, Function], registry: Registry):
+        self.fn = fn
+        self.table = table
+        self.registry = registry
+        self.types: FunctionTypes = {}
+        self.def_loc: dict[str, Loc | None] = {}
+        self.dims: set[str] = set()
+        self.bounds: dict[str, int] = {}
+
+    # -- entry ------------------------------------------------------------------------
+    def run(self) -> FunctionTypes:
+        fn = self.fn
+        self._check_params()
+        self._check_attrs()
+        self._check_type_sane(fn.ret_type, fn.loc, "return type")
+        for stmt in fn.body:
+            if isinstance(stmt, Bind):
+                self._bind(stmt)
+            else:
+                self._effect(stmt)
+        ret_t = self._expr_type(fn.ret, fn.ret.loc)
+        if not types_equal(ret_t, fn.ret_type):
+            raise RxError(
+                f"@{fn.name} returns {type_to_str(ret_t)} but is declared to return {type_to_str(fn.ret_type)}",
+                fn.ret.loc or fn.loc,
+            )
+        return self.types
+
+    # -- signature ----------------------------------------------------------------------
+    def _check_params(self) -> None:
+        fn = self.fn
+        plain: set[str] = set()
+        for p in fn.params:
+            if p.name in self.types:
+                raise RxError(f"parameter %{p.name} is declared twice", p.loc)
+            self.types[p.name] = p.type
+            self.def_loc[p.name] = p.loc
+            for leaf in _tensor_types(p.type):
+                for d in leaf.shape:
+                    if isinstance(d, D.Sym):
+                        plain.add(d.name)
+        for p in fn.params:
+            for name in sorted(type_free_vars(p.type)):
+                if name not in plain:
+                    raise RxError(
+                        f"symbolic dim '{name}' of %{p.name} must also appear alone as a dimension "
+                        "of some parameter, so its value can be read from the inputs",
+                        p.loc,
+                    )
+        self.dims = plain
+        for p in fn.params:
+            self._check_type_sane(p.type, p.loc, f"%{p.name}")
+
+    def _check_attrs(self) -> None:
+        fn = self.fn
+        for key, value in fn.attrs:
+            if key not in KNOWN_FUNCTION_ATTRS:
+                raise RxError(
+                    f"unknown function attribute '{key}'{_suggest(key, KNOWN_FUNCTION_ATTRS)}",
+                    fn.loc,
+                    notes=("known attributes: " + ", ".join(sorted(KNOWN_FUNCTION_ATTRS)),),
+                )
+            if key == "primitive" and not isinstance(value, bool):
+                raise RxError("attribute 'primitive' must be true or false", fn.loc)
+            if key == "upper_bounds":
+                self._check_upper_bounds(value)
+
+    def _check_upper_bounds(self, value: Any) -> None:
+        fn = self.fn
+        if not isinstance(value, DictLit):
+            raise RxError("attribute 'upper_bounds' must be a mapping such as {n = 64}", fn.loc)
+        for name, bound in value.items:
+            if name not in self.dims:
+                known = ", ".join(sorted(self.dims)) or "none"
+                raise RxError(
+                    f"upper_bounds names '{name}', which is not a symbolic dim of @{fn.name}"
+                    f"{_suggest(name, self.dims)}",
+                    fn.loc,
+                    notes=(f"symbolic dims of @{fn.name}: {known}",),
+                )
+            if not isinstance(bound, int) or isinstance(bound, bool) or bound <= 0:
+                raise RxError(f"upper bound of '{name}' must be a positive integer", fn.loc)
+            self.bounds[name] = bound
+
+    # -- statements -------------------------------------------------------------------
+    def _define(self, name: str, t: Type, loc: Loc | None) -> None:
+        if name in self.types:
+            prev = self.def_loc.get(name)
+            where = f" (first defined at line {prev.line})" if prev else ""
+            raise RxError(f"%{name} is already defined{where}; every value is assigned once", loc)
+        self.types[name] = t
+        self.def_loc[name] = loc
+
+    def _bind(self, stmt: Bind) -> None:
+        value = stmt.value
+        if isinstance(value, Invoke):
+            raise RxError("invoke writes into its outs and returns nothing; write it as a statement", stmt.loc)
+        annotated = stmt.type
+        if annotated is not None:
+            self._check_type_sane(annotated, stmt.loc, f"%{stmt.name}")
+            self._check_bound_dims(type_free_vars(annotated), stmt.loc)
+        if isinstance(value, Call) and value.op == "const" and annotated is not None:
+            t = self._const_annotated(value, annotated)
+        else:
+            t = self._expr_type(value, value.loc if value.loc else stmt.loc)
+            if t == UNIT and isinstance(value, Call):
+                raise RxError(f"{value.op} returns nothing; write it as a statement without '%{stmt.name} ='", stmt.loc)
+            if annotated is not None:
+                if t == OBJECT and isinstance(value, Call):
+                    t = annotated  # runtime calls return what their annotation says
+                elif not types_equal(annotated, t):
+                    raise RxError(
+                        f"%{stmt.name} is declared {type_to_str(annotated)} but its value has type {type_to_str(t)}",
+                        stmt.loc,
+                    )
+                else:
+                    t = annotated
+            self._check_type_sane(t, stmt.loc, f"%{stmt.name}")
+        self._define(stmt.name, t, stmt.loc)
+
+    def _effect(self, stmt: Effect) -> None:
+        value = stmt.value
+        if isinstance(value, Invoke):
+            self._invoke(value)
+        else:
+            self._expr_type(value, value.loc or stmt.loc)
+
+    def _const_annotated(self, call: Call, annotated: Type) -> Type:
+        op = self.registry.get("const")
+        assert op is not None
+        bound = self._bind_op(op, call)
+        if not isinstance(annotated, TensorType):
+            raise RxError("a constant must have a tensor type", call.loc)
+        value = bound.attrs["value"]
+        if isinstance(value, str):
+            if not value:
+                raise RxError("a weight name must not be empty", call.loc)
+            return annotated
+        inferred = self._infer(op, [], bound.attrs, call.loc)
+        if not types_equal(inferred, annotated):
+            raise RxError(
+                f"constant is declared {type_to_str(annotated)} but its literal has type {type_to_str(inferred)}",
+                call.loc,
+            )
+        return annotated
+
+    # -- expressions ------------------------------------------------------------------
+    def _use(self, v: Var) -> Type:
+        t = self.types.get(v.name)
+        if t is None:
+            raise RxError(f"%{v.name} is not defined{_suggest(v.name, self.types)}", v.loc)
+        return t
+
+    def _expr_type(self, e: Expr, loc: Loc | None) -> Type:
+        if isinstance(e, Var):
+            return self._use(e)
+        if isinstance(e, Call):
+            return self._call(e)
+        if isinstance(e, CallFunc):
+            return self._callfunc(e)
+        if isinstance(e, TupleExpr):
+            return TupleType(tuple(self._use(v) for v in e.fields))
+        if isinstance(e, Project):
+            t = self._use(e.tuple_var)
+            if not isinstance(t, TupleType):
+                raise RxError(f"%{e.tuple_var.name} is not a tuple; it has type {type_to_str(t)}", e.loc)
+            if not 0 <= e.index < len(t.fields):
+                raise RxError(
+                    f"tuple index {e.index} is out of range for %{e.tuple_var.name} with {len(t.fields)} field(s)",
+                    e.loc,
+                )
+            return t.fields[e.index]
+        raise RxError("invoke returns nothing and cannot be used as a value", loc)
+
+    def _lookup_op(self, name: str, loc: Loc | None) -> OpDef:
+        op = self.registry.get(name)
+        if op is None:
+            if name in self.table:
+                raise RxError(f"unknown op '{name}'; to call function @{name} write 'call @{name}(...)'", loc)
+            raise RxError(f"unknown op '{name}'{_suggest(name, self.registry.names())}", loc)
+        return op
+
+    def _bind_op(self, op: OpDef, call: Call | Invoke):
+        try:
+            return bind_args(op, call.args, call.kwargs)
+        except OpError as e:
+            raise RxError(str(e), call.loc) from None
+
+    def _infer(self, op: OpDef, inputs: list[Type], attrs: Mapping[str, Any], loc: Loc | None) -> Type:
+        try:
+            return op.infer(inputs, attrs)
+        except OpError as e:
+            raise RxError(str(e), loc) from None
+
+    def _call(self, call: Call) -> Type:
+        op = self._lookup_op(call.op, call.loc)
+        if self.fn.is_primitive and not (op.is_kernel or op.category == "constant"):
+            raise RxError(
+                f"primitive function @{self.fn.name} may only contain kernel ops, not {call.op}", call.loc
+            )
+        bound = self._bind_op(op, call)
+        inputs = [self._use(v) for v in bound.inputs]
+        attrs: Mapping[str, Any] = bound.attrs
+        if op.free_args:
+            attrs = dict(attrs)
+            attrs["args"] = tuple(self._use(a) if isinstance(a, Var) else a for a in call.args)
+        else:
+            self._check_attr_dims(attrs, call.loc)
+        return self._infer(op, inputs, attrs, call.loc)
+
+    def _check_attr_dims(self, attrs: Mapping[str, Any], loc: Loc | None) -> None:
+        for v in attrs.values():
+            if isinstance(v, (D.Sym, D.BinOp, D.DimCall)):
+                self._check_bound_dims(D.free_vars(v), loc)
+            elif isinstance(v, tuple):
+                for x in v:
+                    if isinstance(x, (D.Sym, D.BinOp, D.DimCall)):
+                        self._check_bound_dims(D.free_vars(x), loc)
+
+    def _check_bound_dims(self, names: Iterable[str], loc: Loc | None) -> None:
+        for name in sorted(names):
+            if name not in self.dims:
+                raise RxError(
+                    f"symbolic dim '{name}' is not bound by any parameter of @{self.fn.name}"
+                    f"{_suggest(name, self.dims)}",
+                    loc,
+                )
+
+    def _callee(self, name: str, loc: Loc | None) -> Function:
+        callee = self.table.get(name)
+        if callee is None:
+            raise RxError(f"function @{name} is not defined{_suggest(name, self.table)}", loc)
+        return callee
+
+    def _callfunc(self, call: CallFunc) -> Type:
+        if self.fn.is_primitive:
+            raise RxError(f"primitive function @{self.fn.name} may not call other functions", call.loc)
+        callee = self._callee(call.func, call.loc)
+        return self._apply_signature(callee, [self._use(v) for v in call.args], call.args, call.loc)
+
+    def _apply_signature(self, callee: Function, arg_types: list[Type], args: tuple, loc: Loc | None) -> Type:
+        if len(arg_types) != len(callee.params):
+            raise RxError(
+                f"@{callee.name} takes {len(callee.params)} argument(s), got {len(arg_types)}", loc
+            )
+        env: dict[str, D.Dim] = {}
+        for p, t, a in zip(callee.params, arg_types, args):
+            msg = _unify(p.type, t, env)
+            if msg:
+                raise RxError(
+                    f"argument %{a.name} of @{callee.name} has type {type_to_str(t)}, "
+                    f"but parameter %{p.name} is {type_to_str(p.type)}: {msg}",
+                    a.loc or loc,
+                )
+        return _subst_type(callee.ret_type, env)
+
+    def _invoke(self, inv: Invoke) -> None:
+        if self.fn.is_primitive:
+            raise RxError(f"primitive function @{self.fn.name} may not contain invoke", inv.loc)
+        out_types = [self._use(v) for v in inv.outs]
+        for v, t in zip(inv.outs, out_types):
+            if not isinstance(t, TensorType):
+                raise RxError(f"output %{v.name} of invoke must be a tensor, not {type_to_str(t)}", v.loc)
+        if inv.is_func:
+            callee = self._callee(inv.target, inv.loc)
+            if not callee.is_primitive:
+                raise RxError(
+                    f"invoke needs a primitive function; @{inv.target} is not marked primitive "
+                    f"(use call @{inv.target}(...) instead)",
+                    inv.loc,
+                )
+            if inv.kwargs or any(not isinstance(a, Var) for a in inv.args):
+                raise RxError(f"invoke @{inv.target}: a function takes only %var arguments", inv.loc)
+            result = self._apply_signature(callee, [self._use(a) for a in inv.args], inv.args, inv.loc)
+        else:
+            op = self._lookup_op(inv.target, inv.loc)
+            if not op.is_kernel or op.is_view:
+                raise RxError(f"invoke needs a kernel op; {inv.target} is a {op.category} op", inv.loc)
+            bound = self._bind_op(op, inv)
+            self._check_attr_dims(bound.attrs, inv.loc)
+            result = self._infer(op, [self._use(v) for v in bound.inputs], bound.attrs, inv.loc)
+        expected = list(result.fields) if isinstance(result, TupleType) else [result]
+        if len(expected) != len(out_types):
+            raise RxError(
+                f"invoke {'@' if inv.is_func else ''}{inv.target} produces {len(expected)} output(s) "
+                f"but has {len(out_types)} in outs",
+                inv.loc,
+            )
+        for v, want, got in zip(inv.outs, expected, out_types):
+            if not types_equal(want, got):
+                raise RxError(
+                    f"output %{v.name} has type {type_to_str(got)} but the kernel produces {type_to_str(want)}",
+                    v.loc or inv.loc,
+                )
+
+    # -- sanity of sizes --------------------------------------------------------------
+    def _check_type_sane(self, t: Type, loc: Loc | None, what: str) -> None:
+        for leaf in _tensor_types(t):
+            for d in leaf.shape:
+                if isinstance(d, int) and d < 0:
+                    raise RxError(f"{what}: negative dimension {d}", loc)
+            elems = D.upper_bound(leaf.num_elements(), self.bounds)
+            if elems is not None and elems * dtype_nbytes(leaf.dtype) > MAX_TENSOR_BYTES:
+                raise RxError(
+                    f"{what}: tensor {type_to_str(leaf)} would take {elems * dtype_nbytes(leaf.dtype):,} bytes, "
+                    f"more than the {MAX_TENSOR_BYTES:,}-byte limit",
+                    loc,
+                )
+
+
+def _tensor_types(t: Type) -> list[TensorType]:
+    if isinstance(t, TensorType):
+        return [t]
+    if isinstance(t, TupleType):
+        return [x for f in t.fields for x in _tensor_types(f)]
+    return []
+
+
+def _unify(param: Type, arg: Type, env: dict[str, D.Dim]) -> str | None:
+    """Match an argument type to a parameter type, binding the callee's bare symbolic dims."""
+    if isinstance(param, TensorType):
+        if not isinstance(arg, TensorType):
+            return "not a tensor"
+        if param.dtype != arg.dtype:
+            return f"dtype {arg.dtype} is not {param.dtype}"
+        if len(param.shape) != len(arg.shape):
+            return f"rank {len(arg.shape)} is not {len(param.shape)}"
+        for pd, ad in zip(param.shape, arg.shape):
+            if isinstance(pd, D.Sym) and pd.name not in env:
+                env[pd.name] = ad
+        for pd, ad in zip(param.shape, arg.shape):
+            want = D.substitute(pd, env)
+            if not D.dims_equal(want, ad):
+                return f"dimension {D.dim_to_str(ad)} does not match {D.dim_to_str(want)}"
+        return None
+    if isinstance(param, TupleType):
+        if not isinstance(arg, TupleType) or len(arg.fields) != len(param.fields):
+            return "not a tuple of the same length"
+        for p, a in zip(param.fields, arg.fields):
+            msg = _unify(p, a, env)
+            if msg:
+                return msg
+        return None
+    return None if type(param) is type(arg) else "kind differs"
+
+
+def _subst_type(t: Type, env: Mapping[str, D.Dim]) -> Type:
+    if isinstance(t, TensorType):
+        if t.is_static():
+            return t
+        return TensorType(tuple(D.simplify(D.substitute(d, env)) for d in t.shape), t.dtype)
+    if isinstance(t, TupleType):
+        return TupleType(tuple(_subst_type(f, env) for f in t.fields))
+    return t
