@@ -1,1 +1,48 @@
-print("hi")
+"""The ``relaxc`` command: a click group that composes the subcommands."""
+
+from __future__ import annotations
+
+import os
+from importlib.metadata import PackageNotFoundError, version
+
+import click
+
+from .cmd_check import check_cmd
+from .cmd_fmt import fmt_cmd
+from .cmd_run import run_cmd
+
+
+def _version() -> str:
+    try:
+        return version("relaxc")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0.0.0+unknown"
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(_version(), "--version", prog_name="relaxc", message="%(prog)s %(version)s")
+@click.option("--debug", is_flag=True, envvar="RELAXC_DEBUG",
+              help="Show Python tracebacks for errors (also RELAXC_DEBUG=1).")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
+    """relaxc: a compiler driver for tensor programs whose subject is memory.
+
+    Where does every tensor live, how much memory does this model need, and does the
+    compiled program stay inside it?
+    """
+    ctx.ensure_object(dict)
+    ctx.obj["debug"] = debug
+
+
+cli.add_command(check_cmd)
+cli.add_command(fmt_cmd)
+cli.add_command(run_cmd)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="relaxc")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

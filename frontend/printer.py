@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import TYPE_CHECKING
 
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import (
@@ -29,6 +30,9 @@ from relaxc.ir.nodes import (
     Var,
 )
 from relaxc.ir.types import type_to_str
+
+if TYPE_CHECKING:
+    from .comments import Comments
 
 INDENT = "  "
 
@@ -107,18 +111,55 @@ def stmt_to_str(s: Bind | Effect) -> str:
     return expr_to_str(s.value)
 
 
-def function_to_str(f: Function) -> str:
+class _CommentSink:
+    """Hands out each attached comment once, by the source line of a node."""
+
+    def __init__(self, comments: "Comments | None"):
+        self.c = comments
+        self.used: set[tuple[str, int]] = set()
+
+    def leading(self, loc: object, indent: str) -> list[str]:
+        line = getattr(loc, "line", None)
+        if self.c is None or line is None or ("l", line) in self.used:
+            return []
+        self.used.add(("l", line))
+        return [indent + c for c in self.c.leading.get(line, [])]
+
+    def trailing(self, loc: object) -> str:
+        line = getattr(loc, "line", None)
+        if self.c is None or line is None or ("t", line) in self.used or line not in self.c.trailing:
+            return ""
+        self.used.add(("t", line))
+        return "  " + self.c.trailing[line]
+
+
+def function_to_str(f: Function, sink: _CommentSink | None = None) -> str:
+    sink = sink or _CommentSink(None)
     params = ", ".join(f"%{p.name}: {type_to_str(p.type)}" for p in f.params)
     head = f"fn @{f.name}({params}) -> {type_to_str(f.ret_type)}"
     if f.attrs:
         head += "\n" + INDENT * 2 + "attrs " + value_to_str(DictLit(f.attrs))
-    lines = [head + " {"]
-    lines += [INDENT + stmt_to_str(s) for s in f.body]
-    lines.append(INDENT + "return " + expr_to_str(f.ret))
+    lines = sink.leading(f.loc, "")
+    lines.append(head + " {" + sink.trailing(f.loc))
+    for s in f.body:
+        lines += sink.leading(s.loc, INDENT)
+        lines.append(INDENT + stmt_to_str(s) + sink.trailing(s.loc))
+    ret_loc = getattr(f.ret, "loc", None)
+    lines += sink.leading(ret_loc, INDENT)
+    lines.append(INDENT + "return " + expr_to_str(f.ret) + sink.trailing(ret_loc))
     lines.append("}")
     return "\n".join(lines)
 
 
-def print_module(m: Module) -> str:
-    """The canonical text of ``m``; functions separated by one blank line, ending in a newline."""
-    return "\n\n".join(function_to_str(f) for f in m.functions) + ("\n" if m.functions else "")
+def print_module(m: Module, comments: "Comments | None" = None) -> str:
+    """The canonical text of ``m``; functions separated by one blank line, ending in a newline.
+
+    With ``comments`` (from :func:`relaxc.frontend.comments.attach_comments`) the source's
+    comments are kept next to the nodes they were written beside.
+    """
+    sink = _CommentSink(comments)
+    text = "\n\n".join(function_to_str(f, sink) for f in m.functions)
+    tail = comments.tail if comments is not None else []
+    if tail:
+        text = (text + "\n\n" if text else "") + "\n".join(tail)
+    return text + "\n" if text else ""

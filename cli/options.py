@@ -1,0 +1,31 @@
+"""Option types shared by several commands."""
+
+from __future__ import annotations
+
+import click
+
+
+def parse_dims(values: tuple[str, ...]) -> dict[str, int]:
+    """``("n=128", "m=4")`` → ``{"n": 128, "m": 4}``; bad spellings are usage errors."""
+    out: dict[str, int] = {}
+    for item in values:
+        name, sep, num = item.partition("=")
+        name = name.strip()
+        if not sep or not name.isidentifier():
+            raise click.BadParameter(f"'{item}' is not NAME=VALUE (for example n=128)", param_hint="--dim")
+        try:
+            value = int(num)
+        except ValueError:
+            raise click.BadParameter(f"'{item}': {num!r} is not an integer", param_hint="--dim") from None
+        if value < 0:
+            raise click.BadParameter(f"'{item}': a dimension cannot be negative", param_hint="--dim")
+        if name in out:
+            raise click.BadParameter(f"'{name}' given twice", param_hint="--dim")
+        out[name] = value
+    return out
+
+
+dim_option = click.option(
+    "--dim", "dims", multiple=True, metavar="NAME=N",
+    help="Value of a symbolic dim (repeatable), e.g. --dim n=128.",
+)
