@@ -17,6 +17,8 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
 from relaxc.ir import dims as D
+
+from .lexer import LexError, RxLexer
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.nodes import (
     Bind,
@@ -276,7 +278,9 @@ def _grammar() -> str:
 @functools.lru_cache(maxsize=16)
 def _parser_for(filename: str) -> Lark:
     """A lark LALR parser whose builder stamps ``filename`` on every location (memoized)."""
-    return Lark(_grammar(), parser="lalr", transformer=_Builder(filename), maybe_placeholders=True)
+    return Lark(
+        _grammar(), parser="lalr", lexer=RxLexer, transformer=_Builder(filename), maybe_placeholders=True
+    )
 
 
 _TOKEN_WORDS = {
@@ -332,6 +336,13 @@ def parse_module(text: str, filename: str = "<input>") -> Module:
     parser = _parser_for(filename)
     try:
         return parser.parse(text)
+    except LexError as e:
+        ch = e.char
+        shown = repr(ch) if ch.isprintable() else f"character U+{ord(ch):04X}"
+        hint = ""
+        if ch == '"':
+            hint = " (a string that is not closed on its line?)"
+        raise RxError(f"unexpected character {shown}{hint}", Loc(filename, e.line, e.column)) from None
     except UnexpectedCharacters as e:
         ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
         shown = repr(ch) if ch.isprintable() else f"byte {ch.encode('utf-8', 'replace')!r}"
