@@ -121,18 +121,20 @@ class Interpreter:
             raise RxError(f"the module has no function @{fn_name}")
         args = [_copy_value(a) for a in args]
         env = bind_dims(fn, args, dims)
-        return _copy_value(self._call(fn, args, env))
+        result, held = self._call(fn, args, env)
+        self.stats.free(held)  # the caller gets copies; the program holds nothing any more
+        return _copy_value(result)
 
     # -- frames -----------------------------------------------------------------------
-    def _call(self, fn: Function, args: Sequence[Any], dim_env: dict[str, int]) -> Any:
+    def _call(self, fn: Function, args: Sequence[Any], dim_env: dict[str, int]) -> tuple[Any, int]:
+        """Run ``fn``; return its result and the bytes still held for it (now the caller's)."""
         frame = _Frame(self, fn, dim_env)
         for p, a in zip(fn.params, args):
             frame.values[p.name] = a
         for stmt in fn.body:
             frame.step(stmt)
         result = frame.read_expr(fn.ret)
-        frame.release(result)
-        return result
+        return result, frame.release(result)
 
 
 class _Frame:
@@ -189,8 +191,11 @@ class _Frame:
         if isinstance(e, CallFunc):
             callee = self.interp.functions[e.func]
             args = [self.read(a) for a in e.args]
-            result = self.interp._call(callee, args, bind_dims(callee, args))
-            self._own(bind, result)
+            result, held = self.interp._call(callee, args, bind_dims(callee, args))
+            if bind is not None and held:
+                self.owned[bind.name] = held
+            else:
+                self.interp.stats.free(held)
             return result
         if isinstance(e, Invoke):
             self.invoke(e)
@@ -318,7 +323,8 @@ class _Frame:
         if e.is_func:
             callee = self.interp.functions[e.target]
             args = [self.read(a) for a in e.args]  # type: ignore[arg-type]
-            result = self.interp._call(callee, args, bind_dims(callee, args))
+            result, held = self.interp._call(callee, args, bind_dims(callee, args))
+            self.interp.stats.free(held)  # copied into the outs below
         else:
             op = self.interp.registry.get(e.target)
             bound = bind_args(op, e.args, e.kwargs)  # type: ignore[arg-type]
@@ -360,12 +366,27 @@ class _Frame:
         args = [self.read(a) if isinstance(a, Var) else self.concrete(a) for a in e.args[1:]]
         return impl(PackedContext(self.dims), args)
 
-    def release(self, result: Any) -> None:
-        """Function exit: everything this frame allocated is freed, except what it returns."""
-        keep = {id(x) for x in _flatten(result)}
+    def release(self, result: Any) -> int:
+        """Function exit: free what this frame allocated, except what backs its result.
+
+        Returns the bytes kept for the result (a returned tensor keeps the storage it lives in).
+        """
+        returned = [x for x in _flatten(result) if isinstance(x, np.ndarray)]
+        held = 0
         for name, n in self.owned.items():
-            if id(self.values.get(name)) not in keep:
+            value = self.values.get(name)
+            backing = value.buf if isinstance(value, Storage) else value
+            if isinstance(backing, (np.ndarray, tuple)) and any(
+                _shares(backing, r) for r in returned
+            ):
+                held += n
+            else:
                 self.interp.stats.free(n)
+        return held
+
+
+def _shares(value: Any, arr: np.ndarray) -> bool:
+    return any(isinstance(x, np.ndarray) and np.may_share_memory(x, arr) for x in _flatten(value))
 
 
 def _flatten(v: Any) -> list[Any]:

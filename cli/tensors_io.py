@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
-from relaxc.frontend.weights import load_npz
+from relaxc.frontend.weights import load_npz, npz_bytes
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Function
 
@@ -46,6 +45,4 @@ def flatten_outputs(result: Any, prefix: str = "output") -> list[tuple[str, np.n
 
 def write_npz(path: Path, named: Sequence[tuple[str, np.ndarray]]) -> None:
     """Write arrays to ``path`` atomically as an uncompressed .npz."""
-    buf = io.BytesIO()
-    np.savez(buf, **dict(named))
-    write_atomic(path, buf.getvalue())
+    write_atomic(path, npz_bytes(dict(named)))

@@ -77,3 +77,22 @@ def check_weights(module: Module, weights: Mapping[str, np.ndarray], source: str
                 f"weight '{name}' has shape {tuple(arr.shape)} in {source} but is declared {type_to_str(t)}",
                 bind.loc,
             )
+
+
+def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+    """An uncompressed .npz archive of ``arrays`` whose bytes depend only on the arrays.
+
+    numpy's own ``savez`` stamps the current time into the zip entries; this writer uses a
+    fixed timestamp and sorted names so the same arrays always give the same file.
+    """
+    import io
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_STORED) as zf:
+        for name in sorted(arrays):
+            info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            member = io.BytesIO()
+            np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+            zf.writestr(info, member.getvalue())
+    return buf.getvalue()
