@@ -1,0 +1,434 @@
+"""Neural-network ops: matmul, dense, conv2d, pooling, normalizations, softmax and lrn.
+
+Layouts are NCHW for activations and OIHW for convolution weights. Float kernels compute
+in float64 and cast back to the input dtype; integer matmul/dense/conv2d accumulate in
+64 bits and wrap to the input dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from relaxc.ir import dims as D
+from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
+from relaxc.ir.types import TensorType, Type
+
+from .checks import (
+    accumulate_dtype,
+    as_contiguous,
+    pad4,
+    positive_pair,
+    require_dims_equal,
+    require_float_math,
+    require_numeric,
+    require_rank,
+    sstr,
+    window_out,
+)
+from .common import broadcast_shapes, norm_axes, norm_axis, same_dtype, tensors
+
+# -- matmul / dense ----------------------------------------------------------------------
+
+
+def _infer_matmul(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    a, b = tensors(inputs, "matmul")
+    dtype = same_dtype([a, b], "matmul")
+    require_numeric(dtype, "matmul")
+    for name, t in (("a", a), ("b", b)):
+        if t.ndim < 2:
+            raise OpError(
+                f"matmul: operand {name} has rank {t.ndim}, both operands need rank >= 2 "
+                f"(use expand_dims for a vector)"
+            )
+    require_dims_equal(a.shape[-1], b.shape[-2], "matmul", f"inner dimensions of {sstr(a.shape)} @ {sstr(b.shape)}")
+    batch = broadcast_shapes([a.shape[:-2], b.shape[:-2]], "matmul")
+    return TensorType(batch + (a.shape[-2], b.shape[-1]), dtype)
+
+
+def _matmul(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    a, b = xs
+    acc = accumulate_dtype(a.dtype)
+    return as_contiguous(np.matmul(a.astype(acc), b.astype(acc)), a.dtype)
+
+
+def _infer_dense(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    ts = tensors(inputs, "dense")
+    x, w = ts[0], ts[1]
+    dtype = same_dtype(ts, "dense")
+    require_numeric(dtype, "dense")
+    if x.ndim < 1:
+        raise OpError("dense: x must have rank at least 1")
+    require_rank(w, 2, "dense", "weight (N, K)")
+    require_dims_equal(x.shape[-1], w.shape[1], "dense", f"K of x {sstr(x.shape)} and weight {sstr(w.shape)}")
+    if len(ts) == 3:
+        require_rank(ts[2], 1, "dense", "bias")
+        require_dims_equal(ts[2].shape[0], w.shape[0], "dense", "bias length and N")
+    return TensorType(x.shape[:-1] + (w.shape[0],), dtype)
+
+
+def _dense(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x, w = xs[0], xs[1]
+    acc = accumulate_dtype(x.dtype)
+    out = np.matmul(x.astype(acc), w.astype(acc).T)
+    if len(xs) == 3:
+        out = out + xs[2].astype(acc)
+    return as_contiguous(out, x.dtype)
+
+
+# -- conv2d ------------------------------------------------------------------------------
+
+
+def _conv_params(attrs: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int], int]:
+    strides = positive_pair(attrs["strides"], "conv2d", "strides")
+    padding = pad4(attrs["padding"], "conv2d")
+    dilation = positive_pair(attrs["dilation"], "conv2d", "dilation")
+    groups = attrs["groups"]
+    if groups < 1:
+        raise OpError(f"conv2d: groups must be positive, got {groups}")
+    return strides, padding, dilation, groups
+
+
+def _infer_conv2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    ts = tensors(inputs, "conv2d")
+    x, w = ts[0], ts[1]
+    dtype = same_dtype(ts, "conv2d")
+    require_numeric(dtype, "conv2d")
+    require_rank(x, 4, "conv2d", "data (NCHW)")
+    require_rank(w, 4, "conv2d", "weight (OIHW)")
+    (sh, sw), (pt, pl, pb, pr), (dh, dw), groups = _conv_params(attrs)
+    n, c, h, wd = x.shape
+    o, i, kh, kw = w.shape
+    require_dims_equal(c, D.mul(i, groups), "conv2d",
+                       f"input channels vs weight {sstr(w.shape)} in-channels * groups={groups}")
+    if isinstance(o, int) and o % groups:
+        raise OpError(f"conv2d: {o} output channels are not divisible by groups={groups}")
+    if len(ts) == 3:
+        require_rank(ts[2], 1, "conv2d", "bias")
+        require_dims_equal(ts[2].shape[0], o, "conv2d", "bias length and output channels")
+    oh = window_out(h, pt, pb, kh, dh, sh, "conv2d", "height")
+    ow = window_out(wd, pl, pr, kw, dw, sw, "conv2d", "width")
+    return TensorType((n, o, oh, ow), dtype)
+
+
+def _patches(xp: np.ndarray, i: int, j: int, dil: tuple[int, int], st: tuple[int, int],
+             out: tuple[int, int]) -> np.ndarray:
+    """The (..., OH, OW) input values kernel position (i, j) meets, from padded ``xp``."""
+    hi, wi = i * dil[0], j * dil[1]
+    return xp[..., hi:hi + st[0] * (out[0] - 1) + 1:st[0], wi:wi + st[1] * (out[1] - 1) + 1:st[1]]
+
+
+def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x, w = xs[0], xs[1]
+    strides, (pt, pl, pb, pr), dilation, g = _conv_params(attrs)
+    acc = accumulate_dtype(x.dtype)
+    n, c, h, wd = x.shape
+    o, cg, kh, kw = w.shape
+    oh = int(window_out(h, pt, pb, kh, dilation[0], strides[0], "conv2d", "height"))
+    ow = int(window_out(wd, pl, pr, kw, dilation[1], strides[1], "conv2d", "width"))
+    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    xg = xp.reshape(n, g, cg, xp.shape[2], xp.shape[3])
+    wg = w.astype(acc).reshape(g, o // g, cg, kh, kw)
+    out = np.zeros((n, g, o // g, oh, ow), dtype=acc)
+    for i in range(kh):
+        for j in range(kw):
+            patch = _patches(xg, i, j, dilation, strides, (oh, ow))
+            out += np.einsum("ngchw,goc->ngohw", patch, wg[:, :, :, i, j])
+    res = out.reshape(n, o, oh, ow)
+    if len(xs) == 3:
+        res = res + xs[2].astype(acc).reshape(1, o, 1, 1)
+    return as_contiguous(res, x.dtype)
+
+
+# -- pooling -----------------------------------------------------------------------------
+
+
+Pair = tuple[int, int]
+
+
+def _pool_params(op: str, attrs: Mapping[str, Any]) -> tuple[Pair, Pair, tuple[int, int, int, int], Pair]:
+    """(pool_size, strides, padding, dilation), checked."""
+    pool = positive_pair(attrs["pool_size"], op, "pool_size")
+    strides = positive_pair(attrs["strides"], op, "strides")
+    padding = pad4(attrs["padding"], op)
+    dilation = positive_pair(attrs["dilation"], op, "dilation")
+    for axis, (k, d, lo, hi) in (("height", (pool[0], dilation[0], padding[0], padding[2])),
+                                 ("width", (pool[1], dilation[1], padding[1], padding[3]))):
+        extent = d * (k - 1) + 1
+        if max(lo, hi) >= extent:
+            raise OpError(f"{op}: {axis} padding {max(lo, hi)} is not smaller than the window extent {extent}, "
+                          f"a window would lie entirely in the padding")
+    return pool, strides, padding, dilation
+
+
+def _pool_out(op: str, h: D.Dim, w: D.Dim, attrs: Mapping[str, Any]) -> tuple[D.Dim, D.Dim]:
+    (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw) = _pool_params(op, attrs)
+    ceil = attrs["ceil_mode"]
+    return (window_out(h, pt, pb, kh, dh, sh, op, "height", ceil),
+            window_out(w, pl, pr, kw, dw, sw, op, "width", ceil))
+
+
+def _pool_infer(op: str):
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        (x,) = tensors(inputs, op)
+        if op == "max_pool2d":
+            require_numeric(x.dtype, op)
+        else:
+            require_float_math(x.dtype, op)
+        require_rank(x, 4, op, "data (NCHW)")
+        n, c, h, w = x.shape
+        oh, ow = _pool_out(op, h, w, attrs)
+        return TensorType((n, c, oh, ow), x.dtype)
+
+    return infer
+
+
+def _pool_padded(op: str, x: np.ndarray, attrs: Mapping[str, Any], fill: Any):
+    """Pad ``x`` for pooling (ceil_mode may need extra bottom/right cells); returns the layout too."""
+    (kh, kw), st, (pt, pl, pb, pr), dil = _pool_params(op, attrs)
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = (int(v) for v in _pool_out(op, h, w, attrs))
+    extra_h = max(0, (oh - 1) * st[0] + dil[0] * (kh - 1) + 1 - (h + pt + pb))
+    extra_w = max(0, (ow - 1) * st[1] + dil[1] * (kw - 1) + 1 - (w + pl + pr))
+    widths = ((0, 0), (0, 0), (pt, pb + extra_h), (pl, pr + extra_w))
+    xp = np.pad(x, widths, constant_values=fill)
+    return xp, (kh, kw), st, dil, (oh, ow), (pt, pl, pb, pr)
+
+
+def _max_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x = xs[0]
+    fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    xp, (kh, kw), st, dil, out, _ = _pool_padded("max_pool2d", x, attrs, fill)
+    res = np.full(x.shape[:2] + out, fill, dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            res = np.maximum(res, _patches(xp, i, j, dil, st, out))
+    return as_contiguous(res, x.dtype)
+
+
+def _avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x = xs[0]
+    xp, (kh, kw), st, dil, out, (pt, pl, pb, pr) = _pool_padded("avg_pool2d", x.astype(np.float64), attrs, 0.0)
+    h, w = x.shape[2], x.shape[3]
+    counted = np.zeros(xp.shape[2:], dtype=np.float64)
+    if attrs["count_include_pad"]:
+        counted[:pt + h + pb, :pl + w + pr] = 1.0
+    else:
+        counted[pt:pt + h, pl:pl + w] = 1.0
+    total = np.zeros(x.shape[:2] + out, dtype=np.float64)
+    count = np.zeros(out, dtype=np.float64)
+    for i in range(kh):
+        for j in range(kw):
+            total += _patches(xp, i, j, dil, st, out)
+            count += _patches(counted, i, j, dil, st, out)
+    with np.errstate(all="ignore"):
+        res = np.where(count > 0, total / np.maximum(count, 1.0), 0.0)
+    return as_contiguous(res, x.dtype)
+
+
+def _infer_global_avg_pool2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    (x,) = tensors(inputs, "global_avg_pool2d")
+    require_float_math(x.dtype, "global_avg_pool2d")
+    require_rank(x, 4, "global_avg_pool2d", "data (NCHW)")
+    return TensorType((x.shape[0], x.shape[1], 1, 1), x.dtype)
+
+
+def _global_avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x = xs[0]
+    with np.errstate(all="ignore"):
+        return as_contiguous(np.mean(x.astype(np.float64), axis=(2, 3), keepdims=True), x.dtype)
+
+
+# -- normalizations ----------------------------------------------------------------------
+
+
+def _infer_batch_norm(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    ts = tensors(inputs, "batch_norm")
+    x = ts[0]
+    dtype = same_dtype(ts, "batch_norm")
+    require_float_math(dtype, "batch_norm")
+    axis = norm_axis(attrs["axis"], x.ndim, "batch_norm")
+    for name, t in zip(("gamma", "beta", "mean", "var"), ts[1:]):
+        require_rank(t, 1, "batch_norm", name)
+        require_dims_equal(t.shape[0], x.shape[axis], "batch_norm", f"length of {name} and axis {axis} of x")
+    return x
+
+
+def _channel(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
+    shape = [1] * ndim
+    shape[axis] = v.shape[0]
+    return v.astype(np.float64).reshape(shape)
+
+
+def _batch_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x, gamma, beta, mean, var = xs
+    axis = norm_axis(attrs["axis"], x.ndim, "batch_norm")
+    g, b, m, v = (_channel(t, x.ndim, axis) for t in (gamma, beta, mean, var))
+    with np.errstate(all="ignore"):
+        y = (x.astype(np.float64) - m) / np.sqrt(v + attrs["epsilon"]) * g + b
+    return as_contiguous(y, x.dtype)
+
+
+def _norm_infer(op: str, params: tuple[str, ...]):
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        ts = tensors(inputs, op)
+        x = ts[0]
+        dtype = same_dtype(ts, op)
+        require_float_math(dtype, op)
+        axes = norm_axes(attrs["axes"], x.ndim, op)
+        want = tuple(x.shape[a] for a in axes)
+        for name, t in zip(params, ts[1:]):
+            if t.ndim != len(want) or not all(D.dims_equal(p, q) for p, q in zip(t.shape, want)):
+                raise OpError(f"{op}: {name} has shape {sstr(t.shape)}, expected {sstr(want)} (x's normalized axes)")
+        return x
+
+    return infer
+
+
+def _param(v: np.ndarray, x: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
+    shape = [x.shape[i] if i in axes else 1 for i in range(x.ndim)]
+    return v.astype(np.float64).reshape(shape)
+
+
+def _layer_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x, gamma, beta = xs
+    axes = norm_axes(attrs["axes"], x.ndim, "layer_norm")
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        mean = x64.mean(axis=axes, keepdims=True)
+        var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
+        y = (x64 - mean) / np.sqrt(var + attrs["epsilon"]) * _param(gamma, x, axes) + _param(beta, x, axes)
+    return as_contiguous(y, x.dtype)
+
+
+def _rms_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x, weight = xs
+    axes = norm_axes(attrs["axes"], x.ndim, "rms_norm")
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        ms = (x64 ** 2).mean(axis=axes, keepdims=True)
+        y = x64 / np.sqrt(ms + attrs["epsilon"]) * _param(weight, x, axes)
+    return as_contiguous(y, x.dtype)
+
+
+# -- softmax / lrn -----------------------------------------------------------------------
+
+
+def _axis_float_infer(op: str):
+    """Inference for float ops along one axis that keep x's type (softmax, lrn)."""
+
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        (x,) = tensors(inputs, op)
+        require_float_math(x.dtype, op)
+        if x.ndim == 0:
+            raise OpError(f"{op}: input must have rank at least 1")
+        norm_axis(attrs["axis"], x.ndim, op)
+        return x
+
+    return infer
+
+
+def _infer_lrn(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    if attrs["size"] < 1:
+        raise OpError(f"lrn: size must be positive, got {attrs['size']}")
+    return _axis_float_infer("lrn")(inputs, attrs)
+
+
+def _softmax(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x = xs[0]
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        e = np.exp(x64 - np.max(x64, axis=attrs["axis"], keepdims=True))
+        y = e / np.sum(e, axis=attrs["axis"], keepdims=True)
+    return as_contiguous(y, x.dtype)
+
+
+def _lrn(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x = xs[0]
+    size = attrs["size"]
+    axis = norm_axis(attrs["axis"], x.ndim, "lrn")
+    x64 = x.astype(np.float64)
+    before = (size - 1) // 2
+    widths = [(0, 0)] * x.ndim
+    widths[axis] = (before, size - 1 - before)
+    sq = np.pad(x64 ** 2, widths)
+    c = x.shape[axis]
+    square_sum = sum(np.take(sq, np.arange(k, k + c), axis=axis) for k in range(size))
+    with np.errstate(all="ignore"):
+        y = x64 / (attrs["bias"] + attrs["alpha"] / size * square_sum) ** attrs["beta"]
+    return as_contiguous(y, x.dtype)
+
+
+def _reg_pool(reg: Registry, name: str, summary: str, kernel: Any, extra: tuple[AttrSpec, ...] = ()) -> None:
+    reg.register(OpDef(
+        name, summary, "kernel", _pool_infer(name), kernel=kernel, input_names=("data",),
+        attrs=(AttrSpec("pool_size", "ints", doc="window (kh, kw) or one int for both"),
+               AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
+               AttrSpec("padding", "pad", (0, 0, 0, 0), "all / (h, w) / (top, left, bottom, right)"),
+               AttrSpec("dilation", "ints", (1, 1), "(dh, dw) or one int"),
+               AttrSpec("ceil_mode", "bool", False, "round the output size up (PyTorch rule)"),
+               *extra),
+    ))
+
+
+def register_all(reg: Registry) -> None:
+    reg.register(OpDef(
+        "matmul", "batched a @ b, numpy semantics (batch dims broadcast; both ranks >= 2)", "kernel",
+        _infer_matmul, min_inputs=2, max_inputs=2, kernel=_matmul, input_names=("a", "b"),
+    ))
+    reg.register(OpDef(
+        "dense", "x @ w.T (+ bias): x (..., K), w (N, K) -> (..., N)", "kernel", _infer_dense,
+        min_inputs=2, max_inputs=3, kernel=_dense, input_names=("x", "weight", "bias"),
+    ))
+    reg.register(OpDef(
+        "conv2d", "2-D convolution, NCHW data and OIHW weight (+ bias (O,))", "kernel", _infer_conv2d,
+        min_inputs=2, max_inputs=3, kernel=_conv2d, input_names=("data", "weight", "bias"),
+        attrs=(AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
+               AttrSpec("padding", "pad", (0, 0, 0, 0), "all / (h, w) / (top, left, bottom, right)"),
+               AttrSpec("dilation", "ints", (1, 1), "(dh, dw) or one int"),
+               AttrSpec("groups", "int", 1, "channel groups (C = I * groups)")),
+    ))
+    _reg_pool(reg, "max_pool2d", "2-D max pooling over NCHW (padding is -inf)", _max_pool2d)
+    _reg_pool(reg, "avg_pool2d", "2-D average pooling over NCHW", _avg_pool2d,
+              (AttrSpec("count_include_pad", "bool", False, "count padding cells in the divisor"),))
+    reg.register(OpDef(
+        "global_avg_pool2d", "mean over H and W: (N, C, H, W) -> (N, C, 1, 1)", "kernel",
+        _infer_global_avg_pool2d, kernel=_global_avg_pool2d, input_names=("data",),
+    ))
+    reg.register(OpDef(
+        "batch_norm", "inference batch norm: (x - mean) / sqrt(var + eps) * gamma + beta", "kernel",
+        _infer_batch_norm, min_inputs=5, max_inputs=5, kernel=_batch_norm,
+        input_names=("x", "gamma", "beta", "mean", "var"),
+        attrs=(AttrSpec("axis", "int", 1, "the channel axis"),
+               AttrSpec("epsilon", "float", 1e-5, "added to var")),
+    ))
+    reg.register(OpDef(
+        "layer_norm", "normalize over axes to zero mean, unit variance, then * gamma + beta", "kernel",
+        _norm_infer("layer_norm", ("gamma", "beta")), min_inputs=3, max_inputs=3, kernel=_layer_norm,
+        input_names=("x", "gamma", "beta"),
+        attrs=(AttrSpec("axes", "axes", (-1,), "normalized axes (gamma's shape is x's dims there)"),
+               AttrSpec("epsilon", "float", 1e-5, "added to the variance")),
+    ))
+    reg.register(OpDef(
+        "rms_norm", "x / sqrt(mean(x ** 2 over axes) + eps) * weight", "kernel",
+        _norm_infer("rms_norm", ("weight",)), min_inputs=2, max_inputs=2, kernel=_rms_norm,
+        input_names=("x", "weight"),
+        attrs=(AttrSpec("axes", "axes", (-1,), "normalized axes (weight's shape is x's dims there)"),
+               AttrSpec("epsilon", "float", 1e-5, "added to the mean square")),
+    ))
+    reg.register(OpDef(
+        "softmax", "exp(x) / sum(exp(x)) along axis", "kernel", _axis_float_infer("softmax"),
+        kernel=_softmax, input_names=("x",), attrs=(AttrSpec("axis", "int", -1, "the normalized axis"),),
+    ))
+    reg.register(OpDef(
+        "lrn", "local response norm: x / (bias + alpha/size * sum of x**2 over size channels) ** beta",
+        "kernel", _infer_lrn, kernel=_lrn, input_names=("x",),
+        attrs=(AttrSpec("size", "int", 5, "channels in the window (centered)"),
+               AttrSpec("axis", "int", 1, "the channel axis"),
+               AttrSpec("bias", "float", 1.0), AttrSpec("alpha", "float", 1e-4),
+               AttrSpec("beta", "float", 0.75)),
+    ))
+
+
+__all__ = ["register_all"]
