@@ -7,8 +7,10 @@ from importlib.metadata import PackageNotFoundError, version
 
 import click
 
+from .cmd_build import build_cmd
 from .cmd_check import check_cmd
 from .cmd_fmt import fmt_cmd
+from .cmd_passes import passes_cmd
 from .cmd_run import run_cmd
 
 
@@ -34,8 +36,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
+cli.add_command(build_cmd)
 cli.add_command(check_cmd)
 cli.add_command(fmt_cmd)
+cli.add_command(passes_cmd)
 cli.add_command(run_cmd)
 
 

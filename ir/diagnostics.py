@@ -31,11 +31,14 @@ class RxError(Exception):
     ``notes`` are extra lines printed after the caret (hints, the alternatives to a typo).
     """
 
-    def __init__(self, message: str, loc: Loc | None = None, notes: tuple[str, ...] = ()):
+    def __init__(
+        self, message: str, loc: Loc | None = None, notes: tuple[str, ...] = (), snippet: tuple[str, ...] = ()
+    ):
         super().__init__(message)
         self.message = message
         self.loc = loc
         self.notes = tuple(notes)
+        self.snippet = tuple(snippet)  # lines shown verbatim under the message (e.g. an option and a caret)
 
     def __str__(self) -> str:
         prefix = f"{self.loc}: " if self.loc is not None else ""
@@ -65,6 +68,7 @@ def render_error(err: RxError, sources: Mapping[str, str] | None = None) -> str:
             col = max(err.loc.col, 1)
             width = max(1, min(err.loc.width, max(1, len(printable) - col + 1)))
             out.append("  " + " " * (col - 1) + "^" * width)
+    out.extend(err.snippet)
     for note in err.notes:
         out.append(f"note: {note}")
     return "\n".join(out)

@@ -220,13 +220,13 @@ def _atom(expr: Dim, atoms: dict[str, Dim]) -> Poly:
     return {(key,): 1}
 
 
-def _mono_expr(m: Monomial, atoms: Mapping[str, Dim]) -> Dim:
-    expr: Dim | None = None
+def _term_expr(coef: int, m: Monomial, atoms: Mapping[str, Dim]) -> Dim:
+    """``coef * a * b * ...`` built left-associatively, so it prints without parentheses."""
+    expr: Dim | None = coef if coef != 1 else None
     for name in m:
         part = atoms[name] if name.startswith("#") else Sym(name)
         expr = part if expr is None else BinOp("*", expr, part)
-    assert expr is not None
-    return expr
+    return coef if expr is None else expr
 
 
 def _from_poly(p: Poly, atoms: Mapping[str, Dim]) -> Dim:
@@ -236,11 +236,7 @@ def _from_poly(p: Poly, atoms: Mapping[str, Dim]) -> Dim:
     order = sorted(p.items(), key=lambda kv: (-len(kv[0]), kv[0]))
     expr: Dim | None = None
     for m, c in order:
-        if m == ():
-            term: Dim = abs(c)
-        else:
-            base = _mono_expr(m, atoms)
-            term = base if abs(c) == 1 else BinOp("*", abs(c), base)
+        term = abs(c) if m == () else _term_expr(abs(c), m, atoms)
         if expr is None:
             expr = term if c > 0 else (BinOp("-", 0, term) if m else c)
         else:

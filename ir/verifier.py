@@ -42,6 +42,7 @@ MAX_TENSOR_BYTES = 1 << 40
 KNOWN_FUNCTION_ATTRS = {
     "primitive": "true for a kernel function (bodies of kernel ops only)",
     "upper_bounds": "{name = bound, ...}: largest value of each symbolic dim",
+    "planned": "set by PlanMemory: the allocations of this function are planned",
 }
 
 FunctionTypes = dict[str, Type]
@@ -169,8 +170,8 @@ class _FunctionChecker:
                     fn.loc,
                     notes=("known attributes: " + ", ".join(sorted(KNOWN_FUNCTION_ATTRS)),),
                 )
-            if key == "primitive" and not isinstance(value, bool):
-                raise RxError("attribute 'primitive' must be true or false", fn.loc)
+            if key in ("primitive", "planned") and not isinstance(value, bool):
+                raise RxError(f"attribute '{key}' must be true or false", fn.loc)
             if key == "upper_bounds":
                 self._check_upper_bounds(value)
 

@@ -130,7 +130,8 @@ def register_all(reg: Registry) -> None:
         min_inputs=0, max_inputs=0, effectful=True,
         attrs=(AttrSpec("size", "dim", doc="bytes (may be symbolic)"),
                AttrSpec("align", "int", 64, "alignment in bytes"),
-               AttrSpec("scope", "str", "global", "memory scope")),
+               AttrSpec("scope", "str", "global", "memory scope"),
+               AttrSpec("external", "bool", False, "true for storage the caller owns (outputs): never planned")),
     ))
     reg.register(OpDef(
         "memory.alloc_tensor", "carve a tensor out of a storage at an offset", "memory",

@@ -1,0 +1,58 @@
+"""``relaxc build``: run the pass pipeline and emit the result for a target."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from relaxc.frontend.printer import print_module
+from relaxc.ir.diagnostics import RxError
+
+from .errors import Sources, reported_errors
+from .files import refuse_overwriting_inputs, write_atomic
+from .loading import load_program
+from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
+
+
+def default_output(path: Path, target: str) -> Path:
+    """Where the output goes without -o: beside the input, never the input itself."""
+    if target == "vm":
+        return path.with_suffix(".rxb")
+    if target == "c":
+        return path.parent
+    return path.with_name(path.stem + ".lowered.rx")
+
+
+@click.command("build")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("-o", "--output", type=click.Path(path_type=Path),
+              help="Output file (--target ir: the transformed .rx, '-' for stdout; vm: the .rxb).")
+@click.option("-t", "--target", type=click.Choice(TARGETS), default="vm", show_default=True,
+              help="vm: bytecode for relaxc's VM; c: C99 source; ir: the transformed .rx.")
+@click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
+@pipeline_options
+@click.pass_obj
+def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: Path | None, **kw) -> None:
+    """Compile FILE: run the pass pipeline of the target and write the result."""
+    sources = Sources()
+    with reported_errors(sources, obj["debug"]):
+        req = PipelineRequest(target=target, **kw)
+        prog = load_program(file, sources, params, need_weights=target != "ir")
+        out_path = output if output is not None else default_output(file, target)
+        if str(out_path) != "-":
+            refuse_overwriting_inputs(out_path, [file, prog.weights_path])
+        module, timing, _ = run_pipeline(prog.module, req, file.stem)
+        if kw["time_passes"]:
+            print_timings(timing)
+        if target == "ir":
+            text = print_module(module)
+            if str(out_path) == "-":
+                click.echo(text, nl=False)
+            else:
+                write_atomic(out_path, text)
+                click.echo(f"wrote {out_path}", err=True)
+            return
+        raise RxError(
+            f"the {target} backend is not built yet; use --target ir to write the transformed program"
+        )

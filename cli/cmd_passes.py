@@ -1,0 +1,72 @@
+"""``relaxc passes``: list the passes, or run a pipeline and show the IR between passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from relaxc.frontend.printer import print_module
+from relaxc.passes.base import describe
+from relaxc.passes.registry import PASSES, PIPELINE_DOCS, PIPELINES
+from relaxc.passes.spec import describe_options, kebab
+
+from .errors import Sources, reported_errors
+from .loading import load_program
+from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
+
+
+def list_passes() -> None:
+    console = Console(soft_wrap=False)
+    table = Table(title="passes", show_lines=True)
+    table.add_column("pass")
+    table.add_column("what it does")
+    table.add_column("options")
+    table.add_column("needs / gives")
+    for name, cls in PASSES.items():
+        opts = "\n".join(f"{o}: {t} = {d}" for o, t, d in describe_options(cls)) or "-"
+        conds = []
+        conds += [f"needs {describe(r)}" for r in sorted(cls.requires)]
+        conds += [f"refuses {describe(r)}" for r in sorted(cls.forbids)]
+        conds += [f"gives {describe(r)}" for r in sorted(cls.provides)]
+        table.add_row(f"{name}\n({kebab(name)})", cls.summary, opts, "\n".join(conds) or "-")
+    console.print(table)
+    pipes = Table(title="named pipelines (-p NAME)")
+    pipes.add_column("name")
+    pipes.add_column("passes")
+    pipes.add_column("use")
+    for name, seq in PIPELINES.items():
+        pipes.add_row(name, ", ".join(seq) or "(none)", PIPELINE_DOCS[name])
+    console.print(pipes)
+
+
+@click.command("passes")
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option("-t", "--target", type=click.Choice(TARGETS), default="vm", show_default=True,
+              help="Whose default pipeline to run.")
+@click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
+@pipeline_options
+@click.pass_obj
+def passes_cmd(obj: dict, file: Path | None, target: str, params: Path | None, **kw) -> None:
+    """Without FILE, list every pass with its options and the named pipelines.
+
+    With FILE, run the pipeline and print the IR at the requested points (--dump-before,
+    --dump-after; each dump is headed by the pass name and parses again as .rx), or the
+    final IR when no dump is asked for.
+    """
+    if file is None:
+        list_passes()
+        return
+    sources = Sources()
+    with reported_errors(sources, obj["debug"]):
+        req = PipelineRequest(target=target, **kw)
+        prog = load_program(file, sources, params, need_weights=False)
+        module, timing, dumps = run_pipeline(prog.module, req, file.stem)
+        if kw["time_passes"]:
+            print_timings(timing)
+        if not kw["dump_before"] and not kw["dump_after"]:
+            click.echo(print_module(module), nl=False)
+        elif dumps.written:
+            click.echo(f"wrote {len(dumps.written)} dump(s) to {req.dump_dir}", err=True)

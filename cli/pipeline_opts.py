@@ -1,0 +1,110 @@
+"""Options shared by ``relaxc build`` and ``relaxc passes``, and running the pipeline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from relaxc.frontend.printer import print_module
+from relaxc.ir.nodes import Module
+from relaxc.passes.assemble import assemble_pipeline, resolve_dump_names
+from relaxc.passes.pipeline import DumpInstrument, Pipeline, TimingInstrument, VerifyInstrument
+
+from .files import write_atomic
+
+TARGETS = ("vm", "c", "ir")
+
+
+def pipeline_options(f: Callable) -> Callable:
+    """Decorate a command with the pipeline, dump and timing options."""
+    opts = [
+        click.option("-p", "--passes", "passes", metavar="LIST",
+                     help="Passes to run, e.g. 'ManifestAlloc,PlanMemory{planner=greedy-size}', "
+                          "or a named pipeline: vm, c, none (default: the target's pipeline)."),
+        click.option("--disable-pass", "disable", multiple=True, metavar="LIST",
+                     help="Remove these passes from the pipeline (comma list, repeatable)."),
+        click.option("--pass-config", "configs", multiple=True, metavar="NAME.KEY=VALUE",
+                     help="Set a pass option, e.g. --pass-config PlanMemory.planner=greedy-size (repeatable)."),
+        click.option("--dump-before", multiple=True, metavar="P|all",
+                     help="Print the IR before these passes (comma list or 'all')."),
+        click.option("--dump-after", multiple=True, metavar="P|all",
+                     help="Print the IR after these passes (comma list or 'all')."),
+        click.option("--dump-dir", type=click.Path(path_type=Path),
+                     help="Write dumps as numbered .rx files in this folder instead of printing them."),
+        click.option("--time-passes", is_flag=True, help="Print the time each pass took (to stderr)."),
+        click.option("--no-verify", is_flag=True, help="Do not verify the IR after every pass."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+@dataclass
+class PipelineRequest:
+    target: str
+    passes: str | None
+    disable: tuple[str, ...]
+    configs: tuple[str, ...]
+    dump_before: tuple[str, ...]
+    dump_after: tuple[str, ...]
+    dump_dir: Path | None
+    time_passes: bool
+    no_verify: bool
+
+
+class _Dumps:
+    """Receives dumps and prints them (headed, each parseable) or writes numbered files."""
+
+    def __init__(self, folder: Path | None, stem: str):
+        self.folder = folder
+        self.stem = stem
+        self.count = 0
+        self.written: list[Path] = []
+
+    def __call__(self, when: str, index: int, pass_name: str, module: Module) -> None:
+        self.count += 1
+        text = print_module(module)
+        if self.folder is None:
+            click.echo(f"# ===== IR {when} {pass_name} (pass {index + 1}) =====")
+            click.echo(text, nl=False)
+            click.echo()
+        else:
+            path = self.folder / f"{self.count:03d}_{when}_{pass_name}.rx"
+            write_atomic(path, text)
+            self.written.append(path)
+
+
+def run_pipeline(module: Module, req: PipelineRequest, stem: str) -> tuple[Module, TimingInstrument, _Dumps]:
+    """Assemble the requested pipeline and run it with the requested instruments."""
+    passes = assemble_pipeline(req.target, req.passes, req.disable, req.configs)
+    before = resolve_dump_names(req.dump_before, passes, "--dump-before")
+    after = resolve_dump_names(req.dump_after, passes, "--dump-after")
+    if req.dump_dir is not None:
+        req.dump_dir.mkdir(parents=True, exist_ok=True)
+    dumps = _Dumps(req.dump_dir, stem)
+    timing = TimingInstrument()
+    instruments: list = [timing]
+    if not req.no_verify:
+        instruments.append(VerifyInstrument())
+    if before or after:
+        instruments.append(DumpInstrument(dumps, before, after))
+    result = Pipeline(passes, instruments).run(module)
+    return result, timing, dumps
+
+
+def print_timings(timing: TimingInstrument) -> None:
+    table = Table(title="pass times", show_edge=False)
+    table.add_column("#", justify="right")
+    table.add_column("pass")
+    table.add_column("seconds", justify="right")
+    total = 0.0
+    for i, (name, secs) in enumerate(timing.times, start=1):
+        table.add_row(str(i), name, f"{secs:.4f}")
+        total += secs
+    table.add_row("", "total", f"{total:.4f}")
+    Console(stderr=True).print(table)

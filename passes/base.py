@@ -1,0 +1,73 @@
+"""The pass contract: a pass maps a valid module to a new valid module.
+
+Every pass is a frozen dataclass whose fields are its options, with a canonical CamelCase
+``name``, a one-line ``summary``, and declared preconditions in terms of module
+*properties* (see :mod:`relaxc.passes.properties`): ``requires`` must hold before it runs,
+``forbids`` must not, and ``provides`` holds after it. A pass never prints and never exits:
+it returns a module or raises :class:`PassError`, which the driver renders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+from relaxc.ir.diagnostics import RxError
+from relaxc.ir.nodes import Module
+
+
+class PassError(RxError):
+    """A pass refused its input (a failed precondition or IR it cannot handle)."""
+
+
+@dataclass(frozen=True)
+class Pass:
+    """Base class of all passes: valid IR in, valid IR out."""
+
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    requires: ClassVar[frozenset[str]] = frozenset()
+    forbids: ClassVar[frozenset[str]] = frozenset()
+    provides: ClassVar[frozenset[str]] = frozenset()
+    # Human explanation per property, used in precondition errors.
+    hints: ClassVar[dict[str, str]] = {}
+
+    def run(self, module: Module) -> Module:
+        """Transform ``module``; subclasses implement this."""
+        raise NotImplementedError
+
+    def __call__(self, module: Module) -> Module:
+        """Check preconditions on ``module`` itself, then run."""
+        from .properties import detect_properties
+
+        check_properties(self, detect_properties(module))
+        return self.run(module)
+
+    @classmethod
+    def option_fields(cls) -> list[Any]:
+        return list(fields(cls))
+
+    def spec(self) -> str:
+        """The pass as it would be written in a pipeline: ``Name{opt=value ...}``."""
+        opts = [f"{f.name}={_fmt(getattr(self, f.name))}" for f in fields(self) if getattr(self, f.name) != f.default]
+        return self.name + ("{" + " ".join(opts) + "}" if opts else "")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def check_properties(p: Pass, props: set[str]) -> None:
+    """Raise PassError if ``p`` cannot run on a module with properties ``props``."""
+    for need in sorted(p.requires - props):
+        raise PassError(f"{p.name} needs {describe(need)}; {p.hints.get(need, '')}".rstrip("; "))
+    for bad in sorted(p.forbids & props):
+        raise PassError(f"{p.name} cannot run on IR with {describe(bad)}; {p.hints.get(bad, '')}".rstrip("; "))
+
+
+def describe(prop: str) -> str:
+    from .properties import PROPERTIES
+
+    return PROPERTIES.get(prop, prop)

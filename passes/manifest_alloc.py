@@ -1,0 +1,146 @@
+"""ManifestAlloc: make every allocation explicit (destination passing).
+
+In every non-primitive function, each value computed by a kernel op or by a call of a
+primitive function becomes::
+
+    %v_storage = memory.alloc_storage(SIZE, align=A, scope="global")
+    %v = memory.alloc_tensor(%v_storage, 0, SHAPE, DTYPE)
+    invoke op(args...) outs (%v)
+
+Guarantees:
+
+* SIZE is the tensor's byte size (elements × dtype bytes, bool = 1 byte) rounded up to the
+  alignment; symbolic shapes give symbolic size expressions.
+* A kernel returning a tuple gets one storage and tensor per field, and the tuple is
+  rebuilt from them under the original name.
+* Views, tuples, projections, aliases, constants, parameters, runtime calls and calls of
+  non-primitive functions allocate nothing and are left as they are.
+* Storage whose tensor reaches the function's return (directly or through views, tuples
+  and aliases) is marked ``external=true``: the caller owns it, so PlanMemory must never
+  place, share or enlarge it.
+* Names of existing values are kept; new names never collide with existing ones.
+* A kernel call written as a statement (its result unused) is pure and is dropped.
+
+Left to later passes: placing allocations in arenas and reusing memory (PlanMemory) and
+freeing values (KillAfterLastUse). Running the pass twice changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from relaxc.ir import dims as D
+from relaxc.ir.nodes import Bind, Call, CallFunc, DType, Effect, Function, Invoke, Module, Stmt, TupleExpr, Var
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
+from relaxc.ir.verifier import verify_module
+
+from .alias import analyze_aliases
+from .base import Pass, PassError
+from .properties import EXPLICIT_MEMORY
+
+
+def round_up(nbytes: D.Dim, align: int) -> D.Dim:
+    """``nbytes`` rounded up to a multiple of ``align``."""
+    if isinstance(nbytes, int):
+        return -(-nbytes // align) * align
+    if align == 1:
+        return nbytes
+    return D.simplify(D.BinOp("*", D.BinOp("/", D.BinOp("+", nbytes, align - 1), align), align))
+
+
+def tensor_bytes(t: TensorType) -> D.Dim:
+    """Bytes of a tensor of type ``t``: elements × element size (bool counts one byte)."""
+    return D.mul(D.product(t.shape), dtype_nbytes(t.dtype))
+
+
+class _Names:
+    """Hands out fresh value names that collide with nothing in the function."""
+
+    def __init__(self, fn: Function):
+        self.used = {p.name for p in fn.params} | {s.name for s in fn.body if isinstance(s, Bind)}
+
+    def fresh(self, base: str) -> str:
+        name = base
+        i = 1
+        while name in self.used:
+            name = f"{base}_{i}"
+            i += 1
+        self.used.add(name)
+        return name
+
+
+@dataclass(frozen=True)
+class ManifestAlloc(Pass):
+    """Give every computed value its own storage and write it by destination passing."""
+
+    name: ClassVar[str] = "ManifestAlloc"
+    summary: ClassVar[str] = "allocate storage for every computed value; kernels write into it (invoke ... outs)"
+    provides: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
+
+    align: int = 64
+
+    def __post_init__(self) -> None:
+        if self.align <= 0 or self.align & (self.align - 1):
+            raise ValueError(f"align={self.align} is not a positive power of two")
+
+    def run(self, module: Module) -> Module:
+        types = verify_module(module)
+        primitive = {f.name for f in module.functions if f.is_primitive}
+        out = []
+        for fn in module.functions:
+            if fn.is_primitive:
+                out.append(fn)
+            else:
+                out.append(self._function(fn, module, types[fn.name], primitive))
+        return Module(tuple(out), module.loc)
+
+    def _function(self, fn: Function, module: Module, types: dict[str, Type], primitive: set[str]) -> Function:
+        returned = analyze_aliases(fn, module).returned(fn)
+        names = _Names(fn)
+        body: list[Stmt] = []
+        for stmt in fn.body:
+            e = stmt.value
+            computes = (
+                isinstance(e, Call) and (op := REGISTRY.get(e.op)) is not None and op.category == "kernel"
+            ) or (isinstance(e, CallFunc) and e.func in primitive)
+            if not computes:
+                body.append(stmt)
+                continue
+            if isinstance(stmt, Effect):
+                continue  # a kernel result nobody reads: pure, so nothing to compute
+            body += self._manifest(stmt, stmt.name, types[stmt.name], stmt.name in returned, names)
+        return Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
+
+    def _manifest(self, stmt: Stmt, name: str, t: Type, external: bool, names: _Names) -> list[Stmt]:
+        e = stmt.value
+        loc = stmt.loc
+        if isinstance(t, TensorType):
+            leaves = [(name, t)]
+        elif isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields):
+            leaves = [(names.fresh(f"{name}_{j}"), f) for j, f in enumerate(t.fields)]
+        else:
+            raise PassError(f"ManifestAlloc: cannot allocate a value of this type for %{name}", loc)
+        out: list[Stmt] = []
+        outs: list[Var] = []
+        for leaf_name, leaf in leaves:
+            storage = names.fresh(f"{leaf_name}_storage")
+            kwargs: tuple = (("align", self.align), ("scope", "global"))
+            if external:
+                kwargs += (("external", True),)
+            size = round_up(tensor_bytes(leaf), self.align)
+            out.append(Bind(storage, None, Call("memory.alloc_storage", (size,), kwargs, loc), loc))
+            ann = stmt.type if (isinstance(stmt, Bind) and leaf_name == name) else None
+            out.append(Bind(leaf_name, ann, Call(
+                "memory.alloc_tensor", (Var(storage, loc), 0, tuple(leaf.shape), DType(leaf.dtype)), (), loc), loc))
+            outs.append(Var(leaf_name, loc))
+        if isinstance(e, Call):
+            inv = Invoke(e.op, False, e.args, e.kwargs, tuple(outs), e.loc)
+        else:
+            assert isinstance(e, CallFunc)
+            inv = Invoke(e.func, True, tuple(e.args), (), tuple(outs), e.loc)
+        out.append(Effect(inv, loc))
+        if isinstance(t, TupleType):
+            out.append(Bind(name, stmt.type if isinstance(stmt, Bind) else None, TupleExpr(tuple(outs), loc), loc))
+        return out

@@ -1,0 +1,51 @@
+"""Module properties that pass preconditions are stated in, detected from the IR itself.
+
+Because they are read off the IR (not remembered by the driver), a module dumped after
+any pass and fed back in has the same properties it had in the pipeline.
+"""
+
+from __future__ import annotations
+
+from relaxc.ir.nodes import Call, CallFunc, Module
+from relaxc.ir.ops import REGISTRY
+
+EXPLICIT_MEMORY = "explicit-memory"
+PLANNED = "planned-memory"
+PACKED_CALLS = "packed-calls"
+
+PROPERTIES = {
+    EXPLICIT_MEMORY: "explicit memory (every computed value written into an allocated tensor)",
+    PLANNED: "planned memory (PlanMemory has placed the allocations)",
+    PACKED_CALLS: "packed calls (buffers wrapped in argument structs by LegalizePackedCalls)",
+}
+
+
+def detect_properties(module: Module) -> set[str]:
+    """The properties that hold for ``module``."""
+    props = set()
+    explicit = True
+    planned = False
+    packed = False
+    primitive = {f.name for f in module.functions if f.is_primitive}
+    for fn in module.functions:
+        if fn.attr("planned") is True:
+            planned = True
+        if fn.is_primitive:
+            continue
+        for s in fn.body:
+            v = s.value
+            if isinstance(v, Call):
+                op = REGISTRY.get(v.op)
+                if op is not None and op.category == "kernel":
+                    explicit = False
+                if v.op in ("tir.struct_set", "call_cpacked", "tir.stack_alloca"):
+                    packed = True
+            elif isinstance(v, CallFunc) and v.func in primitive:
+                explicit = False
+    if explicit:
+        props.add(EXPLICIT_MEMORY)
+    if planned:
+        props.add(PLANNED)
+    if packed:
+        props.add(PACKED_CALLS)
+    return props

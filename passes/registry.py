@@ -1,0 +1,22 @@
+"""The pass registry and the named pipelines."""
+
+from __future__ import annotations
+
+from .base import Pass
+from .manifest_alloc import ManifestAlloc
+
+PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in (ManifestAlloc,)}
+"""Canonical name → pass class. Kebab-case spellings are accepted by the spec parser."""
+
+PIPELINES: dict[str, tuple[str, ...]] = {
+    "vm": ("ManifestAlloc", "PlanMemory", "KillAfterLastUse"),
+    "c": ("ManifestAlloc", "PlanMemory", "LegalizePackedCalls"),
+    "none": (),
+}
+"""Named pipelines: the default for each target, and ``none``."""
+
+PIPELINE_DOCS: dict[str, str] = {
+    "vm": "default for --target vm and ir",
+    "c": "default for --target c",
+    "none": "no passes (the input as written)",
+}
