@@ -206,10 +206,15 @@ def _to_poly(d: Dim, atoms: dict[str, Dim]) -> Poly:
     if cr is not None and cr > 0:
         if d.op == "/" and cr == 1:
             return lhs
-        if all(c % cr == 0 for c in lhs.values()):
+        # (cr * m + r) / cr == m + r // cr and (cr * m + r) % cr == r % cr for integer m.
+        if all(c % cr == 0 for mono, c in lhs.items() if mono != ()):
+            r = lhs.get((), 0)
             if d.op == "/":
-                return {m: c // cr for m, c in lhs.items()}
-            return {}
+                out = {m: c // cr for m, c in lhs.items() if m != ()}
+                if r // cr:
+                    out[()] = r // cr
+                return out
+            return {(): r % cr} if r % cr else {}
     rebuilt = BinOp(d.op, _from_poly(lhs, atoms), _from_poly(rhs, atoms))
     return _atom(rebuilt, atoms)
 
