@@ -6,6 +6,7 @@ consistent symbolic dims, ``upper_bounds``) and the same error messages everywhe
 
 from __future__ import annotations
 
+import math
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -90,7 +91,10 @@ def concrete_shape(shape: tuple[D.Dim, ...], env: Mapping[str, int]) -> tuple[in
     """Evaluate a symbolic shape; a negative result is a runtime error."""
     out = []
     for d in shape:
-        v = d if isinstance(d, int) else D.evaluate(d, env)
+        try:
+            v = d if isinstance(d, int) else D.evaluate(d, env)
+        except D.DimError as e:
+            raise RxError(f"dimension {D.dim_to_str(d)} cannot be evaluated: {e}") from None
         if v < 0:
             raise RxError(f"dimension {D.dim_to_str(d)} evaluates to {v}, which is negative")
         out.append(v)
@@ -154,7 +158,7 @@ def _random_value(t: Type, env: Mapping[str, int], rng: np.random.Generator, wha
         raise RxError(f"cannot make a random value for {what} of type {type_to_str(t)}")
     shape = concrete_shape(t.shape, env)
     info = DTYPES[t.dtype]
-    check_alloc_size(int(np.prod(shape, dtype=np.int64)) * info.nbytes, f"random input {what}")
+    check_alloc_size(math.prod(shape) * info.nbytes, f"random input {what}")
     if info.numpy is None:
         raise RxError(f"cannot make random input {what}: dtype {t.dtype} is storage-only")
     dt = numpy_dtype(t.dtype)

@@ -15,6 +15,7 @@ It walks the IR binding by binding with numpy, before or after any pass:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -168,7 +169,10 @@ class _Frame:
     def concrete(self, v: Any) -> Any:
         """An attribute value with every symbolic dim evaluated."""
         if isinstance(v, (D.Sym, D.BinOp, D.DimCall)):
-            return D.evaluate(v, self.dims)
+            try:
+                return D.evaluate(v, self.dims)
+            except D.DimError as e:
+                raise RxError(f"dimension {D.dim_to_str(v)} cannot be evaluated: {e}") from None
         if isinstance(v, tuple):
             return tuple(self.concrete(x) for x in v)
         return v
@@ -249,9 +253,9 @@ class _Frame:
         if expected is not None:
             for leaf in _leaves(expected):
                 shape = concrete_shape(leaf.shape, self.dims)
-                check_alloc_size(int(np.prod(shape, dtype=np.int64)) * DTYPES[leaf.dtype].nbytes, f"{op.name}")
+                check_alloc_size(math.prod(shape) * DTYPES[leaf.dtype].nbytes, f"{op.name}")
         try:
-            result = op.kernel(inputs, attrs)
+            result = _fresh(_as_arrays(op.kernel(inputs, attrs)), inputs)
         except MemoryError:
             raise RxError(f"{op.name}: out of memory", loc) from None
         if expected is not None:
@@ -306,7 +310,7 @@ class _Frame:
         offset = int(self.concrete(bound.attrs["offset"]))
         shape = tuple(int(d) for d in self.concrete(bound.attrs["shape"]))
         dt = numpy_dtype(bound.attrs["dtype"])
-        count = int(np.prod(shape, dtype=np.int64))
+        count = math.prod(shape)
         nbytes = count * dt.itemsize
         if offset < 0 or offset + nbytes > storage.nbytes:
             raise RxError(
@@ -330,7 +334,7 @@ class _Frame:
             bound = bind_args(op, e.args, e.kwargs)  # type: ignore[arg-type]
             inputs = [self.read(v) for v in bound.inputs]
             attrs = {k: self.concrete(v) for k, v in bound.attrs.items()}
-            result = op.kernel(inputs, attrs)  # type: ignore[union-attr]
+            result = _as_arrays(op.kernel(inputs, attrs))  # type: ignore[union-attr]
         results = list(result) if isinstance(result, tuple) else [result]
         if len(results) != len(outs):
             raise InternalError(f"invoke {e.target}: {len(results)} results for {len(outs)} outs")
@@ -409,6 +413,27 @@ def _leaves(t: Type) -> list[TensorType]:
     if isinstance(t, TupleType):
         return [x for f in t.fields for x in _leaves(f)]
     return []
+
+
+def _fresh(result: Any, inputs: Sequence[Any]) -> Any:
+    """A kernel's result as memory of its own: numpy may return a view of an input (a
+    one-element slice, say), and a kernel result must never alias its inputs."""
+    if isinstance(result, tuple):
+        return tuple(_fresh(r, inputs) for r in result)
+    if isinstance(result, np.ndarray) and any(
+        isinstance(x, np.ndarray) and np.may_share_memory(result, x) for x in inputs
+    ):
+        return result.copy()
+    return result
+
+
+def _as_arrays(result: Any) -> Any:
+    """Kernels may hand back numpy scalars for 0-d results; make them arrays."""
+    if isinstance(result, tuple):
+        return tuple(_as_arrays(r) for r in result)
+    if isinstance(result, np.generic):
+        return np.asarray(result)
+    return result
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -12,6 +12,11 @@ from relaxc.ir.diagnostics import RxError
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
 from .loading import load_program
+from relaxc.passes.memory_report import memory_report
+
+from .cmd_report import check_budget, reports_json
+from .report_view import summary_line
+from .units import ByteSize
 from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
 
 
@@ -31,10 +36,16 @@ def default_output(path: Path, target: str) -> Path:
 @click.option("-t", "--target", type=click.Choice(TARGETS), default="vm", show_default=True,
               help="vm: bytecode for relaxc's VM; c: C99 source; ir: the transformed .rx.")
 @click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
+@click.option("--json", "as_json", is_flag=True, help="Print the memory report as JSON instead of the summary.")
+@click.option("--max-arena", type=ByteSize(), metavar="BYTES",
+              help="Fail (exit 1, nothing written) if a function's arena is larger, e.g. 256KiB.")
+@click.option("-q", "--quiet", is_flag=True, help="Do not print the memory summary.")
 @pipeline_options
 @click.pass_obj
-def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: Path | None, **kw) -> None:
-    """Compile FILE: run the pass pipeline of the target and write the result."""
+def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: Path | None, as_json: bool,
+              max_arena: int | None, quiet: bool, **kw) -> None:
+    """Compile FILE: run the pass pipeline of the target, check the memory budget, write the
+    result and print a one-line memory summary per function (relaxc report shows it all)."""
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         req = PipelineRequest(target=target, **kw)
@@ -45,6 +56,13 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
         module, timing, _ = run_pipeline(prog.module, req, file.stem)
         if kw["time_passes"]:
             print_timings(timing)
+        reports = memory_report(module)
+        if as_json:
+            click.echo(reports_json(file, reports), nl=False)
+        elif not quiet:
+            for rep in reports:
+                click.echo(summary_line(rep), err=True)
+        check_budget(reports, max_arena)
         if target == "ir":
             text = print_module(module)
             if str(out_path) == "-":

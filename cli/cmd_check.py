@@ -9,7 +9,7 @@ import click
 from relaxc.ir.diagnostics import RxError, render_error
 from relaxc.ir.nodes import Bind
 
-from .errors import EXIT_USER_ERROR, Sources, reported_errors
+from .errors import Sources, reported_errors
 from .loading import load_program
 
 
@@ -40,6 +40,6 @@ def check_cmd(obj: dict, files: tuple[Path, ...], params: Path | None, quiet: bo
                     click.echo(f"{path}: ok ({len(prog.module.functions)} function(s), {n} statement(s){extra})")
         except SystemExit as e:
             if e.code not in (0, None):
-                failed += 1
+                failed = max(failed, int(e.code))
     if failed:
-        raise SystemExit(EXIT_USER_ERROR)
+        raise SystemExit(failed)  # 1 for input errors, 3 if relaxc itself failed on some file

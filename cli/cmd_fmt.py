@@ -57,6 +57,6 @@ def fmt_cmd(obj: dict, files: tuple[Path, ...], check: bool, diff: bool, to_stdo
                     click.echo(f"reformatted {path}", err=True)
         except SystemExit as e:
             if e.code not in (0, None):
-                failed += 1
+                failed = max(failed, int(e.code))
     if failed or unformatted:
-        raise SystemExit(EXIT_USER_ERROR)
+        raise SystemExit(failed or EXIT_USER_ERROR)  # 3 if relaxc itself failed on some file

@@ -37,6 +37,12 @@ def reported_errors(sources: Sources, debug: bool) -> Iterator[None]:
         sys.exit(EXIT_USER_ERROR)
     except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
         raise
+    except RecursionError:
+        if debug:
+            traceback.print_exc(file=sys.stderr)
+        click.echo("error: the program nests expressions too deeply for relaxc "
+                   "(split long dimension expressions into several bindings)", err=True)
+        sys.exit(EXIT_USER_ERROR)
     except (InternalError, Exception) as e:  # noqa: BLE001 - the last line of defence
         if debug:
             traceback.print_exc(file=sys.stderr)

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import Iterable
 
-from relaxc.ir.diagnostics import RxError
+from relaxc.ir.diagnostics import Loc, RxError
 
 MAX_SOURCE_BYTES = 256 << 20
 
@@ -32,9 +32,14 @@ def read_source(path: Path) -> str:
     if b"\x00" in data:
         raise RxError(f"{path} is a binary file, not .rx text (it contains NUL bytes)")
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise RxError(f"{path} is not UTF-8 text (invalid byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        line = data.count(b"\n", 0, e.start) + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise RxError(
+            f"not UTF-8 text: invalid byte 0x{data[e.start]:02x}", Loc(str(path), line, col)
+        ) from None
+    return text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte-order mark is not content
 
 
 def refuse_overwriting_inputs(output: Path, inputs: Iterable[Path]) -> None:

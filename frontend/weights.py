@@ -32,9 +32,16 @@ def load_npz(path: Path, what: str = "weights") -> Weights:
     if path.is_dir():
         raise RxError(f"{what} file {path} is a directory")
     try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+    except OSError as e:
+        raise RxError(f"cannot read {what} file {path}: {e.strerror or e}") from None
+    if magic.startswith(b"\x93NUMPY"):
+        raise RxError(f"{what} file {path} is a single .npy array, not an .npz archive (use numpy.savez)")
+    if not magic.startswith(b"PK"):
+        raise RxError(f"{what} file {path} is not a readable .npz archive (it is not a zip file)")
+    try:
         with np.load(path, allow_pickle=False) as archive:
-            if not isinstance(archive, np.lib.npyio.NpzFile):
-                raise RxError(f"{what} file {path} is a single .npy array, not an .npz archive")
             return {name: archive[name] for name in archive.files}
     except RxError:
         raise

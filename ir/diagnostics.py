@@ -51,9 +51,9 @@ class InternalError(Exception):
 
 def source_line(text: str, line: int) -> str | None:
     """Return line ``line`` (1-based) of ``text`` without its newline, or None if absent."""
-    lines = text.splitlines()
+    lines = text.split("\n")  # only "\n" ends a line in .rx (not \f, \v or U+2028)
     if 1 <= line <= len(lines):
-        return lines[line - 1]
+        return lines[line - 1].rstrip("\r")
     return None
 
 

@@ -16,7 +16,9 @@ import difflib
 from typing import Any, Iterable, Mapping
 
 from . import dims as D
+from . import nodes as _nodes, types as _types
 from .diagnostics import Loc, RxError
+from .kill_check import check_kills, has_kills
 from .nodes import (
     Bind,
     Call,
@@ -49,8 +51,11 @@ FunctionTypes = dict[str, Type]
 ModuleTypes = dict[str, FunctionTypes]
 
 
-def verify_module(module: Module, registry: Registry = REGISTRY) -> ModuleTypes:
-    """Verify ``module``; return every value's type per function, or raise RxError."""
+def verify_module(module: Module, registry: Registry = REGISTRY, *, kills: bool = True) -> ModuleTypes:
+    """Verify ``module``; return every value's type per function, or raise RxError.
+
+    With ``kills`` (the default) the kill checker also runs (:mod:`relaxc.ir.kill_check`).
+    """
     seen: dict[str, Function] = {}
     for fn in module.functions:
         if fn.name in seen:
@@ -62,6 +67,9 @@ def verify_module(module: Module, registry: Registry = REGISTRY) -> ModuleTypes:
     out: ModuleTypes = {}
     for fn in module.functions:
         out[fn.name] = _FunctionChecker(fn, seen, registry).run()
+    for fn in module.functions if kills else ():
+        if has_kills(fn):
+            check_kills(fn, module)
     return out
 
 
@@ -116,12 +124,19 @@ class _FunctionChecker:
         self.def_loc: dict[str, Loc | None] = {}
         self.dims: set[str] = set()
         self.bounds: dict[str, int] = {}
+        # Tensor types already found sane under the bounds in _sane_bounds (see _check_type_sane).
+        self._sane: set[TensorType] = set()
+        self._sane_bounds: dict[str, int] = {}
+        # Results of op inference by (op, inputs, attributes), when those are plain (_strict).
+        self._inferred: dict[tuple, Type] = {}
 
     # -- entry ------------------------------------------------------------------------
     def run(self) -> FunctionTypes:
         fn = self.fn
         self._check_params()
         self._check_attrs()
+        for p in fn.params:
+            self._check_type_sane(p.type, p.loc, f"%{p.name}")
         self._check_type_sane(fn.ret_type, fn.loc, "return type")
         for stmt in fn.body:
             if isinstance(stmt, Bind):
@@ -158,8 +173,6 @@ class _FunctionChecker:
                         p.loc,
                     )
         self.dims = plain
-        for p in fn.params:
-            self._check_type_sane(p.type, p.loc, f"%{p.name}")
 
     def _check_attrs(self) -> None:
         fn = self.fn
@@ -297,10 +310,23 @@ class _FunctionChecker:
             raise RxError(str(e), call.loc) from None
 
     def _infer(self, op: OpDef, inputs: list[Type], attrs: Mapping[str, Any], loc: Loc | None) -> Type:
+        # Inference is a pure function of the input types and attributes, and a big module
+        # calls the same op on the same types over and over: remember each result.
         try:
-            return op.infer(inputs, attrs)
+            key: tuple | None = (id(op), _strict(inputs), _strict(tuple(attrs.items())))
+        except _NotPlain:
+            key = None
+        else:
+            t = self._inferred.get(key)
+            if t is not None:
+                return t
+        try:
+            t = op.infer(inputs, attrs)
         except OpError as e:
             raise RxError(str(e), loc) from None
+        if key is not None:
+            self._inferred[key] = t
+        return t
 
     def _call(self, call: Call) -> Type:
         op = self._lookup_op(call.op, call.loc)
@@ -320,12 +346,11 @@ class _FunctionChecker:
 
     def _check_attr_dims(self, attrs: Mapping[str, Any], loc: Loc | None) -> None:
         for v in attrs.values():
-            if isinstance(v, (D.Sym, D.BinOp, D.DimCall)):
-                self._check_bound_dims(D.free_vars(v), loc)
-            elif isinstance(v, tuple):
-                for x in v:
-                    if isinstance(x, (D.Sym, D.BinOp, D.DimCall)):
-                        self._check_bound_dims(D.free_vars(x), loc)
+            for x in (v if isinstance(v, tuple) else (v,)):
+                if isinstance(x, (D.Sym, D.BinOp, D.DimCall)):
+                    self._check_bound_dims(D.free_vars(x), loc)
+                    if _divides_by_zero(x):
+                        raise RxError(f"dimension {D.dim_to_str(x)} divides by zero", loc)
 
     def _check_bound_dims(self, names: Iterable[str], loc: Loc | None) -> None:
         for name in sorted(names):
@@ -405,7 +430,17 @@ class _FunctionChecker:
 
     # -- sanity of sizes --------------------------------------------------------------
     def _check_type_sane(self, t: Type, loc: Loc | None, what: str) -> None:
+        # Most values share a handful of types, and the size bound needs a symbolic product,
+        # so a tensor type that passed is remembered (while the bounds stay the same). Only
+        # types of plain dims are: equal ones are then identical, and check the same.
+        sane = self._sane
+        if self.bounds != self._sane_bounds:
+            sane.clear()
+            self._sane_bounds = dict(self.bounds)
         for leaf in _tensor_types(t):
+            plain = _plain_tensor(leaf)
+            if plain and leaf in sane:
+                continue
             for d in leaf.shape:
                 if isinstance(d, int) and d < 0:
                     raise RxError(f"{what}: negative dimension {d}", loc)
@@ -416,6 +451,74 @@ class _FunctionChecker:
                     f"more than the {MAX_TENSOR_BYTES:,}-byte limit",
                     loc,
                 )
+            if plain:
+                sane.add(leaf)
+
+
+def _plain_dim(d: Any) -> bool:
+    """An int, a name, or max/min/arithmetic of those (no bool, float or other lookalike)."""
+    k = type(d)
+    if k is int or k is D.Sym:
+        return True
+    if k is D.BinOp:
+        return _plain_dim(d.lhs) and _plain_dim(d.rhs)
+    if k is D.DimCall:
+        return all(_plain_dim(a) for a in d.args)
+    return False
+
+
+def _plain_tensor(t: TensorType) -> bool:
+    return type(t.dtype) is str and type(t.shape) is tuple and all(_plain_dim(d) for d in t.shape)
+
+
+class _NotPlain(Exception):
+    pass
+
+
+_BOOL = object()  # tags that keep True/1 and 1.0/1 apart in a _strict key
+_FLOAT = object()
+
+
+def _strict(v: Any) -> Any:
+    """A key for ``v`` that is equal only for identical values (True is not 1, 1.0 is not 1).
+
+    Raises _NotPlain for anything else than ints, strings, bools, floats, None, dtypes,
+    plain dims and types, and lists or tuples of those.
+    """
+    k = type(v)
+    if k is int or k is str or v is None:
+        return v
+    if k is tuple or k is list:
+        return (k, *[_strict(x) for x in v])
+    if k is TensorType:
+        if _plain_tensor(v):
+            return v
+    elif k is TupleType:
+        return (k, *[_strict(f) for f in v.fields])
+    elif k is bool:
+        return (_BOOL, v)
+    elif k is float:
+        return (_FLOAT, repr(v))
+    elif k is D.Sym or k is D.BinOp or k is D.DimCall:
+        if _plain_dim(v):
+            return v
+    elif k is _nodes.DType:
+        if type(v.name) is str:
+            return v
+    elif k is _types.StorageType or k is _types.ObjectType:
+        return v
+    raise _NotPlain
+
+
+def _divides_by_zero(d: D.Dim) -> bool:
+    """True if ``d`` divides (or takes a remainder) by the literal 0 anywhere."""
+    if isinstance(d, D.BinOp):
+        if d.op in ("/", "%") and d.rhs == 0:
+            return True
+        return _divides_by_zero(d.lhs) or _divides_by_zero(d.rhs)
+    if isinstance(d, D.DimCall):
+        return any(_divides_by_zero(a) for a in d.args)
+    return False
 
 
 def _tensor_types(t: Type) -> list[TensorType]:

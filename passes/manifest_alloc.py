@@ -36,7 +36,7 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
 from relaxc.ir.verifier import verify_module
 
-from .alias import analyze_aliases
+from relaxc.ir.alias import analyze_aliases
 from .base import Pass, PassError
 from .properties import EXPLICIT_MEMORY
 

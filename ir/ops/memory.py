@@ -131,7 +131,8 @@ def register_all(reg: Registry) -> None:
         attrs=(AttrSpec("size", "dim", doc="bytes (may be symbolic)"),
                AttrSpec("align", "int", 64, "alignment in bytes"),
                AttrSpec("scope", "str", "global", "memory scope"),
-               AttrSpec("external", "bool", False, "true for storage the caller owns (outputs): never planned")),
+               AttrSpec("external", "bool", False, "true for storage the caller owns (outputs): never planned"),
+               AttrSpec("arena", "bool", False, "true for an arena made by PlanMemory")),
     ))
     reg.register(OpDef(
         "memory.alloc_tensor", "carve a tensor out of a storage at an offset", "memory",

@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Union
 
-from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var, expr_vars
-from relaxc.ir.ops import REGISTRY
-from relaxc.ir.packed import packed_spec
+from .nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var, expr_vars
+from .ops import REGISTRY
+from .packed import packed_spec
 
 Tree = Union[frozenset, tuple]
 """Roots of a value: a frozenset of root names, or a tuple of trees for a tuple value."""

@@ -1,0 +1,103 @@
+"""Drawing memory reports: a one-line summary, full rich tables, and a terminal memory map."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from relaxc.passes.memory_report import FunctionReport
+
+from .units import format_bytes
+
+MARKS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def _b(v: int | str) -> str:
+    return format_bytes(v) if isinstance(v, int) else f"{v} bytes"
+
+
+def summary_line(rep: FunctionReport) -> str:
+    """One line: arena, how close to the lower bound, saving, and dynamic allocations."""
+    if not rep.buffers and not rep.arenas:
+        text = f"@{rep.name}: no planned memory"
+    else:
+        ratio = f"{rep.ratio:.2f}x the lower bound {format_bytes(rep.lower_bound)}" if rep.ratio else "no lower bound"
+        saving = f", {rep.saving:.0%} less than without reuse ({format_bytes(rep.naive_bytes)})" if rep.saving is not None else ""
+        text = f"@{rep.name}: arena {format_bytes(rep.arena_bytes)}, {ratio}{saving}"
+    if rep.dynamic:
+        text += f"; {len(rep.dynamic)} dynamic allocation(s)"
+    return text
+
+
+def memory_map(rep: FunctionReport, width: int = 64, height: int = 16) -> Text:
+    """Offsets (rows, high at the top) against program points (columns), one mark per buffer."""
+    text = Text()
+    if not rep.buffers or rep.arena_bytes <= 0:
+        text.append("(nothing placed)\n")
+        return text
+    points = max(rep.program_points, 1)
+    cols = min(width, points)
+    grid = [[" "] * cols for _ in range(height)]
+    for k, b in enumerate(rep.buffers):
+        if b.bytes <= 0:
+            continue
+        mark = MARKS[k % len(MARKS)]
+        c0 = b.first * cols // points
+        c1 = max(c0, b.last * cols // points)
+        r0 = b.offset * height // rep.arena_bytes
+        r1 = max(r0, (b.offset + b.bytes - 1) * height // rep.arena_bytes)
+        for r in range(r0, min(r1, height - 1) + 1):
+            for c in range(c0, min(c1, cols - 1) + 1):
+                grid[r][c] = mark if grid[r][c] in (" ", mark) else "#"
+    label_w = len(format_bytes(rep.arena_bytes).split(" (")[0])
+    for r in reversed(range(height)):
+        off = (r + 1) * rep.arena_bytes // height
+        label = format_bytes(off).split(" (")[0] if r in (height - 1, 0) or r == height // 2 else ""
+        text.append(f"{label:>{label_w}} |", style="dim")
+        text.append("".join(grid[r]) + "\n")
+    text.append(" " * label_w + " +" + "-" * cols + "\n", style="dim")
+    text.append(" " * label_w + f"  program point 0 .. {points - 1}\n", style="dim")
+    return text
+
+
+def full_report(rep: FunctionReport) -> Group:
+    facts = Table.grid(padding=(0, 2))
+    facts.add_column(style="bold")
+    facts.add_column()
+    facts.add_row("arena", format_bytes(rep.arena_bytes) + (
+        "  (" + ", ".join(f"{a['name']}: {a['scope']}, align {a['align']}" for a in rep.arenas) + ")" if rep.arenas else ""))
+    facts.add_row("lower bound", format_bytes(rep.lower_bound) + "  (most bytes live at any program point)")
+    facts.add_row("ratio", f"{rep.ratio:.3f}" if rep.ratio else "-")
+    facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
+    facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
+    facts.add_row("inputs", _b(rep.input_bytes))
+    facts.add_row("outputs", _b(rep.output_bytes))
+    facts.add_row("constants", format_bytes(rep.constant_bytes))
+    if rep.unplanned_static_bytes:
+        facts.add_row("unplanned", format_bytes(rep.unplanned_static_bytes) + "  (bounded, not in the arena)")
+    parts: list = [facts]
+    if rep.dynamic:
+        dyn = Table(title="dynamic allocations (sized at run time)", show_edge=False)
+        for col in ("storage", "bytes", "scope", "first", "last"):
+            dyn.add_column(col)
+        for d in rep.dynamic:
+            dyn.add_row(d.name, d.size, d.scope, str(d.first), str(d.last))
+        parts.append(dyn)
+    if rep.buffers:
+        bufs = Table(title="placed buffers", show_edge=False)
+        for col in ("", "tensor", "shape", "dtype", "bytes", "offset", "first", "last"):
+            bufs.add_column(col, justify="right" if col in ("bytes", "offset", "first", "last") else "left")
+        for k, b in enumerate(rep.buffers):
+            bufs.add_row(MARKS[k % len(MARKS)], b.name, b.shape, b.dtype, f"{b.bytes:,}", f"{b.offset:,}",
+                         str(b.first), str(b.last))
+        parts.append(bufs)
+        parts.append(Text("memory map (offset against program point)", style="bold"))
+        parts.append(memory_map(rep))
+    return Group(Panel(Group(*parts), title=f"@{rep.name}", title_align="left"))
+
+
+def print_reports(reports: list[FunctionReport], console: Console) -> None:
+    for rep in reports:
+        console.print(full_report(rep))

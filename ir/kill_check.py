@@ -1,0 +1,88 @@
+"""The kill checker: no value is used after it, or memory it refers to, was killed.
+
+Independent of KillAfterLastUse (it checks placements, it does not compute them), and run
+by the verifier on every function that contains a kill. It reports:
+
+* a use of a name after that name was killed;
+* a use of a value whose memory was freed through another name (a view, an alias, a
+  tuple field, a tensor carved from a killed storage);
+* a second kill of the same name;
+* a kill of memory the function does not own: a parameter, a constant, or a returned value
+  (directly or through an alias).
+
+Killing a name whose memory is already freed is allowed (it only releases the name); kill
+statements are not uses.
+"""
+
+from __future__ import annotations
+
+from .alias import CONST, PARAM, analyze_aliases
+from .diagnostics import Loc, RxError
+from .nodes import Call, Effect, Function, Module, Var, expr_vars
+
+KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
+
+
+def _kill_target(stmt: object) -> tuple[str, Var] | None:
+    if isinstance(stmt, Effect) and isinstance(stmt.value, Call) and stmt.value.op in KILL_OPS:
+        args = stmt.value.args
+        if args and isinstance(args[0], Var):
+            return stmt.value.op, args[0]
+    return None
+
+
+def has_kills(fn: Function) -> bool:
+    return any(_kill_target(s) is not None for s in fn.body)
+
+
+def check_kills(fn: Function, module: Module) -> None:
+    """Raise RxError at the first misplaced kill or use after kill in ``fn``."""
+    info = analyze_aliases(fn, module)
+    owned_elsewhere = {r for r, k in info.kind.items() if k in (PARAM, CONST)}
+    returned = info.returned(fn)
+    killed_names: dict[str, Loc | None] = {}
+    dead_roots: dict[str, tuple[str, Loc | None]] = {}  # root -> (name killed, where)
+
+    def line(loc: Loc | None) -> str:
+        return f" at line {loc.line}" if loc else ""
+
+    for stmt in fn.body:
+        kill = _kill_target(stmt)
+        if kill is not None:
+            op, target = kill
+            if target.name in killed_names:
+                raise RxError(f"%{target.name} is killed twice (first{line(killed_names[target.name])})", target.loc)
+            roots = info.roots(target.name) | {target.name}
+            if op != "vm.kill_object":
+                foreign = roots & owned_elsewhere
+                if foreign:
+                    what = "a parameter" if any(info.kind.get(r) == PARAM for r in foreign) else "a constant"
+                    raise RxError(f"{op}(%{target.name}) frees memory of {what} (%{sorted(foreign)[0]}), "
+                                  "which this function does not own", target.loc)
+                if roots & returned:
+                    raise RxError(f"{op}(%{target.name}) frees memory that the function returns", target.loc)
+            killed_names[target.name] = stmt.loc or target.loc
+            if op == "memory.kill_tensor":
+                for r in roots:
+                    dead_roots.setdefault(r, (target.name, stmt.loc or target.loc))
+            elif op == "memory.kill_storage":
+                dead_roots.setdefault(target.name, (target.name, stmt.loc or target.loc))
+                for t, s in info.storage_of.items():
+                    if s == target.name:
+                        dead_roots.setdefault(t, (target.name, stmt.loc or target.loc))
+            continue
+        for v in expr_vars(stmt.value):
+            _check_use(v, killed_names, dead_roots, info.roots(v.name) | {v.name}, line)
+    for v in expr_vars(fn.ret):
+        _check_use(v, killed_names, dead_roots, info.roots(v.name) | {v.name}, line)
+
+
+def _check_use(v: Var, killed_names: dict, dead_roots: dict, roots: frozenset, line) -> None:
+    if v.name in killed_names:
+        raise RxError(f"%{v.name} is used after it was killed{line(killed_names[v.name])}", v.loc)
+    for r in sorted(roots):
+        if r in dead_roots:
+            by, where = dead_roots[r]
+            raise RxError(
+                f"%{v.name} is used after its memory was freed by the kill of %{by}{line(where)}", v.loc
+            )

@@ -1,0 +1,101 @@
+"""KillAfterLastUse: free every value right after its last use, and never a moment earlier.
+
+Stages (per non-primitive function):
+
+1. **Analysis.** Alias-aware liveness per buffer (:mod:`relaxc.passes.alias`). A value
+   refers to a set of root buffers; it may be killed only after the last use of *every*
+   value sharing one of those buffers: ``%y = %x``, views, tuples and their projections,
+   values stored into tuples, results of functions that return their argument, and values
+   passed to runtime functions that may keep them (those live to the end).
+2. **Rewrite.** After that statement, insert the kill that fits the value's type:
+   ``memory.kill_tensor`` for tensors, ``memory.kill_storage`` for storages (a storage is
+   live while any tensor carved from it is), ``vm.kill_object`` for tuples and objects.
+
+Never killed: parameters, constants, anything returned, and anything aliased to one of
+those; values that already have a kill (placed by PlanMemory or an earlier run), so
+running the pass twice changes nothing.
+
+This is the pass that, in Apache TVM, broke an LLM build on its first day: a register was
+killed while another name still referred to it (memory-bug-classes.md, class 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
+from relaxc.ir.types import StorageType, TensorType, TupleType, Type
+from relaxc.ir.verifier import verify_module
+
+from relaxc.ir.alias import CONST, PARAM, analyze_aliases, buffer_liveness
+from .base import Pass
+
+KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
+
+
+def kill_op_for(t: Type) -> str:
+    """The kill that fits a value of type ``t``."""
+    if isinstance(t, TensorType):
+        return "memory.kill_tensor"
+    if isinstance(t, StorageType):
+        return "memory.kill_storage"
+    return "vm.kill_object"
+
+
+def existing_kills(fn: Function) -> set[str]:
+    """Names that some kill statement of ``fn`` already frees."""
+    out = set()
+    for s in fn.body:
+        v = s.value
+        if isinstance(s, Effect) and isinstance(v, Call) and v.op in KILL_OPS and v.args and isinstance(v.args[0], Var):
+            out.add(v.args[0].name)
+    return out
+
+
+@dataclass(frozen=True)
+class KillAfterLastUse(Pass):
+    """Insert kills after the last use of each value, alias-aware."""
+
+    name: ClassVar[str] = "KillAfterLastUse"
+    summary: ClassVar[str] = "free each value after the last use of any alias of it (kill_tensor/storage/object)"
+
+    def run(self, module: Module) -> Module:
+        types = verify_module(module)
+        return Module(
+            tuple(fn if fn.is_primitive else self._function(fn, module, types[fn.name]) for fn in module.functions),
+            module.loc,
+        )
+
+    def _function(self, fn: Function, module: Module, types: dict[str, Type]) -> Function:
+        info = analyze_aliases(fn, module)
+        live = buffer_liveness(fn, info)
+        end = len(fn.body)
+        returned = info.returned(fn)
+        protected = {r for r, k in info.kind.items() if k in (PARAM, CONST)} | set(returned) | info.escaping
+        # A storage holding a returned or protected tensor is protected too.
+        protected |= {s for t, s in info.storage_of.items() if t in protected}
+        done = existing_kills(fn)
+        kills_after: dict[int, list[str]] = {}
+        for i, stmt in enumerate(fn.body):
+            if not isinstance(stmt, Bind) or stmt.name in done:
+                continue
+            t = types.get(stmt.name)
+            if t is None or t == TupleType(()):
+                continue
+            roots = info.roots(stmt.name) | {stmt.name}
+            if roots & protected:
+                continue
+            last = max(live.last_use.get(r, i) for r in roots)
+            if last >= end:
+                continue
+            kills_after.setdefault(last, []).append(stmt.name)
+        if not kills_after:
+            return fn
+        body: list[Stmt] = []
+        for i, stmt in enumerate(fn.body):
+            body.append(stmt)
+            # Tensors and objects first, then the storages they live in.
+            for name in sorted(kills_after.get(i, []), key=lambda n: isinstance(types[n], StorageType)):
+                body.append(Effect(Call(kill_op_for(types[name]), (Var(name),))))
+        return Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)

@@ -1,0 +1,160 @@
+"""The memory report: what a function needs, read off the IR after planning.
+
+Everything is derived from the final IR (bug class 20: sizes computed before the last
+rewrite are wrong): arenas are the ``alloc_storage(..., arena=true)`` bindings, placed
+buffers are the tensors carved from them, dynamic allocations are the other
+non-external storages, and lifetimes come from the same alias-aware liveness the passes
+use. Sizes with symbolic dims are reported at their upper bound, or as expressions when
+unbounded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from relaxc.ir import dims as D
+from relaxc.ir.nodes import Bind, Call, Function, Module
+from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
+from relaxc.ir.verifier import verify_module
+
+from relaxc.ir.alias import analyze_aliases, buffer_liveness
+from .plan_memory import round_up, storages
+from .planning.model import Buffer, lower_bound
+
+
+@dataclass
+class BufferRow:
+    """A tensor placed in an arena."""
+
+    name: str
+    shape: str
+    dtype: str
+    bytes: int
+    offset: int
+    first: int
+    last: int
+    arena: str
+
+
+@dataclass
+class DynamicRow:
+    """An allocation whose size is only known at run time."""
+
+    name: str
+    size: str
+    scope: str
+    first: int
+    last: int
+
+
+@dataclass
+class FunctionReport:
+    name: str
+    planned: bool
+    program_points: int
+    arena_bytes: int = 0
+    lower_bound: int = 0
+    naive_bytes: int = 0
+    arenas: list[dict[str, Any]] = field(default_factory=list)
+    input_bytes: int | str = 0
+    output_bytes: int | str = 0
+    constant_bytes: int = 0
+    unplanned_static_bytes: int = 0
+    buffers: list[BufferRow] = field(default_factory=list)
+    dynamic: list[DynamicRow] = field(default_factory=list)
+
+    @property
+    def ratio(self) -> float | None:
+        """Arena over lower bound (1.0 is optimal)."""
+        return self.arena_bytes / self.lower_bound if self.lower_bound else None
+
+    @property
+    def saving(self) -> float | None:
+        """Fraction of the naive total that planning saves."""
+        return 1 - self.arena_bytes / self.naive_bytes if self.naive_bytes else None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ratio"] = self.ratio
+        out["saving"] = self.saving
+        return out
+
+
+def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
+    """Bytes of every tensor in ``t`` at the upper bound, or the size expression if unbounded."""
+    total: D.Dim = 0
+    for leaf in tensor_leaves(t):
+        total = D.add(total, D.mul(D.product(leaf.shape), dtype_nbytes(leaf.dtype)))
+    if isinstance(total, int):
+        return total
+    ub = D.upper_bound(total, bounds)
+    return ub if ub is not None else D.dim_to_str(total)
+
+
+def _shape_str(t: TensorType) -> str:
+    return "(" + ", ".join(D.dim_to_str(d) for d in t.shape) + ")"
+
+
+def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:
+    bounds = fn.upper_bounds()
+    rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
+    info = analyze_aliases(fn, module)
+    live = buffer_liveness(fn, info)
+    all_storages = storages(fn)
+    arenas = {s.name: s for s in all_storages if s.arena}
+    rep.input_bytes = _sum([_bytes(p.type, bounds) for p in fn.params])
+    rep.output_bytes = _bytes(fn.ret_type, bounds)
+    for s in fn.body:
+        if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "const":
+            rep.constant_bytes += int(_bytes(types[s.name], bounds) or 0)
+    for a in arenas.values():
+        size = a.size if isinstance(a.size, int) else D.upper_bound(a.size, bounds) or 0
+        rep.arenas.append({"name": a.name, "scope": a.scope, "bytes": size, "align": a.align})
+        rep.arena_bytes += size
+    planned_buffers: list[Buffer] = []
+    for s in fn.body:
+        if not (isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_tensor"):
+            continue
+        storage = info.storage_of.get(s.name)
+        if storage not in arenas:
+            continue
+        t = types[s.name]
+        assert isinstance(t, TensorType)
+        nbytes = _bytes(t, bounds)
+        nbytes = nbytes if isinstance(nbytes, int) else 0
+        offset = s.value.args[1] if len(s.value.args) > 1 else 0
+        offset = offset if isinstance(offset, int) else D.upper_bound(offset, bounds) or 0
+        first = live.defined[s.name]
+        last = live.last_use.get(s.name, first)
+        rep.buffers.append(BufferRow(s.name, _shape_str(t), t.dtype, nbytes, offset, first, last, storage))
+        align = arenas[storage].align
+        planned_buffers.append(Buffer(first, last + 1, round_up(nbytes, align), align, s.name))
+    rep.lower_bound = lower_bound(planned_buffers)
+    naive = 0
+    for b in planned_buffers:
+        naive += b.size
+    rep.naive_bytes = naive
+    for s in all_storages:
+        if s.arena or s.external:
+            continue
+        ub = s.size if isinstance(s.size, int) else D.upper_bound(s.size, bounds)
+        first = live.defined[s.name]
+        last = live.last_use.get(s.name, first)
+        if ub is None:
+            rep.dynamic.append(DynamicRow(s.name, D.dim_to_str(s.size), s.scope, first, last))
+        else:
+            rep.unplanned_static_bytes += ub
+    return rep
+
+
+def _sum(values: list[int | str]) -> int | str:
+    if all(isinstance(v, int) for v in values):
+        return sum(values)  # type: ignore[arg-type]
+    return " + ".join(str(v) for v in values)
+
+
+def memory_report(module: Module) -> list[FunctionReport]:
+    """A report for every non-primitive function of ``module``."""
+    types = verify_module(module)
+    return [function_report(fn, module, types[fn.name]) for fn in module.functions if not fn.is_primitive]

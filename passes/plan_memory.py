@@ -1,0 +1,272 @@
+"""PlanMemory: place allocations of known or bounded size in one arena per memory scope.
+
+Stages (per non-primitive function, each function on its own — no sharing across
+functions):
+
+1. **Analysis.** Alias-aware liveness per buffer (:mod:`relaxc.passes.alias`): a storage is
+   live from its ``alloc_storage`` until the last use of any tensor carved from it or of
+   any value that may refer to one (views, aliases, tuples, projections, function results,
+   packed calls). Candidates are the ``alloc_storage`` bindings that are not ``external``
+   (outputs: the caller owns them), not kept by a runtime function, and whose size is an
+   integer or bounded through the function's ``upper_bounds``.
+2. **Planning.** The candidates of each scope become intervals with sizes (rounded up to
+   their alignment) and a planner (``none``, ``greedy-size``, ``greedy-conflict`` or
+   ``best``) assigns aligned offsets; with ``check=true`` the independent checker verifies
+   the plan and a failure is an internal error.
+3. **Rewrite.** One ``memory.alloc_storage(ARENA, ..., arena=true)`` per scope at the top of
+   the function; every tensor carved from a planned storage is carved from the arena at the
+   storage's offset; the planned ``alloc_storage`` bindings (and kills of them) disappear;
+   ``memory.kill_tensor`` follows the last use of every planned tensor and
+   ``memory.kill_storage`` the last use of the arena. Dynamic storages (unbounded
+   symbolic sizes) stay as they are, except that a later one reuses an earlier dead one
+   whose size is provably equal. The function gets ``planned = true``.
+
+Guarantees: inputs, outputs (``external``) and constants are never placed or shared; two
+tensors live at the same time never overlap; every offset honours its alignment. Refuses
+IR whose buffers are already wrapped into packed-call structs (plan before
+LegalizePackedCalls). Freeing dynamic allocations is left to KillAfterLastUse.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from relaxc.ir import dims as D
+from relaxc.ir.diagnostics import InternalError
+from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var, expr_vars
+from relaxc.ir.verifier import verify_module
+
+from relaxc.ir.alias import AliasInfo, Liveness, analyze_aliases, buffer_liveness
+from .base import Pass
+from .planning.checker import check_plan
+from .planning.model import Buffer
+from .planning.planners import plan_buffers
+from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
+
+KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
+
+
+@dataclass(frozen=True)
+class StorageInfo:
+    """One ``alloc_storage`` binding and what planning needs to know about it."""
+
+    name: str
+    index: int
+    size: D.Dim
+    align: int
+    scope: str
+    external: bool
+    arena: bool
+
+
+def storage_info(stmt: Bind, index: int) -> StorageInfo:
+    call = stmt.value
+    assert isinstance(call, Call)
+    attrs: dict = {"size": call.args[0] if call.args else None, "align": 64, "scope": "global",
+                   "external": False, "arena": False}
+    names = ("size", "align", "scope", "external", "arena")
+    for k, v in zip(names, call.args):
+        attrs[k] = v
+    attrs.update(dict(call.kwargs))
+    return StorageInfo(stmt.name, index, attrs["size"], attrs["align"], attrs["scope"],
+                       bool(attrs["external"]), bool(attrs["arena"]))
+
+
+def storages(fn: Function) -> list[StorageInfo]:
+    """Every ``memory.alloc_storage`` binding of ``fn``, in order."""
+    return [
+        storage_info(s, i) for i, s in enumerate(fn.body)
+        if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_storage"
+    ]
+
+
+def round_up(n: int, align: int) -> int:
+    return -(-n // align) * align
+
+
+@dataclass
+class FunctionPlan:
+    """The plan of one function: what was placed where, and what stayed dynamic."""
+
+    placed: dict[str, tuple[str, int]] = field(default_factory=dict)  # storage -> (arena name, offset)
+    arenas: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # scope -> (name, size, align)
+    reused: dict[str, str] = field(default_factory=dict)  # dynamic storage -> the dead one it reuses
+
+
+@dataclass(frozen=True)
+class PlanMemory(Pass):
+    """Plan every allocation of known or bounded size into one arena per scope."""
+
+    name: ClassVar[str] = "PlanMemory"
+    summary: ClassVar[str] = "alias-aware liveness, then place bounded allocations in one arena per scope"
+    requires: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
+    forbids: ClassVar[frozenset[str]] = frozenset({PACKED_CALLS})
+    provides: ClassVar[frozenset[str]] = frozenset({PLANNED})
+    hints: ClassVar[dict[str, str]] = {
+        EXPLICIT_MEMORY: "run ManifestAlloc before it",
+        PACKED_CALLS: (
+            "plan memory before LegalizePackedCalls: a planner that sees buffers only through the "
+            "structs that wrap them misses their lifetimes and would reuse live memory"
+        ),
+    }
+
+    planner: Literal["none", "greedy-size", "greedy-conflict", "best"] = "best"
+    time_limit: float = 2.0
+    check: bool = False
+
+    def __post_init__(self) -> None:
+        if self.time_limit < 0:
+            raise ValueError("time_limit must not be negative")
+
+    def run(self, module: Module) -> Module:
+        verify_module(module)
+        return Module(tuple(self._function(fn, module) for fn in module.functions), module.loc)
+
+    # -- per function -------------------------------------------------------------------
+    def _function(self, fn: Function, module: Module) -> Function:
+        if fn.is_primitive:
+            return fn
+        attrs = tuple((k, v) for k, v in fn.attrs if k != "planned") + (("planned", True),)
+        if self.planner == "none":
+            return _with(fn, fn.body, attrs)
+        info = analyze_aliases(fn, module)
+        live = buffer_liveness(fn, info)
+        plan = self._plan(fn, info, live)
+        body = _rewrite(fn, plan, info, live)
+        return _with(fn, body, attrs)
+
+    def _plan(self, fn: Function, info: AliasInfo, live: Liveness) -> FunctionPlan:
+        bounds = fn.upper_bounds()
+        plan = FunctionPlan()
+        by_scope: dict[str, list[tuple[StorageInfo, Buffer]]] = {}
+        dynamic: list[StorageInfo] = []
+        returned = info.returned(fn)
+        holds_output = {s for t, s in info.storage_of.items() if t in returned}
+        kept = {s for t, s in info.storage_of.items() if t in info.escaping}
+        for s in storages(fn):
+            if (s.external or s.arena or s.name in info.escaping or s.name in kept or s.name in returned
+                    or s.name in holds_output):
+                continue  # the caller's memory, an arena already, or kept by a runtime function
+            size = s.size if isinstance(s.size, int) else D.upper_bound(s.size, bounds)
+            if size is None:
+                dynamic.append(s)
+                continue
+            start = live.defined[s.name]
+            end = live.last_use.get(s.name, start) + 1
+            buf = Buffer(start, end, round_up(size, s.align), s.align, s.name)
+            by_scope.setdefault(s.scope, []).append((s, buf))
+        used = {p.name for p in fn.params} | {st.name for st in fn.body if isinstance(st, Bind)}
+        for scope in sorted(by_scope):
+            items = by_scope[scope]
+            buffers = [b for _, b in items]
+            result = plan_buffers(buffers, self.planner, time_limit=self.time_limit)
+            if self.check:
+                problems = check_plan(buffers, result.offsets, result.size)
+                if problems:
+                    raise InternalError(f"PlanMemory ({result.algorithm}) made an invalid plan: " + "; ".join(problems))
+            name = _fresh("arena" if scope == "global" else f"arena_{_ident(scope)}", used)
+            align = max(b.align for b in buffers)
+            plan.arenas[scope] = (name, round_up(result.size, align), align)
+            for (s, _), off in zip(items, result.offsets):
+                plan.placed[s.name] = (name, off)
+        plan.reused = _reuse_equal_dynamic(dynamic, live)
+        return plan
+
+
+def _ident(text: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in text)
+
+
+def _fresh(base: str, used: set[str]) -> str:
+    name, i = base, 1
+    while name in used:
+        name = f"{base}_{i}"
+        i += 1
+    used.add(name)
+    return name
+
+
+def _reuse_equal_dynamic(dynamic: list[StorageInfo], live: Liveness) -> dict[str, str]:
+    """A dynamic storage reuses an earlier one that is dead, when their sizes are provably equal."""
+    reused: dict[str, str] = {}
+    holder_end: dict[str, int] = {}  # physical storage -> last use of anything placed in it
+    physical: list[StorageInfo] = []
+    for s in dynamic:
+        start = live.defined[s.name]
+        end = live.last_use.get(s.name, start)
+        for p in physical:
+            if (holder_end[p.name] < start and p.scope == s.scope and p.align >= s.align
+                    and D.dims_equal(p.size, s.size)):
+                reused[s.name] = p.name
+                holder_end[p.name] = end
+                break
+        else:
+            physical.append(s)
+            holder_end[s.name] = end
+    return reused
+
+
+def _with(fn: Function, body: tuple[Stmt, ...] | list[Stmt], attrs: tuple) -> Function:
+    return Function(fn.name, fn.params, fn.ret_type, attrs, tuple(body), fn.ret, fn.loc)
+
+
+def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) -> tuple[Stmt, ...]:
+    """Apply ``plan`` to the body of ``fn`` and insert kills for what was planned."""
+    placed = plan.placed
+    moved = {s: plan.reused[s] for s in plan.reused}  # dynamic storage -> physical storage
+    # Tensors carved from planned storages, and the arena they end up in.
+    planned_tensors = {t: placed[s][0] for t, s in info.storage_of.items() if s in placed}
+    killed_already = {
+        st.value.args[0].name for st in fn.body
+        if isinstance(st, Effect) and isinstance(st.value, Call) and st.value.op in KILL_OPS
+        and st.value.args and isinstance(st.value.args[0], Var)
+    }
+    # Where each kill goes: after the last use of the value.
+    kills_after: dict[int, list[Stmt]] = {}
+    end = len(fn.body)
+    for t in sorted(planned_tensors, key=lambda t: (live.last_use.get(t, -1), t)):
+        last = live.last_use.get(t, live.defined.get(t, 0))
+        if t not in killed_already and last < end:
+            kills_after.setdefault(last, []).append(Effect(Call("memory.kill_tensor", (Var(t),))))
+    for scope, (arena, _, _) in sorted(plan.arenas.items()):
+        members = [t for t, a in planned_tensors.items() if a == arena]
+        last = max((live.last_use.get(t, live.defined.get(t, 0)) for t in members), default=-1)
+        if 0 <= last < end:
+            kills_after.setdefault(last, []).append(Effect(Call("memory.kill_storage", (Var(arena),))))
+    # Dynamic storages that now share: the reused one's kill moves after the last sharer.
+    last_of_physical: dict[str, int] = {}
+    for s, p in moved.items():
+        last_of_physical[p] = max(last_of_physical.get(p, -1), live.last_use.get(s, -1))
+
+    body: list[Stmt] = []
+    for scope, (arena, size, align) in sorted(plan.arenas.items()):
+        kwargs = (("align", align), ("scope", scope), ("arena", True))
+        body.append(Bind(arena, None, Call("memory.alloc_storage", (size,), kwargs)))
+    for i, st in enumerate(fn.body):
+        v = st.value
+        if isinstance(st, Bind) and isinstance(v, Call) and v.op == "memory.alloc_storage" and (
+                st.name in placed or st.name in moved):
+            pass  # the arena (or the reused storage) replaces it
+        elif isinstance(st, Effect) and isinstance(v, Call) and v.op == "memory.kill_storage" and v.args and \
+                isinstance(v.args[0], Var) and (v.args[0].name in placed or v.args[0].name in moved
+                                                or v.args[0].name in last_of_physical):
+            pass  # kills of storages that no longer exist, or whose life got longer, are re-placed
+        elif isinstance(st, Bind) and isinstance(v, Call) and v.op == "memory.alloc_tensor" and v.args and \
+                isinstance(v.args[0], Var) and (v.args[0].name in placed or v.args[0].name in moved):
+            src = v.args[0].name
+            if src in placed:
+                arena, off = placed[src]
+                offset = v.args[1] if len(v.args) > 1 else dict(v.kwargs).get("offset", 0)
+                new_off = D.add(off, offset) if not isinstance(offset, int) else off + offset
+                args = (Var(arena, v.args[0].loc), new_off) + tuple(v.args[2:])
+            else:
+                args = (Var(moved[src], v.args[0].loc),) + tuple(v.args[1:])
+            body.append(Bind(st.name, st.type, Call(v.op, args, v.kwargs, v.loc), st.loc))
+        else:
+            body.append(st)
+        body.extend(kills_after.get(i, []))
+        for p, last in last_of_physical.items():
+            if last == i and p in killed_already:
+                body.append(Effect(Call("memory.kill_storage", (Var(p),))))
+    return tuple(body)
