@@ -40,7 +40,8 @@ def reported_errors(sources: Sources, debug: bool) -> Iterator[None]:
     except RecursionError:
         if debug:
             traceback.print_exc(file=sys.stderr)
-        click.echo("error: the program nests expressions too deeply for relaxc "
+        where = f"{list(sources)[-1]}: " if sources else ""
+        click.echo(f"{where}error: the program nests expressions too deeply for relaxc "
                    "(split long dimension expressions into several bindings)", err=True)
         sys.exit(EXIT_USER_ERROR)
     except (InternalError, Exception) as e:  # noqa: BLE001 - the last line of defence

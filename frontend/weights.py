@@ -100,6 +100,6 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             member = io.BytesIO()
-            np.lib.format.write_array(member, np.ascontiguousarray(arrays[name]), allow_pickle=False)
+            np.lib.format.write_array(member, np.asarray(arrays[name], order="C"), allow_pickle=False)
             zf.writestr(info, member.getvalue())
     return buf.getvalue()

@@ -127,8 +127,10 @@ class _FunctionChecker:
         # Tensor types already found sane under the bounds in _sane_bounds (see _check_type_sane).
         self._sane: set[TensorType] = set()
         self._sane_bounds: dict[str, int] = {}
+        self._sane_ids: dict[int, TensorType] = {}  # the same, by identity
         # Results of op inference by (op, inputs, attributes), when those are plain (_strict).
         self._inferred: dict[tuple, Type] = {}
+        self._plain_ids: dict[int, TensorType] = {}  # tensor types known to be plain, by identity
 
     # -- entry ------------------------------------------------------------------------
     def run(self) -> FunctionTypes:
@@ -313,7 +315,8 @@ class _FunctionChecker:
         # Inference is a pure function of the input types and attributes, and a big module
         # calls the same op on the same types over and over: remember each result.
         try:
-            key: tuple | None = (id(op), _strict(inputs), _strict(tuple(attrs.items())))
+            known = self._plain_ids
+            key: tuple | None = (id(op), _strict(inputs, known), _strict(tuple(attrs.items()), known))
         except _NotPlain:
             key = None
         else:
@@ -434,16 +437,26 @@ class _FunctionChecker:
         # so a tensor type that passed is remembered (while the bounds stay the same). Only
         # types of plain dims are: equal ones are then identical, and check the same.
         sane = self._sane
+        sane_ids = self._sane_ids
+        known = self._plain_ids
         if self.bounds != self._sane_bounds:
             sane.clear()
+            sane_ids.clear()
             self._sane_bounds = dict(self.bounds)
         for leaf in _tensor_types(t):
-            plain = _plain_tensor(leaf)
-            if plain and leaf in sane:
+            if id(leaf) in sane_ids:
                 continue
+            plain = id(leaf) in known or _plain_tensor(leaf)
+            if plain:
+                known[id(leaf)] = leaf
+                if leaf in sane:
+                    sane_ids[id(leaf)] = leaf
+                    continue
             for d in leaf.shape:
                 if isinstance(d, int) and d < 0:
                     raise RxError(f"{what}: negative dimension {d}", loc)
+                if not isinstance(d, int) and _divides_by_zero(d):
+                    raise RxError(f"{what}: dimension {D.dim_to_str(d)} divides by zero", loc)
             elems = D.upper_bound(leaf.num_elements(), self.bounds)
             if elems is not None and elems * dtype_nbytes(leaf.dtype) > MAX_TENSOR_BYTES:
                 raise RxError(
@@ -453,6 +466,7 @@ class _FunctionChecker:
                 )
             if plain:
                 sane.add(leaf)
+                sane_ids[id(leaf)] = leaf
 
 
 def _plain_dim(d: Any) -> bool:
@@ -479,22 +493,26 @@ _BOOL = object()  # tags that keep True/1 and 1.0/1 apart in a _strict key
 _FLOAT = object()
 
 
-def _strict(v: Any) -> Any:
+def _strict(v: Any, known: dict[int, TensorType]) -> Any:
     """A key for ``v`` that is equal only for identical values (True is not 1, 1.0 is not 1).
 
     Raises _NotPlain for anything else than ints, strings, bools, floats, None, dtypes,
-    plain dims and types, and lists or tuples of those.
+    plain dims and types, and lists or tuples of those. ``known`` holds the tensor types
+    already found plain, by identity (it keeps them alive, so ids stay unique).
     """
     k = type(v)
-    if k is int or k is str or v is None:
-        return v
-    if k is tuple or k is list:
-        return (k, *[_strict(x) for x in v])
     if k is TensorType:
-        if _plain_tensor(v):
+        if id(v) in known:
             return v
+        if _plain_tensor(v):
+            known[id(v)] = v
+            return v
+    elif k is int or k is str or v is None:
+        return v
+    elif k is tuple or k is list:
+        return (k, *[_strict(x, known) for x in v])
     elif k is TupleType:
-        return (k, *[_strict(f) for f in v.fields])
+        return (k, *[_strict(f, known) for f in v.fields])
     elif k is bool:
         return (_BOOL, v)
     elif k is float:

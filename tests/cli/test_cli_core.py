@@ -715,8 +715,6 @@ def test_fmt_internal_error_exits_3(model: Path, monkeypatch) -> None:
 # Bugs found while writing these tests (each a program a user can write)
 
 
-@pytest.mark.xfail(strict=True, reason="-o writes a rank-0 output with shape (1,): npz_bytes uses "
-                                       "np.ascontiguousarray, which returns ndim >= 1")
 def test_run_scalar_tensor(tmp_path: Path) -> None:
     path = write(tmp_path / "s.rx", "fn @main(%x: Tensor[(), f32]) -> Tensor[(), f32] {\n"
                                     "  %a = exp(%x)\n  return %a\n}\n")
