@@ -196,7 +196,9 @@ class _Frame:
             callee = self.interp.functions[e.func]
             args = [self.read(a) for a in e.args]
             result, held = self.interp._call(callee, args, bind_dims(callee, args))
-            if bind is not None and held:
+            if callee.is_primitive:
+                self._own(bind, result)  # a kernel's result is new memory of the caller's
+            elif bind is not None and held:
                 self.owned[bind.name] = held
             else:
                 self.interp.stats.free(held)
@@ -208,7 +210,9 @@ class _Frame:
         return self.call(e, bind)
 
     def _own(self, bind: Bind | None, value: Any) -> None:
-        if bind is None:
+        # Temporaries inside a primitive function are the kernel's own business (a fused
+        # kernel never materializes them); only the caller's values are counted.
+        if bind is None or self.fn.is_primitive:
             return
         n = _nbytes(value)
         if n:
