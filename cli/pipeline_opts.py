@@ -12,6 +12,7 @@ from rich.table import Table
 
 from relaxc.frontend.printer import print_module
 from relaxc.ir.nodes import Module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.passes.assemble import assemble_pipeline, resolve_dump_names
 from relaxc.passes.pipeline import DumpInstrument, Pipeline, TimingInstrument, VerifyInstrument
 
@@ -79,7 +80,8 @@ class _Dumps:
             self.written.append(path)
 
 
-def run_pipeline(module: Module, req: PipelineRequest, stem: str) -> tuple[Module, TimingInstrument, _Dumps]:
+def run_pipeline(module: Module, req: PipelineRequest, stem: str,
+                 types: "ModuleTypes | None" = None) -> tuple[Module, TimingInstrument, _Dumps]:
     """Assemble the requested pipeline and run it with the requested instruments."""
     passes = assemble_pipeline(req.target, req.passes, req.disable, req.configs)
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
@@ -93,7 +95,7 @@ def run_pipeline(module: Module, req: PipelineRequest, stem: str) -> tuple[Modul
         instruments.append(VerifyInstrument())
     if before or after:
         instruments.append(DumpInstrument(dumps, before, after))
-    result = Pipeline(passes, instruments).run(module)
+    result = Pipeline(passes, instruments).run(module, types)
     return result, timing, dumps
 
 

@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
+from relaxc.ir.verifier import ModuleTypes
 
 
 class PassError(RxError):
@@ -32,8 +33,12 @@ class Pass:
     # Human explanation per property, used in precondition errors.
     hints: ClassVar[dict[str, str]] = {}
 
-    def run(self, module: Module) -> Module:
-        """Transform ``module``; subclasses implement this."""
+    def run(self, module: Module, types: "ModuleTypes | None" = None) -> Module:
+        """Transform ``module``; subclasses implement this.
+
+        ``types`` are the verifier's types of ``module`` when the caller already has them
+        (the pipeline verifies between passes); a pass computes them itself otherwise.
+        """
         raise NotImplementedError
 
     def __call__(self, module: Module) -> Module:

@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
 from relaxc.ir.types import StorageType, TensorType, TupleType, Type
-from relaxc.ir.verifier import verify_module
+from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from relaxc.ir.alias import CONST, PARAM, analyze_aliases, buffer_liveness
 from .base import Pass
@@ -60,8 +60,8 @@ class KillAfterLastUse(Pass):
     name: ClassVar[str] = "KillAfterLastUse"
     summary: ClassVar[str] = "free each value after the last use of any alias of it (kill_tensor/storage/object)"
 
-    def run(self, module: Module) -> Module:
-        types = verify_module(module)
+    def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
+        types = types if types is not None else verify_module(module)
         return Module(
             tuple(fn if fn.is_primitive else self._function(fn, module, types[fn.name]) for fn in module.functions),
             module.loc,

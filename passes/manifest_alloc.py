@@ -34,7 +34,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.nodes import Bind, Call, CallFunc, DType, Effect, Function, Invoke, Module, Stmt, TupleExpr, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
-from relaxc.ir.verifier import verify_module
+from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from relaxc.ir.alias import analyze_aliases
 from .base import Pass, PassError
@@ -85,8 +85,8 @@ class ManifestAlloc(Pass):
         if self.align <= 0 or self.align & (self.align - 1):
             raise ValueError(f"align={self.align} is not a positive power of two")
 
-    def run(self, module: Module) -> Module:
-        types = verify_module(module)
+    def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
+        types = types if types is not None else verify_module(module)
         primitive = {f.name for f in module.functions if f.is_primitive}
         out = []
         for fn in module.functions:
@@ -99,6 +99,7 @@ class ManifestAlloc(Pass):
     def _function(self, fn: Function, module: Module, types: dict[str, Type], primitive: set[str]) -> Function:
         returned = analyze_aliases(fn, module).returned(fn)
         names = _Names(fn)
+        sizes: dict[TensorType, D.Dim] = {}  # most values share a few types: simplify each once
         body: list[Stmt] = []
         for stmt in fn.body:
             e = stmt.value
@@ -110,10 +111,11 @@ class ManifestAlloc(Pass):
                 continue
             if isinstance(stmt, Effect):
                 continue  # a kernel result nobody reads: pure, so nothing to compute
-            body += self._manifest(stmt, stmt.name, types[stmt.name], stmt.name in returned, names)
+            body += self._manifest(stmt, stmt.name, types[stmt.name], stmt.name in returned, names, sizes)
         return Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
 
-    def _manifest(self, stmt: Stmt, name: str, t: Type, external: bool, names: _Names) -> list[Stmt]:
+    def _manifest(self, stmt: Stmt, name: str, t: Type, external: bool, names: _Names,
+                  sizes: dict[TensorType, D.Dim]) -> list[Stmt]:
         e = stmt.value
         loc = stmt.loc
         if isinstance(t, TensorType):
@@ -129,7 +131,9 @@ class ManifestAlloc(Pass):
             kwargs: tuple = (("align", self.align), ("scope", "global"))
             if external:
                 kwargs += (("external", True),)
-            size = round_up(tensor_bytes(leaf), self.align)
+            size = sizes.get(leaf)
+            if size is None:
+                size = sizes[leaf] = round_up(tensor_bytes(leaf), self.align)
             out.append(Bind(storage, None, Call("memory.alloc_storage", (size,), kwargs, loc), loc))
             ann = stmt.type if (isinstance(stmt, Bind) and leaf_name == name) else None
             out.append(Bind(leaf_name, ann, Call(

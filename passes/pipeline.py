@@ -13,7 +13,7 @@ from typing import Callable, Protocol, Sequence
 
 from relaxc.ir.diagnostics import InternalError, RxError
 from relaxc.ir.nodes import Module
-from relaxc.ir.verifier import verify_module
+from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from .base import Pass, PassError, check_properties
 from .properties import detect_properties
@@ -38,16 +38,27 @@ class PassBrokeIR(InternalError):
 
 @dataclass
 class VerifyInstrument:
-    """Verifies the module after every pass and names the pass that broke it."""
+    """Verifies the module after every pass and names the pass that broke it.
+
+    It keeps the types of the module it verified last, so the next pass need not infer them
+    again (:meth:`types_for`).
+    """
+
+    _last: tuple[Module, ModuleTypes] | None = None
 
     def before_pass(self, index: int, p: Pass, module: Module) -> None:
         return None
 
     def after_pass(self, index: int, p: Pass, module: Module) -> None:
         try:
-            verify_module(module)
+            self._last = (module, verify_module(module))
         except RxError as e:
             raise PassBrokeIR(p.name, e) from e
+
+    def types_for(self, module: Module) -> ModuleTypes | None:
+        if self._last is not None and self._last[0] is module:
+            return self._last[1]
+        return None
 
 
 @dataclass
@@ -106,12 +117,18 @@ class Pipeline:
     passes: list[Pass]
     instruments: list[Instrument] = field(default_factory=list)
 
-    def run(self, module: Module) -> Module:
+    def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
+        """Run every pass; ``types`` are the verified types of the input, if known."""
         check_order(self.passes, detect_properties(module))
+        known = (module, types) if types is not None else None
         for i, p in enumerate(self.passes):
             for ins in self.instruments:
                 ins.before_pass(i, p, module)
-            module = p.run(module)
+            types = known[1] if known is not None and known[0] is module else None
+            for ins in self.instruments:
+                if types is None and hasattr(ins, "types_for"):
+                    types = ins.types_for(module)
+            module = p.run(module, types)
             for ins in self.instruments:
                 ins.after_pass(i, p, module)
         return module

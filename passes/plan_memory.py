@@ -35,7 +35,7 @@ from typing import ClassVar, Literal
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import InternalError
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var, expr_vars
-from relaxc.ir.verifier import verify_module
+from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from relaxc.ir.alias import AliasInfo, Liveness, analyze_aliases, buffer_liveness
 from .base import Pass
@@ -119,8 +119,9 @@ class PlanMemory(Pass):
         if self.time_limit < 0:
             raise ValueError("time_limit must not be negative")
 
-    def run(self, module: Module) -> Module:
-        verify_module(module)
+    def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
+        if types is None:
+            verify_module(module)  # valid IR in: the analysis below relies on it
         return Module(tuple(self._function(fn, module) for fn in module.functions), module.loc)
 
     # -- per function -------------------------------------------------------------------
