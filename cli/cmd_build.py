@@ -48,6 +48,8 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
     result and print a one-line memory summary per function (relaxc report shows it all)."""
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
+        if as_json and output is not None and str(output) == "-":
+            raise click.UsageError("--json prints the report to stdout, so the program cannot go there too (-o -)")
         req = PipelineRequest(target=target, **kw)
         prog = load_program(file, sources, params, need_weights=target != "ir")
         out_path = output if output is not None else default_output(file, target)

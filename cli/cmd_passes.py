@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from relaxc.frontend.printer import print_module
-from relaxc.passes.base import describe
+from relaxc.passes.properties import PROPERTIES
 from relaxc.passes.registry import PASSES, PIPELINE_DOCS, PIPELINES
 from relaxc.passes.spec import describe_options, kebab
 
@@ -21,16 +21,16 @@ from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_tim
 def list_passes() -> None:
     console = Console(soft_wrap=False)
     table = Table(title="passes", show_lines=True)
-    table.add_column("pass")
-    table.add_column("what it does")
-    table.add_column("options")
-    table.add_column("needs / gives")
+    table.add_column("pass", no_wrap=True)
+    table.add_column("what it does", ratio=2)
+    table.add_column("options", ratio=2)
+    table.add_column("needs / gives", ratio=2)
     for name, cls in PASSES.items():
-        opts = "\n".join(f"{o}: {t} = {d}" for o, t, d in describe_options(cls)) or "-"
+        opts = "\n".join(f"{o} = {d}  ({t.replace('|', ' | ')})" for o, t, d in describe_options(cls)) or "-"
         conds = []
-        conds += [f"needs {describe(r)}" for r in sorted(cls.requires)]
-        conds += [f"refuses {describe(r)}" for r in sorted(cls.forbids)]
-        conds += [f"gives {describe(r)}" for r in sorted(cls.provides)]
+        conds += [f"needs {r}" for r in sorted(cls.requires)]
+        conds += [f"refuses {r}" for r in sorted(cls.forbids)]
+        conds += [f"gives {r}" for r in sorted(cls.provides)]
         table.add_row(f"{name}\n({kebab(name)})", cls.summary, opts, "\n".join(conds) or "-")
     console.print(table)
     pipes = Table(title="named pipelines (-p NAME)")
@@ -40,6 +40,7 @@ def list_passes() -> None:
     for name, seq in PIPELINES.items():
         pipes.add_row(name, ", ".join(seq) or "(none)", PIPELINE_DOCS[name])
     console.print(pipes)
+    console.print("properties: " + "; ".join(f"{k}: {v}" for k, v in PROPERTIES.items()))
 
 
 @click.command("passes")

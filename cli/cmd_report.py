@@ -24,9 +24,9 @@ def check_budget(reports: list[FunctionReport], max_arena: int | None) -> None:
     """RxError naming every function whose arena exceeds ``max_arena`` bytes."""
     if max_arena is None:
         return
-    over = [r for r in reports if r.arena_bytes > max_arena]
+    over = [r for r in reports if r.workspace_bytes > max_arena]
     if over:
-        parts = [f"@{r.name} needs {format_bytes(r.arena_bytes)}" for r in over]
+        parts = [f"@{r.name} needs {format_bytes(r.workspace_bytes)}" for r in over]
         raise RxError(f"memory budget exceeded: {'; '.join(parts)}; the budget (--max-arena) is {format_bytes(max_arena)}")
 
 

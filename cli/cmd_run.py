@@ -68,6 +68,8 @@ def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path |
         if output_path is not None:
             refuse_overwriting_inputs(output_path, [file, inputs_path, params])
         prog = load_program(file, sources, params)
+        if output_path is not None:
+            refuse_overwriting_inputs(output_path, [prog.weights_path])
         fn = entry_function(prog.module, entry)
         if inputs_path is not None:
             args = inputs_from_npz(fn, inputs_path)

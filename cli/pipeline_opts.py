@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from relaxc.frontend.printer import print_module
+from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 from relaxc.ir.verifier import ModuleTypes
 from relaxc.passes.assemble import assemble_pipeline, resolve_dump_names
@@ -87,7 +88,14 @@ def run_pipeline(module: Module, req: PipelineRequest, stem: str,
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
     if req.dump_dir is not None:
-        req.dump_dir.mkdir(parents=True, exist_ok=True)
+        if not (before or after):
+            raise RxError("--dump-dir needs --dump-before or --dump-after to say which passes to dump")
+        if req.dump_dir.exists() and not req.dump_dir.is_dir():
+            raise RxError(f"--dump-dir {req.dump_dir}: it exists and is not a folder")
+        try:
+            req.dump_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise RxError(f"--dump-dir {req.dump_dir}: cannot create it ({e.strerror or e})") from None
     dumps = _Dumps(req.dump_dir, stem)
     timing = TimingInstrument()
     instruments: list = [timing]
@@ -99,7 +107,7 @@ def run_pipeline(module: Module, req: PipelineRequest, stem: str,
     return result, timing, dumps
 
 
-def print_timings(timing: TimingInstrument) -> None:
+def print_timings(timing: TimingInstrument) -> None:  # noqa: D103
     table = Table(title="pass times", show_edge=False)
     table.add_column("#", justify="right")
     table.add_column("pass")

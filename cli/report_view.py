@@ -22,6 +22,8 @@ def summary_line(rep: FunctionReport) -> str:
     """One line: arena, how close to the lower bound, saving, and dynamic allocations."""
     if not rep.buffers and not rep.arenas:
         text = f"@{rep.name}: no planned memory"
+        if rep.unplanned_static_bytes:
+            text += f", {format_bytes(rep.unplanned_static_bytes)} in unplanned allocations"
     else:
         ratio = f"{rep.ratio:.2f}x the lower bound {format_bytes(rep.lower_bound)}" if rep.ratio else "no lower bound"
         saving = f", {rep.saving:.0%} less than without reuse ({format_bytes(rep.naive_bytes)})" if rep.saving is not None else ""
@@ -53,8 +55,14 @@ def memory_map(rep: FunctionReport, width: int = 64, height: int = 16) -> Text:
                 grid[r][c] = mark if grid[r][c] in (" ", mark) else "#"
     label_w = len(format_bytes(rep.arena_bytes).split(" (")[0])
     for r in reversed(range(height)):
-        off = (r + 1) * rep.arena_bytes // height
-        label = format_bytes(off).split(" (")[0] if r in (height - 1, 0) or r == height // 2 else ""
+        # Row r covers offsets [r * A / H, (r + 1) * A / H): label the top edge of the arena,
+        # the lower edge of the middle row, and 0 at the bottom.
+        if r == height - 1:
+            label = format_bytes(rep.arena_bytes).split(" (")[0]
+        elif r == height // 2 or r == 0:
+            label = format_bytes(r * rep.arena_bytes // height).split(" (")[0]
+        else:
+            label = ""
         text.append(f"{label:>{label_w}} |", style="dim")
         text.append("".join(grid[r]) + "\n")
     text.append(" " * label_w + " +" + "-" * cols + "\n", style="dim")

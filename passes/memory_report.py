@@ -15,7 +15,7 @@ from typing import Any
 
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import Bind, Call, Function, Module
-from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
+from relaxc.ir.types import TensorType, Type, dtype_nbytes, shape_to_str, tensor_leaves
 from relaxc.ir.verifier import verify_module
 
 from relaxc.ir.alias import analyze_aliases, buffer_liveness
@@ -65,6 +65,12 @@ class FunctionReport:
     dynamic: list[DynamicRow] = field(default_factory=list)
 
     @property
+    def workspace_bytes(self) -> int:
+        """Bytes the function itself needs for temporaries: arena plus bounded storages left
+        unplanned (dynamic allocations are not counted: their size is known only at run time)."""
+        return self.arena_bytes + self.unplanned_static_bytes
+
+    @property
     def ratio(self) -> float | None:
         """Arena over lower bound (1.0 is optimal)."""
         return self.arena_bytes / self.lower_bound if self.lower_bound else None
@@ -78,6 +84,7 @@ class FunctionReport:
         out = asdict(self)
         out["ratio"] = self.ratio
         out["saving"] = self.saving
+        out["workspace_bytes"] = self.workspace_bytes
         return out
 
 
@@ -93,7 +100,7 @@ def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
 
 
 def _shape_str(t: TensorType) -> str:
-    return "(" + ", ".join(D.dim_to_str(d) for d in t.shape) + ")"
+    return shape_to_str(t.shape)
 
 
 def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:

@@ -29,6 +29,7 @@ LegalizePackedCalls). Freeing dynamic allocations is left to KillAfterLastUse.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
@@ -116,8 +117,8 @@ class PlanMemory(Pass):
     check: bool = False
 
     def __post_init__(self) -> None:
-        if self.time_limit < 0:
-            raise ValueError("time_limit must not be negative")
+        if not math.isfinite(self.time_limit) or self.time_limit < 0:
+            raise ValueError(f"time_limit={self.time_limit} must be a finite number of seconds, 0 or more")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         if types is None:

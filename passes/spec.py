@@ -78,7 +78,10 @@ def coerce_option(cls: type[Pass], key: str, raw: str) -> Any:
         try:
             return int(raw, 0)
         except ValueError:
-            raise SpecError(f"{cls.name}.{key} must be an integer; got '{raw}'") from None
+            try:
+                return int(raw, 10)  # "010" is ten, not an error
+            except ValueError:
+                raise SpecError(f"{cls.name}.{key} must be an integer; got '{raw}'") from None
     if t is float:
         try:
             return float(raw)
@@ -108,6 +111,10 @@ def parse_pipeline(text: str, registry: Mapping[str, type[Pass]]) -> list[Pass]:
         return out
     while pos < len(text):
         m = _ENTRY.match(text, pos)
+        brace = text.find("{", pos)
+        if (m is None or m.group(2) is None) and brace != -1 and "}" not in text[brace:] and (
+                m is None or brace == m.end() or text[m.end():brace].strip() == ""):
+            raise SpecError("unclosed '{': the options of a pass end with '}'", snippet=_caret(text, brace, 1))
         if not m or m.end() == pos:
             raise SpecError("malformed pass pipeline", snippet=_caret(text, pos, 1), notes=(
                 "write passes separated by commas, options in braces: ManifestAlloc,PlanMemory{planner=greedy-size}",))
@@ -150,7 +157,10 @@ def apply_pass_config(passes: Sequence[Pass], configs: Sequence[str], registry: 
                 f"--pass-config '{item}': {cls.name} is not in the pipeline "
                 f"({', '.join(p.name for p in result) or 'empty'})"
             )
-        result = [replace(p, **{key: coerced}) if type(p) is cls else p for p in result]
+        try:
+            result = [replace(p, **{key: coerced}) if type(p) is cls else p for p in result]
+        except ValueError as e:
+            raise SpecError(f"--pass-config '{item}': {cls.name}: {e}") from None
     return result
 
 
