@@ -1,0 +1,480 @@
+"""Exact search for an arena of a given capacity, after MiniMalloc.
+
+The decision procedure follows the ideas of M. D. Moffitt, "MiniMalloc: A Lightweight
+Memory Allocator for Hardware-Accelerated Machine Learning" (ASPLOS 2023); this is an
+independent Python implementation, not a port of its code.
+
+*Sections.* Time is cut at every distinct end time; the buffers live just before an end
+time form a clique. Only maximal ones are kept (those where some buffer begins), so two
+buffers conflict iff they share a section, and every buffer spans a contiguous run of
+sections. Each section has a *total*: the bytes of its unplaced buffers.
+
+*Canonical solutions.* Any plan can be pushed down until every buffer sits at 0 or on a
+conflicting buffer. Listed by offset, such a plan puts every buffer at the top of its
+already placed neighbours (rounded up to its alignment): its *minimum offset*. So the
+search only decides which buffer comes next, at its minimum offset, in non-decreasing
+(offset, preorder rank) order.
+
+*Pruning.* (1) Every unplaced buffer goes at or above the current offset, so offset +
+total <= capacity in every section. (2) In every section the unplaced buffers stack above
+the lowest of their minimum offsets, so some unplaced buffer there needs a minimum offset
+<= capacity - total. (3) Dominance: nothing is placed at or above the top of an unplaced
+buffer sitting at its minimum offset, which could drop into the gap below. (4) Twins
+(same lifetime, size and alignment) are placed in index order. (5) When no unplaced
+buffer spans a boundary between sections, both sides are solved independently.
+
+Checks of (2) are incremental: each section remembers a *witness*, an unplaced buffer
+that showed it feasible, and only sections next to the placed buffer are looked at.
+
+*Portfolio.* A probe runs several static preorders (by section total, lifetime width,
+area, conflicts; MiniMalloc uses "TWA", "TAW" and "WAT") side by side, in slices of
+work, as generators: the first to finish answers. Work (nodes plus candidates examined) is
+counted, so results do not depend on the speed of the machine.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import sys
+import time
+from operator import add
+from typing import Generator, Sequence
+
+from .greedy import Instance
+
+# Static preorders: letters name keys, all descending (ties: input order).
+#   T: largest section total over the buffer's sections, W: lifetime width,
+#   A: area (size x width), Z: size, C: sections spanned, O: conflicts,
+#   S: start (earlier first), E: end.
+# The search time of each is heavy-tailed and they fail on different instances, so a
+# probe runs several, each with a share of the work. The main probe (at the lower
+# bound) and side probes (with slack) use different mixes.
+MAIN_HEURISTICS = (("TWA", 2), ("TAW", 2), ("TWO", 1))
+SIDE_HEURISTICS = (("TWA", 1), ("TAW", 1), ("WAT", 1), ("TWO", 1))
+SLICE = 250  # work per turn and share of one decision in the portfolio
+MAIN_TURNS = 3  # turns of the main probe (at the goal) per turn of a side probe
+SIDE_WORK = 8000  # first work limit of a side probe
+
+Search = Generator[None, None, bool]
+
+
+class Sections:
+    """Maximal cross sections of an instance and what the search derives from them."""
+
+    def __init__(self, inst: Instance) -> None:
+        n = inst.n
+        self.inst = inst
+        ends = sorted(set(inst.end))
+        first = [bisect.bisect_right(ends, s) for s in inst.start]
+        last = [bisect.bisect_right(ends, e) for e in inst.end]
+        kept = sorted(set(first))  # a section where nothing begins lies inside the one before
+        self.lo = lo = [bisect.bisect_left(kept, f) for f in first]
+        self.hi = hi = [bisect.bisect_left(kept, h) for h in last]
+        m = self.count = len(kept)
+        self.members: list[list[int]] = [[] for _ in range(m)]
+        for i in range(n):
+            for s in range(lo[i], hi[i]):
+                self.members[s].append(i)
+        self.total = [sum(inst.size[i] for i in mem) for mem in self.members]
+        # cuts[k]: buffers spanning the boundary between sections k and k+1.
+        diff = [0] * (m + 1)
+        for i in range(n):
+            if hi[i] - lo[i] > 1:
+                diff[lo[i]] += 1
+                diff[hi[i] - 1] -= 1
+        self.cuts = []
+        run = 0
+        for k in range(max(m - 1, 0)):
+            run += diff[k]
+            self.cuts.append(run)
+        # The run of sections covered by a buffer and all its neighbours.
+        self.hull_lo = [min([lo[i]] + [lo[j] for j in inst.nbrs[i]]) for i in range(n)]
+        self.hull_hi = [max([hi[i]] + [hi[j] for j in inst.nbrs[i]]) for i in range(n)]
+        # twin[i]: the previous buffer identical to i (lifetime, size, alignment), or -1.
+        self.twin = [-1] * n
+        seen: dict[tuple[int, int, int, int], int] = {}
+        for i in range(n):
+            key = (inst.start[i], inst.end[i], inst.size[i], inst.align[i])
+            self.twin[i] = seen.get(key, -1)
+            seen[key] = i
+
+
+class Decision:
+    """Is there a plan within ``capacity``? ``run()`` is a generator that yields whenever
+    ``pause`` units of work have been done and returns offsets, or None if there is none.
+    """
+
+    def __init__(self, sec: Sections, capacity: int, heuristic: str,
+                 noise: Sequence[float] | None = None) -> None:
+        inst = sec.inst
+        n = inst.n
+        self.inst = inst
+        self.sec = sec
+        self.capacity = capacity
+        self.heuristic = heuristic
+        self.noise = noise
+        self.work = 0  # nodes expanded plus candidates examined
+        self.pause = 0  # yield when work reaches this
+        self.off = [-1] * n
+        self.solution = [0] * n
+        self.min_off = [0] * n
+        self.total = list(sec.total)
+        self.cuts = list(sec.cuts)
+        self.maxalign = max(inst.align, default=1)
+        # For each section, an unplaced buffer low enough to prove it can still be
+        # filled; only a hint (checked before use), so backtracking need not restore it.
+        self.witness = [mem[0] if mem else 0 for mem in sec.members]
+        self.rank = [0] * n  # position in the preorder of the buffer's partition
+
+    def run(self) -> Generator[None, None, list[int] | None]:
+        inst, sec = self.inst, self.sec
+        if any(sz > self.capacity for sz in inst.size) or any(t > self.capacity for t in self.total):
+            return None
+        # Initial partitions: runs of sections with no buffer spanning their borders.
+        start = 0
+        for k in range(sec.count):
+            if k == sec.count - 1 or self.cuts[k] == 0:
+                bufs = sorted({i for s in range(start, k + 1) for i in sec.members[s]})
+                if bufs and not (yield from self._subsolve(bufs, start, k + 1)):
+                    return None
+                start = k + 1
+        return list(self.solution)
+
+    def _preorder(self, bufs: list[int]) -> list[int]:
+        inst, sec = self.inst, self.sec
+        total, lo, hi = self.total, sec.lo, sec.hi
+        size, start, end = inst.size, inst.start, inst.end
+        noise = self.noise
+        keys = []
+        for i in bufs:
+            width = end[i] - start[i]
+            d = {"T": max(total[lo[i]:hi[i]]), "W": width, "A": size[i] * width, "Z": size[i],
+                 "C": hi[i] - lo[i], "O": len(inst.nbrs[i]), "S": -start[i], "E": end[i]}
+            key = tuple(-d[c] for c in self.heuristic)
+            if noise is not None:
+                key += (noise[i],)
+            keys.append((key, i))
+        keys.sort()
+        return [i for _, i in keys]
+
+    def _subsolve(self, bufs: list[int], slo: int, shi: int) -> Search:
+        porder = self._preorder(bufs)
+        rank = self.rank
+        saved = [rank[b] for b in porder]
+        for r, b in enumerate(porder):
+            rank[b] = r
+        found = yield from self._search(porder, porder, -1, -1, slo, shi)
+        for b, r in zip(porder, saved):
+            rank[b] = r
+        return found
+
+    def _search(self, porder: list[int], rest: list[int], last_off: int, last_r: int, slo: int,
+                shi: int) -> Search:
+        """Place ``rest``, the unplaced buffers of the partition ``porder`` (both in preorder)
+        over sections ``[slo, shi)``, after a placement at ``last_off`` of rank ``last_r``."""
+        if not rest:
+            return True
+        if self.work >= self.pause:
+            yield
+        off, mo, rank = self.off, self.min_off, self.rank
+        inst, sec = self.inst, self.sec
+        size, align, nbrs = inst.size, inst.align, inst.nbrs
+        slos, shis, members, twin = sec.lo, sec.hi, sec.members, sec.twin
+        hull_lo, hull_hi = sec.hull_lo, sec.hull_hi
+        total, cuts, witness = self.total, self.cuts, self.witness
+        cap, maxalign = self.capacity, self.maxalign
+
+        n = len(porder)
+        rest_mo = list(map(mo.__getitem__, rest))
+        # (3) and (1): candidates lie below the top of every unplaced buffer and below
+        # cap - (largest section total) + 1.
+        limit = min(min(map(add, rest_mo, map(size.__getitem__, rest))), cap - max(total[slo:shi]) + 1)
+        # Canonical order: placements go in non-decreasing (offset, rank).
+        window = range(last_off * n + last_r + 1 if last_off >= 0 else 0, limit * n)
+        order = sorted(filter(window.__contains__,
+                              map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))))
+        work = 1
+        # Sections found infeasible for a candidate, with its first (last) section: they
+        # stay infeasible for candidates starting no later (ending no earlier) as high up.
+        failed_left: dict[int, int] = {}
+        failed_right: dict[int, int] = {}
+        for key in order:
+            o, r = divmod(key, n)
+            b = porder[r]
+            t = twin[b]
+            if t >= 0 and off[t] < 0:
+                continue  # (4) its twin goes first
+            work += 1
+            sz = size[b]
+            h = o + sz
+            hq = h if maxalign == 1 else -(-h // maxalign) * maxalign
+            blo, bhi = slos[b], shis[b]
+            # (2) after placing b, checked before changing anything. It held for every
+            # section before; only sections holding b or its neighbours change.
+            ok = True
+            for s, v in failed_left.items():
+                if blo <= v and s < blo and h + total[s] > cap:
+                    ok = False
+                    break
+            if ok:
+                for s, v in failed_right.items():
+                    if bhi >= v and s >= bhi and h + total[s] > cap:
+                        ok = False
+                        break
+            # Sections before b's: a neighbour of b rises to h (aligned). If that keeps
+            # the old witness low enough, fine; else, when h itself is too high, only a
+            # buffer ending before b can serve.
+            if ok:
+                lo, hi = hull_lo[b], blo
+                if lo < hi and hq + max(total[lo:hi]) > cap:
+                    for s in range(hi - 1, lo - 1, -1):
+                        t = total[s]
+                        if not t or hq + t <= cap:
+                            continue  # nothing unplaced, or the old witness still works
+                        thr = cap - t
+                        strict = h > thr
+                        w = witness[s]
+                        if off[w] < 0:
+                            m = mo[w]
+                            if shis[w] > blo and m < h:
+                                a = align[w]
+                                m = h if a == 1 else -(-h // a) * a
+                            if m <= thr:
+                                continue
+                        for c in members[s]:
+                            if off[c] < 0:
+                                m = mo[c]
+                                if shis[c] > blo and m < h:
+                                    a = align[c]
+                                    m = h if a == 1 else -(-h // a) * a
+                                if m <= thr:
+                                    witness[s] = c
+                                    break
+                        else:
+                            if strict:
+                                failed_left[s] = blo
+                            ok = False
+                            break
+            # Sections after b's: the mirror image.
+            if ok:
+                lo, hi = bhi, hull_hi[b]
+                if lo < hi and hq + max(total[lo:hi]) > cap:
+                    for s in range(lo, hi):
+                        t = total[s]
+                        if not t or hq + t <= cap:
+                            continue  # nothing unplaced, or the old witness still works
+                        thr = cap - t
+                        strict = h > thr
+                        w = witness[s]
+                        if off[w] < 0:
+                            m = mo[w]
+                            if slos[w] < bhi and m < h:
+                                a = align[w]
+                                m = h if a == 1 else -(-h // a) * a
+                            if m <= thr:
+                                continue
+                        for c in members[s]:
+                            if off[c] < 0:
+                                m = mo[c]
+                                if slos[c] < bhi and m < h:
+                                    a = align[c]
+                                    m = h if a == 1 else -(-h // a) * a
+                                if m <= thr:
+                                    witness[s] = c
+                                    break
+                        else:
+                            if strict:
+                                failed_right[s] = bhi
+                            ok = False
+                            break
+            # b's own sections: every other buffer there conflicts with b.
+            if ok:
+                for s in range(blo, bhi):
+                    t = total[s] - sz
+                    if not t:
+                        continue
+                    thr = cap - t
+                    w = witness[s]
+                    if w != b and off[w] < 0:
+                        m = mo[w]
+                        if m < h:
+                            a = align[w]
+                            m = h if a == 1 else -(-h // a) * a
+                        if m <= thr:
+                            continue
+                    for c in members[s]:
+                        if c != b and off[c] < 0:
+                            m = mo[c]
+                            if m < h:
+                                a = align[c]
+                                m = h if a == 1 else -(-h // a) * a
+                            if m <= thr:
+                                witness[s] = c
+                                break
+                    else:
+                        ok = False
+                        break
+            if not ok:
+                continue
+            self.work += work
+            work = 0
+            # Place b.
+            off[b] = o
+            self.solution[b] = o
+            for s in range(blo, bhi):
+                total[s] -= sz
+            mo_changes = []
+            for c in nbrs[b]:
+                if off[c] < 0 and mo[c] < h:
+                    mo_changes.append((c, mo[c]))
+                    a = align[c]
+                    mo[c] = h if a == 1 else -(-h // a) * a
+            # (5) a boundary no unplaced buffer spans any more splits the partition.
+            cutpoints = []
+            for k in range(blo, bhi - 1):
+                cuts[k] -= 1
+                if not cuts[k]:
+                    cutpoints.append(k + 1)
+            if not cutpoints:
+                child = rest.copy()
+                child.remove(b)
+                found = yield from self._search(porder, child, o, r, slo, shi)
+            else:
+                found = True
+                bounds = [slo] + cutpoints + [shi]
+                for a, z in zip(bounds, bounds[1:]):
+                    sub = [c for c in rest if off[c] < 0 and slos[c] < z and shis[c] > a]
+                    if sub and not (yield from self._subsolve(sub, a, z)):
+                        found = False
+                        break
+            # Undo, also on success: a sibling partition may still fail.
+            for k in range(blo, bhi - 1):
+                cuts[k] += 1
+            for s in range(blo, bhi):
+                total[s] += sz
+            for c, m in reversed(mo_changes):
+                mo[c] = m
+            off[b] = -1
+            if found:
+                return True
+        self.work += work
+        return False
+
+
+class Probe:
+    """A portfolio of decisions for one capacity, run in turns: each gets ``SLICE`` work
+    per share per turn, and the first to finish answers for all."""
+
+    def __init__(self, sec: Sections, capacity: int,
+                 heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS) -> None:
+        self.capacity = capacity
+        self.runs = [Decision(sec, capacity, h) for h, _ in heuristics]
+        self.shares = [share for _, share in heuristics]
+        self.gens = [d.run() for d in self.runs]
+        self.status = ""  # "found", "infeasible" or "" while undecided
+        self.result: list[int] | None = None
+
+    @property
+    def work(self) -> int:
+        return sum(d.work for d in self.runs)
+
+    def step(self, turns: int = 1) -> str:
+        """Give every decision ``turns`` turns; the status afterwards."""
+        for d, g, share in zip(self.runs, self.gens, self.shares):
+            d.pause = d.work + turns * share * SLICE
+            try:
+                next(g)
+            except StopIteration as stop:
+                self.result = stop.value
+                self.status = "found" if stop.value is not None else "infeasible"
+                break
+        if self.status:
+            for g in self.gens:
+                g.close()
+        return self.status
+
+
+def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
+             trace: list[str] | None = None) -> tuple[list[int] | None, int, int]:
+    """Look for a plan of ``inst`` lower than ``best``; none lower than ``goal`` is needed.
+
+    The main probe asks for ``goal`` (a lower bound, often the optimum) and gets three
+    quarters of the work. Side probes bisect between the lowest capacity not yet given up
+    on and the best height found, each with a small work limit: a probe that runs out
+    counts as a failure. When the range is used up, bisection starts again from the
+    goal, with twice the limit if the pass found nothing. Search time is heavy-tailed and
+    depends on the capacity asked for, so many short probes do better than a few long
+    ones. Returns (offsets or None, best height, work used).
+    """
+    if best <= goal or not inst.n:
+        return None, best, 0
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 6 * inst.n + 1000))
+    try:
+        sec = Sections(inst)
+        # Canonical offsets and heights are multiples of this: probe only those.
+        grain = math.gcd(*inst.size, *(a for a in inst.align if a > 1))
+        found: list[int] | None = None
+        main: Probe | None = Probe(sec, goal)
+        side: Probe | None = None
+        side_limit = SIDE_WORK
+        improved = False
+        proven = goal - 1  # every capacity up to this one is infeasible
+        lo = goal // grain + 1  # in grains: the lowest capacity not yet given up on
+        used = 0
+
+        def out_of_time() -> bool:
+            return used >= budget or time.perf_counter() > deadline
+
+        while not out_of_time():
+            # The main probe has most of the work until it has used half the budget.
+            turns = 0 if main is None else MAIN_TURNS if main.work < budget // 2 else 1
+            for _ in range(turns):
+                before = main.work
+                status = main.step()
+                used += main.work - before
+                if status == "found":
+                    _note(trace, main, inst)
+                    return main.result, inst.height(main.result), used
+                if status == "infeasible":
+                    _note(trace, main, inst)
+                    proven = goal
+                    main = None
+                    break
+                if out_of_time():
+                    return found, best, used
+            if side is None:
+                if lo >= best // grain:  # a pass over the range is done: again, with more work
+                    lo = proven // grain + 1
+                    if lo >= best // grain:
+                        break  # best is optimal
+                    if not improved:
+                        side_limit *= 2
+                    improved = False
+                side = Probe(sec, (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS)
+            before = side.work
+            status = side.step()
+            used += side.work - before
+            if status == "found":
+                _note(trace, side, inst)
+                found, best = side.result, inst.height(side.result)
+                improved = True
+                side = None
+                if best <= goal:
+                    break
+            elif status == "infeasible" or side.work >= side_limit:
+                _note(trace, side, inst)
+                if status == "infeasible":
+                    proven = max(proven, side.capacity)
+                lo = side.capacity // grain + 1
+                side = None
+        return found, best, used
+    finally:
+        sys.setrecursionlimit(limit)
+
+
+def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
+    if trace is not None:
+        h = f" height {inst.height(probe.result)}" if probe.result is not None else ""
+        trace.append(f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} work")
