@@ -11,7 +11,7 @@ for degrees d.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 from .model import Buffer
 
@@ -119,10 +119,6 @@ def place(inst: Instance, order: Sequence[int], best_fit: bool = False) -> list[
                 reach = hi
         off[i] = best if best >= 0 else _align_up(reach, a)
     return off
-
-
-def order_by(inst: Instance, key: Callable[[int], object]) -> list[int]:
-    return sorted(range(inst.n), key=key)
 
 
 def size_order(inst: Instance) -> list[int]:

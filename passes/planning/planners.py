@@ -39,8 +39,9 @@ WORK_PER_SECOND = 30_000
 # share of the time limit it may take at most.
 HEURISTIC_ORDERS = 16
 HEURISTIC_SHARE = 0.1
-# Components larger than this are not searched (a search node costs O(n log n)).
-SEARCH_MAX_BUFFERS = 3000
+# Components larger than this are not searched (a search node costs O(n log n), and
+# the search nests a generator per placed buffer).
+SEARCH_MAX_BUFFERS = 2000
 
 
 def plan_buffers(buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0,
@@ -72,18 +73,14 @@ def _no_reuse(buffers: Sequence[Buffer]) -> Plan:
 
 def _stacked(inst: Instance, members: Sequence[int]) -> list[int]:
     """Offsets of ``members`` one after another in input order (aligned)."""
-    offsets = []
+    offsets = [0] * len(members)
     top = 0
-    for i in sorted(members):
-        a = inst.align[i]
+    for k in sorted(range(len(members)), key=members.__getitem__):
+        a = inst.align[members[k]]
         top = -(-top // a) * a
-        offsets.append(top)
-        top += inst.size[i]
-    order = sorted(range(len(members)), key=lambda k: members[k])
-    result = [0] * len(members)
-    for k, o in zip(order, offsets):
-        result[k] = o
-    return result
+        offsets[k] = top
+        top += inst.size[members[k]]
+    return offsets
 
 
 @dataclass
@@ -105,8 +102,14 @@ def plan_best(buffers: Sequence[Buffer], *, time_limit: float = 2.0, seed: int =
     deadline = start + max(0.0, time_limit * 0.98 - 0.01)
     rng = random.Random(seed)
     inst = prepare(buffers)
-    by_method = [("greedy-size", place(inst, size_order(inst))),
-                 ("greedy-conflict", place(inst, conflict_order(inst)))]
+    # No plan beats the most bytes live at once, and no component need go below that.
+    # (A buffer with an empty lifetime sits at 0 but still has to fit in the arena.)
+    goal = max([max_live(inst)] + [b.size for b in buffers if b.start >= b.end])
+    by_method = [("greedy-size", place(inst, size_order(inst)))]
+    if inst.height(by_method[0][1]) <= goal:  # optimal already (the common case)
+        _log(trace, f"{inst.n} buffers; greedy-size meets the lower bound {goal}")
+        return Plan.from_offsets(buffers, inst.expand(by_method[0][1], len(buffers)), "best(greedy-size)")
+    by_method.append(("greedy-conflict", place(inst, conflict_order(inst))))
     parts: list[_Part] = []
     for members in components(inst):
         # The greedy plans, and no reuse at all (so best <= naive_total even when
@@ -120,9 +123,6 @@ def plan_best(buffers: Sequence[Buffer], *, time_limit: float = 2.0, seed: int =
                 best = _Part(members, h, method, sub)
         assert best is not None
         parts.append(best)
-    # No plan beats the most bytes live at once, and no component need go below that.
-    # (A buffer with an empty lifetime sits at 0 but still has to fit in the arena.)
-    goal = max([max_live(inst)] + [b.size for b in buffers if b.start >= b.end])
     budget = int(time_limit * WORK_PER_SECOND)
     _log(trace, f"{inst.n} buffers in {len(parts)} components; lower bound {goal}; "
                 f"greedy {max((p.height for p in parts), default=0)}")

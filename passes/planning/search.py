@@ -105,17 +105,17 @@ class Decision:
     ``pause`` units of work have been done and returns offsets, or None if there is none.
     """
 
-    def __init__(self, sec: Sections, capacity: int, heuristic: str,
-                 noise: Sequence[float] | None = None) -> None:
+    def __init__(self, sec: Sections, capacity: int, heuristic: str, deadline: float = math.inf) -> None:
         inst = sec.inst
         n = inst.n
         self.inst = inst
         self.sec = sec
         self.capacity = capacity
         self.heuristic = heuristic
-        self.noise = noise
+        self.deadline = deadline  # also yield when the clock passes this
         self.work = 0  # nodes expanded plus candidates examined
         self.pause = 0  # yield when work reaches this
+        self.nodes = 0
         self.off = [-1] * n
         self.solution = [0] * n
         self.min_off = [0] * n
@@ -145,16 +145,12 @@ class Decision:
         inst, sec = self.inst, self.sec
         total, lo, hi = self.total, sec.lo, sec.hi
         size, start, end = inst.size, inst.start, inst.end
-        noise = self.noise
         keys = []
         for i in bufs:
             width = end[i] - start[i]
             d = {"T": max(total[lo[i]:hi[i]]), "W": width, "A": size[i] * width, "Z": size[i],
                  "C": hi[i] - lo[i], "O": len(inst.nbrs[i]), "S": -start[i], "E": end[i]}
-            key = tuple(-d[c] for c in self.heuristic)
-            if noise is not None:
-                key += (noise[i],)
-            keys.append((key, i))
+            keys.append((tuple(-d[c] for c in self.heuristic), i))
         keys.sort()
         return [i for _, i in keys]
 
@@ -175,7 +171,8 @@ class Decision:
         over sections ``[slo, shi)``, after a placement at ``last_off`` of rank ``last_r``."""
         if not rest:
             return True
-        if self.work >= self.pause:
+        self.nodes += 1
+        if self.work >= self.pause or (not self.nodes & 63 and time.perf_counter() > self.deadline):
             yield
         off, mo, rank = self.off, self.min_off, self.rank
         inst, sec = self.inst, self.sec
@@ -367,9 +364,9 @@ class Probe:
     per share per turn, and the first to finish answers for all."""
 
     def __init__(self, sec: Sections, capacity: int,
-                 heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS) -> None:
+                 heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS, deadline: float = math.inf) -> None:
         self.capacity = capacity
-        self.runs = [Decision(sec, capacity, h) for h, _ in heuristics]
+        self.runs = [Decision(sec, capacity, h, deadline) for h, _ in heuristics]
         self.shares = [share for _, share in heuristics]
         self.gens = [d.run() for d in self.runs]
         self.status = ""  # "found", "infeasible" or "" while undecided
@@ -416,7 +413,7 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
         # Canonical offsets and heights are multiples of this: probe only those.
         grain = math.gcd(*inst.size, *(a for a in inst.align if a > 1))
         found: list[int] | None = None
-        main: Probe | None = Probe(sec, goal)
+        main: Probe | None = Probe(sec, goal, MAIN_HEURISTICS, deadline)
         side: Probe | None = None
         side_limit = SIDE_WORK
         improved = False
@@ -452,7 +449,7 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
                     if not improved:
                         side_limit *= 2
                     improved = False
-                side = Probe(sec, (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS)
+                side = Probe(sec, (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS, deadline)
             before = side.work
             status = side.step()
             used += side.work - before
