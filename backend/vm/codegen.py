@@ -1,0 +1,405 @@
+"""Code generation: a verified (usually planned) module → the bytes of an ``.rxb`` file.
+
+One register per binding: a function's parameters are registers ``0..p-1`` and every
+``%name = ...`` of its body gets the next register, so no two names ever share one and a
+kill of one name can never clear another. Each statement becomes one instruction (see
+:mod:`relaxc.backend.vm.format`); the program keeps every detail of the IR, so the loader
+can rebuild it exactly (and verify it) and ``--check`` can run the reference interpreter on
+the very program the VM runs.
+
+Constants (named weights and inline literals) go into the constant pool as raw
+little-endian bytes with their dtype and shape, each stored once. The output depends only
+on the module and the weights it uses: the same input always gives the same bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping
+
+import numpy as np
+
+from relaxc.ir import dims as D
+from relaxc.ir.diagnostics import InternalError, RxError
+from relaxc.ir.nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    DictLit,
+    DType,
+    Effect,
+    Function,
+    Invoke,
+    ListLit,
+    Module,
+    Project,
+    TupleExpr,
+    Var,
+)
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.ops.memory import literal_to_array
+from relaxc.ir.registry import OpError, bind_args
+from relaxc.ir.types import (
+    ObjectType,
+    StorageType,
+    TensorType,
+    TupleType,
+    Type,
+    dtype_from_numpy,
+    numpy_dtype,
+    type_to_str,
+)
+from relaxc.ir.verifier import ModuleTypes, verify_module
+
+from . import format as F
+
+_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
+_U32_MAX = 0xFFFFFFFE  # NONE_REG is reserved
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self.items: list[str] = []
+
+    def __call__(self, s: str) -> int:
+        i = self.index.get(s)
+        if i is None:
+            i = self.index[s] = len(self.items)
+            self.items.append(s)
+        return i
+
+
+class _Constants:
+    """The pool: named weights once per name, inline literals once per distinct content."""
+
+    def __init__(self, strings: _Strings, weights: Mapping[str, np.ndarray]):
+        self.strings = strings
+        self.weights = weights
+        self.w = F.Writer()
+        self.count = 0
+        self.named: dict[str, int] = {}
+        self.inline: dict[tuple, int] = {}
+
+    def _add(self, kind: int, name: str, arr: np.ndarray) -> int:
+        code = dtype_from_numpy(arr.dtype)
+        if code is None:
+            raise RxError(f"constant '{name}' has dtype {arr.dtype}, which relaxc does not support")
+        w = self.w
+        w.u8(kind)
+        w.u32(self.strings(name))
+        w.u8(F.DTYPE_CODES.index(code))
+        w.u32(arr.ndim)
+        for d in arr.shape:
+            w.u64(d)
+        data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes(order="C")
+        w.u64(len(data))
+        w.raw(data)
+        self.count += 1
+        return self.count - 1
+
+    def named_weight(self, name: str, annotated: Type | None) -> int:
+        if name in self.named:
+            return self.named[name]
+        arr = self.weights.get(name)
+        if arr is None:
+            raise RxError(f"weight '{name}' was not provided (no .npz, or it lacks this array)")
+        arr = np.asarray(arr)
+        if isinstance(annotated, TensorType) and annotated.is_static():
+            want = (tuple(annotated.shape), numpy_dtype(annotated.dtype))
+            if (arr.shape, arr.dtype) != want:
+                raise RxError(
+                    f"weight '{name}' is {arr.dtype}{arr.shape}, but the program declares {type_to_str(annotated)}"
+                )
+        self.named[name] = i = self._add(0, name, arr)
+        return i
+
+    def literal(self, arr: np.ndarray) -> int:
+        key = (arr.dtype.str, arr.shape, arr.tobytes())
+        if key not in self.inline:
+            self.inline[key] = self._add(1, "", arr)
+        return self.inline[key]
+
+
+def _value(w: F.Writer, v: Any, strings: _Strings) -> None:
+    if v is True:
+        w.u8(F.V_TRUE)
+    elif v is False:
+        w.u8(F.V_FALSE)
+    elif isinstance(v, int):
+        if not _I64_MIN <= v <= _I64_MAX:
+            raise RxError(f"the integer {v} does not fit in the bytecode's 64-bit integers")
+        w.u8(F.V_INT)
+        w.i64(v)
+    elif isinstance(v, float):
+        w.u8(F.V_FLOAT)
+        w.f64(v)
+    elif isinstance(v, str):
+        w.u8(F.V_STR)
+        w.u32(strings(v))
+    elif isinstance(v, tuple):
+        w.u8(F.V_TUPLE)
+        w.u32(len(v))
+        for x in v:
+            _value(w, x, strings)
+    elif isinstance(v, ListLit):
+        w.u8(F.V_LIST)
+        w.u32(len(v.items))
+        for x in v.items:
+            _value(w, x, strings)
+    elif isinstance(v, DictLit):
+        w.u8(F.V_DICT)
+        w.u32(len(v.items))
+        for k, x in v.items:
+            w.u32(strings(k))
+            _value(w, x, strings)
+    elif isinstance(v, DType):
+        w.u8(F.V_DTYPE)
+        w.u8(F.DTYPE_CODES.index(v.name))
+    elif isinstance(v, D.Sym):
+        w.u8(F.V_SYM)
+        w.u32(strings(v.name))
+    elif isinstance(v, D.BinOp):
+        w.u8(F.V_BINOP)
+        w.u8(D.BIN_OPS.index(v.op))
+        _value(w, v.lhs, strings)
+        _value(w, v.rhs, strings)
+    elif isinstance(v, D.DimCall):
+        w.u8(F.V_DIMCALL)
+        w.u8(D.DIM_FUNCS.index(v.func))
+        w.u32(len(v.args))
+        for x in v.args:
+            _value(w, x, strings)
+    else:
+        raise InternalError(f"cannot encode the value {v!r}")
+
+
+def _type(w: F.Writer, t: Type, strings: _Strings) -> None:
+    if isinstance(t, TensorType):
+        w.u8(F.T_TENSOR)
+        w.u8(F.DTYPE_CODES.index(t.dtype))
+        w.u32(len(t.shape))
+        for d in t.shape:
+            _value(w, d, strings)
+    elif isinstance(t, TupleType):
+        w.u8(F.T_TUPLE)
+        w.u32(len(t.fields))
+        for f in t.fields:
+            _type(w, f, strings)
+    elif isinstance(t, StorageType):
+        w.u8(F.T_STORAGE)
+    elif isinstance(t, ObjectType):
+        w.u8(F.T_OBJECT)
+    else:
+        raise InternalError(f"cannot encode the type {t!r}")
+
+
+def _annotation(w: F.Writer, t: Type | None, strings: _Strings) -> None:
+    if t is None:
+        w.u8(0)
+    else:
+        w.u8(1)
+        _type(w, t, strings)
+
+
+class _FunctionCode:
+    """Encodes the body of one function into the CODE section."""
+
+    def __init__(self, fn: Function, funcs: dict[str, int], consts: _Constants, strings: _Strings,
+                 types: Mapping[str, Type], w: F.Writer):
+        self.fn = fn
+        self.funcs = funcs
+        self.consts = consts
+        self.strings = strings
+        self.types = types
+        self.w = w
+        self.regs: dict[str, int] = {}
+        self.names: list[str] = []
+        for p in fn.params:
+            self._new_reg(p.name)
+        for st in fn.body:
+            if isinstance(st, Bind):
+                self._new_reg(st.name)
+        self.count = 0
+
+    def _new_reg(self, name: str) -> None:
+        if name in self.regs:
+            raise InternalError(f"%{name} is bound twice in @{self.fn.name}")
+        if len(self.names) >= _U32_MAX:
+            raise RxError(f"@{self.fn.name} has too many values for the bytecode format")
+        self.regs[name] = len(self.names)
+        self.names.append(name)
+
+    def reg(self, v: Var) -> int:
+        return self.regs[v.name]
+
+    def regs_list(self, vs: tuple[Var, ...]) -> None:
+        self.w.u32(len(vs))
+        for v in vs:
+            self.w.u32(self.reg(v))
+
+    def operands(self, args: tuple) -> None:
+        w = self.w
+        w.u32(len(args))
+        for a in args:
+            if isinstance(a, Var):
+                w.u8(F.O_REG)
+                w.u32(self.reg(a))
+            else:
+                w.u8(F.O_VALUE)
+                _value(w, a, self.strings)
+
+    def kwargs(self, kwargs: tuple) -> None:
+        w = self.w
+        w.u32(len(kwargs))
+        for k, v in kwargs:
+            w.u32(self.strings(k))
+            _value(w, v, self.strings)
+
+    def head(self, opcode: int, stmt: Bind | Effect) -> None:
+        w = self.w
+        w.u8(opcode)
+        if isinstance(stmt, Bind):
+            w.u32(self.regs[stmt.name])
+            _annotation(w, stmt.type, self.strings)
+        else:
+            w.u32(F.NONE_REG)
+            _annotation(w, None, self.strings)
+
+    def statement(self, stmt: Bind | Effect) -> None:
+        e = stmt.value
+        w = self.w
+        self.count += 1
+        if isinstance(e, Invoke):
+            if e.is_func:
+                w.u8(F.INVOKE_FUNC)
+                w.u32(self.funcs[e.target])
+                self.regs_list(e.args)  # type: ignore[arg-type]  (the verifier allows only %vars)
+            else:
+                w.u8(F.INVOKE)
+                w.u32(self.strings(e.target))
+                self.operands(e.args)
+                self.kwargs(e.kwargs)
+            self.regs_list(e.outs)
+        elif isinstance(e, CallFunc):
+            self.head(F.CALL_FUNC, stmt)
+            w.u32(self.funcs[e.func])
+            self.regs_list(e.args)
+        elif isinstance(e, TupleExpr):
+            self.head(F.TUPLE, stmt)
+            self.regs_list(e.fields)
+        elif isinstance(e, Project):
+            self.head(F.PROJECT, stmt)
+            w.u32(self.reg(e.tuple_var))
+            w.u32(e.index)
+        elif isinstance(e, Var):
+            self.head(F.MOVE, stmt)
+            w.u32(self.reg(e))
+        elif isinstance(e, Call) and e.op == "const":
+            self.head(F.CONST, stmt)
+            w.u32(self.const(e, stmt))
+        elif isinstance(e, Call):
+            self.head(self.call_opcode(e), stmt)
+            w.u32(self.strings(e.op))
+            self.operands(e.args)
+            self.kwargs(e.kwargs)
+        else:  # pragma: no cover
+            raise InternalError(f"cannot compile {e!r}")
+
+    def call_opcode(self, e: Call) -> int:
+        for code, name in F.FIXED_OPS.items():
+            if name == e.op:
+                return code
+        op = REGISTRY.get(e.op)
+        if op is None:  # pragma: no cover - verified modules only name known ops
+            raise InternalError(f"unknown op {e.op}")
+        if op.category == "view":
+            return F.VIEW
+        if op.category == "runtime":
+            return F.PACKED
+        if op.category == "kernel":
+            return F.KERNEL
+        raise InternalError(f"op {e.op} ({op.category}) has no instruction")
+
+    def const(self, e: Call, stmt: Bind | Effect) -> int:
+        op = REGISTRY.get("const")
+        try:
+            bound = bind_args(op, e.args, e.kwargs)  # type: ignore[arg-type]
+        except OpError as err:  # pragma: no cover - verified
+            raise RxError(str(err), e.loc) from None
+        value = bound.attrs["value"]
+        annotated = stmt.type if isinstance(stmt, Bind) else None
+        if isinstance(value, str):
+            return self.consts.named_weight(value, annotated)
+        dtype = bound.attrs["dtype"]
+        if isinstance(stmt, Bind) and isinstance(self.types.get(stmt.name), TensorType):
+            dtype = self.types[stmt.name].dtype  # type: ignore[union-attr]  (as the interpreter does)
+        return self.consts.literal(literal_to_array(value, dtype))
+
+    def ret(self) -> None:
+        w = self.w
+        w.u8(F.RET)
+        ret = self.fn.ret
+        if isinstance(ret, TupleExpr):
+            w.u8(1)
+            self.regs_list(ret.fields)
+        else:
+            w.u8(0)
+            self.regs_list((ret,))
+        self.count += 1
+
+
+def compile_module(module: Module, weights: Mapping[str, np.ndarray] | None = None,
+                   types: ModuleTypes | None = None) -> bytes:
+    """The ``.rxb`` bytes of ``module`` (verified here unless ``types`` are given).
+
+    Named constants are taken from ``weights``; a missing one is an RxError.
+    """
+    if types is None:
+        types = verify_module(module)
+    strings = _Strings()
+    consts = _Constants(strings, weights or {})
+    funcs = {f.name: i for i, f in enumerate(module.functions)}
+    ftab = F.Writer()
+    code = F.Writer()
+    ftab.u32(len(module.functions))
+    for fn in module.functions:
+        start = len(code)
+        fc = _FunctionCode(fn, funcs, consts, strings, types[fn.name], code)
+        for st in fn.body:
+            fc.statement(st)
+        fc.ret()
+        ftab.u32(strings(fn.name))
+        ftab.u32(len(fn.attrs))
+        for k, v in fn.attrs:
+            ftab.u32(strings(k))
+            _value(ftab, v, strings)
+        ftab.u32(len(fc.names))
+        for name in fc.names:
+            ftab.u32(strings(name))
+        ftab.u32(len(fn.params))
+        for p in fn.params:
+            _type(ftab, p.type, strings)
+        _type(ftab, fn.ret_type, strings)
+        ftab.u64(start)
+        ftab.u64(len(code) - start)
+        ftab.u32(fc.count)
+    strs = F.Writer()
+    strs.u32(len(strings.items))
+    for s in strings.items:
+        try:
+            b = s.encode("utf-8")
+        except UnicodeEncodeError:
+            raise RxError(f"the name {s!r} cannot be written as UTF-8") from None
+        strs.u32(len(b))
+        strs.raw(b)
+    cnst = F.Writer()
+    cnst.u32(consts.count)
+    cnst.raw(bytes(consts.w.buf))
+    payload = bytearray()
+    for tag, body in zip(F.SECTIONS, (strs, cnst, ftab, code)):
+        payload += tag
+        payload += len(body).to_bytes(8, "little")
+        payload += body.buf
+    digest = hashlib.sha256(payload).digest()
+    return F.HEADER.pack(F.MAGIC, F.FORMAT_VERSION, 0, len(payload), digest) + bytes(payload)
