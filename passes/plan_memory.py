@@ -241,6 +241,10 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
     for s, p in moved.items():
         last_of_physical[p] = max(last_of_physical.get(p, -1), live.last_use.get(s, -1))
 
+    physical_kills: dict[int, list[Stmt]] = {}
+    for p, last in sorted(last_of_physical.items()):
+        if p in killed_already:
+            physical_kills.setdefault(last, []).append(Effect(Call("memory.kill_storage", (Var(p),))))
     body: list[Stmt] = []
     for scope, (arena, size, align) in sorted(plan.arenas.items()):
         kwargs = (("align", align), ("scope", scope), ("arena", True))
@@ -268,7 +272,5 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
         else:
             body.append(st)
         body.extend(kills_after.get(i, []))
-        for p, last in last_of_physical.items():
-            if last == i and p in killed_already:
-                body.append(Effect(Call("memory.kill_storage", (Var(p),))))
+        body.extend(physical_kills.get(i, []))
     return tuple(body)
