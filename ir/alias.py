@@ -18,12 +18,16 @@ from typing import Union
 
 from .nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var, expr_vars
 from .ops import REGISTRY
-from .packed import packed_spec
+from .packed import PackedSpec, packed_spec
 
 Tree = Union[frozenset, tuple]
 """Roots of a value: a frozenset of root names, or a tuple of trees for a tuple value."""
 
 PARAM, CONST, FRESH, STORAGE, TENSOR, OBJECT = "param", "const", "fresh", "storage", "tensor", "object"
+
+KERNEL = PackedSpec("a primitive function called packed (call_cpacked): destination passing")
+"""What ``call_cpacked("f", ...)`` of a primitive function ``@f`` does with its arguments: it
+reads and writes them during the call and keeps none (TVM's assumption for PrimFuncs)."""
 
 
 def flatten(tree: Tree) -> frozenset:
@@ -135,6 +139,10 @@ def analyze_aliases(fn: Function, module: Module, _memo: dict | None = None) -> 
                 continue
             elif op.category == "runtime":
                 spec = packed_spec(e.args[0] if e.args else None)
+                callee = functions.get(e.args[0]) if e.op == "call_cpacked" and e.args and isinstance(
+                    e.args[0], str) else None
+                if callee is not None and callee.is_primitive:
+                    spec = KERNEL  # a kernel called packed: it writes its outputs and keeps nothing
                 passed = [a for a in e.args[1:] if isinstance(a, Var)]
                 if spec.keeps_args:
                     for a in passed:

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from .base import Pass
 from .kill_after_last_use import KillAfterLastUse
+from .legalize_packed_calls import LegalizePackedCalls
 from .manifest_alloc import ManifestAlloc
 from .plan_memory import PlanMemory
 
-PASSES: dict[str, type[Pass]] = {cls.name: cls for cls in (ManifestAlloc, PlanMemory, KillAfterLastUse)}
+PASSES: dict[str, type[Pass]] = {
+    cls.name: cls for cls in (ManifestAlloc, PlanMemory, KillAfterLastUse, LegalizePackedCalls)
+}
 """Canonical name → pass class. Kebab-case spellings are accepted by the spec parser."""
 
 PIPELINES: dict[str, tuple[str, ...]] = {

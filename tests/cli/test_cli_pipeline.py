@@ -294,7 +294,7 @@ def test_dump_of_pass_not_in_pipeline(samples: Path, flag: str) -> None:
 def test_dump_of_unknown_pass(samples: Path) -> None:
     result = invoke("passes", samples / "mlp.rx", "--dump-after", "PlanMemroy")
     assert_user_error(result, "unknown pass 'PlanMemroy'; did you mean 'PlanMemory'?",
-                      "passes: KillAfterLastUse, ManifestAlloc, PlanMemory")
+                      "passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory")
 
 
 def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path) -> None:
@@ -440,7 +440,7 @@ def test_unknown_pass_names_alternatives(samples: Path) -> None:
     result = invoke("passes", samples / "mlp.rx", "-p", "ManifestAlloc,PlanMemoy")
     assert_user_error(result, "error: unknown pass 'PlanMemoy'; did you mean 'PlanMemory'?",
                       "  ManifestAlloc,PlanMemoy\n                ^^^^^^^^^",
-                      "note: passes: KillAfterLastUse, ManifestAlloc, PlanMemory")
+                      "note: passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory")
 
 
 @pytest.mark.parametrize(
