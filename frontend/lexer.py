@@ -1,4 +1,4 @@
-"""A fast tokenizer for the .rx grammar, plugged into lark's LALR parser.
+"""A fast tokenizer for the .rx grammar, built from the terminals lark compiles from rx.lark.
 
 lark's own lexer tries terminals one by one; this one scans with a single compiled regular
 expression whose alternatives are the grammar's terminals, which makes lexing several
@@ -6,18 +6,35 @@ times faster on large modules. It is built from the terminal definitions lark ha
 the grammar file stays the single source of truth: keywords and punctuation come from the
 grammar's string terminals, and every regex terminal of the grammar must be one this lexer
 knows how to order (construction fails loudly otherwise).
+
+The master expression has one named group per terminal (and one per punctuation string),
+matched empty at the end of the token, so the parser's driver (:mod:`relaxc.frontend.parser`) identifies a token by the match's
+``lastindex`` alone: :attr:`RxLexer.group_kinds` maps a group number to its terminal name,
+to :data:`SKIP` (whitespace, comments), to :data:`KEYWORD_OR_NAME` (look the text up in
+:attr:`RxLexer.keywords`) or to :data:`BAD_CHAR` (a character that starts no token). The
+last alternative matches any single character, so ``finditer`` covers the text without gaps.
+
+:meth:`RxLexer.lex` still yields lark Tokens, so the class also works as a plain lark lexer.
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator
+
+import re
 
 from lark.lexer import Lexer, Token
 
 # Regex terminals in the order they must be tried (longer/more specific first).
 _REGEX_ORDER = ("LOCAL", "GLOBAL", "FLOAT", "INT", "NAME", "STRING")
 _IGNORED = ("WS", "COMMENT")
+
+SKIP = "<skip>"
+"""Group kind of whitespace and comments."""
+KEYWORD_OR_NAME = "NAME"
+"""Group kind of names: a keyword when its text is in :attr:`RxLexer.keywords`."""
+BAD_CHAR = "<bad>"
+"""Group kind of the catch-all alternative: a character that starts no token."""
 
 
 class LexError(Exception):
@@ -31,8 +48,13 @@ class LexError(Exception):
         self.char = char
 
 
+def line_col(text: str, pos: int) -> tuple[int, int]:
+    """1-based line and column of offset ``pos`` (lines are separated by ``\\n`` only)."""
+    return text.count("\n", 0, pos) + 1, pos - text.rfind("\n", 0, pos)
+
+
 class RxLexer(Lexer):
-    """Single-regex lexer producing lark Tokens with line and column."""
+    """Single-regex lexer for the .rx terminals (see the module docstring)."""
 
     def __init__(self, lexer_conf: Any):
         terminals = {t.name: t for t in lexer_conf.terminals}
@@ -51,39 +73,42 @@ class RxLexer(Lexer):
         unknown = set(regexes) - set(_REGEX_ORDER)
         if unknown:
             raise ValueError(f"RxLexer does not know how to order terminals {sorted(unknown)}")
-        parts = [r"(?P<WS>\s+)", r"(?P<COMMENT>#[^\n]*)"]
-        parts += [f"(?P<{name}>{regexes[name]})" for name in _REGEX_ORDER if name in regexes]
+        # Whitespace is Python's \s (wider than the grammar's WS) and, like comments, skipped.
+        parts = [("_WS", r"\s+", SKIP), ("_COMMENT", r"#[^\n]*", SKIP)]
+        parts += [(name, regexes[name], name) for name in _REGEX_ORDER if name in regexes]
+        # Longest punctuation first ("->" before "-"); one group each.
         punct.sort(key=lambda kv: -len(kv[1]))
-        self.punct_names = {value: name for name, value in punct}
-        parts.append("(?P<PUNCT>" + "|".join(re.escape(v) for _, v in punct) + ")")
-        self.master = re.compile("|".join(parts))
+        parts += [(name, re.escape(value), name) for name, value in punct]
+        parts.append(("_BAD", ".", BAD_CHAR))  # never matches "\n", which \s+ takes
+        # Each alternative is the terminal's regex followed by an empty group named after it:
+        # the match's lastindex is that group, and an alternative that starts with a literal
+        # or a character class is skipped on its first character (re does not do that for an
+        # alternative that starts with a group), which makes the scan much cheaper.
+        self.master = re.compile("|".join(f"(?:{regex})(?P<{group}>)" for group, regex, _ in parts))
+        kinds: list[str | None] = [None] * (self.master.groups + 1)  # inner groups: never lastindex
+        for group, _, kind in parts:
+            kinds[self.master.groupindex[group]] = kind
+        self.group_kinds: tuple[str | None, ...] = tuple(kinds)
 
     def lex(self, data: Any) -> Iterator[Token]:  # type: ignore[override]
+        """lark's lexer interface: Tokens with line and column (the parser has a faster path)."""
         text = data if isinstance(data, str) else getattr(data, "text", data)
-        match = self.master.match
+        kinds = self.group_kinds
         keywords = self.keywords
-        punct_names = self.punct_names
-        pos = 0
-        end = len(text)
-        line = 1
-        line_start = 0
-        while pos < end:
-            m = match(text, pos)
-            if m is None:
-                raise LexError(pos, line, pos - line_start + 1, text[pos])
-            kind = m.lastgroup
+        line, line_start = 1, 0
+        for m in self.master.finditer(text):
+            kind = kinds[m.lastindex]
+            pos = m.start()
+            if kind is SKIP:
+                newlines = m.group().count("\n")
+                if newlines:
+                    line += newlines
+                    line_start = text.rindex("\n", pos, m.end()) + 1
+                continue
+            col = pos - line_start + 1
+            if kind is BAD_CHAR:
+                raise LexError(pos, line, col, text[pos])
             value = m.group()
-            new_pos = m.end()
-            if kind == "WS":
-                nl = value.count("\n")
-                if nl:
-                    line += nl
-                    line_start = pos + value.rindex("\n") + 1
-            elif kind != "COMMENT":
-                if kind == "NAME":
-                    kind = keywords.get(value, "NAME")
-                elif kind == "PUNCT":
-                    kind = punct_names[value]
-                col = pos - line_start + 1
-                yield Token(kind, value, pos, line, col, line, col + len(value), new_pos)
-            pos = new_pos
+            if kind == KEYWORD_OR_NAME:
+                kind = keywords.get(value, KEYWORD_OR_NAME)
+            yield Token(kind, value, pos, line, col, line, col + len(value), m.end())

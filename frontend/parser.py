@@ -1,24 +1,36 @@
 """Parse .rx text into an IR :class:`~relaxc.ir.nodes.Module`.
 
-The grammar (``rx.lark``) is LALR(1); the tree builder runs inside lark's parser as it
-reduces, so no intermediate parse tree is built. Every node gets a :class:`Loc` from the
-token that starts it. Syntax errors become :class:`RxError` with the location of the
-offending token and a message that says what was expected, in words.
+The grammar (``rx.lark``) is LALR(1) and is compiled by lark; parsing runs lark's own parse
+table (states, shift/reduce actions, gotos) with a small driver loop here, fed by the
+single-regex lexer of :mod:`.lexer`. The loop does what lark's LALR parser does, minus the
+per-token Token objects and the generic callback wrappers: each grammar rule is turned, once,
+into a small function that shapes the rule's children exactly as lark's tree builder would
+(punctuation dropped, ``None`` for an absent ``[optional]``, ``?rule`` with one child passed
+through, ``*``/``+`` repetitions spliced into the parent) and calls the :class:`_Builder`
+method named after the rule or its alias. So the builder runs as the parser reduces, and no
+parse tree is built.
+
+Every node gets a :class:`Loc` from the token that starts it. Syntax errors become
+:class:`RxError` with the location of the offending token and a message that says what was
+expected, in words.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import json
+import re
+from bisect import bisect_right
 from importlib import resources
-from typing import Any
+from typing import Any, Callable, Iterator, Match
 
-from lark import Lark, Token, Transformer
-from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
+from lark import Lark
 
 from relaxc.ir import dims as D
 
-from .lexer import LexError, RxLexer
+from .lexer import BAD_CHAR, KEYWORD_OR_NAME, SKIP, LexError, RxLexer, line_col
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.nodes import (
     Bind,
@@ -39,6 +51,7 @@ from relaxc.ir.nodes import (
 from relaxc.ir.types import OBJECT, STORAGE, TensorType, TupleType, canonical_dtype
 
 _FLOAT_NAMES = {"inf": float("inf"), "nan": float("nan")}
+_NEWLINE = re.compile("\n")
 
 
 def _int_fold(op: str, a: D.Dim, b: D.Dim) -> D.Dim:
@@ -50,22 +63,33 @@ def _int_fold(op: str, a: D.Dim, b: D.Dim) -> D.Dim:
     return D.BinOp(op, a, b)
 
 
-class _Builder(Transformer):
-    """Builds IR nodes from lark reductions. Holds only the (immutable) file name."""
+class _Builder:
+    """Builds IR nodes as the parser reduces; one per parse (it knows the file and its text).
 
-    def __init__(self, filename: str):
-        super().__init__(visit_tokens=False)
+    A method gets the children of its rule as lark would pass them to a Transformer: anonymous
+    punctuation filtered out, ``None`` for an absent ``[optional]`` part. A terminal arrives as
+    the lexer's ``re.Match`` (``m[0]`` is its text), not as a lark Token.
+    """
+
+    def __init__(self, filename: str, text: str):
         self._file = filename
+        self._text = text
+        self._newlines: list[int] | None = None
 
-    def _loc(self, tok: Token) -> Loc:
-        return Loc(self._file, tok.line, tok.column, max(1, len(tok)))
+    def _loc(self, m: Match) -> Loc:
+        newlines = self._newlines
+        if newlines is None:  # offsets of every "\n", after a -1 for the start of line 1
+            newlines = self._newlines = [-1, *(n.start() for n in _NEWLINE.finditer(self._text))]
+        pos = m.start()
+        line = bisect_right(newlines, pos)
+        return Loc(self._file, line, pos - newlines[line - 1], m.end() - pos)  # no terminal is empty
 
     # -- module structure -------------------------------------------------------------
     def start(self, children: list) -> Module:
         return Module(tuple(children))
 
     def function(self, c: list) -> Function:
-        name_tok: Token = c[1]
+        name_tok: Match = c[1]
         i = 2
         params: list[Param] = []
         while isinstance(c[i], Param) or c[i] is None:
@@ -84,13 +108,13 @@ class _Builder(Transformer):
             i += 2
         body = tuple(c[i:-1])
         ret = c[-1]
-        return Function(name_tok[1:], tuple(params), ret_type, attrs, body, ret, self._loc(name_tok))
+        return Function(name_tok[0][1:], tuple(params), ret_type, attrs, body, ret, self._loc(name_tok))
 
     def param(self, c: list) -> Param:
-        return Param(c[0][1:], c[1], self._loc(c[0]))
+        return Param(c[0][0][1:], c[1], self._loc(c[0]))
 
     def bind(self, c: list) -> Bind:
-        return Bind(c[0][1:], c[1], c[2], self._loc(c[0]))
+        return Bind(c[0][0][1:], c[1], c[2], self._loc(c[0]))
 
     def effect(self, c: list) -> Effect:
         return Effect(c[0], c[0].loc)
@@ -100,8 +124,8 @@ class _Builder(Transformer):
 
     # -- expressions ------------------------------------------------------------------
     def var(self, c: list) -> Var:
-        tok = c[0]
-        return Var(tok[1:], self._loc(tok))
+        m = c[0]
+        return Var(m[0][1:], self._loc(m))
 
     def args(self, c: list) -> tuple[tuple, tuple]:
         pos: list = []
@@ -122,17 +146,17 @@ class _Builder(Transformer):
 
     def opcall(self, c: list) -> Call:
         pos, kw = c[1]
-        return Call(str(c[0]), pos, kw, self._loc(c[0]))
+        return Call(c[0][0], pos, kw, self._loc(c[0]))
 
     def funccall(self, c: list) -> CallFunc:
-        return CallFunc(c[1][1:], tuple(v for v in c[2:] if v is not None), self._loc(c[1]))
+        return CallFunc(c[1][0][1:], tuple(v for v in c[2:] if v is not None), self._loc(c[1]))
 
     def invoke(self, c: list) -> Invoke:
-        target: Token = c[1]
-        is_func = target.type == "GLOBAL"
+        target: Match = c[1]
+        is_func = target.lastgroup == "GLOBAL"
         pos, kw = c[2]
         outs = tuple(v for v in c[4:] if v is not None)
-        name = target[1:] if is_func else str(target)
+        name = target[0][1:] if is_func else target[0]
         return Invoke(name, is_func, pos, kw, outs, self._loc(c[0]))
 
     def tuple_expr(self, c: list) -> TupleExpr:
@@ -140,17 +164,17 @@ class _Builder(Transformer):
         return TupleExpr(fields, fields[0].loc if fields else None)
 
     def project(self, c: list) -> Project:
-        return Project(c[0], int(c[1]), c[0].loc)
+        return Project(c[0], int(c[1][0]), c[0].loc)
 
     def kwarg(self, c: list) -> "_KwArg":
-        return _KwArg(str(c[0]), c[1], self._loc(c[0]))
+        return _KwArg(c[0][0], c[1], self._loc(c[0]))
 
     # -- values -----------------------------------------------------------------------
     def int(self, c: list) -> int:
-        return int(c[0])
+        return int(c[0][0])
 
     def name(self, c: list) -> Any:
-        text = str(c[0])
+        text = c[0][0]
         dtype = canonical_dtype(text)
         if dtype is not None:
             return DType(dtype)
@@ -161,7 +185,7 @@ class _Builder(Transformer):
         return D.Sym(text)
 
     def dimcall(self, c: list) -> D.Dim:
-        func = str(c[0])
+        func = c[0][0]
         if func not in D.DIM_FUNCS:
             raise RxError(
                 f"'{func}(...)' is not allowed in a dimension expression (only max and min)",
@@ -191,14 +215,14 @@ class _Builder(Transformer):
         return D.BinOp("-", 0, v)
 
     def float(self, c: list) -> float:
-        return float(c[0])
+        return float(c[0][0])
 
     def neg_float(self, c: list) -> float:
-        return -float(c[0])
+        return -float(c[0][0])
 
     def string(self, c: list) -> str:
         try:
-            return json.loads(c[0])
+            return json.loads(c[0][0])
         except ValueError:
             raise RxError("invalid escape in string literal", self._loc(c[0])) from None
 
@@ -227,15 +251,16 @@ class _Builder(Transformer):
         return DictLit(tuple((k, v) for k, v, _ in items))
 
     def dict_item(self, c: list) -> tuple:
-        return (str(c[0]), c[1], self._loc(c[0]))
+        return (c[0][0], c[1], self._loc(c[0]))
 
     # -- types ------------------------------------------------------------------------
     def tensor_type(self, c: list) -> TensorType:
         shape, dtype_tok = c
-        dtype = canonical_dtype(str(dtype_tok))
+        dtype_name = dtype_tok[0]
+        dtype = canonical_dtype(dtype_name)
         if dtype is None:
             raise RxError(
-                f"unknown dtype '{dtype_tok}'",
+                f"unknown dtype '{dtype_name}'",
                 self._loc(dtype_tok),
                 notes=("dtypes are: bool i8 i16 i32 i64 u8 u16 u32 f16 bf16 f32 f64",),
             )
@@ -275,12 +300,221 @@ def _grammar() -> str:
     return resources.files("relaxc.frontend").joinpath("rx.lark").read_text(encoding="utf-8")
 
 
-@functools.lru_cache(maxsize=16)
-def _parser_for(filename: str) -> Lark:
-    """A lark LALR parser whose builder stamps ``filename`` on every location (memoized)."""
-    return Lark(
-        _grammar(), parser="lalr", lexer=RxLexer, transformer=_Builder(filename), maybe_placeholders=True
-    )
+# Token kinds below 0 in _Tables.group_token (a lexer group that is not a terminal by itself).
+_SKIP = -1
+_NAME_OR_KEYWORD = -2
+_BAD_CHAR = -3
+_ERROR = -(1 << 30)  # action of a (state, token) pair with no action: a syntax error
+
+
+class _Tables:
+    """lark's LALR table for rx.lark, in lists indexed by small integers, and the rule shapers.
+
+    * ``action[state][token]``: a state ``>= 0`` to shift to; ``~r`` to reduce by rule ``r``;
+      ``_ERROR``.
+    * ``goto[state][nonterminal]``: the state after reducing to ``nonterminal``.
+    * ``rules[r]``: ``(length, shaper, nonterminal)``; ``shaper`` is None for a rule of one
+      symbol whose value passes through unchanged (``?expr: opcall``), else a function
+      ``(builder, children) -> value``.
+    """
+
+    def __init__(self) -> None:
+        lark = Lark(_grammar(), parser="lalr", lexer=RxLexer, maybe_placeholders=True)
+        self.lark = lark
+        table = lark.parser.parser.parser.parse_table
+        self.lark_states = table.states  # for the expected tokens of a syntax error
+        lexer = RxLexer(lark.lexer_conf)
+        self.master = lexer.master
+
+        terminals = sorted({t.name for t in lark.terminals} | {"$END"})
+        self.terminal_names = terminals
+        token = {name: i for i, name in enumerate(terminals)}
+        self.end_token = token["$END"]
+        self.name_token = token[KEYWORD_OR_NAME]
+        self.keywords = {text: token[name] for text, name in lexer.keywords.items()}
+        special = {SKIP: _SKIP, KEYWORD_OR_NAME: _NAME_OR_KEYWORD, BAD_CHAR: _BAD_CHAR, None: _BAD_CHAR}
+        self.group_token = [special[k] if k in special else token[k] for k in lexer.group_kinds]
+
+        nonterminals = sorted({r.origin.name for r in lark.rules})
+        nonterminal = {name: i for i, name in enumerate(nonterminals)}
+        rule_index = {rule: i for i, rule in enumerate(lark.rules)}
+        shapers = _compile_shapers(lark.rules)
+        self.rules = [
+            (len(rule.expansion), shapers[i], nonterminal[rule.origin.name]) for i, rule in enumerate(lark.rules)
+        ]
+
+        n_states = len(table.states)
+        assert sorted(table.states) == list(range(n_states)), "lark's LALR states are not 0..n-1"
+        self.action = [[_ERROR] * len(terminals) for _ in range(n_states)]
+        self.goto: list[list[int | None]] = [[None] * len(nonterminals) for _ in range(n_states)]
+        for state, actions in table.states.items():
+            for symbol, (kind, arg) in actions.items():
+                if symbol in token:
+                    if kind.name == "Shift":
+                        self.action[state][token[symbol]] = arg
+                    else:
+                        self.action[state][token[symbol]] = ~rule_index[arg]
+                else:
+                    assert kind.name == "Shift", f"reduce on nonterminal {symbol}"
+                    self.goto[state][nonterminal[symbol]] = arg
+        self.start_state = table.start_states["start"]
+        self.end_state = table.end_states["start"]
+
+    def parse(self, text: str, builder: "_Builder") -> Any:
+        """Run the LALR automaton over ``text``; raises LexError or _SyntaxError.
+
+        The stack is ``states + [state]``; ``values[i]`` is the value of the symbol that led
+        from ``states[i]`` to the next state. lark's parser does the same (ParserState).
+        """
+        action = self.action
+        goto = self.goto
+        group_token = self.group_token
+        keywords = self.keywords
+        name_token = self.name_token
+        rules = [(n, None if shape is None else shape.__get__(builder), lhs) for n, shape, lhs in self.rules]
+        state = self.start_state
+        states: list[int] = []
+        values: list = []
+        for m in self.master.finditer(text):
+            t = group_token[m.lastindex]
+            if t < 0:
+                if t == _SKIP:
+                    continue
+                if t == _NAME_OR_KEYWORD:
+                    t = keywords.get(m[0], name_token)
+                else:
+                    pos = m.start()
+                    raise LexError(pos, *line_col(text, pos), text[pos])
+            a = action[state][t]
+            while a < 0:  # reduce (as many times as the lookahead asks)
+                if a == _ERROR:
+                    raise _SyntaxError(state, m)
+                n, shape, lhs = rules[~a]
+                if n == 1:
+                    if shape is not None:  # else a ?rule of one child: the value stays
+                        values[-1] = shape(values[-1:])
+                    state = goto[states[-1]][lhs]
+                elif n:
+                    children = values[-n:]
+                    del values[1 - n :]
+                    values[-1] = shape(children)
+                    del states[1 - n :]
+                    state = goto[states[-1]][lhs]
+                else:
+                    values.append(shape([]))
+                    states.append(state)
+                    state = goto[state][lhs]
+                a = action[state][t]
+            states.append(state)  # shift
+            state = a
+            values.append(m)
+        # End of input: reduce until the start symbol is accepted.
+        t = self.end_token
+        while True:
+            a = action[state][t]
+            if a >= 0 or a == _ERROR:  # (lark never shifts $END: it accepts in the end state)
+                raise _SyntaxError(state, None)
+            n, shape, lhs = rules[~a]
+            children = values[len(values) - n :]
+            del values[len(values) - n :]
+            values.append(children[0] if shape is None else shape(children))
+            states.append(state)
+            del states[len(states) - n :]
+            state = goto[states[-1]][lhs]
+            if state == self.end_state:
+                return values[-1]
+
+    def expected(self, state: int) -> set[str]:
+        """The terminals with an action in ``state`` (what lark's UnexpectedToken lists)."""
+        return {s for s in self.lark_states[state] if s.isupper()}
+
+
+class _SyntaxError(Exception):
+    """A token (``None``: the end of the input) with no action in ``state``."""
+
+    def __init__(self, state: int, match: Match | None):
+        super().__init__(state, match)
+        self.state = state
+        self.match = match
+
+
+def _should_expand(symbol: Any) -> bool:
+    return not symbol.is_term and symbol.name.startswith("_")
+
+
+def _compile_shapers(rules: list) -> list[Callable | None]:
+    """One function per rule giving its value, shaping children as lark's ParseTreeBuilder.
+
+    Mirrors lark's ``maybe_create_child_filter`` (with ``maybe_placeholders``) and
+    ``ExpandSingleChild``: filtered-out terminals are dropped, ``None`` stands for an absent
+    ``[optional]``, children of ``_rule``s are spliced into their parent, a ``?rule`` whose
+    shaped children are a single value is that value. A ``_rule`` (lark's ``x*``/``x+``
+    helpers) has no builder method; its value is the list of its shaped children.
+    """
+    src: list[str] = []
+    shapers: list[Callable | str | None] = []
+    for k, rule in enumerate(rules):
+        expansion = rule.expansion
+        flags = rule.options.empty_indices
+        if flags:  # how many Nones go before each position (and at the end)
+            nones_at = [len(ones) for ones in "".join(str(int(b)) for b in flags).split("0")]
+        else:
+            nones_at = [0] * (len(expansion) + 1)
+        items: list[str] = []  # Python expressions of the shaped children, in order
+        nones = 0
+        for i, sym in enumerate(expansion):
+            nones += nones_at[i]
+            if rule.options.keep_all_tokens or not (sym.is_term and sym.filter_out):
+                items += ["None"] * nones
+                nones = 0
+                items.append(f"*c[{i}]" if _should_expand(sym) else f"c[{i}]")
+        items += ["None"] * (nones + nones_at[len(expansion)])
+        name = rule.alias or rule.options.template_source or rule.origin.name
+        has_method = hasattr(_Builder, name)
+        if rule.options.expand1 and not rule.alias and not any(x.startswith("*") for x in items):
+            if len(items) == 1:  # ?rule with one child: the child itself
+                if items[0] == "c[0]" and len(expansion) == 1:
+                    shapers.append(None)
+                    continue
+                src.append(f"def _r{k}(self, c):\n    return {items[0]}\n")
+                shapers.append(f"_r{k}")
+                continue
+        elif rule.options.expand1 and not rule.alias:
+            if not has_method:
+                raise TypeError(f"rule {rule} may need a _Builder method '{name}'")
+            src.append(
+                f"def _r{k}(self, c):\n    c = [{', '.join(items)}]\n"
+                f"    return c[0] if len(c) == 1 else self.{name}(c)\n"
+            )
+            shapers.append(f"_r{k}")
+            continue
+        if has_method and items == [f"c[{i}]" for i in range(len(expansion))]:
+            shapers.append(getattr(_Builder, name))  # children as they are
+            continue
+        if has_method:
+            src.append(f"def _r{k}(self, c):\n    return self.{name}([{', '.join(items)}])\n")
+        elif name.startswith("_"):
+            if items and items[0] == "*c[0]":  # left recursion: extend the list in place
+                rest = items[1:]
+                body = "    v = c[0]\n"
+                if len(rest) == 1 and not rest[0].startswith("*"):
+                    body += f"    v.append({rest[0]})\n"
+                elif rest:
+                    body += f"    v += [{', '.join(rest)}]\n"
+                src.append(f"def _r{k}(self, c):\n{body}    return v\n")
+            else:
+                src.append(f"def _r{k}(self, c):\n    return [{', '.join(items)}]\n")
+        else:
+            raise TypeError(f"grammar rule {rule} has no _Builder method '{name}'")
+        shapers.append(f"_r{k}")
+    namespace: dict[str, Any] = {}
+    exec(compile("".join(src), "<rx.lark rule shapers>", "exec"), namespace)
+    return [namespace[s] if isinstance(s, str) else s for s in shapers]
+
+
+@functools.lru_cache(maxsize=1)
+def _tables() -> _Tables:
+    return _Tables()
 
 
 _TOKEN_WORDS = {
@@ -325,17 +559,12 @@ def _describe(name: str, parser: Lark) -> str:
     return name.lower()
 
 
-def _token_text(tok: Token) -> str:
-    if tok.type == "$END":
-        return "end of file"
-    return f"'{tok}'"
-
-
 def parse_module(text: str, filename: str = "<input>") -> Module:
     """Parse ``text`` (the contents of ``filename``) into a module, or raise RxError."""
-    parser = _parser_for(filename)
+    tables = _tables()
     try:
-        return parser.parse(text)
+        with _cycle_collector_paused():
+            return tables.parse(text, _Builder(filename, text))
     except LexError as e:
         ch = e.char
         shown = repr(ch) if ch.isprintable() else f"character U+{ord(ch):04X}"
@@ -343,27 +572,42 @@ def parse_module(text: str, filename: str = "<input>") -> Module:
         if ch == '"':
             hint = " (a string that is not closed on its line?)"
         raise RxError(f"unexpected character {shown}{hint}", Loc(filename, e.line, e.column)) from None
-    except UnexpectedCharacters as e:
-        ch = text[e.pos_in_stream] if e.pos_in_stream < len(text) else ""
-        shown = repr(ch) if ch.isprintable() else f"byte {ch.encode('utf-8', 'replace')!r}"
-        raise RxError(f"unexpected character {shown}", Loc(filename, e.line, e.column)) from None
-    except UnexpectedToken as e:
-        tok = e.token
-        expected = sorted({_describe(t, parser) for t in e.expected})
+    except _SyntaxError as e:
+        expected = sorted({_describe(t, tables.lark) for t in tables.expected(e.state)})
         hint = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
-        line = tok.line if tok.line is not None else max(1, text.count("\n") + 1)
-        col = tok.column if tok.column is not None else 1
-        if tok.type == "$END":
+        m = e.match
+        if m is None:
             line, col = _end_position(text)
-        width = max(1, len(tok)) if tok.type != "$END" else 1
-        raise RxError(
-            f"unexpected {_token_text(tok)}; expected {hint}", Loc(filename, line, col, width)
-        ) from None
-    except UnexpectedEOF as e:
-        line, col = _end_position(text)
-        raise RxError("unexpected end of file", Loc(filename, line, col)) from None
-    except UnexpectedInput as e:  # pragma: no cover - other lark errors
-        raise RxError(f"syntax error: {e}", Loc(filename, getattr(e, "line", 1), getattr(e, "column", 1))) from None
+            shown, width = "end of file", 1
+        else:
+            line, col = line_col(text, m.start())
+            shown, width = f"'{m[0]}'", max(1, len(m[0]))
+        raise RxError(f"unexpected {shown}; expected {hint}", Loc(filename, line, col, width)) from None
+
+
+@contextlib.contextmanager
+def _cycle_collector_paused() -> Iterator[None]:
+    """Run the body without Python's cycle collector, and file what it made as old objects.
+
+    A parse allocates millions of small objects, none of them in a reference cycle. With
+    the collector on, it would traverse the young ones over and over as the module grows,
+    and then promote the finished module generation by generation, each time traversing it
+    all (a third of the parse time, and half of the verifier's on a big module), finding
+    nothing. So it is paused; and then (unless the program uses gc.freeze itself) freeze +
+    unfreeze moves every young object straight to the oldest generation, which is a list
+    splice in CPython, not a traversal. Full collections still examine them as usual.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
+        gc.enable()
 
 
 def _end_position(text: str) -> tuple[int, int]:

@@ -130,7 +130,7 @@ class _FunctionChecker:
         self._sane_ids: dict[int, TensorType] = {}  # the same, by identity
         # Results of op inference by (op, inputs, attributes), when those are plain (_strict).
         self._inferred: dict[tuple, Type] = {}
-        self._plain_ids: dict[int, TensorType] = {}  # tensor types known to be plain, by identity
+        self._tokens = _TypeTokens()
 
     # -- entry ------------------------------------------------------------------------
     def run(self) -> FunctionTypes:
@@ -315,8 +315,8 @@ class _FunctionChecker:
         # Inference is a pure function of the input types and attributes, and a big module
         # calls the same op on the same types over and over: remember each result.
         try:
-            known = self._plain_ids
-            key: tuple | None = (id(op), _strict(inputs, known), _strict(tuple(attrs.items()), known))
+            tokens = self._tokens
+            key: tuple | None = (id(op), _strict(inputs, tokens), _strict(tuple(attrs.items()), tokens) if attrs else ())
         except _NotPlain:
             key = None
         else:
@@ -438,7 +438,6 @@ class _FunctionChecker:
         # types of plain dims are: equal ones are then identical, and check the same.
         sane = self._sane
         sane_ids = self._sane_ids
-        known = self._plain_ids
         if self.bounds != self._sane_bounds:
             sane.clear()
             sane_ids.clear()
@@ -446,9 +445,8 @@ class _FunctionChecker:
         for leaf in _tensor_types(t):
             if id(leaf) in sane_ids:
                 continue
-            plain = id(leaf) in known or _plain_tensor(leaf)
+            plain = _plain_tensor(leaf)
             if plain:
-                known[id(leaf)] = leaf
                 if leaf in sane:
                     sane_ids[id(leaf)] = leaf
                     continue
@@ -493,26 +491,48 @@ _BOOL = object()  # tags that keep True/1 and 1.0/1 apart in a _strict key
 _FLOAT = object()
 
 
-def _strict(v: Any, known: dict[int, TensorType]) -> Any:
+class _TypeTokens:
+    """Stand-ins for plain tensor types in cache keys: equal types get the same token.
+
+    A token hashes and compares by identity, where a TensorType hashes through Python code.
+    ``by_id`` maps ``id(t)`` to ``(t, token)``, holding ``t`` so that its id stays unique.
+    """
+
+    __slots__ = ("by_id", "by_value")
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[TensorType, object]] = {}
+        self.by_value: dict[TensorType, object] = {}
+
+    def token(self, t: TensorType) -> object:
+        entry = self.by_id.get(id(t))
+        if entry is not None:
+            return entry[1]
+        if not _plain_tensor(t):
+            raise _NotPlain
+        token = self.by_value.get(t)
+        if token is None:
+            token = self.by_value[t] = object()
+        self.by_id[id(t)] = (t, token)
+        return token
+
+
+def _strict(v: Any, tokens: _TypeTokens) -> Any:
     """A key for ``v`` that is equal only for identical values (True is not 1, 1.0 is not 1).
 
     Raises _NotPlain for anything else than ints, strings, bools, floats, None, dtypes,
-    plain dims and types, and lists or tuples of those. ``known`` holds the tensor types
-    already found plain, by identity (it keeps them alive, so ids stay unique).
+    plain dims and types, and lists or tuples of those; a tensor type is its token.
     """
     k = type(v)
     if k is TensorType:
-        if id(v) in known:
-            return v
-        if _plain_tensor(v):
-            known[id(v)] = v
-            return v
-    elif k is int or k is str or v is None:
+        entry = tokens.by_id.get(id(v))
+        return entry[1] if entry is not None else tokens.token(v)
+    if k is int or k is str or v is None:
         return v
     elif k is tuple or k is list:
-        return (k, *[_strict(x, known) for x in v])
+        return (k, *[_strict(x, tokens) for x in v])
     elif k is TupleType:
-        return (k, *[_strict(f, known) for f in v.fields])
+        return (k, *[_strict(f, tokens) for f in v.fields])
     elif k is bool:
         return (_BOOL, v)
     elif k is float:
