@@ -73,6 +73,15 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
                 write_atomic(out_path, text)
                 click.echo(f"wrote {out_path}", err=True)
             return
+        if target == "vm":
+            from relaxc.backend.vm import compile_module
+
+            if str(out_path) == "-":
+                raise RxError("bytecode is binary and is not written to stdout; give a file with -o")
+            data = compile_module(module, prog.weights)
+            write_atomic(out_path, data)
+            click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
+            return
         raise RxError(
             f"the {target} backend is not built yet; use --target ir to write the transformed program"
         )

@@ -9,8 +9,11 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from relaxc.backend.inputs import random_inputs, resolve_dims
+from relaxc.backend.inputs import bind_dims, random_inputs, resolve_dims
 from relaxc.backend.interpreter import Interpreter
+from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes, load_file, predict_memory
+from relaxc.backend.vm.compare import compare_outputs
+from relaxc.backend.vm.format import MAGIC
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
@@ -18,6 +21,7 @@ from .files import refuse_overwriting_inputs
 from .loading import load_program
 from .options import dim_option, parse_dims
 from .tensors_io import flatten_outputs, inputs_from_npz, write_npz
+from .units import format_bytes
 
 
 def entry_function(module, name: str):
@@ -43,42 +47,146 @@ def outputs_table(named: list[tuple[str, np.ndarray]]) -> Table:
     return table
 
 
+def is_bytecode(path: Path) -> bool:
+    """An .rxb file: by its suffix, or by its first bytes whatever its name."""
+    if path.suffix == ".rxb":
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(MAGIC)) == MAGIC
+    except OSError:
+        return False
+
+
+def stats_table(fn_name: str, env: dict, stats, pred) -> Table:
+    """What the VM measured next to what PlanMemory promised."""
+    where = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
+    table = Table(title=f"memory of @{fn_name} on the VM" + (f" ({where})" if where else ""), show_edge=False)
+    for col in ("", "peak", "arena", "dynamic peak", "outputs"):
+        table.add_column(col, justify="left" if not col else "right")
+    def b(n: int) -> str:
+        return f"{n:,} B"
+
+    table.add_row("measured", b(stats.working_peak), b(stats.kind_peak["arena"]), b(stats.kind_peak["dynamic"]),
+                  b(stats.kind_peak["external"]))
+    table.add_row("promised", b(pred.peak), b(pred.arena_bytes), b(pred.dynamic_peak), b(pred.output_bytes))
+    return table
+
+
+def stats_verdict(stats, pred) -> list[str]:
+    lines = [f"allocator: {stats.allocations} allocation(s), {stats.reuses} from the pool, {stats.frees} freed; "
+             f"{format_bytes(stats.handed_over)} handed over with the outputs"]
+    if stats.kind_peak["result"]:
+        lines.append(f"kernel results without destination passing: peak {format_bytes(stats.kind_peak['result'])}")
+    diff = stats.working_peak - pred.peak
+    if diff == 0:
+        lines.append("the run held exactly the memory the plan promised")
+    elif diff > 0:
+        lines.append(f"the run held {format_bytes(diff)} more than the plan promised")
+    else:
+        lines.append(f"the run held {format_bytes(-diff)} less than the plan promised")
+    if not pred.complete:
+        lines.append("note: the promise covers the function's own storages only, not " + " or ".join(pred.missing))
+    return lines
+
+
 @click.command("run")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--inputs", "inputs_path", type=click.Path(path_type=Path),
               help="An .npz with one array per parameter, named after it (default: random inputs).")
 @click.option("-o", "--output", "output_path", type=click.Path(path_type=Path),
               help="Write the outputs to this .npz (output, or output_0, output_1 ... for tuples).")
-@click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
+@click.option("--params", type=click.Path(path_type=Path),
+              help="Weights .npz of an .rx FILE or of --source (default: its .npz beside it).")
 @click.option("--entry", default="main", show_default=True, help="The function to run.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random inputs.")
 @dim_option
+@click.option("--stats", is_flag=True,
+              help="Print the peak memory the VM measured next to what PlanMemory promised (an .rx FILE "
+                   "is compiled with the vm pipeline and run on the VM too).")
+@click.option("--check", is_flag=True,
+              help="Also run the reference interpreter on the same inputs and compare the outputs; a "
+                   "difference beyond the dtype's tolerance is an error.")
+@click.option("--source", type=click.Path(path_type=Path),
+              help="With an .rxb FILE and --check: also compare with the interpreter running this original .rx.")
+@click.option("--poison", is_flag=True, help="VM: overwrite freed and killed memory with 0xFF bytes.")
 @click.pass_obj
 def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path | None, params: Path | None,
-            entry: str, seed: int, dims: tuple[str, ...]) -> None:
-    """Run FILE (an .rx program) with the reference interpreter.
+            entry: str, seed: int, dims: tuple[str, ...], stats: bool, check: bool, source: Path | None,
+            poison: bool) -> None:
+    """Run FILE: an .rx program with the reference interpreter, or an .rxb (made by relaxc
+    build) with the VM.
 
     Without --inputs, inputs are random (seeded) with the declared shapes; a symbolic dim
     takes its --dim value, else its upper bound, and an unbounded dim without --dim is an
     error.
     """
     dim_values = parse_dims(dims)
+    bytecode = is_bytecode(file)
+    if source is not None and not (bytecode and check):
+        raise click.UsageError("--source needs an .rxb FILE and --check")
+    if bytecode and params is not None and source is None:
+        raise click.UsageError("--params gives the weights of an .rx file; an .rxb holds its own "
+                               "(with --source, --params gives the weights of the source)")
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         if output_path is not None:
-            refuse_overwriting_inputs(output_path, [file, inputs_path, params])
-        prog = load_program(file, sources, params)
-        if output_path is not None:
-            refuse_overwriting_inputs(output_path, [prog.weights_path])
-        fn = entry_function(prog.module, entry)
+            refuse_overwriting_inputs(output_path, [file, inputs_path, params, source])
+        if bytecode:
+            exe = load_file(file)
+            module, weights, types = exe.module, exe.weights(), exe.types
+        else:
+            prog = load_program(file, sources, params)
+            module, weights, types = prog.module, prog.weights, prog.types
+        fn = entry_function(module, entry)
         if inputs_path is not None:
             args = inputs_from_npz(fn, inputs_path)
         else:
             args = random_inputs(fn, resolve_dims(fn, dim_values), seed)
-        interp = Interpreter(prog.module, prog.weights, types=prog.types)
-        result = interp.run(fn.name, args, dim_values or None)
+        env = bind_dims(fn, args, dim_values or None)
+        vm = None
+        if bytecode:
+            vm = VirtualMachine(exe, poison=poison)
+            result = vm.run(fn.name, args, dim_values or None)
+        else:
+            result = Interpreter(module, weights, types=types).run(fn.name, args, dim_values or None)
         named = flatten_outputs(result)
         if output_path is not None:
             write_npz(output_path, named)
             click.echo(f"wrote {len(named)} output(s) to {output_path}", err=True)
-        Console(soft_wrap=True).print(outputs_table(named))
+        console = Console(soft_wrap=True)
+        console.print(outputs_table(named))
+        if not bytecode and (stats or check):
+            from relaxc.passes.assemble import assemble_pipeline
+            from relaxc.passes.pipeline import Pipeline
+
+            compiled = Pipeline(assemble_pipeline("vm", None, (), ())).run(module, types)
+            exe = load_bytes(compile_module(compiled, weights), f"{file} (compiled)")
+            vm = VirtualMachine(exe, poison=poison)
+            vm_result = vm.run(fn.name, args, dim_values or None)
+            if check:
+                report_check(console, vm_result, result, "the VM running the compiled program",
+                             "the reference interpreter")
+        elif check:
+            ref = Interpreter(module, weights, types=types).run(fn.name, args, dim_values or None)
+            report_check(console, result, ref, "the VM", f"the reference interpreter running the program in {file}")
+            if source is not None:
+                src = load_program(source, sources, params)
+                entry_function(src.module, entry)
+                ref = Interpreter(src.module, src.weights, types=src.types).run(fn.name, args, dim_values or None)
+                report_check(console, result, ref, "the VM", f"the reference interpreter running {source}")
+        if stats:
+            assert vm is not None
+            pred = predict_memory(vm.exe.module, fn.name, env)
+            console.print(stats_table(fn.name, env, vm.stats, pred))
+            for line in stats_verdict(vm.stats, pred):
+                console.print(line, highlight=False)
+
+
+def report_check(console: Console, got, want, who: str, reference: str) -> None:
+    """Print the agreement of ``got`` with ``want``, or raise RxError naming the first difference."""
+    cmp = compare_outputs(got, want)
+    if cmp.problem is not None:
+        raise RxError(f"check failed: {who} and {reference} disagree: {cmp.problem}")
+    how = "bit-identical" if cmp.identical else f"within tolerance, max abs difference {cmp.max_abs_diff:.3g}"
+    console.print(f"check: {cmp.outputs} output(s) of {who} match {reference} ({how})", highlight=False)

@@ -9,6 +9,7 @@ import click
 
 from .cmd_build import build_cmd
 from .cmd_check import check_cmd
+from .cmd_disasm import disasm_cmd
 from .cmd_fmt import fmt_cmd
 from .cmd_passes import passes_cmd
 from .cmd_report import report_cmd
@@ -39,6 +40,7 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 cli.add_command(build_cmd)
 cli.add_command(check_cmd)
+cli.add_command(disasm_cmd)
 cli.add_command(fmt_cmd)
 cli.add_command(passes_cmd)
 cli.add_command(report_cmd)

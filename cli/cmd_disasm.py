@@ -1,0 +1,27 @@
+"""``relaxc disasm``: print an .rxb file readably."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from relaxc.backend.vm import disassemble, load_file
+from relaxc.frontend.printer import print_module
+
+from .errors import Sources, reported_errors
+
+
+@click.command("disasm")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--ir", "as_ir", is_flag=True, help="Print the program the bytecode encodes as .rx text instead.")
+@click.pass_obj
+def disasm_cmd(obj: dict, file: Path, as_ir: bool) -> None:
+    """Print FILE (an .rxb made by relaxc build): its header, constant pool, function table
+    and every instruction, registers shown as rN:%name.
+
+    The file is validated first; a truncated, corrupted or wrong-version file is an error.
+    """
+    with reported_errors(Sources(), obj["debug"]):
+        exe = load_file(file)
+        click.echo(print_module(exe.module) if as_ir else disassemble(exe, str(file)), nl=False)
