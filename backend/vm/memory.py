@@ -201,7 +201,6 @@ class PooledAllocator:
             self.owners.pop(k, None)
         self.stats._sub(blk.kind, blk.nbytes)
         self.stats.handed_over += blk.nbytes
-        blk.raw = blk.buf = None
 
     def trim(self) -> int:
         """Give the free lists' memory back to numpy; returns the bytes dropped."""

@@ -107,8 +107,8 @@ def _copy_out(v: Any) -> Any:
         return v if v.flags.writeable else np.array(v, copy=True, order="C")
     if isinstance(v, tuple):
         return tuple(_copy_out(x) for x in v)
-    if isinstance(v, Block):
-        return v.buf.copy() if v.buf is not None else None
+    if isinstance(v, Block):  # a returned storage: its bytes (handed over with the result)
+        return v.buf if v.buf is not None else np.empty(0, np.uint8)
     return v
 
 
