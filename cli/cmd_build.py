@@ -32,7 +32,7 @@ def default_output(path: Path, target: str) -> Path:
 @click.command("build")
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Output file (--target ir: the transformed .rx, '-' for stdout; vm: the .rxb).")
+              help="Output file (--target ir: the transformed .rx, '-' for stdout; vm: the .rxb; c: a folder).")
 @click.option("-t", "--target", type=click.Choice(TARGETS), default="vm", show_default=True,
               help="vm: bytecode for relaxc's VM; c: C99 source; ir: the transformed .rx.")
 @click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
@@ -40,16 +40,26 @@ def default_output(path: Path, target: str) -> Path:
 @click.option("--max-arena", type=ByteSize(), metavar="BYTES",
               help="Fail (exit 1, nothing written) if a function's arena is larger, e.g. 256KiB.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the memory summary.")
+@click.option("--unpacked", is_flag=True,
+              help="--target c: call kernels directly with raw pointers (leaves out LegalizePackedCalls).")
+@click.option("--emit-main", is_flag=True,
+              help="--target c: also write PREFIX_main.c, a main() that runs the model on raw little-endian files.")
+@click.option("--prefix", metavar="NAME", help="--target c: prefix of the C names and files (default: FILE's stem).")
 @pipeline_options
 @click.pass_obj
 def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: Path | None, as_json: bool,
-              max_arena: int | None, quiet: bool, **kw) -> None:
+              max_arena: int | None, quiet: bool, unpacked: bool, emit_main: bool, prefix: str | None,
+              **kw) -> None:
     """Compile FILE: run the pass pipeline of the target, check the memory budget, write the
-    result and print a one-line memory summary per function (relaxc report shows it all)."""
+    result and print a one-line memory summary per function (relaxc report shows it all).
+
+    With --target c, -o names a folder (created if needed) that receives PREFIX.c and
+    PREFIX.h (see docs/c.md)."""
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         if as_json and output is not None and str(output) == "-":
             raise click.UsageError("--json prints the report to stdout, so the program cannot go there too (-o -)")
+        prefix = _c_options(target, unpacked, emit_main, prefix, file, kw)
         req = PipelineRequest(target=target, **kw)
         prog = load_program(file, sources, params, need_weights=target != "ir")
         out_path = output if output is not None else default_output(file, target)
@@ -82,6 +92,47 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
             write_atomic(out_path, data)
             click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
             return
+        if target == "c":
+            _write_c(module, prog, out_path, prefix, emit_main, file)
+            return
         raise RxError(
             f"the {target} backend is not built yet; use --target ir to write the transformed program"
         )
+
+
+def _c_options(target: str, unpacked: bool, emit_main: bool, prefix: str | None, file: Path, kw: dict) -> str:
+    """Check the C-only options; with --unpacked, leave LegalizePackedCalls out of the pipeline."""
+    from relaxc.backend.c import check_prefix, default_prefix
+    from relaxc.passes.assemble import assemble_pipeline
+
+    if target != "c":
+        for flag, given in (("--unpacked", unpacked), ("--emit-main", emit_main), ("--prefix", prefix is not None)):
+            if given:
+                raise click.UsageError(f"{flag} is only for --target c")
+        return ""
+    if unpacked:
+        passes = assemble_pipeline(target, kw["passes"], kw["disable"], kw["configs"])
+        if any(p.name == "LegalizePackedCalls" for p in passes):
+            kw["disable"] = tuple(kw["disable"]) + ("LegalizePackedCalls",)
+    return check_prefix(prefix) if prefix is not None else default_prefix(file.stem)
+
+
+def _write_c(module, prog, out_dir: Path, prefix: str, emit_main: bool, file: Path) -> None:
+    """Emit the C sources into the folder ``out_dir`` (nothing is written if anything fails)."""
+    from relaxc.backend.c import emit_c
+
+    if str(out_dir) == "-":
+        raise RxError("--target c writes several files; give a folder with -o, not '-'")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise RxError(f"-o {out_dir}: --target c writes into a folder, and this is a file")
+    sources = emit_c(module, prog.weights, prefix=prefix, source=file.name, emit_main=emit_main)
+    paths = [out_dir / name for name in sources.files]
+    for path in paths:
+        refuse_overwriting_inputs(path, [file, prog.weights_path])
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise RxError(f"cannot create folder {out_dir}: {e.strerror or e}") from None
+    for path, text in zip(paths, sources.files.values()):
+        write_atomic(path, text)
+    click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)

@@ -797,22 +797,6 @@ def test_summary_mentions_unplanned_memory(samples: Path) -> None:
     assert "16,704 B" in result.stderr
 
 
-# ---------------------------------------------------------------------------------------
-# relaxc build -t vm / -t c (backends not built yet)
-
-
-@pytest.mark.parametrize("args", [(), ("-t", "vm"), ("-t", "vm", "-o", "OUT"), ("-t", "c", "-p", "vm")])
-def test_backend_not_built_yet(samples: Path, args: tuple[str, ...]) -> None:
-    before = files_in(samples)
-    args = tuple(str(samples / "m.rxb") if a == "OUT" else a for a in args)
-    target = args[args.index("-t") + 1] if "-t" in args else "vm"
-    result = invoke("build", samples / "mlp.rx", *args)
-    assert_user_error(result, f"error: the {target} backend is not built yet; use --target ir to write the "
-                              "transformed program")
-    assert files_in(samples) == before
-    assert result.stdout == ""
-
-
 @pytest.mark.skipif(HAS_LEGALIZE, reason="LegalizePackedCalls exists")
 def test_c_target_not_built_yet(samples: Path) -> None:
     before = files_in(samples)

@@ -1,0 +1,9 @@
+"""The C backend: a planned module becomes self-contained C99 that runs in a static arena.
+
+``emit_c(module, weights, prefix=...)`` returns the text of ``<prefix>.c`` and
+``<prefix>.h`` (and, with ``emit_main=True``, ``<prefix>_main.c``); see docs/c.md.
+"""
+
+from .emit import CSources, ModelInfo, check_prefix, default_prefix, emit_c
+
+__all__ = ["CSources", "ModelInfo", "check_prefix", "default_prefix", "emit_c"]

@@ -1,0 +1,95 @@
+"""Dtypes in C: storage types, DLPack type codes, and exact literals."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from relaxc.ir.diagnostics import RxError
+from relaxc.ir.types import DTYPES
+
+C_TYPE = {
+    "bool": "uint8_t", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
+    "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f16": "uint16_t", "f32": "float", "f64": "double",
+}
+"""The C type an element is stored as (bool: one byte 0/1; f16: the IEEE half bits)."""
+
+DL_CODE = {"int": 0, "uint": 1, "float": 2, "bool": 6}
+"""DLPack's DLDataTypeCode by dtype kind (kDLInt, kDLUInt, kDLFloat, kDLBool)."""
+
+SUPPORTED = frozenset(C_TYPE)
+"""Dtypes the C target can store; bf16 (storage-only in relaxc) is not among them."""
+
+
+def c_type(dtype: str, what: str = "") -> str:
+    t = C_TYPE.get(dtype)
+    if t is None:
+        where = f" ({what})" if what else ""
+        raise RxError(f"the C target does not support dtype {dtype}{where}")
+    return t
+
+
+def kind(dtype: str) -> str:
+    return DTYPES[dtype].kind
+
+
+def nbytes(dtype: str) -> int:
+    return DTYPES[dtype].nbytes
+
+
+def dl_type(dtype: str) -> tuple[int, int]:
+    """(code, bits) of ``dtype`` in a DLDataType."""
+    return DL_CODE[kind(dtype)], 8 * nbytes(dtype)
+
+
+def int_literal(v: int) -> str:
+    """An int64-safe C integer constant."""
+    if v == -(1 << 63):
+        return "(-INT64_C(9223372036854775807) - 1)"
+    if -(1 << 31) < v < (1 << 31):
+        return str(v)
+    if v < (1 << 63):
+        return f"INT64_C({v})"
+    return f"UINT64_C({v})"
+
+
+def float_literal(v: float, dtype: str) -> str:
+    """An exact C literal of the f32/f64 value ``v`` (shortest decimal that round-trips)."""
+    if math.isnan(v):
+        return "NAN"
+    if math.isinf(v):
+        return "INFINITY" if v > 0 else "-INFINITY"
+    if dtype == "f32":
+        return np.format_float_scientific(np.float32(v), unique=True, trim="0") + "f"
+    return np.format_float_scientific(np.float64(v), unique=True, trim="0")
+
+
+def element_literal(v: object, dtype: str) -> str:
+    """A literal of the storage type of ``dtype`` for the numpy scalar ``v``."""
+    k = kind(dtype)
+    if dtype == "f16":
+        return f"0x{int(np.asarray(v, dtype=np.float16).view(np.uint16)):04x}"
+    if k == "float":
+        return float_literal(float(v), dtype)  # type: ignore[arg-type]
+    if k == "bool":
+        return "1" if bool(v) else "0"
+    iv = int(v)  # type: ignore[call-overload]
+    if k == "uint":
+        return f"{iv}u" if iv < (1 << 31) else f"UINT64_C({iv})"
+    return int_literal(iv)
+
+
+def array_literal(arr: np.ndarray, dtype: str, per_line: int = 8, indent: str = "    ") -> str:
+    """The brace initializer of a C array holding ``arr`` (flattened, C order)."""
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    if flat.size == 0:
+        return "{0}"
+    if dtype == "f16":
+        items = [f"0x{int(b):04x}" for b in flat.view(np.uint16)]
+    elif kind(dtype) == "float":
+        items = [float_literal(float(x), dtype) for x in flat]
+    else:
+        items = [element_literal(x, dtype) for x in flat]
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return "{\n" + ",\n".join(indent + ln for ln in lines) + "\n}"
