@@ -24,6 +24,10 @@ def _bytes(n: int) -> str:
     return f"{n:,} B"  # pragma: no cover
 
 
+def _n(k: int, noun: str) -> str:
+    return f"{k:,} {noun}{'' if k == 1 else 's'}"
+
+
 def value_str(v: Any) -> str:
     if v is True:
         return "true"
@@ -102,7 +106,8 @@ def disassemble(exe: Executable, source: str = "") -> str:
     out: list[str] = []
     head = f"{source}: " if source else ""
     out.append(f"{head}relaxc bytecode format {exe.version}, {exe.size:,} bytes, sha256 {exe.digest[:16]}...")
-    out.append(f"{len(exe.strings)} strings, {len(exe.constants)} constants, {len(exe.functions)} functions")
+    out.append(f"{_n(len(exe.strings), 'string')}, {_n(len(exe.constants), 'constant')}, "
+               f"{_n(len(exe.functions), 'function')}")
     out.append("")
     total = sum(c.array.nbytes for c in exe.constants)
     out.append(f"constants: {len(exe.constants)} ({_bytes(total)})")

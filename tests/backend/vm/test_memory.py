@@ -346,3 +346,22 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
     with pytest.raises(RxError) as ref:
         interpret(exe.module, {}, [np.zeros((3, 4), np.float32)])
     assert ref.value.message == e.value.message
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "the kill checker misses a kill_storage through an alias of the storage (%s2 = %s): the "
+    "tensor carved from %s is used after its memory was killed, and the verifier accepts it"))
+def test_use_after_kill_storage_through_an_alias_is_refused() -> None:
+    text = """\
+fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
+  %s = memory.alloc_storage(16 * n, align=64)
+  %s2 = %s
+  %a = memory.alloc_tensor(%s, 0, (n, 4), f32)
+  invoke relu(%x) outs (%a)
+  memory.kill_storage(%s2)
+  %b = exp(%a)
+  return %b
+}
+"""
+    with pytest.raises(RxError):
+        build(compile_text(text, "none"))
