@@ -657,12 +657,24 @@ class RunnerEmitter(BodyEmitter):
         self.err_codes: list[tuple[str, int, str]] = []  # (macro, value, message)
         self.storage_output: dict[str, int] = {}
         self.direct_outputs: set[int] = set()
+        # Fixed locals of the run function: IR names never take them.
+        self.ret_value = self.scope.reserve("ret_value")
+        self.ret_code = self.scope.reserve("ret_code")
 
     def api_name(self, text: str, fallback: str) -> str:
+        """A readable parameter name for an input, output or dim: the IR name when it is a
+        plain identifier that no generated name can take (those start with the prefix)."""
+        def own(name: str) -> bool:
+            p = self.m.prefix.lower()
+            return name.lower() == p or name.lower().startswith(p + "_")
+
         s = sanitize(text)
-        if not s or not s[0].isalpha() or not is_identifier(s) or self.scope.taken(s):
-            return self.scope.name(fallback, text)
-        return self.scope.name("", s)
+        if s and s[0].isalpha() and is_identifier(s) and not own(s) and not self.scope.taken(s):
+            return self.scope.name("", s)
+        for pre in (fallback, "arg_", "param_"):
+            if not own(pre + "x"):
+                return self.scope.name(pre, text)
+        raise AssertionError("unreachable: a prefix cannot start all three fallbacks")
 
     def run(self) -> tuple[str, str]:
         fn = self.fn
@@ -755,8 +767,8 @@ class RunnerEmitter(BodyEmitter):
         if dim_names:
             head.append(f"    int64_t {', '.join(self.dimvars[d] for d in dim_names)};")
         if m.uses_packed and self._packed_here:
-            head.append("    TVMValue ret_value;")
-            head.append("    int32_t ret_code;")
+            head.append(f"    TVMValue {self.ret_value};")
+            head.append(f"    int32_t {self.ret_code};")
         if ptrs:
             head.append("    if (" + " || ".join(f"{p} == NULL" for p in ptrs) + f") return {pfx}_ERR_NULL_ARGUMENT;")
         head += ["    " + c for c in checks]
@@ -1020,7 +1032,7 @@ class RunnerEmitter(BodyEmitter):
                     raise RxError(f"call_cpacked @{callee.name}: argument {i + 1} must be a dim", e.loc)
                 self.emit(f"{vals}[{i}].v_int64 = {self.dimc(a)};")
                 self.emit(f"{codes}[{i}] = kTVMArgInt;")
-        self.emit(f"if ({wrapper}({vals}, {codes}, {n}, &ret_value, &ret_code, NULL) != 0) "
+        self.emit(f"if ({wrapper}({vals}, {codes}, {n}, &{self.ret_value}, &{self.ret_code}, NULL) != 0) "
                   f"return {self.m.prefix.upper()}_ERR_KERNEL;")
 
     def _invoke(self, inv: Invoke) -> None:

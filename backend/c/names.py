@@ -28,7 +28,8 @@ memcpy memset memmove memcmp strlen strcmp printf fprintf sprintf snprintf fopen
 fwrite sqrt sqrtf exp expf log logf tanh tanhf erf erff pow powf fabs fabsf floor ceil trunc
 rint fmax fmin isnan isinf isfinite signbit frexp ldexp INFINITY NAN HUGE_VAL INT8_MIN INT8_MAX
 INT16_MIN INT16_MAX INT32_MIN INT32_MAX INT64_MIN INT64_MAX UINT8_MAX UINT16_MAX UINT32_MAX
-UINT64_MAX SIZE_MAX INT64_C UINT64_C TVMValue DLTensor DLDevice DLDataType
+UINT64_MAX SIZE_MAX INT64_C UINT64_C TVMValue DLTensor DLDevice DLDataType kTVMArgInt kTVMArgFloat
+kTVMOpaqueHandle kTVMNullptr kTVMDLTensorHandle kDLCPU
 """.split())
 """Names generated code must never declare: keywords (C99 to C23) and library names."""
 
