@@ -136,7 +136,7 @@ def model_text(m: "ModuleEmitter", info: "ModelInfo", run_def: str, err_codes: l
                     f"#define {b.cname} ({union}.bytes)",
                     "#endif"]
         parts.append("\n".join(mem))
-    parts += m.constant_defs
+    parts += [c[1] for c in m.constant_defs]
     parts += m.kernel_defs
     parts += m.prim_defs
     parts += m.packed_defs

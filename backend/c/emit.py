@@ -229,8 +229,7 @@ class ModuleEmitter:
         self.packed: dict[str, str] = {}  # IR function -> packed wrapper
         self.packed_defs: list[str] = []
         self.constants: dict[tuple, str] = {}
-        self.constant_defs: list[str] = []
-        self.constant_bytes = 0
+        self.constant_defs: list[tuple[str, str, int]] = []  # (C name, definition, bytes)
         self.buffers: list[StaticBuffer] = []
         self.uses_packed = False
 
@@ -263,10 +262,9 @@ class ModuleEmitter:
             arr = arr.reshape(tuple(int(d) for d in t.shape))
         cname = self.scope.name(f"{self.prefix}_c_", label)
         count = max(int(arr.size), 1)
-        self.constant_bytes += int(arr.size) * T.nbytes(t.dtype)
-        self.constant_defs.append(
-            f"/* {comment(label)}: {comment(type_to_str(t))} */\n"
-            f"static const {T.c_type(t.dtype)} {cname}[{count}] = {T.array_literal(arr, t.dtype)};")
+        self.constant_defs.append((cname, f"/* {comment(label)}: {comment(type_to_str(t))} */\n"
+                                   f"static const {T.c_type(t.dtype)} {cname}[{count}] = "
+                                   f"{T.array_literal(arr, t.dtype)};", int(arr.size) * T.nbytes(t.dtype)))
         self.constants[key] = cname
         return cname
 
@@ -772,6 +770,9 @@ class RunnerEmitter(BodyEmitter):
         if ptrs:
             head.append("    if (" + " || ".join(f"{p} == NULL" for p in ptrs) + f") return {pfx}_ERR_NULL_ARGUMENT;")
         head += ["    " + c for c in checks]
+        body_text = "\n".join(self.lines[body_start:])
+        head += [f"    (void){self.dimvars[d]};" for d in dim_names
+                 if not re.search(rf"\b{self.dimvars[d]}\b", body_text)]
         self.lines[body_start:body_start] = head
         sig = f"int32_t {m.run_name}({', '.join(params) or 'void'})"
         return sig, sig + "\n{\n" + "\n".join(self.lines) + "\n}"
@@ -1186,8 +1187,11 @@ def emit_c(module: Module, weights: Mapping[str, np.ndarray] | None = None, *, p
     m = ModuleEmitter(module, types, weights or {}, prefix)
     runner = RunnerEmitter(m, fn)
     sig, run_def = runner.run()
-    info = ModelInfo(prefix, entry, runner.inputs, runner.outputs, runner.dims, m.buffers, m.constant_bytes,
-                     m.uses_packed, fn.upper_bounds())
+    # Constants nothing reads (dead bindings) are left out: an unused static array is a warning.
+    code = "\n".join(m.kernel_defs + m.prim_defs + m.packed_defs + [run_def])
+    m.constant_defs = [c for c in m.constant_defs if re.search(rf"\b{c[0]}\b", code)]
+    info = ModelInfo(prefix, entry, runner.inputs, runner.outputs, runner.dims, m.buffers,
+                     sum(c[2] for c in m.constant_defs), m.uses_packed, fn.upper_bounds())
     files = {
         f"{prefix}.h": header_text(info, sig, runner.err_codes, source),
         f"{prefix}.c": model_text(m, info, run_def, runner.err_codes, source),
