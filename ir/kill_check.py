@@ -66,9 +66,11 @@ def check_kills(fn: Function, module: Module) -> None:
                 for r in roots:
                     dead_roots.setdefault(r, (target.name, stmt.loc or target.loc))
             elif op == "memory.kill_storage":
-                dead_roots.setdefault(target.name, (target.name, stmt.loc or target.loc))
+                # The storage itself (through any alias of it) and every tensor carved from it.
+                for r in roots:
+                    dead_roots.setdefault(r, (target.name, stmt.loc or target.loc))
                 for t, s in info.storage_of.items():
-                    if s == target.name:
+                    if s in roots:
                         dead_roots.setdefault(t, (target.name, stmt.loc or target.loc))
             continue
         for v in expr_vars(stmt.value):

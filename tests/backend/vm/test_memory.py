@@ -348,9 +348,6 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
     assert ref.value.message == e.value.message
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the kill checker misses a kill_storage through an alias of the storage (%s2 = %s): the "
-    "tensor carved from %s is used after its memory was killed, and the verifier accepts it"))
 def test_use_after_kill_storage_through_an_alias_is_refused() -> None:
     text = """\
 fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
@@ -363,5 +360,5 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
   return %b
 }
 """
-    with pytest.raises(RxError):
+    with pytest.raises(RxError, match=r"%a is used after its memory was freed by the kill of %s2"):
         build(compile_text(text, "none"))
