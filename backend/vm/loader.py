@@ -64,6 +64,32 @@ MAX_INLINE_ELEMENTS = 1 << 20
 """Inline literal constants are rebuilt as IR literals for the verifier; larger ones are refused."""
 MAX_NDIM = 32
 MAX_DIM = 1 << 40
+MAX_DIM_TERMS = 1 << 12
+"""Most terms a dimension expression, or the product of a shape, may expand to. The IR's
+canonical form of dims multiplies sums out, so ``(a+b)*(c+d)*...`` grows exponentially;
+a file could otherwise make the verifier work for hours."""
+
+
+def dim_terms(d: Any) -> int:
+    """An upper bound of the terms of ``d`` in canonical (multiplied-out) form."""
+    if isinstance(d, D.BinOp):
+        a, b = dim_terms(d.lhs), dim_terms(d.rhs)
+        n = a + b if d.op in ("+", "-") else a * b if d.op == "*" else a
+    elif isinstance(d, D.DimCall):
+        n = sum(dim_terms(x) for x in d.args)
+    else:
+        n = 1
+    if n > MAX_DIM_TERMS:
+        raise _TooComplex()
+    return n
+
+
+class _TooComplex(Exception):
+    pass
+
+
+def _is_dim(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +220,8 @@ class _Decoder:
         if tag in (F.V_TUPLE, F.V_LIST):
             n = r.count("item count", 1)
             items = tuple(self.value(r, depth + 1) for _ in range(n))
+            if tag == F.V_TUPLE and items and all(_is_dim(x) for x in items):
+                self.check_shape(r, items)
             return items if tag == F.V_TUPLE else ListLit(items)
         if tag == F.V_DICT:
             n = r.count("entry count", 5)
@@ -201,8 +229,22 @@ class _Decoder:
         if tag == F.V_DTYPE:
             return DType(self.dtype(r))
         if tag in (F.V_SYM, F.V_BINOP, F.V_DIMCALL):
-            return self.dim_after_tag(r, tag, depth)
+            d = self.dim_after_tag(r, tag, depth)
+            self.check_shape(r, (d,))
+            return d
         raise r.fail(f"unknown value tag {tag}")
+
+    def check_shape(self, r: F.Reader, dims: tuple) -> None:
+        """Refuse dims (or a shape's product) too complex to put in canonical form."""
+        try:
+            n = 1
+            for d in dims:
+                n *= dim_terms(d)
+                if n > MAX_DIM_TERMS:
+                    raise _TooComplex()
+        except _TooComplex:
+            raise r.fail(f"a dimension expression (or a shape's product) expands to more than "
+                         f"{MAX_DIM_TERMS:,} terms") from None
 
     def dim(self, r: F.Reader, depth: int) -> D.Dim:
         if depth > F.MAX_DEPTH:
@@ -246,7 +288,9 @@ class _Decoder:
         if tag == F.T_TENSOR:
             dtype = self.dtype(r)
             ndim = r.count("rank", 1, MAX_NDIM)
-            return TensorType(tuple(self.dim(r, depth + 1) for _ in range(ndim)), dtype)
+            shape = tuple(self.dim(r, depth + 1) for _ in range(ndim))
+            self.check_shape(r, shape)
+            return TensorType(shape, dtype)
         if tag == F.T_TUPLE:
             n = r.count("tuple size", 1)
             return TupleType(tuple(self.type(r, depth + 1) for _ in range(n)))

@@ -20,6 +20,7 @@ import pytest
 from relaxc.backend.inputs import random_inputs
 from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes
 from relaxc.backend.vm import format as F
+from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
@@ -314,3 +315,18 @@ fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
         data2 = bytearray(data)
         data2[off] = F.DTYPE_CODES.index("i8")
         rejected(rehash(data2), "is not a valid relaxc bytecode file")
+
+
+def test_dims_that_expand_exponentially_are_refused_at_once() -> None:
+    """The IR's canonical form multiplies sums out: (a0+b0)*(a1+b1)*... has 2**k terms and
+    would keep the verifier busy for hours. The loader refuses it before verifying."""
+    k = 20
+    syms = [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)]
+    expr = " * ".join(f"(a{i} + b{i})" for i in range(k))
+    params = ", ".join(f"%p{j}: Tensor[({s},), f32]" for j, s in enumerate(syms))
+    text = f"fn @main(%x: Tensor[({expr},), f32], {params}) -> Tensor[({expr},), f32] {{\n  return %x\n}}\n"
+    module = parse_module(text, "exp.rx")
+    fn = module.get("main")
+    types = {"main": {p.name: p.type for p in fn.params}}  # compiled without verifying (it would not end)
+    data = compile_module(module, {}, types=types)
+    rejected(data, "a dimension expression (or a shape's product) expands to more than 4,096 terms")
