@@ -355,7 +355,9 @@ class _Frame:
         target = e.args[0]
         assert isinstance(target, Var)
         value = self.read(target)
-        if self.interp.poison:
+        # kill_tensor and kill_storage free memory (poisoned here); vm.kill_object only
+        # releases the name, whatever it holds (the kill checker's rule too).
+        if self.interp.poison and e.op != "vm.kill_object":
             if isinstance(value, Storage):
                 value.buf.fill(POISON_BYTE)
             elif isinstance(value, np.ndarray) and value.flags.writeable and value.flags.c_contiguous:

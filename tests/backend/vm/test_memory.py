@@ -294,9 +294,6 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the reference interpreter poisons the tensor held by a name on vm.kill_object(%b) with "
-    "%b = %a, corrupting %a, which the verifier lets the program use afterwards"))
 def test_interpreter_agrees_on_killing_an_alias() -> None:
     module = compile_text(KILL_ALIASES, "none")
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
