@@ -11,8 +11,9 @@ Stages (per non-primitive function):
    ``memory.kill_tensor`` for tensors, ``memory.kill_storage`` for storages (a storage is
    live while any tensor carved from it is), ``vm.kill_object`` for tuples and objects.
 
-Never killed: parameters, constants, anything returned, and anything aliased to one of
-those; values that already have a kill (placed by PlanMemory or an earlier run), so
+Never killed: parameters, constants, anything returned, and any tensor or storage aliased
+to one of those (a tuple holding one is released with ``vm.kill_object``, which frees no
+memory, once nothing uses it); values that already have a kill (placed by PlanMemory or an earlier run), so
 running the pass twice changes nothing.
 
 This is the pass that, in Apache TVM, broke an LLM build on its first day: a register was
@@ -84,7 +85,9 @@ class KillAfterLastUse(Pass):
             if t is None or t == TupleType(()):
                 continue
             roots = info.roots(stmt.name) | {stmt.name}
-            if roots & protected:
+            # vm.kill_object only releases the name (a tuple, an object), never memory, so a
+            # tuple holding a parameter or constant may still be released after its last use.
+            if roots & protected and kill_op_for(t) != "vm.kill_object":
                 continue
             last = max(live.last_use.get(r, i) for r in roots)
             if last >= end:

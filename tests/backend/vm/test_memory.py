@@ -156,9 +156,6 @@ def test_generated_programs_never_hold_less_than_promised(prog) -> None:
     assert vm.stats.current == 0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "KillAfterLastUse never kills a tuple that holds a parameter (its roots meet a protected "
-    "root), so the tuple's register keeps the other field's storage until the return"))
 def test_tuple_holding_a_parameter_keeps_its_other_field_alive() -> None:
     text = """\
 fn @main(%x: Tensor[(n, 4), f32], %w: Tensor[(4,), f32]) -> Tensor[(n, 16), f32] {
@@ -222,7 +219,9 @@ def test_pool_reuses_blocks_across_runs() -> None:
     assert vm.stats.reuses == 1  # the arena came back from the pool; the output went to the caller
     assert vm.stats.working_peak == first.working_peak
     assert vm.pool.pooled_bytes == first.kind_peak[ARENA]
-    assert vm.pool.trim() == first.kind_peak[ARENA] and vm.pool.pooled_bytes == 0
+    assert vm.trim() == first.kind_peak[ARENA] and vm.pool.pooled_bytes == 0
+    vm.run("main", args)
+    assert vm.stats.reuses == 0 and vm.stats.working_peak == first.working_peak
 
 
 def test_pool_free_lists_are_by_exact_size_and_alignment() -> None:
