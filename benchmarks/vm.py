@@ -42,7 +42,7 @@ from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes, predic
 from relaxc.frontend.parser import parse_module  # noqa: E402
 from relaxc.frontend.weights import load_npz  # noqa: E402
 from relaxc.ir import dims as D  # noqa: E402
-from relaxc.ir.nodes import Bind, Call, CallFunc, Function, Module, Project, TupleExpr, Var  # noqa: E402
+from relaxc.ir.nodes import Bind, CallFunc, Function, Module, Project, TupleExpr, Var  # noqa: E402
 from relaxc.ir.ops import REGISTRY  # noqa: E402
 from relaxc.ir.ops.memory import literal_to_array  # noqa: E402
 from relaxc.ir.registry import bind_args  # noqa: E402

@@ -74,6 +74,13 @@ class VirtualMachine:
         self.consts = [c.array for c in exe.constants]
         self._fns = [_Function(self, f) for f in exe.functions]
 
+    def trim(self) -> int:
+        """Give the pool's free memory back (and drop the cached specializations, whose views
+        refer to pooled blocks); returns the bytes dropped from the free lists."""
+        for f in self._fns:
+            f.specs.clear()
+        return self.pool.trim()
+
     def run(self, fn_name: str = "main", args: Sequence[Any] = (), dims: Mapping[str, int] | None = None) -> Any:
         """Call ``fn_name`` with ``args`` (numpy arrays); returns an array or a tuple."""
         vf = self.exe.function(fn_name)

@@ -33,7 +33,6 @@ from .util import (
     SAMPLE_STEMS,
     SAMPLES,
     compile_text,
-    inputs_for,
     rehash,
     sample,
 )
