@@ -358,3 +358,27 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
 """
     with pytest.raises(RxError, match=r"%a is used after its memory was freed by the kill of %s2"):
         build(compile_text(text, "none"))
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "KillAfterLastUse never kills a tuple that holds a returned value (its roots meet a "
+    "protected root), so the tuple's register keeps the other field's storage until the return"))
+def test_tuple_holding_a_returned_value_keeps_its_other_field_alive() -> None:
+    text = """\
+fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 16), f32] {
+  %a = relu(%x)
+  %g0 = negative(%x)
+  %g = concat(%g0, %g0, %g0, %g0, axis=1)
+  %t = (%a, %g)
+  %b = %t.0
+  %c = exp(%b)
+  %d = concat(%c, %c, axis=1)
+  %e = negative(%d)
+  %f = concat(%e, %e, axis=1)
+  %h = add(%f, %g)
+  return %g
+}
+"""
+    module = compile_text(text)
+    vm = measure(module, {}, {"n": 5})
+    assert vm.stats.working_peak == predict_memory(module, "main", {"n": 5}).peak
