@@ -222,7 +222,7 @@ class _Function:
 
     def _context(self, e: RxError, pc: int) -> RxError:
         ins = self.vf.instrs[pc]
-        what = F.OPCODES[ins.opcode] + (f" {ins.op}" if ins.op else "")
+        what = F.OPCODES[ins.opcode] + (f" {ins.op}" if ins.op and ins.opcode not in F.FIXED_OPS else "")
         note = f"in @{self.vf.name}, instruction {pc} ({what})"
         return RxError(e.message, e.loc, e.notes + (note,), e.snippet)
 
