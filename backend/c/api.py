@@ -12,6 +12,9 @@ from .helpers import Helpers
 from .kernels import DimC
 from .names import Scope, c_string, comment, macro_name
 
+UNBOUNDED_DIM_LIMIT = 2147483647
+"""Largest value accepted for a symbolic dim without an upper bound (keeps sizes in int64)."""
+
 if TYPE_CHECKING:
     from .emit import ModelInfo, ModuleEmitter, Port
 
@@ -65,7 +68,7 @@ def header_text(info: "ModelInfo", sig: str, err_codes: list[tuple[str, int, str
         lines.append(" * Dimensions:")
         for ir, cparam, bound in info.dims:
             limit = f"at most {bound} (upper bound)" if bound is not None else "no upper bound"
-            lines.append(f" *   {cparam}: {comment(ir)}, {limit}")
+            lines.append(f" *   {cparam}: {limit}" + (f" (dim {comment(ir)})" if ir != cparam else ""))
     lines.append(" * Static memory:")
     lines.append(f" *   workspace arena: {info.workspace_bytes} bytes (.bss)")
     for b in info.buffers:
@@ -81,6 +84,9 @@ def header_text(info: "ModelInfo", sig: str, err_codes: list[tuple[str, int, str
     lines.append(f"#define {P}_CONSTANT_BYTES {info.constant_bytes}")
     lines.append(f"#define {P}_NUM_INPUTS {len(info.inputs)}")
     lines.append(f"#define {P}_NUM_OUTPUTS {len(info.outputs)}")
+    for ir, cparam, bound in info.dims:
+        if bound is not None:
+            lines.append(f"#define {macros.name(f'{P}_MAX_', macro_name(cparam))} {bound} /* upper bound of {comment(ir)} */")
     dim_param = {ir: cparam for ir, cparam, _ in info.dims}
     for kind, ports in (("IN", info.inputs), ("OUT", info.outputs)):
         for port in ports:
@@ -149,7 +155,7 @@ def model_text(m: "ModuleEmitter", info: "ModelInfo", run_def: str, err_codes: l
     return "\n\n".join(parts) + "\n"
 
 
-def main_text(info: "ModelInfo", helpers_unused: Helpers, source: str) -> str:
+def main_text(info: "ModelInfo", err_codes: list[tuple[str, int, str]], source: str) -> str:
     """A small ``main()`` that runs the model on raw little-endian files named on the command line."""
     p = info.prefix
     h = Helpers(f"{p}_m")
@@ -191,6 +197,14 @@ def main_text(info: "ModelInfo", helpers_unused: Helpers, source: str) -> str:
         body.append(f"    if (!have[{j}]) {{")
         body.append(f"        fprintf(stderr, \"missing dimension %s=N\\n\", {c_string(ir)});")
         body.append("        return usage(argv[0]);")
+        body.append("    }")
+    for j, (ir, _, bound) in enumerate(info.dims):
+        # Checked before the file sizes, which depend on the dims (the run function checks too).
+        macro = err_codes[2 + j][0]
+        limit = bound if bound is not None else UNBOUNDED_DIM_LIMIT
+        body.append(f"    if ({dim_local[ir]} > {T.int_literal(limit)}) {{")
+        body.append(f"        fprintf(stderr, \"%s\\n\", {p}_strerror({macro}));")
+        body.append("        return 1;")
         body.append("    }")
     for k, port in enumerate(info.inputs + info.outputs):
         body.append(f"    sizes[{k}] = (size_t)({dimc(_bytes(port.type))});")

@@ -26,7 +26,7 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("c_generated")
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=4, deadline=None, suppress_health_check=list(HealthCheck))
 @given(prog=programs(max_ops=10))
 def test_generated_programs_match_the_interpreter(workdir: Path, prog) -> None:
     # The C target refuses calls of non-primitive functions and unbounded allocations (tested
