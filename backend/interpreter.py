@@ -313,7 +313,9 @@ class _Frame:
             raise InternalError("alloc_tensor on something that is not a storage")
         offset = int(self.concrete(bound.attrs["offset"]))
         shape = tuple(int(d) for d in self.concrete(bound.attrs["shape"]))
-        dt = numpy_dtype(bound.attrs["dtype"])
+        dtype = bound.attrs["dtype"]
+        # Storage-only dtypes (bf16) are held as raw unsigned integers of the same width.
+        dt = numpy_dtype(dtype) if DTYPES[dtype].numpy is not None else np.dtype(f"u{DTYPES[dtype].nbytes}")
         count = math.prod(shape)
         nbytes = count * dt.itemsize
         if offset < 0 or offset + nbytes > storage.nbytes:

@@ -156,7 +156,17 @@ def _poly_add(a: Poly, b: Poly, sign: int = 1) -> Poly:
     return out
 
 
+MAX_TERMS = 4096
+"""A product whose expansion would exceed this many terms is kept unexpanded (an atom)."""
+
+
+class _TooBig(Exception):
+    pass
+
+
 def _poly_mul(a: Poly, b: Poly) -> Poly:
+    if len(a) * len(b) > MAX_TERMS:
+        raise _TooBig
     out: Poly = {}
     for ma, ca in a.items():
         for mb, cb in b.items():
@@ -197,7 +207,10 @@ def _to_poly(d: Dim, atoms: dict[str, Dim]) -> Poly:
     if d.op == "-":
         return _poly_add(lhs, rhs, -1)
     if d.op == "*":
-        return _poly_mul(lhs, rhs)
+        try:
+            return _poly_mul(lhs, rhs)
+        except _TooBig:
+            return _atom(BinOp("*", _from_poly(lhs, atoms), _from_poly(rhs, atoms)), atoms)
     cr = _const(rhs)
     cl = _const(lhs)
     if cr is not None and cl is not None and cr != 0:

@@ -12,8 +12,8 @@ Stages (per non-primitive function):
    live while any tensor carved from it is), ``vm.kill_object`` for tuples and objects.
 
 Never killed: parameters, constants, anything returned, and any tensor or storage aliased
-to one of those (a tuple holding one is released with ``vm.kill_object``, which frees no
-memory, once nothing uses it); values that already have a kill (placed by PlanMemory or an earlier run), so
+to one of those. Tuples and objects are released with ``vm.kill_object``, which frees no
+memory, right after the last use of their own name; values that already have a kill (placed by PlanMemory or an earlier run), so
 running the pass twice changes nothing.
 
 This is the pass that, in Apache TVM, broke an LLM build on its first day: a register was
@@ -85,11 +85,14 @@ class KillAfterLastUse(Pass):
             if t is None or t == TupleType(()):
                 continue
             roots = info.roots(stmt.name) | {stmt.name}
-            # vm.kill_object only releases the name (a tuple, an object), never memory, so a
-            # tuple holding a parameter or constant may still be released after its last use.
-            if roots & protected and kill_op_for(t) != "vm.kill_object":
+            # vm.kill_object only releases the name (a tuple, an object), never memory: a tuple
+            # is released after the last use of the name itself, whatever its fields hold.
+            if kill_op_for(t) == "vm.kill_object":
+                last = live.last_use.get(stmt.name, i)  # only this name's register is released
+            elif roots & protected:
                 continue
-            last = max(live.last_use.get(r, i) for r in roots)
+            else:
+                last = max(live.last_use.get(r, i) for r in roots)
             if last >= end:
                 continue
             kills_after.setdefault(last, []).append(stmt.name)

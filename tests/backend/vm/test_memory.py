@@ -360,9 +360,6 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
         build(compile_text(text, "none"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "KillAfterLastUse never kills a tuple that holds a returned value (its roots meet a "
-    "protected root), so the tuple's register keeps the other field's storage until the return"))
 def test_tuple_holding_a_returned_value_keeps_its_other_field_alive() -> None:
     text = """\
 fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 16), f32] {
