@@ -1157,7 +1157,7 @@ def default_prefix(stem: str) -> str:
         s = "model_" + s if s else "model"
     if not is_identifier(s):
         s = "m_" + s
-    return s
+    return s[:32].rstrip("_")
 
 
 def check_prefix(prefix: str) -> str:

@@ -616,13 +616,11 @@ def gen_reduce(g: Gen) -> list[str]:
 # Linear algebra.
 
 
-def _mac(k: str, a: str, b: str) -> str:
-    """``acc += a * b`` in the accumulator of dtype kind ``k``."""
+def _widen(k: str, v: str) -> str:
+    """``v`` as a value of the accumulator of dtype kind ``k``."""
     if k == "float":
-        return f"acc += (double){a} * (double){b};"
-    if k == "uint":
-        return f"acc += (uint64_t){a} * (uint64_t){b};"
-    return f"acc += (uint64_t)(int64_t){a} * (uint64_t)(int64_t){b};"
+        return f"(double){v}"
+    return f"(uint64_t){v}" if k == "uint" else f"(uint64_t)(int64_t){v}"
 
 
 def _finish(g: Gen, dtype: str, value: str) -> str:
@@ -636,6 +634,11 @@ def _check_numeric(g: Gen) -> str:
     return k
 
 
+TILE = 8
+"""Output columns matmul and dense compute together (independent accumulators; each output
+still sums over k in order, so the numbers do not change)."""
+
+
 def gen_matmul(g: Gen) -> list[str]:
     a, b = g.spec.ins
     out = g.spec.outs[0]
@@ -644,7 +647,7 @@ def gen_matmul(g: Gen) -> list[str]:
     batch = os_[:-2]
     M, N, K = os_[-2], os_[-1], as_[-1]
     acc = "double" if k == "float" else "uint64_t"
-    decls = [f"int64_t m, n, kk;", f"{acc} acc;"]
+    decls = ["int64_t m, n0, t, kk;", f"{acc} acc[{TILE}];"]
 
     def body(bv: list[str]) -> None:
         # batch offsets (numpy broadcasting of the batch dims)
@@ -655,13 +658,18 @@ def gen_matmul(g: Gen) -> list[str]:
         b_off = broadcast_index(g, bb, ob, bv) if bb.shape else "0"
         o_off = horner(bv, batch) if bv else "0"
         with g.loop("m", M):
-            with g.loop("n", N):
-                g.emit("acc = 0;")
+            with g.block(f"for (n0 = 0; n0 < {N}; n0 += {TILE})"):
+                g.emit(f"int64_t nt = {N} - n0 < {TILE} ? {N} - n0 : {TILE};")
+                with g.loop("t", "nt"):
+                    g.emit("acc[t] = 0;")
                 with g.loop("kk", K):
                     av = g.load(a.dtype, f"x0[(({a_off}) * {M} + m) * {K} + kk]")
-                    bvv = g.load(b.dtype, f"x1[(({b_off}) * {K} + kk) * {N} + n]")
-                    g.emit(_mac(k, av, bvv))
-                g.emit(f"y0[(({o_off}) * {M} + m) * {N} + n] = {_finish(g, out.dtype, 'acc')};")
+                    g.emit(f"{acc} av = {_widen(k, av)};")
+                    with g.loop("t", "nt"):
+                        bvv = g.load(b.dtype, f"x1[(({b_off}) * {K} + kk) * {N} + n0 + t]")
+                        g.emit(f"acc[t] += av * {_widen(k, bvv)};")
+                with g.loop("t", "nt"):
+                    g.emit(f"y0[(({o_off}) * {M} + m) * {N} + n0 + t] = {_finish(g, out.dtype, 'acc[t]')};")
 
     vars_ = loop_nest(g, batch, body, "b")
     if vars_:
@@ -678,21 +686,29 @@ def gen_dense(g: Gen) -> list[str]:
     N, K = ws[0], ws[1]
     acc = "double" if k == "float" else "uint64_t"
     with g.loop("r", rows):
-        with g.loop("n", N):
-            g.emit("acc = 0;")
+        with g.block(f"for (n0 = 0; n0 < {N}; n0 += {TILE})"):
+            g.emit(f"int64_t nt = {N} - n0 < {TILE} ? {N} - n0 : {TILE};")
+            with g.loop("t", "nt"):
+                g.emit("acc[t] = 0;")
             with g.loop("kk", K):
-                g.emit(_mac(k, g.load(x.dtype, "x0[r * " + K + " + kk]"), g.load(w.dtype, "x1[n * " + K + " + kk]")))
-            if len(g.spec.ins) == 3:
-                bias = g.load(w.dtype, "x2[n]")
-                if k == "float":
-                    g.emit(f"acc += (double){bias};")
-                else:
-                    g.emit(f"acc += (uint64_t){bias};" if k == "uint" else f"acc += (uint64_t)(int64_t){bias};")
-            g.emit(f"y0[r * {N} + n] = {_finish(g, out.dtype, 'acc')};")
-    return ["int64_t r, n, kk;", f"{acc} acc;"]
+                g.emit(f"{acc} xv = {_widen(k, g.load(x.dtype, f'x0[r * {K} + kk]'))};")
+                with g.loop("t", "nt"):
+                    g.emit(f"acc[t] += xv * {_widen(k, g.load(w.dtype, f'x1[(n0 + t) * {K} + kk]'))};")
+            with g.loop("t", "nt"):
+                if len(g.spec.ins) == 3:
+                    g.emit(f"acc[t] += {_widen(k, g.load(w.dtype, 'x2[n0 + t]'))};")
+                g.emit(f"y0[r * {N} + n0 + t] = {_finish(g, out.dtype, 'acc[t]')};")
+    return ["int64_t r, n0, t, kk;", f"{acc} acc[{TILE}];"]
+
+
+CONV_TILE = 16
+"""Output columns a conv2d computes together: independent accumulators, one row of input."""
 
 
 def gen_conv2d(g: Gen) -> list[str]:
+    """Direct convolution. Each output element sums over (channel, kernel row, kernel column)
+    in that order, in a ``double`` (or wrapping 64-bit) accumulator, then adds the bias, as
+    before; CONV_TILE neighbouring columns are summed side by side for speed."""
     x, w = g.spec.ins[0], g.spec.ins[1]
     out = g.spec.outs[0]
     k = _check_numeric(g)
@@ -710,27 +726,29 @@ def gen_conv2d(g: Gen) -> list[str]:
         with g.loop("oc", O):
             g.emit(f"int64_t grp = oc / {og};" if groups != 1 else "int64_t grp = 0;")
             with g.loop("oh", OH):
-                with g.loop("ow", OW):
-                    g.emit("acc = 0;")
+                with g.block(f"for (ow0 = 0; ow0 < {OW}; ow0 += {CONV_TILE})"):
+                    g.emit(f"int64_t nt = {OW} - ow0 < {CONV_TILE} ? {OW} - ow0 : {CONV_TILE};")
+                    with g.loop("t", "nt"):
+                        g.emit("acc[t] = 0;")
                     with g.loop("c", CG):
                         g.emit(f"int64_t ic = grp * {CG} + c;")
                         with g.loop("i", KH):
                             g.emit(f"int64_t ih = oh * {sh} - {pt} + i * {dh};")
                             g.emit(f"if (ih < 0 || ih >= {H}) continue;")
                             with g.loop("j", KW):
-                                g.emit(f"int64_t iw = ow * {sw} - {pl} + j * {dw};")
-                                g.emit(f"if (iw < 0 || iw >= {W}) continue;")
-                                xv = g.load(x.dtype, f"x0[((b * {C} + ic) * {H} + ih) * {W} + iw]")
                                 wv = g.load(w.dtype, f"x1[((oc * {CG} + c) * {KH} + i) * {KW} + j]")
-                                g.emit(_mac(k, xv, wv))
-                    if len(g.spec.ins) == 3:
-                        bias = g.load(w.dtype, "x2[oc]")
-                        if k == "float":
-                            g.emit(f"acc += (double){bias};")
-                        else:
-                            g.emit(f"acc += (uint64_t){bias};" if k == "uint" else f"acc += (uint64_t)(int64_t){bias};")
-                    g.emit(f"y0[((b * {O} + oc) * {OH} + oh) * {OW} + ow] = {_finish(g, out.dtype, 'acc')};")
-    return ["int64_t b, oc, oh, ow, c, i, j;", f"{acc} acc;"]
+                                g.emit(f"{acc} wv = {_widen(k, wv)};")
+                                with g.loop("t", "nt"):
+                                    g.emit(f"int64_t iw = (ow0 + t) * {sw} - {pl} + j * {dw};")
+                                    xv = g.load(x.dtype, f"x0[((b * {C} + ic) * {H} + ih) * {W} + iw]")
+                                    with g.block(f"if (iw >= 0 && iw < {W})"):
+                                        g.emit(f"acc[t] += {_widen(k, xv)} * wv;")
+                    with g.loop("t", "nt"):
+                        if len(g.spec.ins) == 3:
+                            g.emit(f"acc[t] += {_widen(k, g.load(w.dtype, 'x2[oc]'))};")
+                        g.emit(f"y0[((b * {O} + oc) * {OH} + oh) * {OW} + ow0 + t] = "
+                               f"{_finish(g, out.dtype, 'acc[t]')};")
+    return ["int64_t b, oc, oh, ow0, t, c, i, j;", f"{acc} acc[{CONV_TILE}];"]
 
 
 def _pair(v: tuple) -> tuple[int, int]:

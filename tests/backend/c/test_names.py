@@ -131,6 +131,6 @@ def test_comment_and_string_escaping() -> None:
 
 
 @pytest.mark.parametrize("stem, prefix", [("cnn", "cnn"), ("my-model", "my_model"), ("1x", "model_1x"),
-                                          ("int", "m_int"), ("__", "model")])
+                                          ("int", "m_int"), ("__", "model"), ("x" * 50, "x" * 32)])
 def test_default_prefix(stem: str, prefix: str) -> None:
     assert default_prefix(stem) == prefix
