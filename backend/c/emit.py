@@ -654,6 +654,7 @@ class RunnerEmitter(BodyEmitter):
         self.err_codes: list[tuple[str, int, str]] = []  # (macro, value, message)
         self.storage_output: dict[str, int] = {}
         self.direct_outputs: set[int] = set()
+        self._packed_here = False  # some call of this function is packed
         # Fixed locals of the run function: IR names never take them.
         self.ret_value = self.scope.reserve("ret_value")
         self.ret_code = self.scope.reserve("ret_code")
@@ -775,8 +776,6 @@ class RunnerEmitter(BodyEmitter):
         self.lines[body_start:body_start] = head
         sig = f"int32_t {m.run_name}({', '.join(params) or 'void'})"
         return sig, sig + "\n{\n" + "\n".join(self.lines) + "\n}"
-
-    _packed_here = False
 
     def _packed_group(self, i: int) -> int | None:
         """If statement ``i`` starts the structs of one packed call (stack_alloca, struct_set, then
