@@ -247,3 +247,74 @@ fn @main(%x: Tensor[(n, 2), f32]) -> Tensor[(n, 2), f32] {
     header = (tmp_path / "tanhm.h").read_text()
     assert " *   n: no upper bound\n" in header and "#define TANHM_ERR_DIM_N 3 /* dimension 'n' is larger than " \
                                                 "2147483647 */" in header
+
+
+# ---------------------------------------------------------------------------------------
+# Static memory beyond one arena.
+
+RUNTIME_CALLS = """
+fn @main(%x: Tensor[(4, 4), f32]) -> Tensor[(16,), f32] {
+  %a = exp(%x)
+  %r: Tensor[(16,), f32] = call_packed("vm.builtin.reshape", %a, (16,))
+  %b = relu(%r)
+  %c = tanh(%b)
+  call_packed("relaxc.copy", %c, %b)
+  %d = add(%b, %r)
+  return %d
+}"""
+
+
+@needs_cc
+@pytest.mark.parametrize("planner", ["best", "none"])
+def test_runtime_calls_and_unplanned_allocations(tmp_path: Path, planner: str) -> None:
+    from relaxc.backend.interpreter import Interpreter
+
+    from .cbuild import assert_close, compile_c
+
+    m = parse_module(RUNTIME_CALLS, "t.rx")
+    planned = compile_module(m, passes=f"ManifestAlloc,PlanMemory{{planner={planner}}}")
+    sources = emit_c(planned, {}, prefix="rt", emit_main=True)
+    for name, text in sources.files.items():
+        (tmp_path / name).write_text(text)
+    built = compile_c(tmp_path, sources, sanitize=True)
+    x = np.linspace(-2, 2, 16, dtype=np.float32).reshape(4, 4)
+    assert_close(run_c(built, [x]), Interpreter(m).run("main", [x]))
+    info = sources.info
+    header = sources.files["rt.h"]
+    if planner == "none":  # every storage is a static array of its own, reported as such
+        assert info.workspace_bytes == 0 and info.static_bytes == 192 and "other allocation %a_storage" in header
+    else:
+        assert info.workspace_bytes == 192 and info.static_bytes == 192  # %a, %b and %c all live at once
+    assert f"#define RT_STATIC_BYTES {info.static_bytes}" in header
+
+
+@needs_cc
+def test_one_arena_per_memory_scope(tmp_path: Path) -> None:
+    text = """
+fn @main(%x: Tensor[(8,), f32]) -> Tensor[(8,), f32] attrs {planned = true} {
+  %s1 = memory.alloc_storage(32, align=16, scope="global")
+  %a = memory.alloc_tensor(%s1, 0, (8,), f32)
+  invoke exp(%x) outs (%a)
+  %s2 = memory.alloc_storage(32, align=64, scope="shared")
+  %b = memory.alloc_tensor(%s2, 0, (8,), f32)
+  invoke relu(%a) outs (%b)
+  %o_storage = memory.alloc_storage(32, external=true)
+  %o = memory.alloc_tensor(%o_storage, 0, (8,), f32)
+  invoke add(%a, %b) outs (%o)
+  return %o
+}"""
+    from relaxc.passes.plan_memory import PlanMemory
+
+    from .cbuild import compile_c
+
+    planned = PlanMemory()(parse_module(text, "t.rx"))
+    sources = emit_c(planned, {}, prefix="sc", emit_main=True)
+    c = sources.files["sc.c"]
+    assert "static uint8_t sc_arena[32] __attribute__((aligned(16)));" in c
+    assert "static uint8_t sc_arena_shared[64] __attribute__((aligned(64)));" in c
+    for name, t in sources.files.items():
+        (tmp_path / name).write_text(t)
+    built = compile_c(tmp_path, sources)
+    x = np.linspace(-1, 1, 8, dtype=np.float32)
+    (y,) = run_c(built, [x])
+    np.testing.assert_allclose(y, np.exp(x) + np.maximum(np.exp(x), 0), rtol=1e-6)
