@@ -18,11 +18,13 @@ expected, in words.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import gc
 import json
 import re
-from bisect import bisect_right
+import types
+from bisect import bisect_left
 from importlib import resources
 from typing import Any, Callable, Iterator, Match
 
@@ -63,6 +65,47 @@ def _int_fold(op: str, a: D.Dim, b: D.Dim) -> D.Dim:
     return D.BinOp(op, a, b)
 
 
+def _direct_constructor(cls: type) -> Callable[..., Any]:
+    """A faster ``cls(*every_field)`` for a frozen, slotted dataclass such as the IR nodes.
+
+    The ``__init__`` that ``dataclass`` writes for a frozen class sets each field through
+    ``object.__setattr__`` (to get past the frozen ``__setattr__``), which is most of the
+    cost of making a node, and the parser makes millions. This sets the slots through their
+    descriptors instead, which gives the same object. It checks what makes that equivalent
+    (a dataclass whose ``__init__`` is the generated one, no ``__post_init__``, every field
+    a slot and an init argument) and returns ``cls`` itself otherwise.
+    """
+    init = cls.__dict__.get("__init__")
+    if (
+        not dataclasses.is_dataclass(cls)
+        or hasattr(cls, "__post_init__")
+        or init is None
+        or getattr(init, "__code__", None) is None
+        or init.__code__.co_filename != "<string>"  # written by dataclasses, not by hand
+    ):
+        return cls
+    names = [f.name for f in dataclasses.fields(cls)]
+    if not all(f.init for f in dataclasses.fields(cls)) or not all(
+        isinstance(cls.__dict__.get(n), types.MemberDescriptorType) for n in names
+    ):
+        return cls
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    body = ["    obj = _new(_cls)"]
+    for i, name in enumerate(names):
+        namespace[f"_set{i}"] = cls.__dict__[name].__set__
+        body.append(f"    _set{i}(obj, {name})")
+    src = f"def new_{cls.__name__}({', '.join(names)}):\n" + "\n".join(body) + "\n    return obj\n"
+    exec(compile(src, f"<direct constructor of {cls.__name__}>", "exec"), namespace)
+    return namespace[f"new_{cls.__name__}"]
+
+
+_NODES = (Loc, Var, Call, CallFunc, Invoke, TupleExpr, Project, Bind, Effect, Param, Function)
+(
+    _new_Loc, _new_Var, _new_Call, _new_CallFunc, _new_Invoke, _new_TupleExpr, _new_Project, _new_Bind,
+    _new_Effect, _new_Param, _new_Function,
+) = map(_direct_constructor, _NODES)
+
+
 class _Builder:
     """Builds IR nodes as the parser reduces; one per parse (it knows the file and its text).
 
@@ -75,14 +118,18 @@ class _Builder:
         self._file = filename
         self._text = text
         self._newlines: list[int] | None = None
+        self._line = 1  # the line of the last location made (the next one is likely on it)
 
     def _loc(self, m: Match) -> Loc:
-        newlines = self._newlines
-        if newlines is None:  # offsets of every "\n", after a -1 for the start of line 1
-            newlines = self._newlines = [-1, *(n.start() for n in _NEWLINE.finditer(self._text))]
         pos = m.start()
-        line = bisect_right(newlines, pos)
-        return Loc(self._file, line, pos - newlines[line - 1], m.end() - pos)  # no terminal is empty
+        newlines = self._newlines
+        if newlines is None:  # offsets of every "\n", between -1 and a stop after the end
+            text = self._text
+            newlines = self._newlines = [-1, *(n.start() for n in _NEWLINE.finditer(text)), len(text) + 1]
+        line = self._line  # line n is newlines[n - 1] < pos <= newlines[n]
+        if not newlines[line - 1] < pos <= newlines[line]:
+            line = self._line = bisect_left(newlines, pos)
+        return _new_Loc(self._file, line, pos - newlines[line - 1], m.end() - pos)  # no terminal is empty
 
     # -- module structure -------------------------------------------------------------
     def start(self, children: list) -> Module:
@@ -108,16 +155,16 @@ class _Builder:
             i += 2
         body = tuple(c[i:-1])
         ret = c[-1]
-        return Function(name_tok[0][1:], tuple(params), ret_type, attrs, body, ret, self._loc(name_tok))
+        return _new_Function(name_tok[0][1:], tuple(params), ret_type, attrs, body, ret, self._loc(name_tok))
 
     def param(self, c: list) -> Param:
-        return Param(c[0][0][1:], c[1], self._loc(c[0]))
+        return _new_Param(c[0][0][1:], c[1], self._loc(c[0]))
 
     def bind(self, c: list) -> Bind:
-        return Bind(c[0][0][1:], c[1], c[2], self._loc(c[0]))
+        return _new_Bind(c[0][0][1:], c[1], c[2], self._loc(c[0]))
 
     def effect(self, c: list) -> Effect:
-        return Effect(c[0], c[0].loc)
+        return _new_Effect(c[0], c[0].loc)
 
     def ret(self, c: list):
         return c[1]
@@ -125,7 +172,7 @@ class _Builder:
     # -- expressions ------------------------------------------------------------------
     def var(self, c: list) -> Var:
         m = c[0]
-        return Var(m[0][1:], self._loc(m))
+        return _new_Var(m[0][1:], self._loc(m))
 
     def args(self, c: list) -> tuple[tuple, tuple]:
         pos: list = []
@@ -146,10 +193,10 @@ class _Builder:
 
     def opcall(self, c: list) -> Call:
         pos, kw = c[1]
-        return Call(c[0][0], pos, kw, self._loc(c[0]))
+        return _new_Call(c[0][0], pos, kw, self._loc(c[0]))
 
     def funccall(self, c: list) -> CallFunc:
-        return CallFunc(c[1][0][1:], tuple(v for v in c[2:] if v is not None), self._loc(c[1]))
+        return _new_CallFunc(c[1][0][1:], tuple(v for v in c[2:] if v is not None), self._loc(c[1]))
 
     def invoke(self, c: list) -> Invoke:
         target: Match = c[1]
@@ -157,14 +204,14 @@ class _Builder:
         pos, kw = c[2]
         outs = tuple(v for v in c[4:] if v is not None)
         name = target[0][1:] if is_func else target[0]
-        return Invoke(name, is_func, pos, kw, outs, self._loc(c[0]))
+        return _new_Invoke(name, is_func, pos, kw, outs, self._loc(c[0]))
 
     def tuple_expr(self, c: list) -> TupleExpr:
         fields = tuple(v for v in c if v is not None)
-        return TupleExpr(fields, fields[0].loc if fields else None)
+        return _new_TupleExpr(fields, fields[0].loc if fields else None)
 
     def project(self, c: list) -> Project:
-        return Project(c[0], int(c[1][0]), c[0].loc)
+        return _new_Project(c[0], int(c[1][0]), c[0].loc)
 
     def kwarg(self, c: list) -> "_KwArg":
         return _KwArg(c[0][0], c[1], self._loc(c[0]))
@@ -304,18 +351,20 @@ def _grammar() -> str:
 _SKIP = -1
 _NAME_OR_KEYWORD = -2
 _BAD_CHAR = -3
-_ERROR = -(1 << 30)  # action of a (state, token) pair with no action: a syntax error
+# Actions below the reductions' ~r (see _Tables):
+_ERROR = -(1 << 20)  # a (state, token) pair with no action: a syntax error
+_UNIT = -(1 << 21)  # _UNIT - nonterminal: reduce by a pass-through rule to it
 
 
 class _Tables:
     """lark's LALR table for rx.lark, in lists indexed by small integers, and the rule shapers.
 
     * ``action[state][token]``: a state ``>= 0`` to shift to; ``~r`` to reduce by rule ``r``;
-      ``_ERROR``.
+      ``_UNIT - nonterminal`` to reduce by a rule of one symbol whose value passes through
+      unchanged (``?expr: opcall``), which only changes the state; or ``_ERROR``.
     * ``goto[state][nonterminal]``: the state after reducing to ``nonterminal``.
-    * ``rules[r]``: ``(length, shaper, nonterminal)``; ``shaper`` is None for a rule of one
-      symbol whose value passes through unchanged (``?expr: opcall``), else a function
-      ``(builder, children) -> value``.
+    * ``rules[r]``: ``(length, shaper, nonterminal)``; ``shaper`` is a function
+      ``(builder, children) -> value`` (None for the pass-through rules).
     """
 
     def __init__(self) -> None:
@@ -352,6 +401,8 @@ class _Tables:
                 if symbol in token:
                     if kind.name == "Shift":
                         self.action[state][token[symbol]] = arg
+                    elif self.rules[rule_index[arg]][1] is None:  # pass-through
+                        self.action[state][token[symbol]] = _UNIT - nonterminal[arg.origin.name]
                     else:
                         self.action[state][token[symbol]] = ~rule_index[arg]
                 else:
@@ -371,10 +422,13 @@ class _Tables:
         group_token = self.group_token
         keywords = self.keywords
         name_token = self.name_token
+        unit = _UNIT
         rules = [(n, None if shape is None else shape.__get__(builder), lhs) for n, shape, lhs in self.rules]
         state = self.start_state
         states: list[int] = []
         values: list = []
+        push_state = states.append
+        push_value = values.append
         for m in self.master.finditer(text):
             t = group_token[m.lastindex]
             if t < 0:
@@ -387,12 +441,19 @@ class _Tables:
                     raise LexError(pos, *line_col(text, pos), text[pos])
             a = action[state][t]
             while a < 0:  # reduce (as many times as the lookahead asks)
+                if a <= unit:  # pass-through rules: only the state changes (often a chain)
+                    below = goto[states[-1]]
+                    state = below[unit - a]
+                    a = action[state][t]
+                    while a <= unit:
+                        state = below[unit - a]
+                        a = action[state][t]
+                    continue
                 if a == _ERROR:
                     raise _SyntaxError(state, m)
                 n, shape, lhs = rules[~a]
                 if n == 1:
-                    if shape is not None:  # else a ?rule of one child: the value stays
-                        values[-1] = shape(values[-1:])
+                    values[-1] = shape(values[-1:])
                     state = goto[states[-1]][lhs]
                 elif n:
                     children = values[-n:]
@@ -401,20 +462,23 @@ class _Tables:
                     del states[1 - n :]
                     state = goto[states[-1]][lhs]
                 else:
-                    values.append(shape([]))
-                    states.append(state)
+                    push_value(shape([]))
+                    push_state(state)
                     state = goto[state][lhs]
                 a = action[state][t]
-            states.append(state)  # shift
+            push_state(state)  # shift
             state = a
-            values.append(m)
+            push_value(m)
         # End of input: reduce until the start symbol is accepted.
         t = self.end_token
         while True:
             a = action[state][t]
             if a >= 0 or a == _ERROR:  # (lark never shifts $END: it accepts in the end state)
                 raise _SyntaxError(state, None)
-            n, shape, lhs = rules[~a]
+            if a <= unit:
+                n, shape, lhs = 1, None, unit - a
+            else:
+                n, shape, lhs = rules[~a]
             children = values[len(values) - n :]
             del values[len(values) - n :]
             values.append(children[0] if shape is None else shape(children))

@@ -228,7 +228,7 @@ class _FunctionChecker:
             t = self._const_annotated(value, annotated)
         else:
             t = self._expr_type(value, value.loc if value.loc else stmt.loc)
-            if t == UNIT and isinstance(value, Call):
+            if t.__class__ is TupleType and t == UNIT and isinstance(value, Call):
                 raise RxError(f"{value.op} returns nothing; write it as a statement without '%{stmt.name} ='", stmt.loc)
             if annotated is not None:
                 if t == OBJECT and isinstance(value, Call):
@@ -314,12 +314,14 @@ class _FunctionChecker:
     def _infer(self, op: OpDef, inputs: list[Type], attrs: Mapping[str, Any], loc: Loc | None) -> Type:
         # Inference is a pure function of the input types and attributes, and a big module
         # calls the same op on the same types over and over: remember each result.
-        try:
-            tokens = self._tokens
-            key: tuple | None = (id(op), _strict(inputs, tokens), _strict(tuple(attrs.items()), tokens) if attrs else ())
-        except _NotPlain:
-            key = None
-        else:
+        tokens = self._tokens
+        key: tuple | None = (id(op), *map(tokens.by_id.get, map(id, inputs)))  # inputs seen before
+        if None in key or attrs:
+            try:
+                key = (id(op), _strict(inputs, tokens), _strict(tuple(attrs.items()), tokens))
+            except _NotPlain:
+                key = None
+        if key is not None:
             t = self._inferred.get(key)
             if t is not None:
                 return t
@@ -436,8 +438,10 @@ class _FunctionChecker:
         # Most values share a handful of types, and the size bound needs a symbolic product,
         # so a tensor type that passed is remembered (while the bounds stay the same). Only
         # types of plain dims are: equal ones are then identical, and check the same.
-        sane = self._sane
         sane_ids = self._sane_ids
+        if id(t) in sane_ids and self.bounds == self._sane_bounds:  # (a tensor type seen sane)
+            return
+        sane = self._sane
         if self.bounds != self._sane_bounds:
             sane.clear()
             sane_ids.clear()
@@ -495,25 +499,28 @@ class _TypeTokens:
     """Stand-ins for plain tensor types in cache keys: equal types get the same token.
 
     A token hashes and compares by identity, where a TensorType hashes through Python code.
-    ``by_id`` maps ``id(t)`` to ``(t, token)``, holding ``t`` so that its id stays unique.
+    ``by_id`` maps ``id(t)`` to the token of ``t``; ``seen`` holds every such ``t``, so that
+    its id stays unique.
     """
 
-    __slots__ = ("by_id", "by_value")
+    __slots__ = ("by_id", "by_value", "seen")
 
     def __init__(self) -> None:
-        self.by_id: dict[int, tuple[TensorType, object]] = {}
+        self.by_id: dict[int, object] = {}
         self.by_value: dict[TensorType, object] = {}
+        self.seen: list[TensorType] = []
 
     def token(self, t: TensorType) -> object:
-        entry = self.by_id.get(id(t))
-        if entry is not None:
-            return entry[1]
+        token = self.by_id.get(id(t))
+        if token is not None:
+            return token
         if not _plain_tensor(t):
             raise _NotPlain
         token = self.by_value.get(t)
         if token is None:
             token = self.by_value[t] = object()
-        self.by_id[id(t)] = (t, token)
+        self.by_id[id(t)] = token
+        self.seen.append(t)
         return token
 
 
@@ -525,8 +532,7 @@ def _strict(v: Any, tokens: _TypeTokens) -> Any:
     """
     k = type(v)
     if k is TensorType:
-        entry = tokens.by_id.get(id(v))
-        return entry[1] if entry is not None else tokens.token(v)
+        return tokens.token(v)
     if k is int or k is str or v is None:
         return v
     elif k is tuple or k is list:
