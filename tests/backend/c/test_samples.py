@@ -6,6 +6,7 @@ the binary's static memory is the memory report's."""
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.passes.memory_report import memory_report
 
-from .cbuild import Built, assert_close, build_all, compile_module, emit, needs_cc, run_c
+from .cbuild import CC, Built, assert_close, build_all, compile_module, emit, needs_cc, run_c
 
 pytestmark = needs_cc
 
@@ -93,6 +94,7 @@ def test_packed_build_calls_kernels_packed(builds, name: str) -> None:
     assert "TVMValue" not in unpacked and "DLTensor" not in unpacked
 
 
+@pytest.mark.skipif(shutil.which("size") is None, reason="no binutils size on this machine")
 @pytest.mark.parametrize("name", SAMPLES)
 def test_static_memory_is_the_memory_report(builds, name: str) -> None:
     """``size -A`` of the object: .bss holds the arena of exactly the planned size, .rodata
@@ -101,7 +103,7 @@ def test_static_memory_is_the_memory_report(builds, name: str) -> None:
     report = {r.name: r for r in memory_report(compile_module(module))}["main"]
     built = builds[(name, "packed", False)]
     obj = built.folder / f"{name}.o"
-    subprocess.run(["cc", "-std=c99", "-O2", "-c", f"{name}.c", "-o", obj.name], cwd=built.folder, check=True)
+    subprocess.run([CC, "-std=c99", "-O2", "-c", f"{name}.c", "-o", obj.name], cwd=built.folder, check=True)
     sections = section_sizes(obj)
     info = built.sources.info
     assert info.workspace_bytes == report.arena_bytes
