@@ -114,7 +114,7 @@ def write(path: Path, text: str) -> Path:
 def samples(tmp_path: Path) -> Path:
     """A copy of samples/ (models and weights) in a fresh folder."""
     folder = tmp_path / "samples"
-    shutil.copytree(SAMPLES_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(SAMPLES_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"))
     return folder
 
 

@@ -36,7 +36,7 @@ def assert_user_error(result, *needles: str) -> None:
 @pytest.fixture
 def samples(tmp_path: Path) -> Path:
     folder = tmp_path / "samples"
-    shutil.copytree(SAMPLES_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(SAMPLES_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"))
     return folder
 
 

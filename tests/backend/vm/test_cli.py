@@ -42,7 +42,7 @@ def assert_usage_error(result, *needles: str) -> None:
 @pytest.fixture
 def samples(tmp_path: Path) -> Path:
     folder = tmp_path / "samples"
-    shutil.copytree(SAMPLES, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(SAMPLES, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"))
     return folder
 
 
