@@ -19,7 +19,7 @@ last alternative matches any single character, so ``finditer`` covers the text w
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Collection, Iterator
 
 import re
 
@@ -56,7 +56,12 @@ def line_col(text: str, pos: int) -> tuple[int, int]:
 class RxLexer(Lexer):
     """Single-regex lexer for the .rx terminals (see the module docstring)."""
 
-    def __init__(self, lexer_conf: Any):
+    def __init__(self, lexer_conf: Any, space_after: Collection[str] = ()):
+        """``space_after``: terminals whose match also takes the whitespace after them.
+
+        That saves a match per gap after such a token (the parser passes the punctuation
+        whose text it never uses); the token itself ends at ``m.end(m.lastindex)``.
+        """
         terminals = {t.name: t for t in lexer_conf.terminals}
         name_re = re.compile(terminals["NAME"].pattern.to_regexp())
         self.keywords: dict[str, str] = {}
@@ -84,7 +89,9 @@ class RxLexer(Lexer):
         # the match's lastindex is that group, and an alternative that starts with a literal
         # or a character class is skipped on its first character (re does not do that for an
         # alternative that starts with a group), which makes the scan much cheaper.
-        self.master = re.compile("|".join(f"(?:{regex})(?P<{group}>)" for group, regex, _ in parts))
+        self.master = re.compile(
+            "|".join(f"(?:{regex})(?P<{group}>)" + (r"\s*" if group in space_after else "") for group, regex, _ in parts)
+        )
         kinds: list[str | None] = [None] * (self.master.groups + 1)  # inner groups: never lastindex
         for group, _, kind in parts:
             kinds[self.master.groupindex[group]] = kind
@@ -99,16 +106,16 @@ class RxLexer(Lexer):
         for m in self.master.finditer(text):
             kind = kinds[m.lastindex]
             pos = m.start()
-            if kind is SKIP:
-                newlines = m.group().count("\n")
-                if newlines:
-                    line += newlines
-                    line_start = text.rindex("\n", pos, m.end()) + 1
-                continue
-            col = pos - line_start + 1
-            if kind is BAD_CHAR:
-                raise LexError(pos, line, col, text[pos])
-            value = m.group()
-            if kind == KEYWORD_OR_NAME:
-                kind = keywords.get(value, KEYWORD_OR_NAME)
-            yield Token(kind, value, pos, line, col, line, col + len(value), m.end())
+            end = m.end(m.lastindex)  # the token's end (whitespace it took comes after)
+            if kind is not SKIP:
+                col = pos - line_start + 1
+                if kind is BAD_CHAR:
+                    raise LexError(pos, line, col, text[pos])
+                value = text[pos:end]
+                if kind == KEYWORD_OR_NAME:
+                    kind = keywords.get(value, KEYWORD_OR_NAME)
+                yield Token(kind, value, pos, line, col, line, col + len(value), end)
+            newlines = text.count("\n", pos, m.end())
+            if newlines:
+                line += newlines
+                line_start = text.rindex("\n", pos, m.end()) + 1

@@ -372,7 +372,14 @@ class _Tables:
         self.lark = lark
         table = lark.parser.parser.parser.parse_table
         self.lark_states = table.states  # for the expected tokens of a syntax error
-        lexer = RxLexer(lark.lexer_conf)
+        # Terminals whose text no rule keeps (punctuation) may take the whitespace after them.
+        kept = {
+            sym.name
+            for rule in lark.rules
+            for sym in rule.expansion
+            if sym.is_term and (rule.options.keep_all_tokens or not sym.filter_out)
+        }
+        lexer = RxLexer(lark.lexer_conf, space_after={t.name for t in lark.terminals} - kept)
         self.master = lexer.master
 
         terminals = sorted({t.name for t in lark.terminals} | {"$END"})
@@ -644,8 +651,9 @@ def parse_module(text: str, filename: str = "<input>") -> Module:
             line, col = _end_position(text)
             shown, width = "end of file", 1
         else:
+            token = text[m.start() : m.end(m.lastindex)]  # (without the whitespace it may take)
             line, col = line_col(text, m.start())
-            shown, width = f"'{m[0]}'", max(1, len(m[0]))
+            shown, width = f"'{token}'", max(1, len(token))
         raise RxError(f"unexpected {shown}; expected {hint}", Loc(filename, line, col, width)) from None
 
 
