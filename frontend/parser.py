@@ -26,7 +26,7 @@ import re
 import types
 from bisect import bisect_left
 from importlib import resources
-from typing import Any, Callable, Iterator, Match
+from typing import Any, Callable, Iterator
 
 from lark import Lark
 
@@ -104,6 +104,7 @@ _NODES = (Loc, Var, Call, CallFunc, Invoke, TupleExpr, Project, Bind, Effect, Pa
     _new_Loc, _new_Var, _new_Call, _new_CallFunc, _new_Invoke, _new_TupleExpr, _new_Project, _new_Bind,
     _new_Effect, _new_Param, _new_Function,
 ) = map(_direct_constructor, _NODES)
+_new_TensorType, _new_TupleType, _new_Sym = map(_direct_constructor, (TensorType, TupleType, D.Sym))
 
 
 class _Builder:
@@ -120,7 +121,7 @@ class _Builder:
         self._newlines: list[int] | None = None
         self._line = 1  # the line of the last location made (the next one is likely on it)
 
-    def _loc(self, m: Match) -> Loc:
+    def _loc(self, m: re.Match) -> Loc:
         pos = m.start()
         newlines = self._newlines
         if newlines is None:  # offsets of every "\n", between -1 and a stop after the end
@@ -136,7 +137,7 @@ class _Builder:
         return Module(tuple(children))
 
     def function(self, c: list) -> Function:
-        name_tok: Match = c[1]
+        name_tok: re.Match = c[1]
         i = 2
         params: list[Param] = []
         while isinstance(c[i], Param) or c[i] is None:
@@ -177,6 +178,7 @@ class _Builder:
     def args(self, c: list) -> tuple[tuple, tuple]:
         pos: list = []
         kw: list = []
+        last_kw: "_KwArg | None" = None
         for a in c:
             if a is None:
                 continue
@@ -184,10 +186,13 @@ class _Builder:
                 if any(k == a.key for k, _ in kw):
                     raise RxError(f"keyword argument '{a.key}' given twice", a.loc)
                 kw.append((a.key, a.value))
+                last_kw = a
             else:
                 if kw:
-                    loc = a.loc if isinstance(a, Var) else None
-                    raise RxError("positional argument after a keyword argument", loc)
+                    loc = a.loc if isinstance(a, Var) else last_kw.loc if last_kw is not None else None
+                    what = f"%{a.name}" if isinstance(a, Var) else "a value"
+                    raise RxError(f"positional argument after a keyword argument ({what} after "
+                                  f"'{last_kw.key if last_kw else '?'}=')", loc)
                 pos.append(a)
         return tuple(pos), tuple(kw)
 
@@ -199,7 +204,7 @@ class _Builder:
         return _new_CallFunc(c[1][0][1:], tuple(v for v in c[2:] if v is not None), self._loc(c[1]))
 
     def invoke(self, c: list) -> Invoke:
-        target: Match = c[1]
+        target: re.Match = c[1]
         is_func = target.lastgroup == "GLOBAL"
         pos, kw = c[2]
         outs = tuple(v for v in c[4:] if v is not None)
@@ -218,7 +223,10 @@ class _Builder:
 
     # -- values -----------------------------------------------------------------------
     def int(self, c: list) -> int:
-        return int(c[0][0])
+        try:
+            return int(c[0][0])
+        except ValueError:  # longer than Python converts (4300 digits)
+            raise RxError(f"integer literal of {len(c[0][0])} digits is too long", self._loc(c[0])) from None
 
     def name(self, c: list) -> Any:
         text = c[0][0]
@@ -229,7 +237,7 @@ class _Builder:
             return _FLOAT_NAMES[text]
         if "." in text:
             raise RxError(f"'{text}' is not a valid value (a symbolic dim has no dots)", self._loc(c[0]))
-        return D.Sym(text)
+        return _new_Sym(text)
 
     def dimcall(self, c: list) -> D.Dim:
         func = c[0][0]
@@ -314,7 +322,7 @@ class _Builder:
         for d in shape:
             if isinstance(d, bool) or not isinstance(d, (int, D.Sym, D.BinOp, D.DimCall)):
                 raise RxError(f"a tensor dimension must be an integer or a symbolic expression", self._loc(dtype_tok))
-        return TensorType(shape, dtype)
+        return _new_TensorType(shape, dtype)
 
     def shape(self, c: list) -> tuple:
         return tuple(v for v in c if v is not None)
@@ -323,7 +331,7 @@ class _Builder:
         return ()
 
     def tuple_type(self, c: list) -> TupleType:
-        return TupleType(tuple(t for t in c if t is not None))
+        return _new_TupleType(tuple(t for t in c if t is not None))
 
     def storage_type(self, c: list):
         return STORAGE
@@ -503,7 +511,7 @@ class _Tables:
 class _SyntaxError(Exception):
     """A token (``None``: the end of the input) with no action in ``state``."""
 
-    def __init__(self, state: int, match: Match | None):
+    def __init__(self, state: int, match: re.Match | None):
         super().__init__(state, match)
         self.state = state
         self.match = match
@@ -638,7 +646,7 @@ def parse_module(text: str, filename: str = "<input>") -> Module:
             return tables.parse(text, _Builder(filename, text))
     except LexError as e:
         ch = e.char
-        shown = repr(ch) if ch.isprintable() else f"character U+{ord(ch):04X}"
+        shown = repr(ch) if ch.isprintable() else f"U+{ord(ch):04X}"
         hint = ""
         if ch == '"':
             hint = " (a string that is not closed on its line?)"
