@@ -1,7 +1,7 @@
 """Benchmark of the front end: parse, verify and print of large generated modules.
 
 For each size N (bindings in @main, from ``generate.layered_program(N)``) it times, best of
-``--repeat`` runs with :func:`time.perf_counter`:
+``--repeat`` runs with :func:`time.perf_counter` (the runs go round-robin over the sizes):
 
 * parse   -- ``parse_module(text)``: lexing, LALR parsing and building the IR nodes;
 * verify  -- ``verify_module(module)``: every check, and type inference of every value;
@@ -37,41 +37,47 @@ def _load_generator() -> Callable[[int], str]:
     return module.layered_program
 
 
-def _best(fn: Callable[[], Any], repeat: int) -> tuple[float, Any]:
-    """Best wall time of ``repeat`` calls of ``fn`` (garbage collected before each), and its result."""
-    best = float("inf")
-    result = None
-    for _ in range(repeat):
-        result = None
-        gc.collect()
-        t0 = time.perf_counter()
-        result = fn()
-        elapsed = time.perf_counter() - t0
-        best = min(best, elapsed)
-    return best, result
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    """Wall time of one call of ``fn`` (after a full garbage collection), and its result."""
+    gc.collect()
+    t0 = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - t0, result
 
 
-def measure(n: int, repeat: int, generate: Callable[[int], str]) -> dict[str, float]:
-    """Time parse, verify and print of the generated ``n``-binding module."""
+def measure(sizes: list[int], repeat: int, generate: Callable[[int], str]) -> list[dict[str, float]]:
+    """Best-of-``repeat`` times of parse, verify and print of each generated module.
+
+    The runs go round-robin over the sizes (all sizes once, ``repeat`` times), so that a
+    burst of load on the machine hits every size alike rather than skewing one of them.
+    """
     from relaxc.frontend.parser import parse_module
     from relaxc.frontend.printer import print_module
     from relaxc.ir.verifier import verify_module
 
-    text = generate(n)
-    parse_s, module = _best(lambda: parse_module(text, "<bench>"), repeat)
-    bindings = sum(len(f.body) for f in module.functions)
-    verify_s, _ = _best(lambda: verify_module(module), repeat)
-    print_s, out = _best(lambda: print_module(module), repeat)
-    if parse_module(out, "<bench>") != module:  # a sanity check, not timed
-        raise SystemExit(f"size {n}: the printed module does not parse back to the same module")
-    return {
-        "size": n,
-        "bindings": bindings,
-        "parse": parse_s,
-        "verify": verify_s,
-        "print": print_s,
-        "rate": bindings / (parse_s + verify_s),
-    }
+    texts = {n: generate(n) for n in sizes}
+    best: dict[tuple[int, str], float] = {}
+    bindings: dict[int, int] = {}
+    for _ in range(repeat):
+        for n in sizes:
+            module = out = None
+            times = {}
+            times["parse"], module = _timed(lambda: parse_module(texts[n], "<bench>"))
+            times["verify"], _ = _timed(lambda: verify_module(module))
+            times["print"], out = _timed(lambda: print_module(module))
+            if n not in bindings:
+                bindings[n] = sum(len(f.body) for f in module.functions)
+                if parse_module(out, "<bench>") != module:  # a sanity check, not timed
+                    raise SystemExit(f"size {n}: the printed module does not parse back to the same module")
+            for phase, t in times.items():
+                best[n, phase] = min(best.get((n, phase), float("inf")), t)
+            module = out = None
+    rows = []
+    for n in sizes:
+        row = {"size": n, "bindings": bindings[n], **{p: best[n, p] for p in ("parse", "verify", "print")}}
+        row["rate"] = row["bindings"] / (row["parse"] + row["verify"])
+        rows.append(row)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,12 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10000,30000,100000", help="comma-separated binding counts")
     ap.add_argument("--repeat", type=int, default=3, help="runs per measurement; the best is kept")
     args = ap.parse_args(argv)
-    sizes = sorted(int(s) for s in args.sizes.split(",") if s.strip())
+    sizes = sorted({int(s) for s in args.sizes.split(",") if s.strip()})
     if not sizes or args.repeat < 1:
         ap.error("need at least one size and --repeat >= 1")
 
-    generate = _load_generator()
-    rows = [measure(n, args.repeat, generate) for n in sizes]
+    rows = measure(sizes, args.repeat, _load_generator())
     base = (rows[0]["parse"] + rows[0]["verify"]) / rows[0]["bindings"]
 
     from rich.console import Console

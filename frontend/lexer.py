@@ -8,20 +8,22 @@ grammar's string terminals, and every regex terminal of the grammar must be one 
 knows how to order (construction fails loudly otherwise).
 
 The master expression has one named group per terminal (and one per punctuation string),
-matched empty at the end of the token, so the parser's driver (:mod:`relaxc.frontend.parser`) identifies a token by the match's
-``lastindex`` alone: :attr:`RxLexer.group_kinds` maps a group number to its terminal name,
-to :data:`SKIP` (whitespace, comments), to :data:`KEYWORD_OR_NAME` (look the text up in
-:attr:`RxLexer.keywords`) or to :data:`BAD_CHAR` (a character that starts no token). The
-last alternative matches any single character, so ``finditer`` covers the text without gaps.
+matched empty at the end of the token, so the parser's driver (:mod:`relaxc.frontend.parser`)
+identifies a token by the match's ``lastindex`` alone: :attr:`RxLexer.group_kinds` maps a
+group number to its terminal name, to :data:`SKIP` (whitespace, comments), to
+:data:`KEYWORD_OR_NAME` (look the text up in :attr:`RxLexer.keywords`) or to
+:data:`BAD_CHAR` (a character that starts no token). The last alternative matches any
+single character, so ``finditer`` covers the text without gaps. The match of a terminal in
+``space_after`` also takes the whitespace that follows it; the token ends at
+``m.end(m.lastindex)``.
 
 :meth:`RxLexer.lex` still yields lark Tokens, so the class also works as a plain lark lexer.
 """
 
 from __future__ import annotations
 
-from typing import Any, Collection, Iterator
-
 import re
+from typing import Any, Collection, Iterator
 
 from lark.lexer import Lexer, Token
 
