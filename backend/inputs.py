@@ -101,6 +101,18 @@ def concrete_shape(shape: tuple[D.Dim, ...], env: Mapping[str, int]) -> tuple[in
     return tuple(out)
 
 
+def concrete_value(v: object, env: Mapping[str, int]) -> object:
+    """An attribute value with every symbolic dim evaluated under ``env``."""
+    if isinstance(v, (D.Sym, D.BinOp, D.DimCall)):
+        try:
+            return D.evaluate(v, env)
+        except D.DimError as e:
+            raise RxError(f"dimension {D.dim_to_str(v)} cannot be evaluated: {e}") from None
+    if isinstance(v, tuple):
+        return tuple(concrete_value(x, env) for x in v)
+    return v
+
+
 def check_alloc_size(nbytes: int, what: str) -> None:
     """Refuse to allocate absurd sizes before numpy tries."""
     if nbytes > MAX_RUNTIME_BYTES:

@@ -45,7 +45,7 @@ from relaxc.ir.registry import Registry, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
-from .inputs import bind_dims, check_alloc_size, concrete_shape
+from .inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from .packed import PACKED_IMPLS, PackedContext
 
 POISON_BYTE = 0xFF
@@ -168,14 +168,7 @@ class _Frame:
 
     def concrete(self, v: Any) -> Any:
         """An attribute value with every symbolic dim evaluated."""
-        if isinstance(v, (D.Sym, D.BinOp, D.DimCall)):
-            try:
-                return D.evaluate(v, self.dims)
-            except D.DimError as e:
-                raise RxError(f"dimension {D.dim_to_str(v)} cannot be evaluated: {e}") from None
-        if isinstance(v, tuple):
-            return tuple(self.concrete(x) for x in v)
-        return v
+        return concrete_value(v, self.dims)
 
     # -- statements -------------------------------------------------------------------
     def step(self, stmt: Bind | Effect) -> None:

@@ -46,7 +46,7 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str
 
-from ..inputs import bind_dims, check_alloc_size, concrete_shape
+from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from ..interpreter import _as_arrays, _fresh
 from ..packed import PACKED_IMPLS, PackedContext
 from . import format as F
@@ -239,14 +239,7 @@ class _Specializer:
 
     def conc(self, v: Any) -> Any:
         """An attribute with every symbolic dim evaluated (as the interpreter does)."""
-        if isinstance(v, (D.Sym, D.BinOp, D.DimCall)):
-            try:
-                return D.evaluate(v, self.env)
-            except D.DimError as e:
-                raise RxError(f"dimension {D.dim_to_str(v)} cannot be evaluated: {e}") from None
-        if isinstance(v, tuple):
-            return tuple(self.conc(x) for x in v)
-        return v
+        return concrete_value(v, self.env)
 
     def build(self) -> list[Step]:
         out = []
