@@ -84,17 +84,28 @@ def _direct_constructor(cls: type) -> Callable[..., Any]:
         or init.__code__.co_filename != "<string>"  # written by dataclasses, not by hand
     ):
         return cls
-    names = [f.name for f in dataclasses.fields(cls)]
-    if not all(f.init for f in dataclasses.fields(cls)) or not all(
-        isinstance(cls.__dict__.get(n), types.MemberDescriptorType) for n in names
+    fields = dataclasses.fields(cls)
+    if not all(
+        f.init and not getattr(f, "kw_only", False) and isinstance(cls.__dict__.get(f.name), types.MemberDescriptorType)
+        for f in fields
     ):
         return cls
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING}
+    params: list[str] = []
     body = ["    obj = _new(_cls)"]
-    for i, name in enumerate(names):
-        namespace[f"_set{i}"] = cls.__dict__[name].__set__
-        body.append(f"    _set{i}(obj, {name})")
-    src = f"def new_{cls.__name__}({', '.join(names)}):\n" + "\n".join(body) + "\n    return obj\n"
+    for i, f in enumerate(fields):  # same parameters and defaults as the generated __init__
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default{i}"] = f.default
+            params.append(f"{f.name}=_default{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory{i}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            body.append(f"    if {f.name} is _MISSING:\n        {f.name} = _factory{i}()")
+        else:
+            params.append(f.name)
+        namespace[f"_set{i}"] = cls.__dict__[f.name].__set__
+        body.append(f"    _set{i}(obj, {f.name})")
+    src = f"def new_{cls.__name__}({', '.join(params)}):\n" + "\n".join(body) + "\n    return obj\n"
     exec(compile(src, f"<direct constructor of {cls.__name__}>", "exec"), namespace)
     return namespace[f"new_{cls.__name__}"]
 
