@@ -160,14 +160,17 @@ class _Builder:
         ret_type = c[i]
         i += 1
         attrs: tuple = ()
+        attr_locs: tuple = ()
         if c[i] is None:  # no attrs: placeholders for ATTRS and dict
             i += 2
         else:
             attrs = c[i + 1].items
+            attr_locs = c[i + 1].locs
             i += 2
         body = tuple(c[i:-1])
         ret = c[-1]
-        return _new_Function(name_tok[0][1:], tuple(params), ret_type, attrs, body, ret, self._loc(name_tok))
+        return _new_Function(name_tok[0][1:], tuple(params), ret_type, attrs, body, ret, self._loc(name_tok),
+                             attr_locs)
 
     def param(self, c: list) -> Param:
         return _new_Param(c[0][0][1:], c[1], self._loc(c[0]))
@@ -314,7 +317,7 @@ class _Builder:
             if key in seen:
                 raise RxError(f"key '{key}' given twice", loc)
             seen.add(key)
-        return DictLit(tuple((k, v) for k, v, _ in items))
+        return DictLit(tuple((k, v) for k, v, _ in items), tuple(loc for _, _, loc in items))
 
     def dict_item(self, c: list) -> tuple:
         return (c[0][0], c[1], self._loc(c[0]))

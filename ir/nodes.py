@@ -38,6 +38,7 @@ class DictLit:
     """A braced mapping ``{key = value, ...}`` (function attributes such as upper_bounds)."""
 
     items: tuple[tuple[str, "Value"], ...]
+    locs: tuple[Loc | None, ...] = field(default=(), compare=False, repr=False)  # of each key
 
     def get(self, key: str, default: "Value | None" = None) -> "Value | None":
         for k, v in self.items:
@@ -156,6 +157,7 @@ class Function:
     body: tuple[Stmt, ...]
     ret: Union[Var, TupleExpr]
     loc: Loc | None = field(default=None, compare=False, repr=False)
+    attr_locs: tuple[Loc | None, ...] = field(default=(), compare=False, repr=False)  # of each attrs key
 
     def attr(self, key: str, default: Value | None = None) -> Value | None:
         for k, v in self.attrs:
@@ -166,6 +168,13 @@ class Function:
     @property
     def is_primitive(self) -> bool:
         return self.attr("primitive", False) is True
+
+    def attr_loc(self, key: str) -> Loc | None:
+        """Where attribute ``key`` is written (the function's own location if unknown)."""
+        for (k, _), loc in zip(self.attrs, self.attr_locs):
+            if k == key and loc is not None:
+                return loc
+        return self.loc
 
     def upper_bounds(self) -> dict[str, int]:
         """The ``upper_bounds`` attribute as a plain dict (the verifier checks its shape)."""

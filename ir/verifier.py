@@ -182,29 +182,31 @@ class _FunctionChecker:
             if key not in KNOWN_FUNCTION_ATTRS:
                 raise RxError(
                     f"unknown function attribute '{key}'{_suggest(key, KNOWN_FUNCTION_ATTRS)}",
-                    fn.loc,
+                    fn.attr_loc(key),
                     notes=("known attributes: " + ", ".join(sorted(KNOWN_FUNCTION_ATTRS)),),
                 )
             if key in ("primitive", "planned") and not isinstance(value, bool):
-                raise RxError(f"attribute '{key}' must be true or false", fn.loc)
+                raise RxError(f"attribute '{key}' must be true or false", fn.attr_loc(key))
             if key == "upper_bounds":
                 self._check_upper_bounds(value)
 
     def _check_upper_bounds(self, value: Any) -> None:
         fn = self.fn
         if not isinstance(value, DictLit):
-            raise RxError("attribute 'upper_bounds' must be a mapping such as {n = 64}", fn.loc)
-        for name, bound in value.items:
+            raise RxError("attribute 'upper_bounds' must be a mapping such as {n = 64}", fn.attr_loc("upper_bounds"))
+        locs = value.locs if len(value.locs) == len(value.items) else (None,) * len(value.items)
+        for (name, bound), loc in zip(value.items, locs):
+            loc = loc or fn.attr_loc("upper_bounds")
             if name not in self.dims:
                 known = ", ".join(sorted(self.dims)) or "none"
                 raise RxError(
                     f"upper_bounds names '{name}', which is not a symbolic dim of @{fn.name}"
                     f"{_suggest(name, self.dims)}",
-                    fn.loc,
+                    loc,
                     notes=(f"symbolic dims of @{fn.name}: {known}",),
                 )
             if not isinstance(bound, int) or isinstance(bound, bool) or bound <= 0:
-                raise RxError(f"upper bound of '{name}' must be a positive integer", fn.loc)
+                raise RxError(f"upper bound of '{name}' must be a positive integer", loc)
             self.bounds[name] = bound
 
     # -- statements -------------------------------------------------------------------
