@@ -41,7 +41,6 @@ from relaxc.passes.spec import describe_options, kebab
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
 SAMPLES = ["relay_memory", "mlp", "cnn", "transformer"]
 VM = ["ManifestAlloc", "PlanMemory", "KillAfterLastUse"]
-HAS_LEGALIZE = "LegalizePackedCalls" in PASSES
 
 MLP_SUMMARY = ("@main: arena 8.0 KiB (8,192 B), 1.00x the lower bound 8.0 KiB (8,192 B), "
                "51% less than without reuse (16.3 KiB (16,704 B))")
@@ -427,13 +426,6 @@ def test_spec_with_options(samples: Path) -> None:
     assert parses(result.stdout).get("main").attr("planned") is True
 
 
-@pytest.mark.skipif(HAS_LEGALIZE, reason="LegalizePackedCalls exists")
-@pytest.mark.parametrize("args", [("-p", "c"), ("-t", "c")])
-def test_c_pipeline_not_built_yet(samples: Path, args: tuple[str, ...]) -> None:
-    result = invoke("passes", samples / "mlp.rx", *args)
-    assert_user_error(result, "pipeline 'c' needs pass LegalizePackedCalls, which this build of relaxc "
-                              "does not have yet")
-    assert result.stdout == ""
 
 
 def test_unknown_pass_names_alternatives(samples: Path) -> None:
@@ -797,12 +789,6 @@ def test_summary_mentions_unplanned_memory(samples: Path) -> None:
     assert "16,704 B" in result.stderr
 
 
-@pytest.mark.skipif(HAS_LEGALIZE, reason="LegalizePackedCalls exists")
-def test_c_target_not_built_yet(samples: Path) -> None:
-    before = files_in(samples)
-    result = invoke("build", samples / "mlp.rx", "-t", "c")
-    assert_user_error(result, "pipeline 'c' needs pass LegalizePackedCalls")
-    assert files_in(samples) == before
 
 
 # ---------------------------------------------------------------------------------------
@@ -933,11 +919,6 @@ def test_report_max_arena(samples: Path) -> None:
     assert_usage_error(invoke("report", samples / "mlp.rx", "--max-arena", "lots"), "'lots' is not a size")
 
 
-@pytest.mark.skipif(HAS_LEGALIZE, reason="LegalizePackedCalls exists")
-def test_report_c_target_not_built_yet(samples: Path, tmp_path: Path) -> None:
-    result = invoke("report", samples / "mlp.rx", "-t", "c", "--svg", tmp_path / "m.svg")
-    assert_user_error(result, "pipeline 'c' needs pass LegalizePackedCalls")
-    assert not (tmp_path / "m.svg").exists()
 
 
 def test_report_one_dimensional_shape(tmp_path: Path) -> None:

@@ -44,7 +44,6 @@ fn @main(%x: Tensor[(4, 4), f32]) -> Tensor[(4, 4), f32] {
 """
 
 VM = [ManifestAlloc, PlanMemory, KillAfterLastUse]
-HAS_LEGALIZE = "LegalizePackedCalls" in PASSES
 
 
 def vm_passes() -> list[Pass]:
@@ -253,12 +252,6 @@ def test_unknown_pass_without_close_match_lists_the_passes() -> None:
     assert err.notes == ("passes: " + ", ".join(sorted(PASSES)),)
 
 
-@pytest.mark.skipif(HAS_LEGALIZE, reason="LegalizePackedCalls exists")
-def test_legalize_packed_calls_is_unknown_until_it_exists() -> None:
-    text = "ManifestAlloc,PlanMemory,LegalizePackedCalls"
-    err = spec_error(text)
-    assert "unknown pass 'LegalizePackedCalls'" in err.message
-    caret_under(err, text, "LegalizePackedCalls")
 
 
 @pytest.mark.parametrize(
@@ -467,17 +460,8 @@ def test_named_pipelines_are_registered() -> None:
     assert c.index("PlanMemory") < c.index("LegalizePackedCalls")  # plan first, legalize after
 
 
-@pytest.mark.skipif(HAS_LEGALIZE, reason="LegalizePackedCalls exists")
-def test_c_pipeline_without_legalize_is_a_clear_error() -> None:
-    with pytest.raises(SpecError) as info:
-        assemble_pipeline("c")
-    assert info.value.message == ("pipeline 'c' needs pass LegalizePackedCalls, "
-                                  "which this build of relaxc does not have yet")
-    with pytest.raises(SpecError, match="LegalizePackedCalls"):
-        assemble_pipeline("vm", "c")
 
 
-@pytest.mark.skipif(not HAS_LEGALIZE, reason="LegalizePackedCalls does not exist yet")
 def test_c_pipeline_with_legalize() -> None:
     got = [p.name for p in assemble_pipeline("c")]
     assert got == ["ManifestAlloc", "PlanMemory", "LegalizePackedCalls"]
@@ -627,7 +611,6 @@ def test_packed_then_plan_is_fine_the_other_way_round() -> None:
     check_order([ManifestAlloc(), PlanMemory(), FakeLegalize()], detect_properties(module()))
 
 
-@pytest.mark.skipif(not HAS_LEGALIZE, reason="LegalizePackedCalls does not exist yet")
 def test_legalize_before_plan_memory_is_refused() -> None:
     passes = parse("ManifestAlloc,LegalizePackedCalls,PlanMemory")
     with pytest.raises(PassError, match="LegalizePackedCalls"):
