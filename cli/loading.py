@@ -15,6 +15,7 @@ from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from .errors import Sources
 from .files import read_source
+from .gc_pause import gc_paused
 
 
 @dataclass(frozen=True)
@@ -37,8 +38,9 @@ def parse_file(path: Path, sources: Sources) -> Module:
 
 def load_program(path: Path, sources: Sources, params: Path | None = None, need_weights: bool = True) -> Program:
     """Parse and verify ``path`` and load its weights (``--params`` or the same-stem .npz)."""
-    module = parse_file(path, sources)
-    types = verify_module(module)
+    with gc_paused():
+        module = parse_file(path, sources)
+        types = verify_module(module)
     weights_path = params if params is not None else default_weights_path(path)
     weights: Mapping[str, np.ndarray] = {}
     if weights_path is not None:

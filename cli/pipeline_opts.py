@@ -18,6 +18,7 @@ from relaxc.passes.assemble import assemble_pipeline, resolve_dump_names
 from relaxc.passes.pipeline import DumpInstrument, Pipeline, TimingInstrument, VerifyInstrument
 
 from .files import write_atomic
+from .gc_pause import gc_paused
 
 TARGETS = ("vm", "c", "ir")
 
@@ -103,7 +104,8 @@ def run_pipeline(module: Module, req: PipelineRequest, stem: str,
         instruments.append(VerifyInstrument())
     if before or after:
         instruments.append(DumpInstrument(dumps, before, after))
-    result = Pipeline(passes, instruments).run(module, types)
+    with gc_paused():
+        result = Pipeline(passes, instruments).run(module, types)
     return result, timing, dumps
 
 

@@ -11,8 +11,10 @@ Literal values used as call arguments and attributes are plain Python values:
 
 from __future__ import annotations
 
+import dataclasses
+import types
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Any, Callable, Iterator, Union
 
 from .diagnostics import Loc
 from .dims import BinOp, DimCall, Sym
@@ -224,3 +226,48 @@ def expr_vars(expr: Expr) -> Iterator[Var]:
 
 def stmt_expr(stmt: Stmt) -> Expr:
     return stmt.value
+
+
+def direct_constructor(cls: type) -> Callable[..., Any]:
+    """A faster ``cls(*every_field)`` for a frozen, slotted dataclass such as the IR nodes.
+
+    The ``__init__`` that ``dataclass`` writes for a frozen class sets each field through
+    ``object.__setattr__`` (to get past the frozen ``__setattr__``), which is most of the
+    cost of making a node, and the parser makes millions. This sets the slots through their
+    descriptors instead, which gives the same object. It checks what makes that equivalent
+    (a dataclass whose ``__init__`` is the generated one, no ``__post_init__``, every field
+    a slot and an init argument) and returns ``cls`` itself otherwise.
+    """
+    init = cls.__dict__.get("__init__")
+    if (
+        not dataclasses.is_dataclass(cls)
+        or hasattr(cls, "__post_init__")
+        or init is None
+        or getattr(init, "__code__", None) is None
+        or init.__code__.co_filename != "<string>"  # written by dataclasses, not by hand
+    ):
+        return cls
+    fields = dataclasses.fields(cls)
+    if not all(
+        f.init and not getattr(f, "kw_only", False) and isinstance(cls.__dict__.get(f.name), types.MemberDescriptorType)
+        for f in fields
+    ):
+        return cls
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING}
+    params: list[str] = []
+    body = ["    obj = _new(_cls)"]
+    for i, f in enumerate(fields):  # same parameters and defaults as the generated __init__
+        if f.default is not dataclasses.MISSING:
+            namespace[f"_default{i}"] = f.default
+            params.append(f"{f.name}=_default{i}")
+        elif f.default_factory is not dataclasses.MISSING:
+            namespace[f"_factory{i}"] = f.default_factory
+            params.append(f"{f.name}=_MISSING")
+            body.append(f"    if {f.name} is _MISSING:\n        {f.name} = _factory{i}()")
+        else:
+            params.append(f.name)
+        namespace[f"_set{i}"] = cls.__dict__[f.name].__set__
+        body.append(f"    _set{i}(obj, {f.name})")
+    src = f"def new_{cls.__name__}({', '.join(params)}):\n" + "\n".join(body) + "\n    return obj\n"
+    exec(compile(src, f"<direct constructor of {cls.__name__}>", "exec"), namespace)
+    return namespace[f"new_{cls.__name__}"]

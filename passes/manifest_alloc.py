@@ -31,7 +31,20 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from relaxc.ir import dims as D
-from relaxc.ir.nodes import Bind, Call, CallFunc, DType, Effect, Function, Invoke, Module, Stmt, TupleExpr, Var
+from relaxc.ir.nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    DType,
+    Effect,
+    Function,
+    Invoke,
+    Module,
+    Stmt,
+    TupleExpr,
+    Var,
+    direct_constructor,
+)
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
 from relaxc.ir.verifier import ModuleTypes, verify_module
@@ -39,6 +52,11 @@ from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.alias import analyze_aliases
 from .base import Pass, PassError
 from .properties import EXPLICIT_MEMORY
+
+
+# The pass makes several nodes per allocation: build them without the frozen __init__'s cost.
+_Bind, _Call, _Var, _Effect, _Invoke, _TupleExpr = map(
+    direct_constructor, (Bind, Call, Var, Effect, Invoke, TupleExpr))
 
 
 def round_up(nbytes: D.Dim, align: int) -> D.Dim:
@@ -134,17 +152,17 @@ class ManifestAlloc(Pass):
             size = sizes.get(leaf)
             if size is None:
                 size = sizes[leaf] = round_up(tensor_bytes(leaf), self.align)
-            out.append(Bind(storage, None, Call("memory.alloc_storage", (size,), kwargs, loc), loc))
+            out.append(_Bind(storage, None, _Call("memory.alloc_storage", (size,), kwargs, loc), loc))
             ann = stmt.type if (isinstance(stmt, Bind) and leaf_name == name) else None
-            out.append(Bind(leaf_name, ann, Call(
-                "memory.alloc_tensor", (Var(storage, loc), 0, tuple(leaf.shape), DType(leaf.dtype)), (), loc), loc))
-            outs.append(Var(leaf_name, loc))
+            out.append(_Bind(leaf_name, ann, _Call(
+                "memory.alloc_tensor", (_Var(storage, loc), 0, tuple(leaf.shape), DType(leaf.dtype)), (), loc), loc))
+            outs.append(_Var(leaf_name, loc))
         if isinstance(e, Call):
-            inv = Invoke(e.op, False, e.args, e.kwargs, tuple(outs), e.loc)
+            inv = _Invoke(e.op, False, e.args, e.kwargs, tuple(outs), e.loc)
         else:
             assert isinstance(e, CallFunc)
-            inv = Invoke(e.func, True, tuple(e.args), (), tuple(outs), e.loc)
-        out.append(Effect(inv, loc))
+            inv = _Invoke(e.func, True, tuple(e.args), (), tuple(outs), e.loc)
+        out.append(_Effect(inv, loc))
         if isinstance(t, TupleType):
             out.append(Bind(name, stmt.type if isinstance(stmt, Bind) else None, TupleExpr(tuple(outs), loc), loc))
         return out
