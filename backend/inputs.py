@@ -14,7 +14,7 @@ import numpy as np
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Function
-from relaxc.ir.types import DTYPES, TensorType, Type, TupleType, dtype_from_numpy, numpy_dtype, type_to_str
+from relaxc.ir.types import DTYPES, TensorType, Type, TupleType, dtype_from_numpy, numpy_dtype, type_to_str, tensor_leaves
 
 MAX_RUNTIME_BYTES = 1 << 34
 """The largest single allocation (16 GiB) the interpreter and VM will attempt."""
@@ -124,7 +124,7 @@ def resolve_dims(fn: Function, given: Mapping[str, int]) -> dict[str, int]:
     the upper bound; an unbounded dim without ``--dim`` is an error naming the flag."""
     names: list[str] = []
     for p in fn.params:
-        for leaf in _leaves(p.type):
+        for leaf in tensor_leaves(p.type):
             for d in leaf.shape:
                 if isinstance(d, D.Sym) and d.name not in names:
                     names.append(d.name)
@@ -149,12 +149,6 @@ def resolve_dims(fn: Function, given: Mapping[str, int]) -> dict[str, int]:
     return env
 
 
-def _leaves(t: Type) -> list[TensorType]:
-    if isinstance(t, TensorType):
-        return [t]
-    if isinstance(t, TupleType):
-        return [x for f in t.fields for x in _leaves(f)]
-    return []
 
 
 def random_inputs(fn: Function, env: Mapping[str, int], seed: int = 0) -> list[object]:

@@ -42,7 +42,7 @@ from relaxc.ir.nodes import (
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import Registry, bind_args
-from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str
+from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from .inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
@@ -248,7 +248,7 @@ class _Frame:
 
     def kernel(self, op: Any, inputs: list, attrs: dict, expected: Type | None, loc: Loc | None) -> Any:
         if expected is not None:
-            for leaf in _leaves(expected):
+            for leaf in tensor_leaves(expected):
                 shape = concrete_shape(leaf.shape, self.dims)
                 check_alloc_size(math.prod(shape) * DTYPES[leaf.dtype].nbytes, f"{op.name}")
         try:
@@ -408,12 +408,6 @@ def _nbytes(v: Any) -> int:
     return 0
 
 
-def _leaves(t: Type) -> list[TensorType]:
-    if isinstance(t, TensorType):
-        return [t]
-    if isinstance(t, TupleType):
-        return [x for f in t.fields for x in _leaves(f)]
-    return []
 
 
 def _fresh(result: Any, inputs: Sequence[Any]) -> Any:

@@ -48,7 +48,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.nodes import Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import TensorType, TupleType, Type, type_to_str
+from relaxc.ir.types import TensorType, TupleType, Type, type_to_str, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from .base import Pass, PassError
@@ -62,19 +62,13 @@ def function_dims(fn: Function) -> list[str]:
     """The symbolic dims ``fn`` binds from its parameters, in order of first appearance."""
     out: list[str] = []
     for p in fn.params:
-        for leaf in _leaves(p.type):
+        for leaf in tensor_leaves(p.type):
             for d in leaf.shape:
                 if isinstance(d, D.Sym) and d.name not in out:
                     out.append(d.name)
     return out
 
 
-def _leaves(t: Type) -> list[TensorType]:
-    if isinstance(t, TensorType):
-        return [t]
-    if isinstance(t, TupleType):
-        return [x for f in t.fields for x in _leaves(f)]
-    return []
 
 
 class _Names:
@@ -193,7 +187,7 @@ def _dim_values(callee: Function, arg_types: list[Type], inv: Invoke) -> list[D.
     """The call site's value of each dim ``callee`` binds from its parameters."""
     env: dict[str, D.Dim] = {}
     for p, t in zip(callee.params, arg_types):
-        for pl, al in zip(_leaves(p.type), _leaves(t)):
+        for pl, al in zip(tensor_leaves(p.type), tensor_leaves(t)):
             for pd, ad in zip(pl.shape, al.shape):
                 if isinstance(pd, D.Sym) and pd.name not in env:
                     env[pd.name] = ad
@@ -265,8 +259,8 @@ class _State:
             ret = op.infer(param_types, attrs)
         except OpError as e:
             raise PassError(f"LegalizePackedCalls: cannot make a kernel function for {op_name}: {e}", inv.loc) from None
-        bound = {n for p in params for leaf in _leaves(p.type) for d in leaf.shape for n in D.free_vars(d)}
-        loose = sorted({n for leaf in _leaves(ret) for d in leaf.shape for n in D.free_vars(d)} - bound)
+        bound = {n for p in params for leaf in tensor_leaves(p.type) for d in leaf.shape for n in D.free_vars(d)}
+        loose = sorted({n for leaf in tensor_leaves(ret) for d in leaf.shape for n in D.free_vars(d)} - bound)
         if loose:
             raise PassError(
                 f"LegalizePackedCalls: {op_name} has symbolic dims in its attributes ({', '.join(loose)}) that "

@@ -39,7 +39,7 @@ from relaxc.ir.nodes import (
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import TensorType, TupleType, Type, type_to_str
+from relaxc.ir.types import TensorType, TupleType, Type, type_to_str, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from . import dtypes as T
@@ -140,12 +140,6 @@ class CSources:
 # ---------------------------------------------------------------------------------------
 
 
-def _leaves(t: Type) -> list[TensorType]:
-    if isinstance(t, TensorType):
-        return [t]
-    if isinstance(t, TupleType):
-        return [x for f in t.fields for x in _leaves(f)]
-    return []
 
 
 def _flat(v: CValue) -> list[CValue]:
@@ -158,7 +152,7 @@ def function_dims(fn: Function) -> list[str]:
     """Dims ``fn`` binds from its parameters, in order of first appearance (as LegalizePackedCalls)."""
     out: list[str] = []
     for p in fn.params:
-        for leaf in _leaves(p.type):
+        for leaf in tensor_leaves(p.type):
             for d in leaf.shape:
                 if isinstance(d, D.Sym) and d.name not in out:
                     out.append(d.name)
@@ -168,8 +162,8 @@ def function_dims(fn: Function) -> list[str]:
 def bind_callee_dims(callee: Function, arg_types: list[Type], where: str, loc: Loc | None) -> dict[str, D.Dim]:
     """The call site's dim for each dim ``callee`` binds; RxError if the types do not match."""
     env: dict[str, D.Dim] = {}
-    pleaves = [leaf for p in callee.params for leaf in _leaves(p.type)]
-    aleaves = [leaf for t in arg_types for leaf in _leaves(t)]
+    pleaves = [leaf for p in callee.params for leaf in tensor_leaves(p.type)]
+    aleaves = [leaf for t in arg_types for leaf in tensor_leaves(t)]
     if len(pleaves) != len(aleaves):
         raise RxError(f"{where}: @{callee.name} takes {len(pleaves)} tensor(s), got {len(aleaves)}", loc)
     for p, a in zip(pleaves, aleaves):
@@ -187,7 +181,7 @@ def bind_callee_dims(callee: Function, arg_types: list[Type], where: str, loc: L
 
 def _check_outs(callee: Function, env: Mapping[str, D.Dim], outs: list[TensorType], where: str,
                 loc: Loc | None) -> None:
-    want = _leaves(callee.ret_type)
+    want = tensor_leaves(callee.ret_type)
     if len(want) != len(outs):
         raise RxError(f"{where}: @{callee.name} returns {len(want)} tensor(s), {len(outs)} output(s) given", loc)
     for w, o in zip(want, outs):
@@ -305,8 +299,8 @@ class ModuleEmitter:
 
     def _packed_def(self, fn: Function, inner: str, cname: str) -> str:
         scope = Scope(self.scope)
-        ins = [leaf for p in fn.params for leaf in _leaves(p.type)]
-        outs = _leaves(fn.ret_type)
+        ins = [leaf for p in fn.params for leaf in tensor_leaves(p.type)]
+        outs = tensor_leaves(fn.ret_type)
         dims = function_dims(fn)
         dvars = {d: scope.name("d_", d) for d in dims}
         dimc = DimC(dvars, self.helpers)
@@ -444,7 +438,7 @@ class PrimitiveEmitter(BodyEmitter):
         for d in function_dims(fn):
             self.dimvars[d] = self.scope.name("d_", d)
         for p in fn.params:
-            leaves = _leaves(p.type)
+            leaves = tensor_leaves(p.type)
             vals = []
             for i, leaf in enumerate(leaves):
                 var = self.scope.name("v_", p.name if isinstance(p.type, TensorType) else f"{p.name}_{i}")
@@ -456,7 +450,7 @@ class PrimitiveEmitter(BodyEmitter):
                 self.values[p.name] = _rebuild(p.type, iter(vals))
             else:
                 raise RxError(f"the C target cannot pass parameter %{p.name} of type {type_to_str(p.type)}", p.loc)
-        outs = _leaves(fn.ret_type)
+        outs = tensor_leaves(fn.ret_type)
         out_vars = []
         for leaf in outs:
             var = self.scope.name("out")
@@ -509,7 +503,7 @@ class PrimitiveEmitter(BodyEmitter):
             if not isinstance(stmt, Bind) or info.kind.get(stmt.name) != FRESH or stmt.name in placement:
                 continue
             t = self.types.get(stmt.name)
-            leaves = _leaves(t) if t is not None else []
+            leaves = tensor_leaves(t) if t is not None else []
             if len(leaves) != 1:
                 raise RxError(f"the C target cannot keep the tuple %{stmt.name} inside primitive function "
                               f"@{fn.name}", stmt.loc)
@@ -682,7 +676,7 @@ class RunnerEmitter(BodyEmitter):
         # -- signature: inputs, outputs, dims --------------------------------------------
         params: list[str] = []
         for p in fn.params:
-            leaves = _leaves(p.type)
+            leaves = tensor_leaves(p.type)
             if not leaves or not isinstance(p.type, (TensorType, TupleType)):
                 raise RxError(f"the C target cannot take parameter %{p.name} of type {type_to_str(p.type)}", p.loc)
             vals = []
@@ -696,10 +690,10 @@ class RunnerEmitter(BodyEmitter):
         ret_names = [fn.ret.name] if isinstance(fn.ret, Var) else [v.name for v in fn.ret.fields]
         out_ir: list[str] = []
         for v in ret_names:
-            leaves = _leaves(self.types[v])
+            leaves = tensor_leaves(self.types[v])
             out_ir += [v] if len(leaves) == 1 and isinstance(self.types[v], TensorType) else [
                 f"{v}.{i}" for i in range(len(leaves))]
-        out_leaves = _leaves(fn.ret_type)
+        out_leaves = tensor_leaves(fn.ret_type)
         seen: set[str] = set()
         for ir, leaf in zip(out_ir, out_leaves):
             label = ir if ir not in seen else f"{ir}_out"
@@ -999,8 +993,8 @@ class RunnerEmitter(BodyEmitter):
         wrapper = self.m.packed_wrapper(callee.name, e.loc)
         self._packed_here = True
         args = e.args[1:]
-        nin = len([leaf for p in callee.params for leaf in _leaves(p.type)])
-        nout = len(_leaves(callee.ret_type))
+        nin = len([leaf for p in callee.params for leaf in tensor_leaves(p.type)])
+        nout = len(tensor_leaves(callee.ret_type))
         ndims = len(function_dims(callee))
         if len(args) != nin + nout + ndims:
             raise RxError(f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes {nin} input(s), "

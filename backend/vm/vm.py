@@ -44,7 +44,7 @@ from relaxc.ir.diagnostics import InternalError, RxError
 from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str
+from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
 
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from ..interpreter import _as_arrays, _fresh
@@ -421,7 +421,7 @@ class _Specializer:
         expected = self.expected(ins)
         check = None
         if expected is not None:
-            shapes = [(concrete_shape(leaf.shape, self.env), leaf.dtype) for leaf in _leaves(expected)]
+            shapes = [(concrete_shape(leaf.shape, self.env), leaf.dtype) for leaf in tensor_leaves(expected)]
             for shape, dtype in shapes:
                 check_alloc_size(math.prod(shape) * DTYPES[dtype].nbytes, op.name)
             check = _result_checker(op.name, expected, self.env)
@@ -584,12 +584,6 @@ def _nop(r: list, k: list) -> None:
     return None
 
 
-def _leaves(t: Type) -> list[TensorType]:
-    if isinstance(t, TensorType):
-        return [t]
-    if isinstance(t, TupleType):
-        return [x for f in t.fields for x in _leaves(f)]
-    return []
 
 
 def _result_checker(what: str, expected: Type, env: Mapping[str, int]) -> Callable[[Any], None]:
