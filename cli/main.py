@@ -11,6 +11,7 @@ from .cmd_build import build_cmd
 from .cmd_check import check_cmd
 from .cmd_disasm import disasm_cmd
 from .cmd_fmt import fmt_cmd
+from .cmd_import import import_cmd
 from .cmd_passes import passes_cmd
 from .cmd_report import report_cmd
 from .cmd_run import run_cmd
@@ -42,6 +43,7 @@ cli.add_command(build_cmd)
 cli.add_command(check_cmd)
 cli.add_command(disasm_cmd)
 cli.add_command(fmt_cmd)
+cli.add_command(import_cmd)
 cli.add_command(passes_cmd)
 cli.add_command(report_cmd)
 cli.add_command(run_cmd)

@@ -1,0 +1,169 @@
+"""Building the relaxc function an ONNX graph becomes, folding what is known at import time.
+
+:meth:`ProgramBuilder.emit` is the one way a converter produces a value: when every input is
+known at import time it runs the op's reference kernel right away (so constant subgraphs fold
+with exactly the semantics the program would have had at run time); otherwise it appends a
+binding to the function body, with the result type that relaxc's own type inference gives.
+Folded values reach the program only when a run-time computation uses them: small ones as an
+inline ``const(...)`` literal, the rest as named weights of the side-car ``.npz``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from relaxc.ir.nodes import Bind, Call, DType, ListLit, Project, Stmt, Var
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import OpError, Registry, bind_args
+from relaxc.ir.types import TensorType, TupleType, Type, numpy_dtype
+
+from .values import Folded, Runtime, ShapeValue, Value
+
+INLINE_LIMIT = 8
+"""Folded tensors of at most this many elements become inline literals, not weights."""
+
+_NOT_NAME = re.compile(r"[^A-Za-z0-9_]+")
+
+
+class ConversionError(Exception):
+    """relaxc cannot express what a node asks for; the importer names the node."""
+
+
+def sanitize(hint: str, fallback: str = "v") -> str:
+    """An IR-name spelling of an ONNX name: letters, digits and underscores only."""
+    name = _NOT_NAME.sub("_", hint).strip("_")
+    return (name or fallback)[:64]
+
+
+class ProgramBuilder:
+    """Collects the body of one function, its named weights, and unique value names."""
+
+    def __init__(self, registry: Registry = REGISTRY, inline_limit: int = INLINE_LIMIT):
+        self.registry = registry
+        self.inline_limit = inline_limit
+        self.body: list[Stmt] = []
+        self.weights: dict[str, np.ndarray] = {}
+        self._names: set[str] = set()
+        self._materialized: dict[int, tuple[Folded, Runtime]] = {}
+
+    # -- names ------------------------------------------------------------------------------
+    def fresh(self, hint: str) -> str:
+        """A variable name derived from ``hint`` that no other value of the function has."""
+        base = sanitize(hint)
+        name, k = base, 1
+        while name in self._names:
+            k += 1
+            name = f"{base}_{k}"
+        self._names.add(name)
+        return name
+
+    def _weight_name(self, hint: str, array: np.ndarray) -> str:
+        name, k = hint or "weight", 1
+        while name in self.weights:
+            k += 1
+            name = f"{hint}_{k}"
+        self.weights[name] = array
+        return name
+
+    # -- values -----------------------------------------------------------------------------
+    def runtime(self, v: Value, hint: str = "c") -> Runtime:
+        """``v`` as a variable of the program (folded values become constants on first use)."""
+        if isinstance(v, Runtime):
+            return v
+        if isinstance(v, ShapeValue):
+            if not v.static:
+                raise ConversionError(
+                    "a shape with symbolic dims is used as tensor data; relaxc folds shape "
+                    "arithmetic only into shapes (Reshape, ConstantOfShape, Expand)")
+            v = Folded(v.to_array(), hint)
+        cached = self._materialized.get(id(v))
+        if cached is not None:
+            return cached[1]
+        array = np.ascontiguousarray(v.array)
+        t = v.type
+        if array.size <= self.inline_limit and array.dtype.kind in "fiu":
+            literal = array.item() if array.ndim == 0 else _nested(array.tolist())
+            name = self.fresh(v.name or hint)
+            self.body.append(Bind(name, t, Call("const", (literal,), (("dtype", _dtype_value(t.dtype)),))))
+        else:
+            weight = self._weight_name(v.name or hint, array)
+            name = self.fresh(v.name or hint)
+            self.body.append(Bind(name, t, Call("const", (weight,), ())))
+        out = Runtime(Var(name), t)
+        self._materialized[id(v)] = (v, out)
+        return out
+
+    def bind(self, hint: str, expr: Any, t: Type, annotate: bool = False) -> Var:
+        name = self.fresh(hint)
+        self.body.append(Bind(name, t if annotate else None, expr))
+        return Var(name)
+
+    # -- ops --------------------------------------------------------------------------------
+    def emit(self, op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None,
+             hint: str = "t") -> Any:
+        """Apply ``op`` (a registered relaxc op) to ``inputs``; fold when all are known.
+
+        Returns one value, or a list of values for ops with a tuple result (``split``).
+        """
+        opdef = self.registry.get(op)
+        assert opdef is not None, op
+        kwargs = tuple((k, v) for k, v in (attrs or {}).items())
+        placeholders = tuple(Var(f"in{i}") for i in range(len(inputs)))
+        try:
+            bound = bind_args(opdef, placeholders, kwargs)
+            result_type = opdef.infer([v.type for v in inputs], bound.attrs)
+        except OpError as e:
+            raise ConversionError(str(e)) from None
+        if inputs and all(_known(v) for v in inputs):
+            return self._fold(opdef, inputs, bound.attrs, result_type, hint)
+        args = tuple(self.runtime(v, f"{hint}_in{i}").var for i, v in enumerate(inputs))
+        shown = tuple((k, v) for k, v in kwargs if not _is_default(opdef, k, v))
+        var = self.bind(hint, Call(op, args, shown), result_type)
+        if isinstance(result_type, TupleType):
+            outs = []
+            for i, field_type in enumerate(result_type.fields):
+                assert isinstance(field_type, TensorType)
+                outs.append(Runtime(self.bind(f"{hint}_{i}", Project(var, i), field_type), field_type))
+            return outs
+        assert isinstance(result_type, TensorType)
+        return Runtime(var, result_type)
+
+    def _fold(self, opdef: Any, inputs: Sequence[Value], attrs: Mapping[str, Any], result_type: Type,
+              hint: str) -> Any:
+        arrays = [v.to_array() if isinstance(v, ShapeValue) else v.array for v in inputs]  # type: ignore[union-attr]
+        if opdef.is_view:
+            assert isinstance(result_type, TensorType)
+            shape = tuple(int(d) for d in result_type.shape)  # type: ignore[arg-type]
+            return Folded(np.ascontiguousarray(arrays[0]).reshape(shape), hint)
+        result = opdef.kernel(arrays, attrs)
+        if isinstance(result_type, TupleType):
+            return [Folded(_as(r, t), f"{hint}_{i}") for i, (r, t) in enumerate(zip(result, result_type.fields))]
+        return Folded(_as(result, result_type), hint)
+
+
+def _is_default(opdef: Any, key: str, value: Any) -> bool:
+    """True if ``value`` is what the op assumes when attribute ``key`` is left out."""
+    spec = opdef.attr_spec(key)
+    return spec is not None and type(spec.default) is type(value) and spec.default == value
+
+
+def _known(v: Value) -> bool:
+    return isinstance(v, Folded) or (isinstance(v, ShapeValue) and v.static)
+
+
+def _as(array: Any, t: Type) -> np.ndarray:
+    assert isinstance(t, TensorType)
+    return np.ascontiguousarray(np.asarray(array, dtype=numpy_dtype(t.dtype)))
+
+
+def _nested(items: Any) -> Any:
+    if isinstance(items, list):
+        return ListLit(tuple(_nested(x) for x in items))
+    return items
+
+
+def _dtype_value(name: str) -> DType:
+    return DType(name)

@@ -1,0 +1,98 @@
+"""What a converter sees of the node it converts: inputs, attributes and the builder."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from relaxc.ir import dims as D
+from relaxc.ir.types import TensorType
+
+from .builder import ConversionError, ProgramBuilder
+from .values import Folded, ShapeValue, Value
+
+
+@dataclass
+class NodeContext:
+    """One ONNX node being converted."""
+
+    node: Any
+    attrs: Mapping[str, Any]
+    opset: int
+    builder: ProgramBuilder
+    inputs: Sequence[Value | None]
+
+    @property
+    def op_type(self) -> str:
+        return str(self.node.op_type)
+
+    def fail(self, message: str) -> ConversionError:
+        """An error to raise: ``raise ctx.fail("...")``."""
+        return ConversionError(message)
+
+    def input(self, i: int, what: str | None = None) -> Value:
+        """Input ``i``; an error if the node lacks it."""
+        v = self.inputs[i] if i < len(self.inputs) else None
+        if v is None:
+            raise self.fail(f"needs input {i}{f' ({what})' if what else ''}")
+        return v
+
+    def optional(self, i: int) -> Value | None:
+        """Input ``i``, or None when absent (an empty name or fewer inputs)."""
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        return self.attrs.get(name, default)
+
+    def hint(self, k: int = 0) -> str:
+        """A name hint for output ``k``: the ONNX output name."""
+        outs = self.node.output
+        return str(outs[k]) if k < len(outs) and outs[k] else (self.node.name or self.op_type.lower())
+
+    def emit(self, op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None, k: int = 0) -> Any:
+        return self.builder.emit(op, inputs, attrs, self.hint(k))
+
+    # -- values that must be known at import time --------------------------------------------
+    def folded(self, v: Value, what: str) -> np.ndarray:
+        if isinstance(v, Folded):
+            return v.array
+        if isinstance(v, ShapeValue) and v.static:
+            return v.to_array()
+        raise self.fail(f"{what} must be known when the model is imported (a constant), "
+                        "but it is computed at run time")
+
+    def ints(self, v: Value | None, what: str) -> list[int] | None:
+        """A folded integer vector as a list (None stays None)."""
+        if v is None:
+            return None
+        arr = self.folded(v, what)
+        if arr.dtype.kind not in "iu":
+            raise self.fail(f"{what} must be integers, got {arr.dtype}")
+        return [int(x) for x in arr.reshape(-1)]
+
+    def scalar(self, v: Value | None, what: str) -> float | None:
+        if v is None:
+            return None
+        arr = self.folded(v, what)
+        if arr.size != 1:
+            raise self.fail(f"{what} must be a single value, got shape {arr.shape}")
+        return float(arr.reshape(-1)[0])
+
+
+def shape_of(v: Value) -> tuple[D.Dim, ...]:
+    t = v.type
+    assert isinstance(t, TensorType)
+    return t.shape
+
+
+def rank_of(v: Value) -> int:
+    return len(shape_of(v))
+
+
+def norm_axis(axis: int, rank: int, ctx: NodeContext, what: str = "axis") -> int:
+    """``axis`` in [0, rank), accepting negatives; an error names the node otherwise."""
+    if not -rank <= axis < rank:
+        raise ctx.fail(f"{what} {axis} is out of range for rank {rank}")
+    return axis % rank if rank else 0

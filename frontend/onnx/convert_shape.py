@@ -1,0 +1,307 @@
+"""Converters of data-movement and shape operators, and of constants.
+
+Shape arithmetic on tensors with symbolic dims (``Shape`` → ``Gather`` → ``Concat`` →
+``Reshape``, as exporters write attention blocks) is carried out at import time on
+:class:`ShapeValue` and ends as a reshape whose target shape has symbolic dims.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from relaxc.ir import dims as D
+from relaxc.ir.nodes import DType
+from relaxc.ir.types import dtype_from_numpy, numpy_dtype
+
+from .context import NodeContext, norm_axis, rank_of, shape_of
+from .values import Folded, ShapeValue, Value
+
+Converter = Callable[[NodeContext], list]
+
+_BIG = 1 << 62  # ONNX uses INT64_MAX / INT64_MIN as "to the end" in Slice
+
+
+def _as_shape_value(v: Value) -> ShapeValue | None:
+    if isinstance(v, ShapeValue):
+        return v
+    if isinstance(v, Folded) and v.array.dtype.kind in "iu" and v.array.ndim <= 1:
+        return ShapeValue(tuple(int(x) for x in v.array.reshape(-1)), v.array.ndim == 0)
+    return None
+
+
+def convert_identity(ctx: NodeContext) -> list:
+    return [ctx.input(0)]
+
+
+def convert_dropout(ctx: NodeContext) -> list:
+    if ctx.opset >= 12:
+        mode = ctx.optional(2)
+        if mode is not None and ctx.scalar(mode, "training_mode"):
+            raise ctx.fail("training_mode=true is not supported (relaxc compiles inference)")
+    return [ctx.input(0)]  # inference: identity (the mask output is refused if used)
+
+
+def convert_constant(ctx: NodeContext) -> list:
+    name = ctx.hint()
+    if "value" in ctx.attrs:
+        return [Folded(ctx.attrs["value"], name)]
+    for key, dtype, vector in (("value_float", np.float32, False), ("value_floats", np.float32, True),
+                               ("value_int", np.int64, False), ("value_ints", np.int64, True)):
+        if key in ctx.attrs:
+            arr = np.array(ctx.attrs[key], dtype=dtype)
+            return [Folded(arr.reshape(-1) if vector else arr.reshape(()), name)]
+    raise ctx.fail(f"a Constant given by {', '.join(ctx.attrs) or 'nothing'} is not supported "
+                   "(only numeric values)")
+
+
+def convert_constant_of_shape(ctx: NodeContext) -> list:
+    shape = _as_shape_value(ctx.input(0))
+    if shape is None:
+        raise ctx.fail("its shape input must be known when importing (a constant or a Shape)")
+    fill = ctx.attr("value")
+    fill = np.zeros(1, np.float32) if fill is None else fill
+    if fill.size != 1:
+        raise ctx.fail(f"value must hold one element, got shape {fill.shape}")
+    if shape.static:
+        return [Folded(np.full([int(d) for d in shape.dims], fill.reshape(-1)[0], dtype=fill.dtype),  # type: ignore[arg-type]
+                       ctx.hint())]
+    dtype = dtype_from_numpy(fill.dtype)
+    return [ctx.emit("full", [], {"shape": shape.dims, "fill_value": float(fill.reshape(-1)[0]),
+                                  "dtype": DType(dtype or "f32")})]
+
+
+def convert_shape(ctx: NodeContext) -> list:
+    dims = shape_of(ctx.input(0))
+    start, end = ctx.attr("start", 0), ctx.attr("end")
+    return [ShapeValue(tuple(dims[slice(start, end)]))]
+
+
+def _target_shape(ctx: NodeContext, x: Value, target: list) -> tuple:
+    """Reshape's target with 0 (copy) and -1 (infer) resolved to dims."""
+    src = shape_of(x)
+    allowzero = bool(ctx.attr("allowzero", 0))
+    out: list = []
+    for i, d in enumerate(target):
+        if isinstance(d, int) and d == 0 and not allowzero:
+            if i >= len(src):
+                raise ctx.fail(f"shape entry {i} is 0 (copy) but the input has only {len(src)} dims")
+            d = src[i]
+        out.append(d)
+    holes = [i for i, d in enumerate(out) if isinstance(d, int) and d == -1]
+    if len(holes) > 1:
+        raise ctx.fail("the target shape has more than one -1")
+    if holes:
+        known = D.product([d for i, d in enumerate(out) if i != holes[0]])
+        total = D.product(src)
+        if D.is_static(known) and D.is_static(total):
+            if int(known) == 0 or int(total) % int(known):  # type: ignore[arg-type]
+                raise ctx.fail(f"cannot reshape {len(src)}-d shape of {total} elements into one with -1")
+            out[holes[0]] = int(total) // int(known)  # type: ignore[arg-type]
+        else:
+            inferred = D.simplify(D.BinOp("/", total, known))
+            if not D.dims_equal(D.mul(inferred, known), total):
+                raise ctx.fail(f"cannot infer the -1 of the target shape: {D.dim_to_str(total)} elements "
+                               f"are not provably divisible by {D.dim_to_str(known)}")
+            out[holes[0]] = inferred
+    return tuple(out)
+
+
+def convert_reshape(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    if ctx.opset < 5:
+        target = list(ctx.attr("shape"))
+    else:
+        sv = _as_shape_value(ctx.input(1, "shape"))
+        if sv is None:
+            raise ctx.fail("the target shape must be known when importing (a constant or shape arithmetic)")
+        target = list(sv.dims)
+    if isinstance(x, ShapeValue):
+        if len(x.dims) == 1 and target in ([], [1], [-1]):
+            return [ShapeValue(x.dims, scalar=not target)]
+    new = _target_shape(ctx, x, target)
+    if tuple(new) == tuple(shape_of(x)) and all(D.dims_equal(a, b) for a, b in zip(new, shape_of(x))):
+        return [x]
+    return [ctx.emit("reshape", [x], {"newshape": new})]
+
+
+def convert_flatten(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    shape = shape_of(x)
+    axis = int(ctx.attr("axis", 1))
+    if not -len(shape) <= axis <= len(shape):
+        raise ctx.fail(f"axis {axis} is out of range for rank {len(shape)}")
+    if axis < 0:
+        axis += len(shape)
+    return [ctx.emit("reshape", [x], {"newshape": (D.product(shape[:axis]), D.product(shape[axis:]))})]
+
+
+def convert_transpose(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    rank = rank_of(x)
+    perm = ctx.attr("perm")
+    perm = tuple(range(rank - 1, -1, -1)) if perm is None else tuple(int(p) for p in perm)
+    if sorted(p % rank if rank else p for p in perm) != list(range(rank)):
+        raise ctx.fail(f"perm {list(perm)} is not a permutation of {rank} axes")
+    if perm == tuple(range(rank)):
+        return [x]
+    return [ctx.emit("transpose", [x], {"axes": perm})]
+
+
+def _axes(ctx: NodeContext, since: int, what: str = "axes") -> list[int] | None:
+    if ctx.opset >= since:
+        return ctx.ints(ctx.optional(1), f"the {what} input")
+    axes = ctx.attr(what)
+    return None if axes is None else [int(a) for a in axes]
+
+
+def convert_squeeze(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    axes = _axes(ctx, 13)
+    if isinstance(x, ShapeValue) and len(x.dims) == 1 and axes in (None, [0], [-1]):
+        return [ShapeValue(x.dims, scalar=True)]
+    shape = shape_of(x)
+    if axes is None:
+        if not all(D.is_static(d) for d in shape):
+            raise ctx.fail("Squeeze without axes needs a static input shape")
+        axes = [i for i, d in enumerate(shape) if d == 1]
+    normalized = tuple(sorted({norm_axis(a, len(shape), ctx) for a in axes}))
+    if not normalized:
+        return [x]
+    return [ctx.emit("squeeze", [x], {"axes": normalized})]
+
+
+def convert_unsqueeze(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    axes = _axes(ctx, 13)
+    if axes is None:
+        raise ctx.fail("needs axes")
+    out_rank = rank_of(x) + len(axes)
+    normalized = sorted({norm_axis(a, out_rank, ctx) for a in axes})
+    if len(normalized) != len(axes):
+        raise ctx.fail(f"axes {axes} repeat an axis")
+    if isinstance(x, ShapeValue) and x.scalar and normalized == [0]:
+        return [ShapeValue(x.dims)]
+    for a in normalized:
+        x = ctx.emit("expand_dims", [x], {"axis": a})
+    return [x]
+
+
+def convert_concat(ctx: NodeContext) -> list:
+    values = [v for v in ctx.inputs if v is not None]
+    if any(isinstance(v, ShapeValue) for v in values):
+        parts = [_as_shape_value(v) for v in values]
+        if all(p is not None and not p.scalar for p in parts):
+            return [ShapeValue(tuple(d for p in parts for d in p.dims))]  # type: ignore[union-attr]
+    axis = int(ctx.attr("axis", 0))
+    rank = rank_of(values[0])
+    axis = norm_axis(axis, rank, ctx)
+    values = [v for v in values if not (len(shape_of(v)) == rank and shape_of(v)[axis] == 0)] or values[:1]
+    if len(values) == 1:
+        return [values[0]]
+    return [ctx.emit("concat", values, {"axis": axis})]
+
+
+def convert_split(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    shape = shape_of(x)
+    axis = norm_axis(int(ctx.attr("axis", 0)), len(shape), ctx)
+    n = len(ctx.node.output)
+    sizes = ctx.ints(ctx.optional(1), "the split input") if ctx.opset >= 13 else ctx.attr("split")
+    dim = shape[axis]
+    if sizes is None and ctx.opset >= 18 and ctx.attr("num_outputs") is not None:
+        n = int(ctx.attr("num_outputs"))
+        if D.is_static(dim) and int(dim) % n:  # type: ignore[arg-type]
+            chunk = -(-int(dim) // n)  # type: ignore[arg-type]
+            sizes = [chunk] * (n - 1) + [int(dim) - chunk * (n - 1)]  # type: ignore[arg-type]
+    if n == 1:
+        return [x]
+    if sizes is not None:
+        sizes = [int(s) for s in sizes]
+        if len(sizes) != n:
+            raise ctx.fail(f"split sizes {sizes} do not match its {n} outputs")
+        if D.is_static(dim) and sum(sizes) != int(dim):  # type: ignore[arg-type]
+            raise ctx.fail(f"split sizes {sizes} add up to {sum(sizes)}, but the axis has {dim}")
+        indices = tuple(int(i) for i in np.cumsum(sizes)[:-1])
+        return ctx.emit("split", [x], {"indices_or_sections": indices, "axis": axis})
+    return ctx.emit("split", [x], {"indices_or_sections": n, "axis": axis})
+
+
+def convert_gather(ctx: NodeContext) -> list:
+    data, indices = ctx.input(0), ctx.input(1)
+    rank = rank_of(data)
+    axis = norm_axis(int(ctx.attr("axis", 0)), rank, ctx)
+    dim = shape_of(data)[axis]
+    if isinstance(indices, (Folded, ShapeValue)):
+        idx = ctx.folded(indices, "the indices")
+        if D.is_static(dim):
+            if ((idx < -int(dim)) | (idx >= int(dim))).any():  # type: ignore[arg-type]
+                raise ctx.fail(f"an index is out of range for an axis of {dim}")
+            idx = np.where(idx < 0, idx + int(dim), idx)  # type: ignore[arg-type]
+        elif (idx < 0).any():
+            raise ctx.fail(f"negative indices into the symbolic dim {D.dim_to_str(dim)} are not supported")
+        if isinstance(data, ShapeValue):
+            picked = tuple(data.dims[int(i)] for i in idx.reshape(-1))
+            return [ShapeValue(picked, scalar=idx.ndim == 0)]
+        indices = Folded(idx.astype(np.int64), getattr(indices, "name", ctx.hint()) or ctx.hint())
+    return [ctx.emit("take", [data, indices], {"axis": axis})]
+
+
+def convert_slice(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    if ctx.opset < 10:
+        starts, ends, axes, steps = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes"), None
+    else:
+        starts = ctx.ints(ctx.input(1, "starts"), "starts")
+        ends = ctx.ints(ctx.input(2, "ends"), "ends")
+        axes = ctx.ints(ctx.optional(3), "axes")
+        steps = ctx.ints(ctx.optional(4), "steps")
+    starts, ends = [int(s) for s in starts], [int(e) for e in ends]
+    rank = rank_of(x)
+    axes = list(range(len(starts))) if axes is None else [norm_axis(int(a), rank, ctx) for a in axes]
+    steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.fail("starts, ends, axes and steps must have the same length")
+    if 0 in steps:
+        raise ctx.fail("a step of 0")
+    if isinstance(x, ShapeValue) and not x.scalar:
+        return [ShapeValue(tuple(x.dims[slice(starts[0], ends[0], steps[0])]))]
+    shape = shape_of(x)
+    begin, end = [], []
+    for s, e, a in zip(starts, ends, axes):
+        dim = shape[a]
+        limit = int(dim) + 1 if D.is_static(dim) else _BIG  # type: ignore[arg-type]
+        begin.append(max(-limit, min(limit, s)))
+        end.append(max(-limit, min(limit, e)))
+    order = sorted(range(len(axes)), key=lambda i: axes[i])
+    attrs = {"begin": tuple(begin[i] for i in order), "end": tuple(end[i] for i in order),
+             "strides": tuple(steps[i] for i in order), "axes": tuple(axes[i] for i in order)}
+    return [ctx.emit("strided_slice", [x], attrs)]
+
+
+def convert_expand(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    target = _as_shape_value(ctx.input(1, "shape"))
+    if target is None:
+        raise ctx.fail("the target shape must be known when importing")
+    dtype = x.type.dtype
+    if dtype == "bool":
+        raise ctx.fail("Expand of a bool tensor is not supported")
+    ones = ShapeValue(target.dims)
+    if ones.static:
+        base = Folded(np.ones([int(d) for d in ones.dims], dtype=numpy_dtype(dtype)), f"{ctx.hint()}_ones")  # type: ignore[arg-type]
+        return [ctx.emit("multiply", [x, base])]
+    filler = ctx.emit("full", [], {"shape": ones.dims, "fill_value": 1.0, "dtype": DType(dtype)})
+    return [ctx.emit("multiply", [x, filler])]
+
+
+def table() -> dict[str, Converter]:
+    return {
+        "Identity": convert_identity, "Dropout": convert_dropout, "Constant": convert_constant,
+        "ConstantOfShape": convert_constant_of_shape, "Shape": convert_shape, "Reshape": convert_reshape,
+        "Flatten": convert_flatten, "Transpose": convert_transpose, "Squeeze": convert_squeeze,
+        "Unsqueeze": convert_unsqueeze, "Concat": convert_concat, "Split": convert_split,
+        "Gather": convert_gather, "Slice": convert_slice, "Expand": convert_expand,
+    }
+

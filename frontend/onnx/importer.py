@@ -1,0 +1,213 @@
+"""``import_onnx``: an ONNX model becomes a relaxc module and its weights.
+
+The graph's inputs become the parameters of ``@main`` (a ``dim_param`` becomes a symbolic
+dim), its initializers and every value computed only from constants are folded at import
+time, and each remaining node becomes one or a few relaxc ops. Before converting anything
+the importer checks the whole graph and reports every unsupported operator at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from relaxc.ir.diagnostics import RxError
+from relaxc.ir.nodes import DictLit, Function, Module, Param, TupleExpr, Var
+from relaxc.ir.types import TupleType, type_free_vars
+from relaxc.ir.verifier import verify_module
+
+from .builder import ConversionError, ProgramBuilder
+from .context import NodeContext
+from .converters import CONVERTERS, EXTRA_OUTPUTS
+from .model import (DEFAULT_DOMAINS, default_opset, load_model, node_attrs, node_label,
+                    tensor_array, value_info_type)
+from .values import Folded, Runtime, Value
+
+
+@dataclass
+class ImportResult:
+    """The imported program: ``module`` with ``@main``, and the arrays its constants name."""
+
+    module: Module
+    weights: dict[str, np.ndarray]
+    opset: int
+    producer: str
+    notes: list[str] = field(default_factory=list)
+
+    def header(self, source: str) -> str:
+        """Comment lines for the top of the written .rx file."""
+        who = f", made by {self.producer}" if self.producer else ""
+        lines = [f"# Imported from {source} (ONNX opset {self.opset}{who}) by relaxc import."]
+        n = sum(int(a.size) for a in self.weights.values())
+        nbytes = sum(int(a.nbytes) for a in self.weights.values())
+        lines.append(f"# Weights: {len(self.weights)} arrays, {n:,} elements, {nbytes:,} bytes.")
+        lines += [f"# {note}" for note in self.notes]
+        return "\n".join(lines) + "\n"
+
+
+def import_onnx(source: "str | Path | bytes | Any", *,
+                input_shapes: Mapping[str, Sequence[int | str]] | None = None,
+                upper_bounds: Mapping[str, int] | None = None,
+                function_name: str = "main") -> ImportResult:
+    """Import an ONNX model (a path, file bytes or a loaded ``ModelProto``).
+
+    ``input_shapes`` overrides the declared shape of inputs by name (ints or dim names);
+    ``upper_bounds`` becomes the function's ``upper_bounds`` attribute (dim name -> bound).
+    Raises :class:`RxError` with a plain sentence for anything the model asks that relaxc
+    cannot do.
+    """
+    model = load_model(source)
+    opset = default_opset(model)
+    graph = model.graph
+    _check_operators(graph)
+    _check_names(input_shapes, graph)
+
+    builder = ProgramBuilder()
+    env: dict[str, Value] = {}
+    for init in graph.initializer:
+        env[init.name] = Folded(tensor_array(init, f"initializer '{init.name}'"), init.name)
+    params: list[Param] = []
+    for info in graph.input:
+        if info.name in env:
+            continue  # old exporters list initializers among the inputs too
+        t = value_info_type(info, input_shapes)
+        name = builder.fresh(info.name)
+        params.append(Param(name, t))
+        env[info.name] = Runtime(Var(name), t)
+
+    used = _used_names(graph)
+    for index, node in _topological(graph, set(env)):
+        label = node_label(node, index)
+        inputs = [env[name] if name else None for name in node.input]
+        ctx = NodeContext(node, node_attrs(node), opset, builder, inputs)
+        try:
+            outs = CONVERTERS[node.op_type](ctx)
+        except ConversionError as e:
+            raise RxError(f"node {label} ({node.op_type}): {e}") from None
+        except RxError as e:
+            raise RxError(f"node {label} ({node.op_type}): {e.message}") from None
+        for k, name in enumerate(node.output):
+            if not name:
+                continue
+            if k < len(outs):
+                env[name] = outs[k]
+            elif name in used:
+                what = EXTRA_OUTPUTS.get(node.op_type, f"output {k}")
+                raise RxError(f"node {label} ({node.op_type}): its output '{name}' ({what}) is used, "
+                              "but relaxc imports only inference outputs")
+
+    results: list[Runtime] = []
+    try:
+        for out in graph.output:
+            if out.name not in env:
+                raise RxError(f"graph output '{out.name}' is not computed by any node")
+            results.append(builder.runtime(env[out.name], out.name))
+    except ConversionError as e:
+        raise RxError(f"graph output: {e}") from None
+    if not results:
+        raise RxError("the model has no outputs")
+
+    attrs: list[tuple[str, Any]] = []
+    if upper_bounds:
+        attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
+    ret: Var | TupleExpr = results[0].var if len(results) == 1 else TupleExpr(tuple(r.var for r in results))
+    ret_type = results[0].type if len(results) == 1 else TupleType(tuple(r.type for r in results))
+    fn = Function(function_name, tuple(params), ret_type, tuple(attrs), tuple(builder.body), ret)
+    module = Module((fn,))
+    try:
+        verify_module(module)
+    except RxError as e:  # a converter produced ill-typed IR: a bug in the importer
+        raise RxError(f"the imported program does not verify (a bug in relaxc's importer): {e.message}") from None
+    notes = _notes(params, upper_bounds)
+    return ImportResult(module, builder.weights, opset, _producer(model), notes)
+
+
+def _check_operators(graph: Any) -> None:
+    """One error listing every node whose operator relaxc cannot import."""
+    missing: dict[str, list[str]] = {}
+    for index, node in enumerate(graph.node):
+        key = node.op_type if node.domain in DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+        if node.domain not in DEFAULT_DOMAINS or node.op_type not in CONVERTERS:
+            missing.setdefault(key, []).append(node_label(node, index))
+    if missing:
+        count = sum(len(v) for v in missing.values())
+        parts = []
+        for op, labels in sorted(missing.items()):
+            shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+            parts.append(f"{op} (node{'s' if len(labels) > 1 else ''} {shown})")
+        raise RxError(f"the model uses {len(missing)} operator{'s' if len(missing) > 1 else ''} relaxc "
+                      f"cannot import, in {count} node{'s' if count > 1 else ''}: " + "; ".join(parts),
+                      notes=(f"supported: {', '.join(sorted(CONVERTERS))}",))
+
+
+def _check_names(input_shapes: Mapping[str, Any] | None, graph: Any) -> None:
+    if not input_shapes:
+        return
+    inits = {i.name for i in graph.initializer}
+    names = [i.name for i in graph.input if i.name not in inits]
+    for key in input_shapes:
+        if key not in names:
+            raise RxError(f"--shape names '{key}', but the model's inputs are {', '.join(names) or 'none'}")
+
+
+def _used_names(graph: Any) -> set[str]:
+    used = {o.name for o in graph.output}
+    for node in graph.node:
+        used.update(n for n in node.input if n)
+    return used
+
+
+def _topological(graph: Any, known: set[str]) -> list[tuple[int, Any]]:
+    """Nodes in an order where each one's inputs are defined (ONNX asks for this already)."""
+    nodes = list(enumerate(graph.node))
+    defined = set(known)
+    ordered: list[tuple[int, Any]] = []
+    pending = nodes
+    while pending:
+        rest = []
+        for index, node in pending:
+            if all(not n or n in defined for n in node.input):
+                ordered.append((index, node))
+                defined.update(n for n in node.output if n)
+            else:
+                rest.append((index, node))
+        if len(rest) == len(pending):
+            index, node = rest[0]
+            missing = next(n for n in node.input if n and n not in defined)
+            raise RxError(f"node {node_label(node, index)} ({node.op_type}) uses '{missing}', which no "
+                          "input, initializer or node defines (or the graph has a cycle)")
+        pending = rest
+    return ordered
+
+
+def _bounds(bounds: Mapping[str, int], params: Sequence[Param]) -> DictLit:
+    syms: set[str] = set()
+    for p in params:
+        syms |= type_free_vars(p.type)
+    for name, value in bounds.items():
+        if name not in syms:
+            raise RxError(f"--bound names '{name}', but the inputs' symbolic dims are "
+                          f"{', '.join(sorted(syms)) or 'none'}")
+        if value < 1:
+            raise RxError(f"--bound {name}={value}: a bound must be at least 1")
+    return DictLit(tuple((k, int(bounds[k])) for k in sorted(bounds)))
+
+
+def _notes(params: Sequence[Param], bounds: Mapping[str, int] | None) -> list[str]:
+    syms: set[str] = set()
+    for p in params:
+        syms |= type_free_vars(p.type)
+    unbounded = sorted(syms - set(bounds or {}))
+    if unbounded:
+        return [f"Symbolic dims without an upper bound: {', '.join(unbounded)} "
+                "(their tensors are allocated at run time; --bound NAME=N plans them statically)."]
+    return []
+
+
+def _producer(model: Any) -> str:
+    name = model.producer_name or ""
+    return f"{name} {model.producer_version}".strip() if name else ""
+

@@ -1,0 +1,179 @@
+"""Reading an ONNX model: loading, opsets, dtypes, shapes and node attributes.
+
+This is the only module of the importer that knows the protobuf side of ONNX; everything
+it hands on is plain Python, numpy arrays and relaxc types.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from relaxc.ir import dims as D
+from relaxc.ir.diagnostics import RxError
+from relaxc.ir.types import TensorType
+
+from .builder import sanitize
+
+try:  # the optional extra relaxc[onnx]
+    import onnx
+    from onnx import numpy_helper
+except ImportError:  # pragma: no cover - exercised only without the extra
+    onnx = None  # type: ignore[assignment]
+
+MIN_OPSET = 7
+MAX_OPSET = 21
+DEFAULT_DOMAINS = ("", "ai.onnx")
+
+# ONNX TensorProto element type -> relaxc dtype
+DTYPES: dict[int, str] = {
+    1: "f32", 2: "u8", 3: "i8", 4: "u16", 5: "i16", 6: "i32", 7: "i64",
+    9: "bool", 10: "f16", 11: "f64", 12: "u32", 16: "bf16",
+}
+DTYPE_NAMES: dict[int, str] = {
+    0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32",
+    7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
+    14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16",
+}
+
+
+def require_onnx() -> Any:
+    """The onnx module, or a plain error saying how to install it."""
+    if onnx is None:
+        raise RxError("importing ONNX models needs the onnx package: pip install 'relaxc[onnx]'")
+    return onnx
+
+
+def load_model(source: "str | Path | bytes | Any") -> Any:
+    """An ``onnx.ModelProto`` from a path, the bytes of a file, or a model already loaded."""
+    mod = require_onnx()
+    if isinstance(source, mod.ModelProto):
+        return source
+    if isinstance(source, (bytes, bytearray)):
+        try:
+            return mod.load_from_string(bytes(source))
+        except Exception as e:  # noqa: BLE001 - protobuf raises several kinds
+            raise RxError(f"not an ONNX model: {e}") from None
+    path = Path(source)
+    if not path.exists():
+        raise RxError(f"file {path} does not exist")
+    if path.is_dir():
+        raise RxError(f"{path} is a directory, not an ONNX model")
+    try:
+        model = mod.load(str(path))
+    except Exception as e:  # noqa: BLE001
+        raise RxError(f"{path} is not an ONNX model (or it is damaged): {e}") from None
+    if not model.graph.node and not model.graph.output:
+        raise RxError(f"{path} is not an ONNX model: it holds no graph")
+    return model
+
+
+def default_opset(model: Any) -> int:
+    """The version of the default operator set the model imports (checked to be 7..21)."""
+    versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
+    if not versions:
+        if model.opset_import:
+            raise RxError("the model imports no version of the default ONNX operator set")
+        return MIN_OPSET  # IR version 1/2 models list none; treat as the oldest supported
+    version = max(versions)
+    if version < MIN_OPSET:
+        raise RxError(f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
+                      f"{MAX_OPSET} (onnx.version_converter can upgrade it)")
+    if version > MAX_OPSET:
+        raise RxError(f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
+                      f"{MAX_OPSET} (onnx.version_converter can convert it down)")
+    return version
+
+
+def relax_dtype(elem_type: int, what: str) -> str:
+    """The relaxc dtype of an ONNX element type, or a plain error naming ``what``."""
+    dtype = DTYPES.get(elem_type)
+    if dtype is None:
+        kind = DTYPE_NAMES.get(elem_type, str(elem_type))
+        raise RxError(f"{what} has element type {kind}, which relaxc does not support")
+    return dtype
+
+
+def tensor_array(proto: Any, what: str) -> np.ndarray:
+    """A TensorProto (initializer or Constant value) as a numpy array relaxc can hold."""
+    relax_dtype(proto.data_type, what)
+    if proto.data_type == 16:
+        raise RxError(f"{what} is a BFLOAT16 constant; relaxc cannot hold bf16 data (storage-only dtype)")
+    try:
+        array = numpy_helper.to_array(proto)
+    except Exception as e:  # noqa: BLE001
+        raise RxError(f"{what}: cannot read its data: {e}") from None
+    return np.ascontiguousarray(array)
+
+
+def value_info_type(info: Any, overrides: Mapping[str, Sequence[int | str]] | None = None) -> TensorType:
+    """The relaxc type of a graph input: ``dim_param`` becomes a symbolic dim."""
+    what = f"input '{info.name}'"
+    ttype = info.type.tensor_type if info.type.HasField("tensor_type") else None
+    if ttype is None:
+        raise RxError(f"{what} is not a tensor (sequences, maps and optionals are not supported)")
+    dtype = relax_dtype(ttype.elem_type, what)
+    if overrides and info.name in overrides:
+        return TensorType(tuple(_dim(d, what) for d in overrides[info.name]), dtype)
+    if not ttype.HasField("shape"):
+        raise RxError(f"{what} has no shape; give one with --shape {info.name}=D1,D2,...")
+    dims: list[D.Dim] = []
+    for i, d in enumerate(ttype.shape.dim):
+        if d.HasField("dim_value"):
+            if d.dim_value < 0:
+                raise RxError(f"{what} has a negative dimension {d.dim_value}")
+            dims.append(int(d.dim_value))
+        elif d.HasField("dim_param") and d.dim_param:
+            dims.append(D.Sym(dim_symbol(d.dim_param)))
+        else:
+            raise RxError(f"{what} has an unknown dimension {i} (neither a size nor a name); "
+                          f"give its shape with --shape {info.name}=D1,D2,...")
+    return TensorType(tuple(dims), dtype)
+
+
+def dim_symbol(name: str) -> str:
+    """A symbolic-dim spelling of an ONNX ``dim_param`` (an identifier)."""
+    sym = sanitize(name, "dim")
+    return sym if not sym[0].isdigit() else f"d_{sym}"
+
+
+def _dim(v: int | str, what: str) -> D.Dim:
+    if isinstance(v, str):
+        return D.Sym(dim_symbol(v))
+    if v < 0:
+        raise RxError(f"{what}: a dimension in --shape must not be negative, got {v}")
+    return int(v)
+
+
+def node_attrs(node: Any) -> dict[str, Any]:
+    """A node's attributes as Python values (tensors as numpy arrays, strings decoded)."""
+    out: dict[str, Any] = {}
+    for a in node.attribute:
+        if a.type == onnx.AttributeProto.TENSOR:
+            out[a.name] = tensor_array(a.t, f"attribute '{a.name}' of node '{node.name}'")
+        elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
+            out[a.name] = a  # subgraphs: only If/Loop/Scan carry them, and those are unsupported
+        else:
+            v = onnx.helper.get_attribute_value(a)
+            if a.type == onnx.AttributeProto.FLOAT:
+                v = _f32(v)
+            elif a.type == onnx.AttributeProto.FLOATS:
+                v = [_f32(x) for x in v]
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            elif isinstance(v, list) and v and isinstance(v[0], bytes):
+                v = [x.decode("utf-8", "replace") for x in v]
+            out[a.name] = v
+    return out
+
+
+def _f32(v: float) -> float:
+    """A float32 attribute as the shortest decimal that reads back as the same float32."""
+    return float(repr(np.float32(v)).removeprefix("np.float32(").rstrip(")"))
+
+
+def node_label(node: Any, index: int) -> str:
+    """How an error names a node: its name, or its position when it has none."""
+    return f"'{node.name}'" if node.name else f"#{index} ({node.op_type})"
