@@ -82,7 +82,7 @@ class ProgramBuilder:
         cached = self._materialized.get(id(v))
         if cached is not None:
             return cached[1]
-        array = np.ascontiguousarray(v.array)
+        array = np.asarray(v.array, order="C")
         t = v.type
         if array.size <= self.inline_limit and array.dtype.kind in "fiu":
             literal = array.item() if array.ndim == 0 else _nested(array.tolist())
@@ -137,7 +137,7 @@ class ProgramBuilder:
         if opdef.is_view:
             assert isinstance(result_type, TensorType)
             shape = tuple(int(d) for d in result_type.shape)  # type: ignore[arg-type]
-            return Folded(np.ascontiguousarray(arrays[0]).reshape(shape), hint)
+            return Folded(np.asarray(arrays[0], order="C").reshape(shape), hint)
         result = opdef.kernel(arrays, attrs)
         if isinstance(result_type, TupleType):
             return [Folded(_as(r, t), f"{hint}_{i}") for i, (r, t) in enumerate(zip(result, result_type.fields))]
@@ -156,7 +156,7 @@ def _known(v: Value) -> bool:
 
 def _as(array: Any, t: Type) -> np.ndarray:
     assert isinstance(t, TensorType)
-    return np.ascontiguousarray(np.asarray(array, dtype=numpy_dtype(t.dtype)))
+    return np.asarray(array, dtype=numpy_dtype(t.dtype), order="C")
 
 
 def _nested(items: Any) -> Any:

@@ -146,7 +146,7 @@ def _broadcast_param(ctx: NodeContext, v: Value, shape: tuple, what: str) -> Val
         return v
     if isinstance(v, Folded) and all(D.is_static(d) for d in shape):
         try:
-            return Folded(np.ascontiguousarray(np.broadcast_to(v.array, [int(d) for d in shape])), v.name)
+            return Folded(np.array(np.broadcast_to(v.array, [int(d) for d in shape]), order="C"), v.name)
         except ValueError:
             pass
     raise ctx.fail(f"{what} has shape {tuple(shape_of(v))}, which does not match the normalized "

@@ -105,7 +105,7 @@ def tensor_array(proto: Any, what: str) -> np.ndarray:
         array = numpy_helper.to_array(proto)
     except Exception as e:  # noqa: BLE001
         raise RxError(f"{what}: cannot read its data: {e}") from None
-    return np.ascontiguousarray(array)
+    return np.asarray(array, order="C")
 
 
 def value_info_type(info: Any, overrides: Mapping[str, Sequence[int | str]] | None = None) -> TensorType:
