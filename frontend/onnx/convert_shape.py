@@ -93,19 +93,36 @@ def _target_shape(ctx: NodeContext, x: Value, target: list) -> tuple:
     if len(holes) > 1:
         raise ctx.fail("the target shape has more than one -1")
     if holes:
-        known = D.product([d for i, d in enumerate(out) if i != holes[0]])
-        total = D.product(src)
-        if D.is_static(known) and D.is_static(total):
-            if int(known) == 0 or int(total) % int(known):  # type: ignore[arg-type]
-                raise ctx.fail(f"cannot reshape {len(src)}-d shape of {total} elements into one with -1")
-            out[holes[0]] = int(total) // int(known)  # type: ignore[arg-type]
-        else:
-            inferred = D.simplify(D.BinOp("/", total, known))
-            if not D.dims_equal(D.mul(inferred, known), total):
-                raise ctx.fail(f"cannot infer the -1 of the target shape: {D.dim_to_str(total)} elements "
-                               f"are not provably divisible by {D.dim_to_str(known)}")
-            out[holes[0]] = inferred
+        inferred = _divide_dims(list(src), [d for i, d in enumerate(out) if i != holes[0]])
+        if inferred is None:
+            raise ctx.fail(f"cannot infer the -1 of the target shape: the input's "
+                           f"{D.dim_to_str(D.product(src))} elements are not provably divisible by "
+                           f"{D.dim_to_str(D.product([d for i, d in enumerate(out) if i != holes[0]]))}")
+        out[holes[0]] = inferred
     return tuple(out)
+
+
+def _divide_dims(numerator: list, denominator: list) -> D.Dim | None:
+    """product(numerator) / product(denominator) when it is exact: symbolic factors cancel
+    one for one, static parts divide evenly; None otherwise."""
+    num_static, num_syms = 1, []
+    for d in numerator:
+        if D.is_static(d):
+            num_static *= int(d)
+        else:
+            num_syms.append(d)
+    den_static = 1
+    for d in denominator:
+        if D.is_static(d):
+            den_static *= int(d)
+            continue
+        match = next((i for i, s in enumerate(num_syms) if D.dims_equal(s, d)), None)
+        if match is None:
+            return None
+        del num_syms[match]
+    if den_static == 0 or num_static % den_static:
+        return None
+    return D.simplify(D.mul(num_static // den_static, D.product(num_syms)))
 
 
 def convert_reshape(ctx: NodeContext) -> list:
