@@ -1,0 +1,117 @@
+"""relaxc import from the command line: what it writes, that the result builds and runs with
+onnxruntime's numbers, and its usage errors."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from relaxc.cli.main import cli
+from relaxc.frontend.weights import load_npz
+
+from .models import attention_block, conv_branches
+from .util import assert_matches, helper, make_model, run_ort, save
+
+
+def invoke(*args: object):
+    return CliRunner().invoke(cli, [str(a) for a in args], env={"RELAXC_DEBUG": None}, prog_name="relaxc",
+                              catch_exceptions=False)
+
+
+def assert_user_error(result, *needles: str, code: int = 1) -> None:
+    assert result.exit_code == code, f"exit {result.exit_code}:\n{result.output}"
+    for n in needles:
+        assert n in result.stderr, f"{n!r} not in:\n{result.stderr}"
+    assert "Traceback" not in result.output and "internal error" not in result.output
+
+
+def test_import_build_run_matches_onnxruntime(tmp_path: Path) -> None:
+    model, feeds = conv_branches()
+    onnx_path = save(model, tmp_path, "net.onnx")
+    r = invoke("import", onnx_path)
+    assert r.exit_code == 0, r.output
+    rx, npz = tmp_path / "net.rx", tmp_path / "net.npz"
+    assert f"wrote {rx}" in r.stderr and "weights" in r.stderr
+    text = rx.read_text()
+    assert text.startswith("# Imported from net.onnx (ONNX opset 13, made by relaxc-tests")
+    assert set(load_npz(npz)) >= {"stem.weight", "fc.w"}
+    np.savez(tmp_path / "inputs.npz", image=feeds["image"])
+    assert invoke("build", rx, "-q").exit_code == 0
+    r = invoke("run", tmp_path / "net.rxb", "--inputs", tmp_path / "inputs.npz", "-o", tmp_path / "out.npz",
+               "--poison")
+    assert r.exit_code == 0, r.output
+    got = np.load(tmp_path / "out.npz")["output"]
+    assert_matches([got], run_ort(model, feeds), "relaxc run")
+    # The written text is canonical: fmt leaves it alone.
+    assert invoke("fmt", "--check", rx).exit_code == 0
+
+
+def test_import_is_byte_identical_when_repeated(tmp_path: Path) -> None:
+    model, _ = attention_block()
+    onnx_path = save(model, tmp_path)
+    outs = []
+    for k in range(2):
+        r = invoke("import", onnx_path, "-o", tmp_path / f"m{k}.rx", "--bound", "seq=64")
+        assert r.exit_code == 0, r.output
+        outs.append(((tmp_path / f"m{k}.rx").read_bytes(), (tmp_path / f"m{k}.npz").read_bytes()))
+    assert outs[0] == outs[1]
+    assert b"upper_bounds = {seq = 64}" in outs[0][0]
+
+
+def test_symbolic_dims_are_noted_and_shapes_can_be_overridden(tmp_path: Path) -> None:
+    model, _ = attention_block()
+    onnx_path = save(model, tmp_path)
+    r = invoke("import", onnx_path)
+    assert r.exit_code == 0 and "note: Symbolic dims without an upper bound: seq" in r.stderr
+    r = invoke("import", onnx_path, "-o", tmp_path / "fixed.rx", "--shape", "x=1,7,16", "-q")
+    assert r.exit_code == 0 and r.stderr == ""
+    assert "%x: Tensor[(1, 7, 16), f32]" in (tmp_path / "fixed.rx").read_text()
+
+
+def test_outputs_never_overwrite_the_input(tmp_path: Path) -> None:
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, [2])], [("y", np.float32, None)])
+    weird = save(model, tmp_path, "model.npz")  # an ONNX file that happens to end in .npz
+    before = weird.read_bytes()
+    assert_user_error(invoke("import", weird, "-o", tmp_path / "model.rx"), "refusing to write", "one of the inputs")
+    assert weird.read_bytes() == before and not (tmp_path / "model.rx").exists()
+    assert_user_error(invoke("import", weird, "-o", tmp_path / "out.txt"), "must end in .rx")
+
+
+@pytest.mark.parametrize("args, needles, code", [
+    (["--shape", "x"], ["NAME=D1,D2"], 2),
+    (["--shape", "x=1,-2"], ["cannot be negative"], 2),
+    (["--shape", "x=1,a+b"], ["neither a size nor a dim name"], 2),
+    (["--shape", "x=1", "--shape", "x=2"], ["given twice"], 2),
+    (["--bound", "seq"], ["NAME=VALUE"], 2),
+    (["--bound", "seq=big"], ["not an integer"], 2),
+    (["--bound", "nope=4"], ["--bound names 'nope'"], 1),
+    (["--shape", "nope=1"], ["--shape names 'nope'"], 1),
+])
+def test_bad_options(tmp_path: Path, args: list[str], needles: list[str], code: int) -> None:
+    model, _ = attention_block()
+    onnx_path = save(model, tmp_path)
+    assert_user_error(invoke("import", onnx_path, *args), *needles, code=code)
+    assert not (tmp_path / "model.rx").exists() and not (tmp_path / "model.npz").exists()
+
+
+def test_bad_files(tmp_path: Path) -> None:
+    assert_user_error(invoke("import", tmp_path / "missing.onnx"), "does not exist")
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\x08\x07garbage" * 50)
+    assert_user_error(invoke("import", junk), "not an ONNX model")
+    assert not (tmp_path / "junk.rx").exists()
+
+
+def test_unsupported_operators_exit_1_without_traceback(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("HardSwish", ["a"], ["y"], name="hs")]
+    model = make_model(nodes, [("x", np.float32, [4])], [("y", np.float32, None)], opset=14)
+    r = subprocess.run([sys.executable, "-m", "relaxc.cli.main", "import", str(save(model, tmp_path))],
+                       capture_output=True, text=True)
+    assert r.returncode == 1, r.stderr
+    assert "HardSwish (node 'hs')" in r.stderr and "supported:" in r.stderr
+    assert "Traceback" not in r.stderr
