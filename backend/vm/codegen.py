@@ -92,9 +92,9 @@ class _Constants:
         w.u32(arr.ndim)
         for d in arr.shape:
             w.u64(d)
-        data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes(order="C")
-        w.u64(len(data))
-        w.raw(data)
+        data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+        w.u64(data.nbytes)
+        w.buf += memoryview(data).cast("B") if data.nbytes else b""  # no intermediate bytes copy
         self.count += 1
         return self.count - 1
 
@@ -395,11 +395,14 @@ def compile_module(module: Module, weights: Mapping[str, np.ndarray] | None = No
         strs.raw(b)
     cnst = F.Writer()
     cnst.u32(consts.count)
-    cnst.raw(bytes(consts.w.buf))
-    payload = bytearray()
+    cnst.buf += consts.w.buf
+    # Large models carry hundreds of MB of constants: hash the sections piece by piece and
+    # join everything once, instead of copying the payload into a buffer and then again.
+    parts: list[bytes | bytearray] = []
     for tag, body in zip(F.SECTIONS, (strs, cnst, ftab, code)):
-        payload += tag
-        payload += len(body).to_bytes(8, "little")
-        payload += body.buf
-    digest = hashlib.sha256(payload).digest()
-    return F.HEADER.pack(F.MAGIC, F.FORMAT_VERSION, 0, len(payload), digest) + bytes(payload)
+        parts += [tag, len(body).to_bytes(8, "little"), body.buf]
+    sha = hashlib.sha256()
+    for part in parts:
+        sha.update(part)
+    size = sum(len(part) for part in parts)
+    return b"".join([F.HEADER.pack(F.MAGIC, F.FORMAT_VERSION, 0, size, sha.digest()), *parts])
