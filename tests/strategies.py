@@ -208,8 +208,11 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> GeneratedProgram:
         ]))
         if choice == "unary":
             src = pick("BF")
-            op = draw(st.sampled_from(["relu", "tanh", "negative", "abs", "sigmoid"]))
-            lines.append(f"%{new('BF')} = {op}(%{src})")
+            op = draw(st.sampled_from(["relu", "tanh", "negative", "abs", "sigmoid", "erf", "leaky_relu"]))
+            attr = ""
+            if op == "leaky_relu":  # default, positional or keyword alpha
+                attr = draw(st.sampled_from(["", ", 0.2", ", alpha=-0.5", ", alpha=3"]))
+            lines.append(f"%{new('BF')} = {op}(%{src}{attr})")
         elif choice == "binary":
             a, b = pick("BF"), pick("BF")
             op = draw(st.sampled_from(["add", "subtract", "multiply", "maximum", "minimum"]))

@@ -263,6 +263,9 @@ def unary_expr(g: Gen, op: str, dtype: str, x: str) -> str:
             return f"({ct})({d} / (1.0 + exp(-{d})))"
         if op == "relu":
             return f"({x} != {x} || {x} > 0 ? {x} : ({ct})0)"
+        if op == "erf":
+            # numpy: erf in float64, rounded once to the dtype (f16 too: no detour via float).
+            return f"erf({d})" if dtype == "f16" else f"({ct})erf({d})"
         if op == "gelu":
             # numpy: x / sqrt(2) is done in the input's precision, erf in float64.
             if dtype == "f64":
@@ -317,7 +320,7 @@ def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
 # ---------------------------------------------------------------------------------------
 # Elementwise ops.
 
-UNARY = ("negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu")
+UNARY = ("negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "erf")
 BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power")
 
 
@@ -349,6 +352,17 @@ def gen_unary(g: Gen) -> list[str]:
 def gen_binary(g: Gen) -> list[str]:
     dtype = g.spec.ins[0].dtype
     return gen_elementwise(g, lambda v: binary_expr(g, g.spec.op, dtype, v[0], v[1]))
+
+
+def gen_leaky_relu(g: Gen) -> list[str]:
+    """x >= 0 ? x : alpha * x, in the compute domain (f16 as float), alpha rounded to it."""
+    dtype = g.spec.ins[0].dtype
+    lit = "f64" if dtype == "f64" else "f32"
+    with np.errstate(over="ignore"):  # a huge alpha is inf in f32, as in the numpy kernel
+        a = float(g.spec.attr["alpha"]) if lit == "f64" else float(np.float32(g.spec.attr["alpha"]))
+    alpha = T.float_literal(a, lit)
+    zero = "0.0" if lit == "f64" else "0.0f"
+    return gen_elementwise(g, lambda v: f"({v[0]} >= {zero} ? {v[0]} : {v[0]} * {alpha})")
 
 
 def gen_clip(g: Gen) -> list[str]:
@@ -1006,12 +1020,14 @@ def gen_lrn(g: Gen) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # The table.
 
-FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "avg_pool2d",
-                        "global_avg_pool2d", "batch_norm", "layer_norm", "rms_norm", "softmax", "lrn", "mean"})
+FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "erf", "leaky_relu",
+                        "avg_pool2d", "global_avg_pool2d", "batch_norm", "layer_norm", "rms_norm", "softmax", "lrn",
+                        "mean"})
 
 GENERATORS: dict[str, Callable[[Gen], list[str]]] = {
     **{op: gen_unary for op in UNARY},
     **{op: gen_binary for op in BINARY},
+    "leaky_relu": gen_leaky_relu,
     "clip": gen_clip,
     "cast": gen_cast,
     "where": gen_where,
@@ -1039,7 +1055,8 @@ GENERATORS: dict[str, Callable[[Gen], list[str]]] = {
     "lrn": gen_lrn,
 }
 
-IN_PLACE = frozenset(UNARY) | frozenset(BINARY) | {"clip", "where", "batch_norm", "layer_norm", "rms_norm", "softmax"}
+IN_PLACE = frozenset(UNARY) | frozenset(BINARY) | {"leaky_relu", "clip", "where", "batch_norm", "layer_norm",
+                                                   "rms_norm", "softmax"}
 """Ops whose output may be the very buffer of an input of the same type: each output element
 is written only after every input element it depends on that shares its position was read."""
 

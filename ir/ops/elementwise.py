@@ -7,9 +7,10 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from relaxc.ir.registry import OpDef, Registry
+from relaxc.ir.registry import AttrSpec, OpDef, Registry
 from relaxc.ir.types import TensorType, Type
 
+from .checks import as_contiguous
 from .common import broadcast_shapes, require_computable, require_float, same_dtype, tensors
 
 
@@ -58,6 +59,11 @@ def _erf(x: np.ndarray) -> np.ndarray:
     return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
 
 
+def _erf_kernel(x: np.ndarray) -> np.ndarray:
+    """erf in float64 (math.erf, the C library's erf), rounded once to x's dtype."""
+    return _erf(x).astype(x.dtype)
+
+
 def _gelu(x: np.ndarray) -> np.ndarray:
     y = 0.5 * x.astype(np.float64) * (1.0 + _erf(x / math.sqrt(2.0)))
     return y.astype(x.dtype)
@@ -75,6 +81,20 @@ def _silu(x: np.ndarray) -> np.ndarray:
 def _rsqrt(x: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         return (1.0 / np.sqrt(x)).astype(x.dtype)
+
+
+def _leaky_relu(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """ONNX LeakyRelu: x where x >= 0, else alpha * x (NaN stays NaN).
+
+    The product is computed in x's dtype with alpha rounded to it, except that f16 computes
+    in f32 (alpha as f32) and rounds the result once to f16, as the C backend does.
+    """
+    x = xs[0]
+    ct = np.dtype(np.float32) if x.dtype == np.float16 else x.dtype
+    with np.errstate(all="ignore"):
+        xc = x.astype(ct, copy=False)
+        y = np.where(xc >= 0, xc, xc * ct.type(attrs["alpha"]))
+        return as_contiguous(y, x.dtype)
 
 
 def _safe(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
@@ -108,6 +128,7 @@ UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
     "relu": ("max(x, 0)", lambda x: np.maximum(x, np.zeros((), x.dtype)), False),
     "gelu": ("x * Phi(x) (exact, with erf)", _gelu, True),
     "silu": ("x * sigmoid(x)", _silu, True),
+    "erf": ("Gauss error function", _erf_kernel, True),
 }
 
 
@@ -123,3 +144,8 @@ def register_all(reg: Registry) -> None:
             name, summary, "kernel", _unary_infer(name, float_only),
             kernel=lambda xs, attrs, fn=fn: fn(xs[0]), elementwise=True, input_names=("x",),
         ))
+    reg.register(OpDef(
+        "leaky_relu", "x if x >= 0 else alpha * x (ONNX LeakyRelu; f16 computes in f32)", "kernel",
+        _unary_infer("leaky_relu", True), kernel=_leaky_relu, elementwise=True, input_names=("x",),
+        attrs=(AttrSpec("alpha", "float", 0.01, "slope for x < 0"),),
+    ))

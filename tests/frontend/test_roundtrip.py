@@ -47,3 +47,23 @@ def test_canonical_output_is_byte_stable() -> None:
     assert once == print_module(parse_module(once))
     assert once.endswith("}\n")
     assert "  %b = reshape(%a, (n * 4,))\n" in once
+
+
+def test_float_attributes_round_trip() -> None:
+    """leaky_relu's alpha (positional, keyword, integer, tiny, negative, infinite) and erf."""
+    src = (
+        "fn @main(%x: Tensor[(n, 4), f16]) -> Tensor[(n, 4), f16] {\n"
+        "  %a = leaky_relu(%x)\n"
+        "  %b = leaky_relu(%a, 0.1)\n"
+        "  %c = leaky_relu(%b, alpha=2)\n"
+        "  %d = leaky_relu(%c, alpha=1.0e-30)\n"
+        "  %e = leaky_relu(%d, alpha=-0.5)\n"
+        "  %f = leaky_relu(%e, alpha=-inf)\n"
+        "  %g = erf(%f)\n"
+        "  return %g\n"
+        "}\n"
+    )
+    m = parse_module(src)
+    text = print_module(m)
+    assert text == src
+    assert parse_module(text) == m

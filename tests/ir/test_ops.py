@@ -260,6 +260,8 @@ def test_binary_broadcast_kernel() -> None:
     ("relu", [-1.0, 2.0], [0.0, 2.0]),
     ("gelu", [0.0, 1.0], [0.0, 0.8413447460685429]),
     ("silu", [0.0, math.log(3.0)], [0.0, 0.75 * math.log(3.0)]),
+    ("erf", [0.0, 0.5, -1.0, 3.0], [0.0, 0.5204998778130465, -0.8427007929497149, 0.9999779095030014]),
+    ("leaky_relu", [-2.0, 0.0, 3.0], [-0.02, 0.0, 3.0]),
 ])
 def test_unary_kernels(name: str, x: list, expected: list) -> None:
     np.testing.assert_allclose(run(name, [f32(x)]), f32(expected), rtol=1e-6)
@@ -269,6 +271,64 @@ def test_unary_float_only() -> None:
     with op_error("exp: needs a floating-point tensor, got i32"):
         infer("exp", [T((2,), "i32")])
     assert infer("relu", [T((n,), "i32")]) == T((n,), "i32")
+
+
+def test_erf_and_leaky_relu_are_float_only() -> None:
+    for name in ("erf", "leaky_relu"):
+        with op_error(f"{name}: needs a floating-point tensor, got i32"):
+            infer(name, [T((2,), "i32")])
+        with op_error(f"{name}: needs a floating-point tensor, got bool"):
+            infer(name, [T((2,), "bool")])
+        with op_error("storage-only"):
+            infer(name, [T((2,), "bf16")])
+        for dt in ("f16", "f32", "f64"):
+            assert infer(name, [T((n, 3), dt)]) == T((n, 3), dt)
+    assert REGISTRY.get("erf").elementwise and REGISTRY.get("leaky_relu").elementwise
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_erf_kernel_is_math_erf_rounded_once(dtype: type) -> None:
+    x = np.array([0.5, -0.5, 1e-3, -2.5, 6.0, -0.0, np.inf, -np.inf, np.nan], dtype=dtype)
+    res = run("erf", [x])
+    want = np.array([math.erf(float(v)) for v in x], dtype=np.float64).astype(dtype)
+    np.testing.assert_array_equal(res, want)
+    assert np.signbit(res[5])  # erf(-0) = -0
+    assert float(run("erf", [f64(0.5)])) == 0.5204998778130465
+
+
+def test_leaky_relu_binding() -> None:
+    _, b = bind("leaky_relu", 1)
+    assert b.attrs == {"alpha": 0.01}
+    _, b = bind("leaky_relu", 1, 0.2)
+    assert b.attrs == {"alpha": 0.2}
+    _, b = bind("leaky_relu", 1, alpha=1)
+    assert b.attrs == {"alpha": 1.0} and isinstance(b.attrs["alpha"], float)
+    with op_error("attribute 'alpha' of leaky_relu must be a number"):
+        bind("leaky_relu", 1, alpha=True)
+    with op_error("did you mean 'alpha'"):
+        bind("leaky_relu", 1, alpa=0.1)
+    with op_error("leaky_relu takes at most 1 attribute"):
+        bind("leaky_relu", 1, 0.1, 0.2)
+
+
+def test_leaky_relu_kernel() -> None:
+    # ONNX LeakyRelu: x if x >= 0 else alpha * x.
+    np.testing.assert_allclose(run("leaky_relu", [f64([-2.0])], alpha=0.1), f64([-0.2]), rtol=1e-15)
+    res = run("leaky_relu", [f32([-2.0, -0.5, 0.0, 1.5, np.nan, -np.inf, np.inf])], 0.1)
+    x32 = f32([-2.0, -0.5, 0.0, 1.5, np.nan, -np.inf, np.inf])
+    np.testing.assert_array_equal(res, np.where(x32 >= 0, x32, x32 * np.float32(0.1)))
+    assert res.dtype == np.float32 and res[0] == np.float32(-0.2)
+    assert np.signbit(run("leaky_relu", [f32([-0.0])])[0])  # -0 >= 0: kept as is
+    # alpha may be negative, zero or larger than one (PReLU-like slopes).
+    np.testing.assert_array_equal(run("leaky_relu", [f32([-2.0, 2.0])], alpha=-1.5), f32([3.0, 2.0]))
+    np.testing.assert_array_equal(run("leaky_relu", [f32([-2.0, 2.0])], alpha=0), f32([-0.0, 2.0]))
+    # f16 computes in f32 with alpha as f32, and rounds once.
+    x16 = np.array([-3.0, -0.1, 2.0, -65504.0], np.float16)
+    want = np.where(x16 >= 0, x16.astype(np.float32), x16.astype(np.float32) * np.float32(0.01)).astype(np.float16)
+    np.testing.assert_array_equal(run("leaky_relu", [x16]), want)
+    # A scalar and an empty tensor.
+    assert run("leaky_relu", [f32(-4.0)], 0.25) == np.float32(-1.0)
+    assert run("leaky_relu", [np.zeros((0, 3), np.float32)]).shape == (0, 3)
 
 
 shapes_st = st.lists(st.integers(1, 4), min_size=0, max_size=4).map(tuple)

@@ -21,7 +21,7 @@ from relaxc.ir.nodes import Function, Module, Param, Var
 from relaxc.ir.types import TensorType, type_to_str
 from relaxc.ir.verifier import verify_function
 
-from .cbuild import assert_close, build_all, compile_module, emit, needs_cc, run_c
+from .cbuild import assert_close, build, build_all, compile_module, emit, needs_cc, run_c
 
 pytestmark = needs_cc
 
@@ -89,6 +89,11 @@ FLOAT_ONLY = """
   %sig = sigmoid(%a)
   %gelu = gelu(%a)
   %silu = silu(%a)
+  %erf = erf(%a)
+  %lrelu = leaky_relu(%a)
+  %lrelu2 = leaky_relu(%a, 0.1)
+  %lrelu3 = leaky_relu(%b, alpha=-1.5)
+  %lrelu4 = leaky_relu(%a, alpha=1e+30)
   %densb = dense(%a, %w, %v6)
   %convd = conv2d(%a, %kd, padding=1, dilation=(2, 1), groups=3)
   %convb = conv2d(%a, %k, %v4, padding=1)
@@ -208,6 +213,45 @@ def test_every_op_matches_the_reference(builds, dtype: str, sanitize: bool) -> N
         names = [v.name for v in module.get("main").ret.fields]
         for name, g, w in zip(names, got, want):
             assert_close([g], w, f"{dtype} %{name} (seed {seed})")
+
+
+ERF_LEAKY = """
+fn @f(%a: Tensor[(4, 8), {t}]) -> Tensor[(4, 8), {t}] attrs {primitive = true} {
+  %e = erf(%a)
+  %r = leaky_relu(%e, alpha=0.2)
+  return %r
+}
+
+fn @main(%x: Tensor[(4, 8), {t}]) -> Tuple[Tensor[(4, 8), {t}], Tensor[(4, 8), {t}], Tensor[(4, 8), {t}]] {
+  %y = call @f(%x)
+  %l = leaky_relu(%x)
+  %n = leaky_relu(%x, -0.75)
+  return (%y, %l, %n)
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_erf_and_leaky_relu_in_place_and_special_values(tmp_path: Path, dtype: str) -> None:
+    """Inside a primitive function erf and leaky_relu compute in place (the only buffer is the
+    output); NaN, infinities, signed zeros and large values agree with the interpreter."""
+    text = ERF_LEAKY.replace("{t}", dtype)
+    module = parse_module(text, "t.rx")
+    built = build(text, tmp_path, prefix=f"el_{dtype}", sanitize=dtype == "f16")
+    code = built.sources.files[f"el_{dtype}.c"]
+    assert "erf((double)" in code
+    assert "2.0e-01" in code and "1.0e-02" in code and "-7.5e-01" in code
+    npt = {"f32": np.float32, "f64": np.float64, "f16": np.float16}[dtype]
+    rng = np.random.default_rng(11)
+    x = rng.normal(0, 2, size=(4, 8)).astype(npt)
+    x.reshape(-1)[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-3, -1e-3, -6.0]
+    want = Interpreter(module).run("main", [x])
+    got = run_c(built, [x])
+    assert_close(got, want, f"{dtype} erf/leaky_relu")
+    # leaky_relu is plain IEEE arithmetic in the compute domain: identical bits (NaN aside).
+    for g, w in zip(got[1:], want[1:]):
+        np.testing.assert_array_equal(g, w)
+        assert (np.signbit(g) == np.signbit(w))[~np.isnan(w)].all()
 
 
 def test_unsupported_dtype_is_refused_by_name() -> None:

@@ -253,6 +253,27 @@ def test_disasm_every_instruction(tmp_path: Path) -> None:
     assert 'r15:%o: Tensor[(n, 4), f32] = call_packed("vm.builtin.reshape", r14:%v, (n, 4))' in out
 
 
+def test_disasm_prints_float_attributes(tmp_path: Path) -> None:
+    text = """\
+fn @main(%x: Tensor[(2, 3), f32]) -> Tuple[Tensor[(2, 3), f32], Tensor[(2, 3), f32]] {
+  %a = leaky_relu(%x, alpha=0.25)
+  %b = leaky_relu(%a, 1e-07)
+  %c = erf(%b)
+  %d = leaky_relu(%c)
+  return (%b, %d)
+}
+"""
+    path = tmp_path / "lr.rxb"
+    path.write_bytes(compile_module(compile_text(text), {}))
+    out = invoke("disasm", path).stdout
+    assert "invoke        leaky_relu(r0:%x, alpha=0.25) outs (r2:%a)" in out
+    assert "invoke        leaky_relu(r2:%a, 1e-07) outs (r4:%b)" in out
+    assert "invoke        erf(r4:%b) outs (r5:%c)" in out
+    assert "invoke        leaky_relu(r5:%c) outs (r7:%d)" in out
+    ir = invoke("disasm", path, "--ir").stdout
+    assert parse_module(ir, "a.rx") == compile_text(text)
+
+
 def test_disasm_ir_is_the_program(rxb: Path, samples: Path) -> None:
     result = invoke("disasm", rxb, "--ir")
     assert result.exit_code == 0

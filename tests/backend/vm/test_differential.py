@@ -127,6 +127,42 @@ def test_generated_programs_match_the_interpreter(prog) -> None:
         assert_identical(want, vm.run("main", args, dims))  # again, with pooled memory
 
 
+ELEMENTWISE_ATTRS = """\
+fn @act(%a: Tensor[(n, 6), {t}]) -> Tensor[(n, 6), {t}] attrs {primitive = true} {
+  %e = erf(%a)
+  %r = leaky_relu(%e, 0.3)
+  return %r
+}
+
+fn @main(%x: Tensor[(n, 6), {t}]) -> Tuple[Tensor[(n, 6), {t}], Tensor[(n, 6), {t}], Tensor[(n, 6), {t}]]
+    attrs {upper_bounds = {n = 5}} {
+  %a = leaky_relu(%x)
+  %b = leaky_relu(%a, alpha=-2)
+  %c = erf(%b)
+  %d = call @act(%c)
+  %f = leaky_relu(%x, alpha=1e-30)
+  return (%d, %f, %c)
+}
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f64", "f16"])
+@pytest.mark.parametrize("passes", list(PIPELINES))
+def test_erf_and_leaky_relu_attributes(dtype: str, passes: str) -> None:
+    """erf and leaky_relu (its alpha positional, by keyword, an integer, tiny): the bytecode
+    keeps every attribute and the VM gives the interpreter's bits, NaN and infinities included."""
+    text = ELEMENTWISE_ATTRS.replace("{t}", dtype)
+    source = parse(text)
+    module = compile_text(text, passes)
+    exe = build(module)
+    assert exe.module == module
+    vm = VirtualMachine(exe, poison=True)
+    for n in (1, 5):
+        args = inputs_for(source, {"n": n}, seed=n)
+        args[0].reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0][:args[0].size]
+        assert_identical(interpret(source, {}, args), vm.run("main", args))
+
+
 # ---------------------------------------------------------------------------------------
 # Runtime errors are the interpreter's
 
