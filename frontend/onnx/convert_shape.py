@@ -20,7 +20,10 @@ from .values import Folded, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
 
-_BIG = 1 << 62  # ONNX uses INT64_MAX / INT64_MIN as "to the end" in Slice
+_BIG = 1 << 62  # beyond any dim: Slice bounds are clamped to it
+_TO_THE_END = (2**31 - 1, 2**63 - 1)
+"""Slice ends that exporters write for "to the end" (numpy's None). onnxruntime reads them
+so for either step direction; a literal clamp would make ``x[0:INT_MAX:-1]`` empty."""
 
 
 def _as_shape_value(v: Value) -> ShapeValue | None:
@@ -286,9 +289,11 @@ def convert_slice(ctx: NodeContext) -> list:
         return [ShapeValue(tuple(x.dims[slice(starts[0], ends[0], steps[0])]))]
     shape = shape_of(x)
     begin, end = [], []
-    for s, e, a in zip(starts, ends, axes):
+    for s, e, a, step in zip(starts, ends, axes, steps):
         dim = shape[a]
         limit = int(dim) + 1 if D.is_static(dim) else _BIG  # type: ignore[arg-type]
+        if e in _TO_THE_END:  # "slice to the end" in the direction of the step, as numpy's None
+            e = limit if step > 0 else -limit
         begin.append(max(-limit, min(limit, s)))
         end.append(max(-limit, min(limit, e)))
     order = sorted(range(len(axes)), key=lambda i: axes[i])
