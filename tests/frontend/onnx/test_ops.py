@@ -256,6 +256,16 @@ def _slice13():
     return make_model([node], [("x", F32, [6, 3, 8])], [("y", F32, None)], init, opset=13), {"x": randn(6, 3, 8)}
 
 
+@case("Slice-int-max-end-negative-step")
+def _slice_int_max():
+    # Regression (found by test_properties): INT64_MAX as the end of a backwards slice means
+    # "to the beginning", as onnxruntime reads it, not "clamp to the last element" (empty).
+    node = helper.make_node("Slice", ["x", "s", "e", "a", "st"], ["y"])
+    init = {"s": np.array([0, 3], np.int64), "e": np.array([2**63 - 1, 2**31 - 1], np.int64),
+            "a": np.array([1, 2], np.int64), "st": np.array([-1, -2], np.int64)}
+    return make_model([node], [("x", F32, [2, 1, 5])], [("y", F32, None)], init, opset=13), {"x": randn(2, 1, 5)}
+
+
 @case("LayerNormalization")
 def _layernorm():
     node = helper.make_node("LayerNormalization", ["x", "s", "b"], ["y"], axis=-1, epsilon=1e-6)
