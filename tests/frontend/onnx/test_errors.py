@@ -135,3 +135,10 @@ def test_onnx_checker_is_not_required_for_old_ir_initializer_inputs() -> None:
     params = import_onnx(model).module.functions[0].params
     assert [p.name for p in params] == ["x"]
     assert onnx is not None
+
+
+def test_without_the_onnx_package_the_error_says_how_to_install(monkeypatch, tmp_path) -> None:
+    import relaxc.frontend.onnx.model as model_module
+
+    monkeypatch.setattr(model_module, "onnx", None)
+    refused(tmp_path / "m.onnx", "needs the onnx package", "pip install 'relaxc[onnx]'")
