@@ -438,7 +438,7 @@ class _Tables:
                         a = action[state][t]
                     continue
                 if a == _ERROR:
-                    raise _SyntaxError(state, m)
+                    raise _SyntaxError(states + [state], m)
                 n, shape, lhs = rules[~a]
                 if n == 1:
                     values[-1] = shape(values[-1:])
@@ -462,7 +462,7 @@ class _Tables:
         while True:
             a = action[state][t]
             if a >= 0 or a == _ERROR:  # (lark never shifts $END: it accepts in the end state)
-                raise _SyntaxError(state, None)
+                raise _SyntaxError(states + [state], None)
             if a <= unit:
                 n, shape, lhs = 1, None, unit - a
             else:
@@ -476,17 +476,44 @@ class _Tables:
             if state == self.end_state:
                 return values[-1]
 
-    def expected(self, state: int) -> set[str]:
-        """The terminals with an action in ``state`` (what lark's UnexpectedToken lists)."""
-        return {s for s in self.lark_states[state] if s.isupper()}
+    def expected(self, stack: list[int]) -> set[str]:
+        """The terminals the parser in ``stack`` (its states, current last) can go on with.
+
+        LALR tables merge lookaheads, so a state may have actions on terminals whose
+        reductions end in an error further down; each candidate is therefore tried on a copy
+        of the stack (lark's ``accepts()`` does the same) and only those it shifts are kept.
+        """
+        out = set()
+        for name in self.lark_states[stack[-1]]:
+            if name.isupper() and self._accepts(stack, self.terminal_names.index(name)):
+                out.add(name)
+        return out
+
+    def _accepts(self, stack: list[int], t: int) -> bool:
+        stack = list(stack)
+        while True:
+            a = self.action[stack[-1]][t]
+            if a == _ERROR:
+                return False
+            if a >= 0:
+                return True
+            n, lhs = (1, _UNIT - a) if a <= _UNIT else (self.rules[~a][0], self.rules[~a][2])
+            if n:
+                del stack[len(stack) - n:]
+            state = self.goto[stack[-1]][lhs]
+            if state is None:
+                return False
+            if state == self.end_state:
+                return t == self.end_token
+            stack.append(state)
 
 
 class _SyntaxError(Exception):
-    """A token (``None``: the end of the input) with no action in ``state``."""
+    """A token (``None``: the end of the input) with no action in the last state of ``stack``."""
 
-    def __init__(self, state: int, match: re.Match | None):
-        super().__init__(state, match)
-        self.state = state
+    def __init__(self, stack: list[int], match: re.Match | None):
+        super().__init__(stack, match)
+        self.stack = stack
         self.match = match
 
 
@@ -625,7 +652,7 @@ def parse_module(text: str, filename: str = "<input>") -> Module:
             hint = " (a string that is not closed on its line?)"
         raise RxError(f"unexpected character {shown}{hint}", Loc(filename, e.line, e.column)) from None
     except _SyntaxError as e:
-        expected = sorted({_describe(t, tables.lark) for t in tables.expected(e.state)})
+        expected = sorted({_describe(t, tables.lark) for t in tables.expected(e.stack)})
         hint = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
         m = e.match
         if m is None:
