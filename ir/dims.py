@@ -361,14 +361,27 @@ def interval(d: Dim, ranges: Mapping[str, tuple[int, int | None]]) -> tuple[int,
         cands = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
         return min(cands), max(cands)
     if d.op == "/":
-        if blo > 0 and alo >= 0:
-            lo = alo // bhi if bhi is not None else 0
-            return lo, (None if ahi is None else ahi // blo)
+        if blo > 0:
+            # Floor division by a positive divisor grows with the dividend; a non-negative
+            # dividend is largest over the smallest divisor, a negative one over the largest
+            # (the dividend may be negative, as in a window's (n - k) / s + 1 when n < k).
+            if alo >= 0:
+                lo = alo // bhi if bhi is not None else 0
+            else:
+                lo = max(alo // blo, _NEG_INF)
+            if ahi is None:
+                hi = None
+            elif ahi >= 0:
+                hi = ahi // blo
+            else:
+                hi = ahi // bhi if bhi is not None else -1
+            return lo, hi
         return 0, None
-    # "%": the result lies in [0, divisor - 1] for non-negative operands.
-    if blo > 0 and alo >= 0:
+    # "%": floor modulo by a positive divisor lies in [0, divisor - 1] (for any dividend),
+    # and never above a non-negative dividend.
+    if blo > 0:
         hi = None if bhi is None else bhi - 1
-        if ahi is not None:
+        if ahi is not None and alo >= 0:
             hi = ahi if hi is None else min(hi, ahi)
         return 0, hi
     return 0, None

@@ -435,6 +435,7 @@ class PrimitiveEmitter(BodyEmitter):
     def build(self) -> str:
         fn = self.fn
         params: list[str] = []
+        param_vars: list[str] = []
         for d in function_dims(fn):
             self.dimvars[d] = self.scope.name("d_", d)
         for p in fn.params:
@@ -444,6 +445,7 @@ class PrimitiveEmitter(BodyEmitter):
                 var = self.scope.name("v_", p.name if isinstance(p.type, TensorType) else f"{p.name}_{i}")
                 params.append(f"const {T.c_type(leaf.dtype, f'parameter %{p.name}')} *{var}")
                 vals.append(CTensor(var, leaf, const=True))
+                param_vars.append(var)
             if isinstance(p.type, TensorType):
                 self.values[p.name] = vals[0]
             elif isinstance(p.type, TupleType):
@@ -465,6 +467,9 @@ class PrimitiveEmitter(BodyEmitter):
         for d in function_dims(fn):
             if not re.search(rf"\b{self.dimvars[d]}\b", text):
                 self.lines.insert(0, f"    (void){self.dimvars[d]};")
+        for var in reversed(param_vars):  # a parameter the body never reads (-Wunused-parameter)
+            if not re.search(rf"\b{var}\b", text):
+                self.lines.insert(0, f"    (void){var};")
         self.finish_locals()
         sig = f"static void {self.cname}({', '.join(params) or 'void'})"
         return f"/* @{comment(fn.name)} */\n{sig}\n{{\n" + "\n".join(self.lines) + "\n}"
@@ -514,7 +519,7 @@ class PrimitiveEmitter(BodyEmitter):
                     continue
                 if all(self._disjoint((stmt.name, d, u), occ, producer, inputs_of) for occ in occupants[k]):
                     occupants[k].append((stmt.name, d, u))
-                    placement[stmt.name] = CTensor(out.expr, t)
+                    placement[stmt.name] = self._retype(out, t)  # the output's C type may differ
                     break
             else:
                 raise RxError(
@@ -897,6 +902,11 @@ class RunnerEmitter(BodyEmitter):
         ub = size if isinstance(size, int) else D.upper_bound(size, bounds)
         if ub is None:
             free = sorted(D.free_vars(size) - set(bounds))
+            if not free:  # every dim is bounded, but no bound of the expression could be derived
+                raise RxError(
+                    f"the C target needs every allocation planned into static memory, but no upper bound "
+                    f"of the size {D.dim_to_str(size)} of %{name} follows from the upper bounds of "
+                    f"@{self.fn.name}", e.loc)
             raise RxError(
                 f"the C target needs every allocation planned into static memory, but %{name} has the "
                 f"unbounded size {D.dim_to_str(size)} ({', '.join(free)} without an upper bound); give "

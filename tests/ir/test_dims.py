@@ -73,3 +73,17 @@ def test_examples() -> None:
     assert D.upper_bound(size, {"n": 20, "m": 5}) == 8000
     assert D.upper_bound(D.BinOp("*", n, m), {"n": 20}) is None
     assert D.evaluate(D.BinOp("%", n, 3), {"n": 7}) == 1
+
+
+def test_upper_bound_of_floor_division_with_a_dividend_that_may_be_negative() -> None:
+    # A strided window over a bounded dim: (n - 2) / 2 + 1 rows for n <= 16. The dividend is
+    # negative for n < 2, and the bound used to be "none", so PlanMemory left the buffer
+    # dynamic and the C target refused the program (found by the fuzzer).
+    n, m = D.Sym("n"), D.Sym("m")
+    rows = D.BinOp("+", D.BinOp("/", D.BinOp("-", n, 2), 2), 1)
+    assert D.upper_bound(rows, {"n": 16}) == 8
+    assert D.upper_bound(D.BinOp("/", D.BinOp("-", n, 9), 2), {"n": 4}) == -3  # always negative
+    assert D.upper_bound(D.BinOp("%", D.BinOp("-", n, 3), 4), {"n": 16}) == 3
+    assert D.upper_bound(D.BinOp("/", D.BinOp("-", n, 3), m), {"n": 16, "m": 4}) is None  # m may be 0
+    for v in range(0, 17):
+        assert D.interval(rows, {"n": (0, 16)})[0] <= D.evaluate(rows, {"n": v}) <= 8

@@ -43,3 +43,81 @@ def test_generated_programs_match_the_interpreter(workdir: Path, prog) -> None:
         folder = workdir / f"{k}_{mode}"
         built = compile_c(folder, emit(module, {}, folder, unpacked=mode == "unpacked"), sanitize=True)
         assert_close(run_c(built, args, env), want, f"{mode}\n{prog.text}")
+
+
+# ---------------------------------------------------------------------------------------
+# Found by the fuzzer (tests/fuzz): each compiled strict (-Werror) and sanitized.
+
+FUZZ_FOUND = {
+    # A primitive function that never reads a parameter: -Wunused-parameter broke -Werror.
+    "unused_primitive_parameter": ("""
+fn @prim(%a: Tensor[(2, 3), f32], %b: Tensor[(3,), f32]) -> Tensor[(2, 3), f32] attrs {primitive = true} {
+  %r = relu(%a)
+  return %r
+}
+
+fn @main(%x: Tensor[(2, 3), f32], %y: Tensor[(3,), f32]) -> Tensor[(2, 3), f32] {
+  %z = call @prim(%x, %y)
+  return %z
+}
+""", {}),
+    # f32 intermediates (dead ones, here) computed in the i32 output buffer were passed as
+    # int32_t * to float kernels (incompatible pointer types; type confusion without -Werror).
+    "intermediate_of_another_dtype_in_the_output": ("""
+fn @prim(%a: Tensor[(p, q), f32]) -> Tensor[(1, 3, 3), i32] attrs {primitive = true} {
+  %s = sum(%a, keepdims=true)
+  %t = multiply(%s, %s)
+  %f = full(shape=(1, 3, 3), dtype=i32, fill_value=3)
+  return %f
+}
+
+fn @main(%x: Tensor[(n, 2), f32]) -> Tensor[(1, 3, 3), i32] attrs {upper_bounds = {n = 4}} {
+  %r = call @prim(%x)
+  return %r
+}
+""", {"n": 3}),
+    # A strided window over a bounded dim: its size (n - 2) / 2 + 1 had no derivable bound,
+    # so the C target refused the program.
+    "strided_window_over_a_bounded_dim": ("""
+fn @main(%x: Tensor[(1, 2, n, 4), f32]) -> Tensor[(1, 2, (n - 2) / 2 + 1, 3), f32] attrs {upper_bounds = {n = 16}} {
+  %p = max_pool2d(%x, pool_size=2, strides=(2, 1))
+  %q = relu(%p)
+  %r = negative(%q)
+  return %r
+}
+""", {"n": 7}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUZZ_FOUND))
+@pytest.mark.parametrize("sanitize", [False, True], ids=["strict", "asan-ubsan"])
+def test_fuzzer_found_programs_build_and_match(workdir: Path, name: str, sanitize: bool) -> None:
+    from .cbuild import build
+
+    text, dims = FUZZ_FOUND[name]
+    module = parse_module(text, f"{name}.rx")
+    fn = module.get("main")
+    env = resolve_dims(fn, dims)
+    args = random_inputs(fn, env, seed=2)
+    want = Interpreter(module, {}).run("main", args, env)
+    built = build(text, workdir / f"found_{name}_{sanitize}", prefix="found", sanitize=sanitize)
+    assert_close(run_c(built, args, env), want, name)
+
+
+def test_size_without_a_derivable_bound_is_refused_naming_the_size() -> None:
+    from relaxc.backend.c import emit_c
+    from relaxc.ir.diagnostics import RxError
+
+    text = """
+fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 8}, planned = true} {
+  %s = memory.alloc_storage(64 / n, align=16)
+  %t = memory.alloc_tensor(%s, 0, (n,), f32)
+  invoke relu(%x) outs (%t)
+  %y = negative(%t)
+  return %y
+}
+"""
+    with pytest.raises(RxError) as e:
+        emit_c(parse_module(text, "t.rx"))
+    assert e.value.message == ("the C target needs every allocation planned into static memory, but no upper "
+                               "bound of the size 64 / n of %s follows from the upper bounds of @main")
