@@ -41,7 +41,7 @@ from relaxc.ir.nodes import (
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import literal_to_array
-from relaxc.ir.registry import Registry, bind_args
+from relaxc.ir.registry import OpError, Registry, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
@@ -252,7 +252,7 @@ class _Frame:
                 shape = concrete_shape(leaf.shape, self.dims)
                 check_alloc_size(math.prod(shape) * DTYPES[leaf.dtype].nbytes, f"{op.name}")
         try:
-            result = _fresh(_as_arrays(op.kernel(inputs, attrs)), inputs)
+            result = _fresh(_as_arrays(_run_kernel(op, inputs, attrs, loc)), inputs)
         except MemoryError:
             raise RxError(f"{op.name}: out of memory", loc) from None
         if expected is not None:
@@ -333,7 +333,7 @@ class _Frame:
             bound = bind_args(op, e.args, e.kwargs)  # type: ignore[arg-type]
             inputs = [self.read(v) for v in bound.inputs]
             attrs = {k: self.concrete(v) for k, v in bound.attrs.items()}
-            result = _as_arrays(op.kernel(inputs, attrs))  # type: ignore[union-attr]
+            result = _as_arrays(_run_kernel(op, inputs, attrs, e.loc))
         results = list(result) if isinstance(result, tuple) else [result]
         if len(results) != len(outs):
             raise InternalError(f"invoke {e.target}: {len(results)} results for {len(outs)} outs")
@@ -415,8 +415,11 @@ def _fresh(result: Any, inputs: Sequence[Any]) -> Any:
     one-element slice, say), and a kernel result must never alias its inputs."""
     if isinstance(result, tuple):
         return tuple(_fresh(r, inputs) for r in result)
-    if isinstance(result, np.ndarray) and any(
-        isinstance(x, np.ndarray) and np.may_share_memory(result, x) for x in inputs
+    if isinstance(result, np.ndarray) and (
+        # An empty view shares no bytes with its input, but it keeps the input's buffer as its
+        # base: the VM would take that buffer for the result's own (and poison it on release).
+        (result.size == 0 and result.base is not None)
+        or any(isinstance(x, np.ndarray) and np.may_share_memory(result, x) for x in inputs)
     ):
         return result.copy()
     return result
@@ -443,3 +446,13 @@ def _copy_value(v: Any) -> Any:
     if isinstance(v, tuple):
         return tuple(_copy_value(x) for x in v)
     return v
+
+
+def _run_kernel(op: Any, inputs: list, attrs: dict, loc: Loc | None) -> Any:
+    """``op``'s kernel on concrete inputs. A kernel refuses (OpError) what the verifier could
+    not rule out for symbolic dims, e.g. a pooling window larger than an input of height n at
+    n = 1: that is the run's error, at the statement, not an internal one."""
+    try:
+        return op.kernel(inputs, attrs)
+    except OpError as e:
+        raise RxError(str(e), loc) from None

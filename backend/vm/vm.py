@@ -187,6 +187,9 @@ class _Function:
         except RxError as e:
             self._teardown(blks)
             raise self._context(e, pc) from None
+        except OpError as e:  # a kernel refused concrete inputs (see the interpreter's _run_kernel)
+            self._teardown(blks)
+            raise self._context(RxError(str(e)), pc) from None
         except BaseException:
             self._teardown(blks)
             raise
@@ -217,6 +220,8 @@ class _Function:
                 step(regs, None)  # type: ignore[arg-type]
         except RxError as e:
             raise self._context(e, pc) from None
+        except OpError as e:
+            raise self._context(RxError(str(e)), pc) from None
         ret = self.ret.regs
         return tuple(regs[i] for i in ret) if self.ret.ret_tuple else regs[ret[0]]
 

@@ -56,6 +56,9 @@ def _mean(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 
 def _max(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
+    for i in _axes(x, attrs):
+        if x.shape[i] == 0:  # a symbolic length that is 0 in this run (static 0 is refused by infer)
+            raise OpError(f"max: axis {i} has length 0 and a maximum of nothing is undefined")
     return as_contiguous(np.max(x, axis=_axes(x, attrs), keepdims=attrs["keepdims"]), x.dtype)
 
 

@@ -290,6 +290,8 @@ def _infer_take(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
 
 def _take(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     data, indices = xs
+    if data.shape[attrs["axis"]] == 0 and indices.size != 0:  # symbolic, 0 in this run
+        raise OpError(f"take: axis {attrs['axis'] % data.ndim} of data has length 0, there is nothing to take")
     out = np.take(data, indices, axis=attrs["axis"], mode="clip")
     return as_contiguous(out, data.dtype)
 

@@ -252,3 +252,47 @@ fn @main(%x: Tensor[(1, 2), f32]) -> Tensor[(1, 2), f32] {
     x = np.array([[0.5, -1.0]], np.float32)
     got, _ = _run(src, x)
     np.testing.assert_array_equal(got, x)
+
+
+def test_empty_kernel_results_never_keep_their_input_buffer() -> None:
+    # An empty slice shares no bytes with its input but keeps the input's buffer as its
+    # base; the VM took that buffer for the result's own and poisoned it on release (found
+    # by the fuzzer: tests/fuzz/test_regressions.py::test_empty_split_field_of_an_argument).
+    from relaxc.backend.interpreter import _fresh
+
+    x = np.arange(20, dtype=np.int16).reshape(5, 4)
+    empty = np.split(x, [4], axis=1)[1]
+    assert empty.size == 0 and empty.base is not None
+    got = _fresh(empty, [x])
+    assert got.shape == (5, 0) and got.base is None
+
+
+@pytest.mark.parametrize("src, dims, message", [
+    ("""
+fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tensor[(1, 2, n - 1, 2), f32] {
+  %p = max_pool2d(%x, pool_size=2)
+  return %p
+}""", {"n": 1}, "max_pool2d: window of extent 2 (with dilation) is larger than the padded height 1"),
+    ("""
+fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(3,), f32] {
+  %m = max(%x, axes=0)
+  return %m
+}""", {"n": 0}, "max: axis 0 has length 0 and a maximum of nothing is undefined"),
+    ("""
+fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tensor[(2, 3), f32] {
+  %t = take(%x, %i, axis=0)
+  return %t
+}""", {"n": 0}, "take: axis 0 of data has length 0, there is nothing to take"),
+])
+def test_kernel_refusing_a_symbolic_dim_value_is_an_error_at_the_statement(src: str, dims, message: str) -> None:
+    # The verifier cannot rule these out for a symbolic dim; the run used to end in an
+    # internal error (OpError, or numpy's ValueError/IndexError) instead (found by the fuzzer).
+    from relaxc.backend.inputs import random_inputs, resolve_dims
+
+    m = parse_module(src, "t.rx")
+    fn = m.get("main")
+    args = random_inputs(fn, resolve_dims(fn, dims), 0)
+    with pytest.raises(RxError) as e:
+        Interpreter(m, {}).run("main", args, dims)
+    assert e.value.message == message
+    assert e.value.loc is not None and e.value.loc.line == 3

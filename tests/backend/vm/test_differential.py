@@ -238,3 +238,48 @@ def test_unknown_function_name() -> None:
     exe = build(compile_text(BOUNDED))
     with pytest.raises(RxError, match="the program has no function @nope"):
         VirtualMachine(exe).run("nope", [])
+
+
+# ---------------------------------------------------------------------------------------
+# Found by the fuzzer (tests/fuzz)
+
+
+def test_empty_result_of_a_primitive_call_does_not_take_over_its_argument() -> None:
+    """A primitive function returning an empty split field of its argument: the VM adopted
+    the argument's buffer as the fresh result and poisoned it when the result died, so the
+    returned view of the argument read 0xFF."""
+    text = """\
+fn @prim(%a: Tensor[(5, 4), i16]) -> Tensor[(5, 0), i16] attrs {primitive = true} {
+  %s = split(%a, (4,), axis=1)
+  %e = %s.1
+  return %e
+}
+
+fn @main(%x: Tensor[(5, 4), i16]) -> Tensor[(5, 4, 1), i16] {
+  %r = call @prim(%x)
+  %v = expand_dims(%x, axis=-1)
+  return %v
+}
+"""
+    source = parse(text)
+    args = inputs_for(source)
+    want = interpret(source, {}, args)
+    for passes in PIPELINES:
+        assert_identical(want, vm_run(build(compile_text(text, passes)), args)[0])
+
+
+def test_kernel_refusing_a_symbolic_dim_value_is_the_interpreters_error() -> None:
+    text = """\
+fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tensor[(1, 2, n - 1, 2), f32] {
+  %p = max_pool2d(%x, pool_size=2)
+  return %p
+}
+"""
+    source = parse(text)
+    args = inputs_for(source, {"n": 1})
+    with pytest.raises(RxError) as ref:
+        interpret(source, {}, args)
+    with pytest.raises(RxError) as e:
+        vm_run(build(compile_text(text, "none")), args)
+    assert e.value.message == ref.value.message
+    assert any("instruction 0 (kernel max_pool2d)" in n for n in e.value.notes)
