@@ -10,8 +10,13 @@ import numpy as np
 from relaxc.ir.registry import AttrSpec, OpDef, Registry
 from relaxc.ir.types import TensorType, Type
 
-from .checks import as_contiguous
+from .checks import as_contiguous, require_numeric
 from .common import broadcast_shapes, require_computable, require_float, same_dtype, tensors
+
+
+# On bool, numpy's kernels of these ops do not give bool (subtract and negative raise, divide
+# gives float64, power int8): they need a numeric tensor. The others are logic on bool.
+NOT_ON_BOOL = frozenset({"subtract", "divide", "power", "negative"})
 
 
 def _binary_infer(name: str, float_only: bool = False):
@@ -19,6 +24,8 @@ def _binary_infer(name: str, float_only: bool = False):
         a, b = tensors(inputs, name)
         dtype = same_dtype([a, b], name)
         require_computable(dtype, name)
+        if name in NOT_ON_BOOL:
+            require_numeric(dtype, name)
         if float_only:
             require_float(dtype, name)
         return TensorType(broadcast_shapes([a.shape, b.shape], name), dtype)
@@ -30,6 +37,8 @@ def _unary_infer(name: str, float_only: bool):
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         (a,) = tensors(inputs, name)
         require_computable(a.dtype, name)
+        if name in NOT_ON_BOOL:
+            require_numeric(a.dtype, name)
         if float_only:
             require_float(a.dtype, name)
         return a

@@ -1112,3 +1112,24 @@ def test_interpreter_runs_new_ops() -> None:
     out = interp.run("main", [x])
     # Row sums over pairs of the (2, 3) view: row 0 -> [3, 5, 7], row 1 -> [15, 17, 19].
     np.testing.assert_array_equal(out, f32([[3, 3, 3], [10, 10, 10]]))
+
+
+@pytest.mark.parametrize("name, n_inputs", [("subtract", 2), ("divide", 2), ("power", 2), ("negative", 1)])
+def test_arithmetic_without_a_bool_result_needs_a_numeric_tensor(name: str, n_inputs: int) -> None:
+    # numpy's kernels raise (subtract, negative) or change the dtype (divide: float64,
+    # power: int8) on bool, so the interpreter crashed on programs the verifier accepted
+    # (found by the fuzzer). add, multiply, maximum, minimum, abs and relu stay logic on bool.
+    with op_error(f"{name}: needs a numeric tensor, got bool"):
+        infer(name, [T((2,), "bool")] * n_inputs)
+    for ok in ("add", "multiply", "maximum", "minimum"):
+        assert infer(ok, [T((2,), "bool")] * 2) == T((2,), "bool")
+
+
+def test_kernels_refuse_an_empty_axis_of_symbolic_length() -> None:
+    # The verifier refuses a static 0; a symbolic one can be 0 at run time.
+    with pytest.raises(OpError, match="max: axis 0 has length 0"):
+        REGISTRY.get("max").kernel([np.zeros((0, 3), np.float32)], {"axes": (0,), "keepdims": False})
+    with pytest.raises(OpError, match="take: axis 0 of data has length 0"):
+        REGISTRY.get("take").kernel([np.zeros((0, 3), np.float32), np.zeros((2,), np.int32)], {"axis": 0})
+    empty = REGISTRY.get("take").kernel([np.zeros((0, 3), np.float32), np.zeros((0,), np.int32)], {"axis": 0})
+    assert empty.shape == (0, 3)
