@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -159,3 +160,11 @@ def exact_div(total: D.Dim, divisor: D.Dim) -> D.Dim | None:
             term = D.BinOp("*", term, atoms[name] if name.startswith("#") else D.Sym(name))
         result = D.BinOp("+", result, term)
     return D.simplify(result)
+
+
+def quiet_mean(a: np.ndarray, axis: Any, keepdims: bool) -> np.ndarray:
+    """``np.mean`` without its RuntimeWarning for an empty axis (the mean is nan; np.errstate
+    does not silence that warning, and a kernel must not print)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.mean(a, axis=axis, keepdims=keepdims)

@@ -84,7 +84,8 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _silu(x: np.ndarray) -> np.ndarray:
-    return (x.astype(np.float64) * _sigmoid(x.astype(np.float64))).astype(x.dtype)
+    with np.errstate(invalid="ignore"):  # -inf * 0 is nan, quietly
+        return (x.astype(np.float64) * _sigmoid(x.astype(np.float64))).astype(x.dtype)
 
 
 def _rsqrt(x: np.ndarray) -> np.ndarray:

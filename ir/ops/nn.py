@@ -20,6 +20,7 @@ from .checks import (
     as_contiguous,
     pad4,
     positive_pair,
+    quiet_mean,
     require_dims_equal,
     require_float_math,
     require_numeric,
@@ -237,7 +238,7 @@ def _infer_global_avg_pool2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -
 def _global_avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     with np.errstate(all="ignore"):
-        return as_contiguous(np.mean(x.astype(np.float64), axis=(2, 3), keepdims=True), x.dtype)
+        return as_contiguous(quiet_mean(x.astype(np.float64), (2, 3), True), x.dtype)
 
 
 # -- normalizations ----------------------------------------------------------------------
@@ -296,8 +297,8 @@ def _layer_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
     axes = norm_axes(attrs["axes"], x.ndim, "layer_norm")
     x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
-        mean = x64.mean(axis=axes, keepdims=True)
-        var = ((x64 - mean) ** 2).mean(axis=axes, keepdims=True)
+        mean = quiet_mean(x64, axes, True)
+        var = quiet_mean((x64 - mean) ** 2, axes, True)
         y = (x64 - mean) / np.sqrt(var + attrs["epsilon"]) * _param(gamma, x, axes) + _param(beta, x, axes)
     return as_contiguous(y, x.dtype)
 
@@ -307,7 +308,7 @@ def _rms_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     axes = norm_axes(attrs["axes"], x.ndim, "rms_norm")
     x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
-        ms = (x64 ** 2).mean(axis=axes, keepdims=True)
+        ms = quiet_mean(x64 ** 2, axes, True)
         y = x64 / np.sqrt(ms + attrs["epsilon"]) * _param(weight, x, axes)
     return as_contiguous(y, x.dtype)
 

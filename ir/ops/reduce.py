@@ -9,7 +9,7 @@ import numpy as np
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import TensorType, Type
 
-from .checks import accumulate_dtype, as_contiguous, require_float_math, require_numeric
+from .checks import accumulate_dtype, as_contiguous, quiet_mean, require_float_math, require_numeric
 from .common import norm_axes, require_computable, tensors
 
 
@@ -50,7 +50,7 @@ def _sum(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 def _mean(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     with np.errstate(all="ignore"):
-        acc = np.mean(x.astype(np.float64), axis=_axes(x, attrs), keepdims=attrs["keepdims"])
+        acc = quiet_mean(x.astype(np.float64), _axes(x, attrs), attrs["keepdims"])
     return as_contiguous(acc, x.dtype)
 
 

@@ -1133,3 +1133,19 @@ def test_kernels_refuse_an_empty_axis_of_symbolic_length() -> None:
         REGISTRY.get("take").kernel([np.zeros((0, 3), np.float32), np.zeros((2,), np.int32)], {"axis": 0})
     empty = REGISTRY.get("take").kernel([np.zeros((0, 3), np.float32), np.zeros((0,), np.int32)], {"axis": 0})
     assert empty.shape == (0, 3)
+
+
+def test_kernels_do_not_warn_on_empty_axes_or_infinities() -> None:
+    # numpy's "Mean of empty slice" (not silenced by np.errstate) and silu's -inf * 0 reached
+    # the user of relaxc run as Python warnings (found by the fuzzer, n = 0).
+    import warnings
+
+    empty = np.zeros((2, 0), np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(REGISTRY.get("mean").kernel([empty], {"axes": (1,), "keepdims": False})).all()
+        REGISTRY.get("rms_norm").kernel([empty, np.zeros((0,), np.float32)], {"axes": (-1,), "epsilon": 1e-5})
+        REGISTRY.get("layer_norm").kernel([empty, np.zeros((0,), np.float32), np.zeros((0,), np.float32)],
+                                          {"axes": (-1,), "epsilon": 1e-5})
+        REGISTRY.get("global_avg_pool2d").kernel([np.zeros((1, 2, 0, 3), np.float32)], {})
+        assert np.isnan(REGISTRY.get("silu").kernel([f32([-np.inf])], {})).all()
