@@ -338,6 +338,8 @@ def _infer_lrn(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
 
 def _softmax(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
+    if x.size == 0:  # an axis of symbolic length 0 in this run: nothing to normalize
+        return np.empty_like(x)
     x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
         e = np.exp(x64 - np.max(x64, axis=attrs["axis"], keepdims=True))

@@ -296,3 +296,22 @@ def test_kernel_refusing_a_symbolic_dim_value_is_an_error_at_the_statement(src: 
         Interpreter(m, {}).run("main", args, dims)
     assert e.value.message == message
     assert e.value.loc is not None and e.value.loc.line == 3
+
+
+def test_softmax_over_an_axis_of_length_zero() -> None:
+    """Regression: softmax over an axis whose symbolic length is 0 in a run crashed in numpy
+    (a maximum of nothing); it is an empty result, on the interpreter and the VM alike."""
+    from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes
+
+    text = """\
+fn @main(%x: Tensor[(2, n), f32]) -> Tensor[(2, n), f32] {
+  %y = softmax(%x, axis=1)
+  return %y
+}
+"""
+    module = parse_module(text, "t.rx")
+    x = np.zeros((2, 0), np.float32)
+    got = Interpreter(module, {}).run("main", [x], {"n": 0})
+    assert got.shape == (2, 0) and got.dtype == np.float32
+    exe = load_bytes(compile_module(module), "t.rxb")
+    assert VirtualMachine(exe, poison=True).run("main", [x], {"n": 0}).shape == (2, 0)
