@@ -544,13 +544,26 @@ def gen_take(g: Gen) -> list[str]:
     axis = g.spec.attr["axis"] % len(data.shape)
     outer, length, inner = _outer_inner(g, data, axis)
     count = g.numel(idx)
-    with g.loop("o", outer):
-        with g.loop("j", count):
-            g.emit("k = (int64_t)x1[j];")
-            g.emit("if (k < 0) k = 0;")
-            g.emit(f"if (k > {length} - 1) k = {length} - 1;")
-            with g.loop("m", inner):
-                g.emit(f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) * {inner} + m];")
+
+    def gather() -> None:
+        with g.loop("o", outer):
+            with g.loop("j", count):
+                g.emit("k = (int64_t)x1[j];")
+                g.emit("if (k < 0) k = 0;")
+                g.emit(f"if (k > {length} - 1) k = {length} - 1;")
+                with g.loop("m", inner):
+                    g.emit(f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) * {inner} + m];")
+
+    if length.isdigit() and int(length) > 0:
+        gather()
+    else:
+        # A symbolic axis may be empty in a run: clipping would index -1 (the interpreter
+        # refuses that run; here nothing is read and the result is zeros).
+        with g.block(f"if ({length} > 0)"):
+            gather()
+        with g.block("else"):
+            with g.loop("j", g.numel(g.spec.outs[0])):
+                g.emit("y0[j] = 0;")
     return ["int64_t o, j, m, k;"]
 
 

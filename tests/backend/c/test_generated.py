@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
@@ -86,6 +87,22 @@ fn @main(%x: Tensor[(1, 2, n, 4), f32]) -> Tensor[(1, 2, (n - 2) / 2 + 1, 3), f3
   return %r
 }
 """, {"n": 7}),
+    # take from a symbolic axis clipped its indices to n - 1 = -1 at n = 0 and read before
+    # the buffer (gcc -O2 saw it: -Warray-bounds broke -Werror in the unpacked build).
+    "take_over_a_symbolic_axis": ("""
+fn @main(%x: Tensor[(n, 1), u8]) -> Tuple[Tensor[(n,), u8], Tensor[(n, 1), u8]]
+    attrs {upper_bounds = {n = 2}} {
+  %v1 = flatten(%x)
+  %v2 = reshape(%x, newshape=(n,))
+  %v3 = transpose(%v2)
+  %v4 = clip(%v2, a_min=0.0, a_max=1.5)
+  %c5 = const([-1, 4], i64)
+  %v6 = take(%v3, %c5, axis=0)
+  %v7 = power(%v1, %x)
+  %v8 = expand_dims(%v4, axis=1)
+  return (%v4, %v8)
+}
+""", {"n": 2}),
 }
 
 
@@ -100,8 +117,25 @@ def test_fuzzer_found_programs_build_and_match(workdir: Path, name: str, sanitiz
     env = resolve_dims(fn, dims)
     args = random_inputs(fn, env, seed=2)
     want = Interpreter(module, {}).run("main", args, env)
-    built = build(text, workdir / f"found_{name}_{sanitize}", prefix="found", sanitize=sanitize)
-    assert_close(run_c(built, args, env), want, name)
+    for unpacked in (False, True):
+        built = build(text, workdir / f"found_{name}_{sanitize}_{unpacked}", prefix="found", sanitize=sanitize,
+                      unpacked=unpacked)
+        assert_close(run_c(built, args, env), want, name)
+
+
+def test_take_from_an_empty_symbolic_axis_reads_nothing(workdir: Path) -> None:
+    """At n = 0 the interpreter refuses the take; the C build must not read outside %x."""
+    from .cbuild import build
+
+    text = """
+fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tensor[(2, 3), f32] attrs {upper_bounds = {n = 4}} {
+  %t = take(%x, %i, axis=0)
+  return %t
+}
+"""
+    built = build(text, workdir / "take_empty", prefix="found", sanitize=True, unpacked=True)
+    (out,) = run_c(built, [np.zeros((0, 3), np.float32), np.array([-1, 3], np.int32)], {"n": 0})
+    np.testing.assert_array_equal(out, np.zeros((2, 3), np.float32))
 
 
 def test_size_without_a_derivable_bound_is_refused_naming_the_size() -> None:
