@@ -66,6 +66,9 @@ def _int_fold(op: str, a: D.Dim, b: D.Dim) -> D.Dim:
     return D.BinOp(op, a, b)
 
 
+_DIM_TYPES = (int, D.Sym, D.BinOp, D.DimCall)
+"""What a dimension expression is made of (``name`` may also give a DType or inf/nan)."""
+
 _direct_constructor = direct_constructor
 
 
@@ -90,6 +93,7 @@ class _Builder:
         self._text = text
         self._newlines: list[int] | None = None
         self._line = 1  # the line of the last location made (the next one is likely on it)
+        self._last_non_dim: tuple[Any, re.Match] | None = None  # the latest dtype or number name()
 
     def _loc(self, m: re.Match) -> Loc:
         pos = m.start()
@@ -205,9 +209,13 @@ class _Builder:
         text = c[0][0]
         dtype = canonical_dtype(text)
         if dtype is not None:
-            return DType(dtype)
+            v: Any = DType(dtype)
+            self._last_non_dim = (v, c[0])
+            return v
         if text in _FLOAT_NAMES:
-            return _FLOAT_NAMES[text]
+            v = _FLOAT_NAMES[text]
+            self._last_non_dim = (v, c[0])
+            return v
         if "." in text:
             raise RxError(f"'{text}' is not a valid value (a symbolic dim has no dots)", self._loc(c[0]))
         return _new_Sym(text)
@@ -219,27 +227,55 @@ class _Builder:
                 f"'{func}(...)' is not allowed in a dimension expression (only max and min)",
                 self._loc(c[0]),
             )
+        for a in reversed(c[1:]):
+            if not isinstance(a, _DIM_TYPES):
+                self._not_a_dim(a)
         return D.DimCall(func, tuple(c[1:]))
 
+    def _not_a_dim(self, v: Any) -> None:
+        """Refuse a dtype or a number (``inf``, ``nan``) inside a dimension expression.
+
+        Such an operand is always the latest one :meth:`name` made (each arithmetic rule
+        checks its operands as soon as it is reduced, the right one first), so
+        ``_last_non_dim`` holds its token."""
+        last = self._last_non_dim
+        loc = self._loc(last[1]) if last is not None and last[0] is v else None
+        what = f"'{v.name}' is a dtype" if isinstance(v, DType) else f"'{v}' is a number"
+        raise RxError(f"{what}, not a dimension (dimension expressions combine integers and symbolic "
+                      "names with + - * / % and max/min)", loc)
+
+    def _arith(self, op: str, c: list) -> D.Dim:
+        a, b = c[0], c[1]
+        if not isinstance(b, _DIM_TYPES):
+            self._not_a_dim(b)
+        if not isinstance(a, _DIM_TYPES):
+            self._not_a_dim(a)
+        return _int_fold(op, a, b)
+
     def add(self, c: list) -> D.Dim:
-        return _int_fold("+", c[0], c[1])
+        return self._arith("+", c)
 
     def sub(self, c: list) -> D.Dim:
-        return _int_fold("-", c[0], c[1])
+        return self._arith("-", c)
 
     def mul(self, c: list) -> D.Dim:
-        return _int_fold("*", c[0], c[1])
+        return self._arith("*", c)
 
     def div(self, c: list) -> D.Dim:
-        return _int_fold("/", c[0], c[1])
+        return self._arith("/", c)
 
     def mod(self, c: list) -> D.Dim:
-        return _int_fold("%", c[0], c[1])
+        return self._arith("%", c)
 
     def neg(self, c: list) -> Any:
         v = c[0]
         if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return -v
+            r = -v
+            if self._last_non_dim is not None and self._last_non_dim[0] is v:  # -inf: still a number
+                self._last_non_dim = (r, self._last_non_dim[1])
+            return r
+        if not isinstance(v, _DIM_TYPES):
+            self._not_a_dim(v)
         return D.BinOp("-", 0, v)
 
     def float(self, c: list) -> float:
@@ -292,9 +328,9 @@ class _Builder:
                 self._loc(dtype_tok),
                 notes=("dtypes are: bool i8 i16 i32 i64 u8 u16 u32 f16 bf16 f32 f64",),
             )
-        for d in shape:
-            if isinstance(d, bool) or not isinstance(d, (int, D.Sym, D.BinOp, D.DimCall)):
-                raise RxError(f"a tensor dimension must be an integer or a symbolic expression", self._loc(dtype_tok))
+        for d in reversed(shape):  # (the right one first: see _not_a_dim)
+            if isinstance(d, bool) or not isinstance(d, _DIM_TYPES):
+                self._not_a_dim(d)
         return _new_TensorType(shape, dtype)
 
     def shape(self, c: list) -> tuple:
