@@ -14,8 +14,9 @@ on the module and the weights it uses: the same input always gives the same byte
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 
@@ -52,6 +53,7 @@ from relaxc.ir.types import (
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from . import format as F
+from .loader import MAX_DIM_TERMS, MAX_INLINE_ELEMENTS, MAX_NDIM, _TooComplex, dim_terms
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _U32_MAX = 0xFFFFFFFE  # NONE_REG is reserved
@@ -85,6 +87,12 @@ class _Constants:
         code = dtype_from_numpy(arr.dtype)
         if code is None:
             raise RxError(f"constant '{name}' has dtype {arr.dtype}, which relaxc does not support")
+        what = f"weight '{name}'" if name else "the literal"
+        if arr.ndim > MAX_NDIM:
+            raise _TooBig(f"{what} has rank {arr.ndim}; .rxb files hold arrays of rank at most {MAX_NDIM}")
+        if kind == 1 and arr.size > MAX_INLINE_ELEMENTS:
+            raise _TooBig(f"{what} has {arr.size:,} elements; .rxb files hold inline literals of at most "
+                          f"{MAX_INLINE_ELEMENTS:,} (make it a named weight)")
         w = self.w
         w.u8(kind)
         w.u32(self.strings(name))
@@ -121,7 +129,37 @@ class _Constants:
         return self.inline[key]
 
 
-def _value(w: F.Writer, v: Any, strings: _Strings) -> None:
+class _TooBig(Exception):
+    """A program the loader would refuse (a limit of the .rxb format); made an RxError at the
+    statement or function that holds it."""
+
+
+def _check_depth(depth: int, what: str) -> None:
+    if depth > F.MAX_DEPTH:
+        raise _TooBig(f"{what} nests deeper than the {F.MAX_DEPTH} levels .rxb files hold")
+
+
+def _check_terms(dims: tuple) -> None:
+    """The loader's limit on the canonical size of a dim or a shape's product."""
+    try:
+        n = 1
+        for d in dims:
+            n *= dim_terms(d)
+            if n > MAX_DIM_TERMS:
+                raise _TooComplex()
+    except _TooComplex:
+        raise _TooBig(f"a dimension expression (or a shape's product) expands to more than {MAX_DIM_TERMS:,} "
+                      "terms, more than .rxb files hold") from None
+
+
+def _is_dim(v: Any) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
+
+
+def _value(w: F.Writer, v: Any, strings: _Strings, depth: int = 0, top: bool = True) -> None:
+    """Encode a value (``top``: a value of its own, not an operand of a dim expression, which
+    the loader checks for size as a whole)."""
+    _check_depth(depth, "a value")
     if v is True:
         w.u8(F.V_TRUE)
     elif v is False:
@@ -138,21 +176,23 @@ def _value(w: F.Writer, v: Any, strings: _Strings) -> None:
         w.u8(F.V_STR)
         w.u32(strings(v))
     elif isinstance(v, tuple):
+        if v and all(_is_dim(x) for x in v):
+            _check_terms(v)
         w.u8(F.V_TUPLE)
         w.u32(len(v))
         for x in v:
-            _value(w, x, strings)
+            _value(w, x, strings, depth + 1)
     elif isinstance(v, ListLit):
         w.u8(F.V_LIST)
         w.u32(len(v.items))
         for x in v.items:
-            _value(w, x, strings)
+            _value(w, x, strings, depth + 1)
     elif isinstance(v, DictLit):
         w.u8(F.V_DICT)
         w.u32(len(v.items))
         for k, x in v.items:
             w.u32(strings(k))
-            _value(w, x, strings)
+            _value(w, x, strings, depth + 1)
     elif isinstance(v, DType):
         w.u8(F.V_DTYPE)
         w.u8(F.DTYPE_CODES.index(v.name))
@@ -160,32 +200,40 @@ def _value(w: F.Writer, v: Any, strings: _Strings) -> None:
         w.u8(F.V_SYM)
         w.u32(strings(v.name))
     elif isinstance(v, D.BinOp):
+        if top:
+            _check_terms((v,))
         w.u8(F.V_BINOP)
         w.u8(D.BIN_OPS.index(v.op))
-        _value(w, v.lhs, strings)
-        _value(w, v.rhs, strings)
+        _value(w, v.lhs, strings, depth + 1, False)
+        _value(w, v.rhs, strings, depth + 1, False)
     elif isinstance(v, D.DimCall):
+        if top:
+            _check_terms((v,))
         w.u8(F.V_DIMCALL)
         w.u8(D.DIM_FUNCS.index(v.func))
         w.u32(len(v.args))
         for x in v.args:
-            _value(w, x, strings)
+            _value(w, x, strings, depth + 1, False)
     else:
         raise InternalError(f"cannot encode the value {v!r}")
 
 
-def _type(w: F.Writer, t: Type, strings: _Strings) -> None:
+def _type(w: F.Writer, t: Type, strings: _Strings, depth: int = 0) -> None:
+    _check_depth(depth, "a type")
     if isinstance(t, TensorType):
+        if len(t.shape) > MAX_NDIM:
+            raise _TooBig(f"a tensor type has rank {len(t.shape)}; .rxb files hold tensors of rank at most {MAX_NDIM}")
+        _check_terms(t.shape)
         w.u8(F.T_TENSOR)
         w.u8(F.DTYPE_CODES.index(t.dtype))
         w.u32(len(t.shape))
         for d in t.shape:
-            _value(w, d, strings)
+            _value(w, d, strings, depth + 1, False)
     elif isinstance(t, TupleType):
         w.u8(F.T_TUPLE)
         w.u32(len(t.fields))
         for f in t.fields:
-            _type(w, f, strings)
+            _type(w, f, strings, depth + 1)
     elif isinstance(t, StorageType):
         w.u8(F.T_STORAGE)
     elif isinstance(t, ObjectType):
@@ -349,6 +397,15 @@ class _FunctionCode:
         self.count += 1
 
 
+@contextlib.contextmanager
+def _at(loc: Any, fn: Function) -> Iterator[None]:
+    """Turn a format limit hit while encoding part of ``fn`` into an RxError at ``loc``."""
+    try:
+        yield
+    except _TooBig as e:
+        raise RxError(f"@{fn.name} cannot be written as VM bytecode: {e}", loc) from None
+
+
 def compile_module(module: Module, weights: Mapping[str, np.ndarray] | None = None,
                    types: ModuleTypes | None = None) -> bytes:
     """The ``.rxb`` bytes of ``module`` (verified here unless ``types`` are given).
@@ -367,20 +424,25 @@ def compile_module(module: Module, weights: Mapping[str, np.ndarray] | None = No
         start = len(code)
         fc = _FunctionCode(fn, funcs, consts, strings, types[fn.name], code)
         for st in fn.body:
-            fc.statement(st)
-        fc.ret()
+            with _at(st.loc, fn):
+                fc.statement(st)
+        with _at(fn.ret.loc, fn):
+            fc.ret()
         ftab.u32(strings(fn.name))
         ftab.u32(len(fn.attrs))
-        for k, v in fn.attrs:
+        for i, (k, v) in enumerate(fn.attrs):
             ftab.u32(strings(k))
-            _value(ftab, v, strings)
+            with _at(fn.attr_locs[i] if i < len(fn.attr_locs) else fn.loc, fn):
+                _value(ftab, v, strings)
         ftab.u32(len(fc.names))
         for name in fc.names:
             ftab.u32(strings(name))
         ftab.u32(len(fn.params))
         for p in fn.params:
-            _type(ftab, p.type, strings)
-        _type(ftab, fn.ret_type, strings)
+            with _at(p.loc, fn):
+                _type(ftab, p.type, strings)
+        with _at(fn.loc, fn):
+            _type(ftab, fn.ret_type, strings)
         ftab.u64(start)
         ftab.u64(len(code) - start)
         ftab.u32(fc.count)

@@ -63,3 +63,68 @@ def test_dtype_in_a_dimension_expression(tmp_path: Path, expr: str, col: int, wo
     assert crash_problems(o, codes=(1,)) == [], o
     assert o.stderr.startswith(f"{path}:14:{col}: error: {word}, not a dimension"), o
     assert check_problems(invoke("check", path), path, path.read_text()) == []
+
+
+# ---------------------------------------------------------------------------------------
+# 2. .rxb files the loader refuses
+
+
+def _nested_tuple(depth: int) -> str:
+    t = "Tensor[(2,), f32]"
+    for _ in range(depth):
+        t = f"Tuple[{t}]"
+    return t
+
+
+BEYOND_THE_FORMAT = {
+    "rank_33": (_fn("%x: Tensor[" + _ones(33) + ", f32]", ret="Tensor[" + _ones(33) + ", f32]"),
+                ":1:10:", "a tensor type has rank 33; .rxb files hold tensors of rank at most 32"),
+    "type_nested_50_deep": (_fn(f"%x: {_nested_tuple(50)}", ret=_nested_tuple(50)),
+                            ":1:10:", "a type nests deeper than the 48 levels .rxb files hold"),
+    "dim_nested_60_deep": (_fn("%n: Tensor[(n,), f32], %x: Tensor[(n" + " + 1" * 60 + ",), f32]",
+                               ret="Tensor[(n,), f32]", result="%n", bounds="n = 4"),
+                           ":1:33:", "a value nests deeper than the 48 levels .rxb files hold"),
+    "literal_of_rank_40": (_fn("%x: Tensor[(1,), f32]", "  %c = const(" + "[" * 40 + "1.0" + "]" * 40 + ", f32)\n"),
+                           ":2:3:", "the literal has rank 40; .rxb files hold arrays of rank at most 32"),
+    "dim_of_8192_terms": (_fn(", ".join(f"%a{i}: Tensor[(a{i},), f32], %b{i}: Tensor[(b{i},), f32]" for i in range(13))
+                              + ", %x: Tensor[(1,), f32]",
+                              "  %s = memory.alloc_storage(" + " * ".join(f"(a{i} + b{i})" for i in range(13)) + ")\n",
+                              bounds=", ".join(f"a{i} = 1, b{i} = 1" for i in range(13))),
+                          ":2:3:", "a dimension expression (or a shape's product) expands to more than 4,096 terms"),
+}
+
+
+@pytest.mark.parametrize("name", list(BEYOND_THE_FORMAT))
+def test_build_never_writes_an_rxb_its_loader_refuses(tmp_path: Path, name: str) -> None:
+    """Programs that check fine but exceed a limit of the .rxb format (rank 32, nesting 48,
+    4,096 terms per dim): ``relaxc build`` wrote the file and said so, then ``relaxc run``
+    and ``disasm`` refused it ("... is not a valid relaxc bytecode file: rank is 33, more than
+    the 32 allowed"). The writer did not check the limits the loader checks. Now it does,
+    and the error points at the value; nothing is written."""
+    text, where, words = BEYOND_THE_FORMAT[name]
+    path = _write(tmp_path, "m.rx", text)
+    assert invoke("check", path).code == 0
+    o = invoke("build", path, "-p", "none", "-q")
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert o.stderr.startswith(f"{path}{where} error: @main cannot be written as VM bytecode: {words}"), o
+    assert not (tmp_path / "m.rxb").exists()
+    stats = invoke("run", path, "--stats")  # compiles in memory (vm pipeline): fine, or the same error
+    assert crash_problems(stats) == [] and "is not a valid relaxc bytecode file" not in stats.stderr, stats
+    assert stats.code == 0 or words in stats.stderr, stats
+    assert invoke("build", path, "-t", "ir", "-o", "-", "-q").code == 0  # other targets are not limited
+
+
+def test_an_inline_literal_larger_than_the_format_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same for inline literals (more than 2**20 elements; the limit is lowered here so
+    the test stays small): built, then refused by the loader."""
+    monkeypatch.setattr(codegen, "MAX_INLINE_ELEMENTS", 8)
+    monkeypatch.setattr(vm_loader, "MAX_INLINE_ELEMENTS", 8)
+    path = _write(tmp_path, "m.rx", _fn("%x: Tensor[(1,), f32]", "  %c = const([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, "
+                                                                 "7.0, 8.0, 9.0], f32)\n"))
+    o = invoke("build", path, "-p", "none", "-q")
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert "the literal has 9 elements; .rxb files hold inline literals of at most 8" in o.stderr
+    assert not (tmp_path / "m.rxb").exists()
+    path.write_text(path.read_text().replace(", 9.0", ""))
+    assert invoke("build", path, "-p", "none", "-q").code == 0
+    load_file(tmp_path / "m.rxb")
