@@ -6,6 +6,7 @@ named constant of a module is checked against its declared type before anything 
 
 from __future__ import annotations
 
+import math
 import zipfile
 from pathlib import Path
 from typing import Mapping
@@ -25,8 +26,17 @@ def default_weights_path(model: Path) -> Path | None:
     return candidate if candidate.is_file() else None
 
 
+_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
+"""How a zip archive starts: a member's local header, or the end record of an empty archive."""
+
+
 def load_npz(path: Path, what: str = "weights") -> Weights:
-    """Load every array of an .npz file, or raise RxError with a plain sentence."""
+    """Load every array of an .npz file, or raise RxError with a plain sentence.
+
+    Every member must be a ``.npy`` array of plain numbers (never a pickle, never Python
+    objects) whose header agrees with the bytes it holds; headers are read before any array
+    is, so a header that claims a huge shape allocates nothing.
+    """
     if not path.exists():
         raise RxError(f"{what} file {path} does not exist")
     if path.is_dir():
@@ -38,17 +48,51 @@ def load_npz(path: Path, what: str = "weights") -> Weights:
         raise RxError(f"cannot read {what} file {path}: {e.strerror or e}") from None
     if magic.startswith(b"\x93NUMPY"):
         raise RxError(f"{what} file {path} is a single .npy array, not an .npz archive (use numpy.savez)")
-    if not magic.startswith(b"PK"):
+    if magic[:4] not in _ZIP_MAGIC:
         raise RxError(f"{what} file {path} is not a readable .npz archive (it is not a zip file)")
     try:
+        with zipfile.ZipFile(path) as zf:
+            for info in zf.infolist():
+                _check_member(zf, info, f"{what} file {path}")
         with np.load(path, allow_pickle=False) as archive:
             return {name: archive[name] for name in archive.files}
     except RxError:
         raise
-    except (zipfile.BadZipFile, OSError, EOFError) as e:
-        raise RxError(f"{what} file {path} is not a readable .npz archive ({e})") from None
+    except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as e:
+        raise RxError(f"{what} file {path} is not a readable .npz archive ({_first_line(e)})") from None
     except ValueError as e:
-        raise RxError(f"{what} file {path} holds an array relaxc cannot load safely ({e})") from None
+        raise RxError(f"{what} file {path} holds an array relaxc cannot load safely ({_first_line(e)})") from None
+    except MemoryError:
+        raise RxError(f"{what} file {path} holds arrays too large for the memory of this machine") from None
+
+
+def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> None:
+    """RxError unless the member is a .npy array of plain data that fits in its own bytes."""
+    name = info.filename
+    if not name.endswith(".npy"):
+        raise RxError(f"{where} holds {name!r}, which is not a .npy array")
+    try:
+        with zf.open(info) as f:
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+            elif version in ((2, 0), (3, 0)):
+                shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+            else:
+                raise ValueError(f"unknown .npy format version {version[0]}.{version[1]}")
+            holds = info.file_size - f.tell()
+    except (ValueError, EOFError) as e:
+        raise RxError(f"{where}: {name} is not a .npy array relaxc can read ({_first_line(e)})") from None
+    if dtype.hasobject:
+        raise RxError(f"{where}: {name} holds Python objects (a pickle), which relaxc never loads")
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes > holds:
+        raise RxError(f"{where}: {name} declares shape {tuple(shape)} of {dtype} ({nbytes:,} bytes) but holds only "
+                      f"{max(holds, 0):,} bytes")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().split("\n") or [""])[0] or type(e).__name__
 
 
 def named_constants(module: Module) -> list[tuple[str, Bind]]:

@@ -128,3 +128,66 @@ def test_an_inline_literal_larger_than_the_format_holds(tmp_path: Path, monkeypa
     path.write_text(path.read_text().replace(", 9.0", ""))
     assert invoke("build", path, "-p", "none", "-q").code == 0
     load_file(tmp_path / "m.rxb")
+
+
+# ---------------------------------------------------------------------------------------
+# 3. .npz files
+
+
+def _zip(members: dict[str, bytes]) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+@pytest.fixture
+def mlp(tmp_path: Path) -> Path:
+    for suffix in (".rx", ".npz"):
+        shutil.copy(SAMPLES / f"mlp{suffix}", tmp_path / f"mlp{suffix}")
+    return tmp_path / "mlp.rx"
+
+
+@pytest.mark.parametrize("command", ["check", "run", "build", "report"])
+def test_a_weights_member_that_is_not_an_npy_array(mlp: Path, command: str) -> None:
+    """A weights .npz whose member ``fc1.weight.npy`` is not a .npy array (numpy hands such
+    a member back as raw bytes): "internal error: AttributeError: 'bytes' object has no
+    attribute 'dtype'" (exit 3). Now every member is checked to be a .npy array."""
+    params = mlp.parent / "w.npz"
+    params.write_bytes(_zip({"fc1.weight.npy": b"not an npy array"}))
+    o = invoke(command, mlp, "--params", params)
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert f"weights file {params}: fc1.weight.npy is not a .npy array relaxc can read" in o.stderr
+
+
+def _huge_npy() -> bytes:
+    text = b"{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000,), }"
+    text += b" " * (64 - (10 + len(text) + 1) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(text).to_bytes(2, "little") + text + b"\0" * 16
+
+
+@pytest.mark.parametrize("option", ["--inputs", "--params"])
+def test_an_npy_header_that_claims_a_huge_shape(mlp: Path, option: str) -> None:
+    """An .npz member whose header claims shape (10**12,) over 16 bytes of data: numpy
+    tried to allocate 3.6 TiB, "internal error: MemoryError" (exit 3). Now headers are read
+    first and checked against the bytes the member holds."""
+    path = mlp.parent / "huge.npz"
+    path.write_bytes(_zip({"x.npy": _huge_npy()}))
+    o = invoke("run", mlp, option, path)
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert "x.npy declares shape (1000000000000,) of float32 (4,000,000,000,000 bytes) but holds only 16" in o.stderr
+
+
+@pytest.mark.parametrize("content", [b"PK", b"PK\x03", b"\x80\x04\x95"])
+def test_a_short_file_is_not_called_a_pickle(mlp: Path, content: bytes) -> None:
+    """A 2-byte file ``PK`` as --inputs: "holds an array relaxc cannot load safely (This
+    file contains pickled (object) data. If you trust the file you can load it unsafely
+    using the `allow_pickle=` keyword argument ...)" — numpy's advice to unpickle, for a
+    file that is no pickle. Only the first two bytes of the zip magic were checked."""
+    path = mlp.parent / "short.npz"
+    path.write_bytes(content)
+    o = invoke("run", mlp, "--inputs", path)
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert "is not a readable .npz archive (it is not a zip file)" in o.stderr
+    assert "pickle" not in o.stderr
