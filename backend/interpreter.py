@@ -122,7 +122,8 @@ class Interpreter:
             raise RxError(f"the module has no function @{fn_name}")
         args = [_copy_value(a) for a in args]
         env = bind_dims(fn, args, dims)
-        result, held = self._call(fn, args, env)
+        with np.errstate(all="ignore"):  # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn
+            result, held = self._call(fn, args, env)
         self.stats.free(held)  # the caller gets copies; the program holds nothing any more
         return _copy_value(result)
 

@@ -283,3 +283,21 @@ fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tensor[(1, 2, n - 1, 2), f32] {
         vm_run(build(compile_text(text, "none")), args)
     assert e.value.message == ref.value.message
     assert any("instruction 0 (kernel max_pool2d)" in n for n in e.value.notes)
+
+
+def test_ieee_specials_do_not_print_numpy_warnings() -> None:
+    import warnings
+
+    text = """\
+fn @main(%x: Tensor[(2,), f32], %w: Tensor[(2, 2), f32]) -> Tensor[(1, 2), f32] {
+  %e = exp(%x)
+  %e2 = reshape(%e, (1, 2))
+  %mm = matmul(%e2, %w)
+  return %mm
+}
+"""
+    args = [np.array([1000, 1], np.float32), np.zeros((2, 2), np.float32)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got, _ = vm_run(build(compile_text(text)), args)
+    assert np.isnan(got[0]).all()
