@@ -13,8 +13,9 @@ import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import Function
+from relaxc.ir.nodes import Bind, Function, Module
 from relaxc.ir.types import DTYPES, TensorType, Type, TupleType, dtype_from_numpy, numpy_dtype, type_to_str, tensor_leaves
+from relaxc.ir.verifier import ModuleTypes
 
 MAX_RUNTIME_BYTES = 1 << 34
 """The largest single allocation (16 GiB) the interpreter and VM will attempt."""
@@ -111,6 +112,32 @@ def concrete_value(v: object, env: Mapping[str, int]) -> object:
     if isinstance(v, tuple):
         return tuple(concrete_value(x, env) for x in v)
     return v
+
+
+def _numpy_max_rank() -> int:
+    try:
+        np.empty((1,) * 64)
+        return 64
+    except ValueError:  # numpy 1.x
+        return 32
+
+
+NUMPY_MAX_RANK = _numpy_max_rank()
+"""The highest rank of an array numpy makes (64 since numpy 2, 32 before)."""
+
+
+def check_ranks(module: Module, types: ModuleTypes) -> None:
+    """RxError at the first parameter or binding whose type holds a tensor of a rank numpy
+    cannot make, before anything runs (the verifier allows any rank; numpy does not)."""
+    for fn in module.functions:
+        fn_types = types.get(fn.name, {})
+        named = [(p.name, p.type, p.loc) for p in fn.params]
+        named += [(s.name, fn_types.get(s.name), s.loc) for s in fn.body if isinstance(s, Bind)]
+        for name, t, loc in named:
+            for leaf in tensor_leaves(t) if t is not None else ():
+                if len(leaf.shape) > NUMPY_MAX_RANK:
+                    raise RxError(f"%{name} has a tensor of rank {len(leaf.shape)}; relaxc runs tensors of rank at "
+                                  f"most {NUMPY_MAX_RANK} (numpy's limit)", loc)
 
 
 def check_alloc_size(nbytes: int, what: str) -> None:

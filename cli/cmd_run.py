@@ -9,11 +9,12 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from relaxc.backend.inputs import bind_dims, random_inputs, resolve_dims
+from relaxc.backend.inputs import bind_dims, check_ranks, random_inputs, resolve_dims
 from relaxc.backend.interpreter import Interpreter
 from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes, load_file, predict_memory
 from relaxc.backend.vm.compare import compare_outputs
 from relaxc.backend.vm.format import MAGIC
+from relaxc.frontend.weights import default_weights_path
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
@@ -99,7 +100,7 @@ def stats_verdict(stats, pred) -> list[str]:
 @click.option("--params", type=click.Path(path_type=Path),
               help="Weights .npz of an .rx FILE or of --source (default: its .npz beside it).")
 @click.option("--entry", default="main", show_default=True, help="The function to run.")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the random inputs.")
+@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the random inputs.")
 @dim_option
 @click.option("--stats", is_flag=True,
               help="Print the peak memory the VM measured next to what PlanMemory promised (an .rx FILE "
@@ -131,13 +132,17 @@ def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path |
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         if output_path is not None:
-            refuse_overwriting_inputs(output_path, [file, inputs_path, params, source])
+            guarded = [file, inputs_path, params, source]
+            if params is None:  # then the weights are the .npz beside the .rx (FILE, or --source)
+                guarded += [default_weights_path(p) for p in ([source] if bytecode else [file]) if p is not None]
+            refuse_overwriting_inputs(output_path, guarded)
         if bytecode:
             exe = load_file(file)
             module, weights, types = exe.module, exe.weights(), exe.types
         else:
             prog = load_program(file, sources, params)
             module, weights, types = prog.module, prog.weights, prog.types
+            check_ranks(module, types)
         fn = entry_function(module, entry)
         if inputs_path is not None:
             args = inputs_from_npz(fn, inputs_path)
@@ -151,9 +156,6 @@ def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path |
         else:
             result = Interpreter(module, weights, types=types).run(fn.name, args, dim_values or None)
         named = flatten_outputs(result)
-        if output_path is not None:
-            write_npz(output_path, named)
-            click.echo(f"wrote {len(named)} output(s) to {output_path}", err=True)
         console = Console(soft_wrap=True)
         console.print(outputs_table(named))
         if not bytecode and (stats or check):
@@ -181,6 +183,9 @@ def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path |
             console.print(stats_table(fn.name, env, vm.stats, pred))
             for line in stats_verdict(vm.stats, pred):
                 console.print(line, highlight=False)
+        if output_path is not None:  # last: a run that fails (--check, --stats) writes nothing
+            write_npz(output_path, named)
+            click.echo(f"wrote {len(named)} output(s) to {output_path}", err=True)
 
 
 def report_check(console: Console, got, want, who: str, reference: str) -> None:

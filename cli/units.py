@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 
 import click
 
@@ -18,8 +19,11 @@ def parse_bytes(text: str) -> int:
     m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]*)?)\s*([A-Za-z]*)\s*", text)
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"'{text}' is not a size (examples: 4096, 256KiB, 1.5MB, 2GiB)")
-    value = float(m.group(1)) * _UNITS[m.group(2).lower()]
-    if value != int(value):
+    try:
+        value = Fraction(m.group(1)) * _UNITS[m.group(2).lower()]  # exact: no rounding, no overflow to inf
+    except ValueError:  # more digits than Python converts
+        raise ValueError(f"'{text[:40]}...' is not a size relaxc can use (too many digits)") from None
+    if value.denominator != 1:
         raise ValueError(f"'{text}' is not a whole number of bytes")
     return int(value)
 

@@ -191,3 +191,84 @@ def test_a_short_file_is_not_called_a_pickle(mlp: Path, content: bytes) -> None:
     assert crash_problems(o, codes=(1,)) == [], o
     assert "is not a readable .npz archive (it is not a zip file)" in o.stderr
     assert "pickle" not in o.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# 4. run and build: ranks numpy cannot make, option values, -o onto the weights or after a failed check
+
+
+@pytest.mark.parametrize("text, where, rank", [
+    (_fn("%x: Tensor[" + _ones(65) + ", f32]", "  %y = relu(%x)\n", "Tensor[" + _ones(65) + ", f32]", "%y"), ":1:10:", 65),
+    (_fn("%x: Tensor[" + _ones(64) + ", f32]", "  %y = expand_dims(%x, 0)\n  %z = relu(%y)\n",
+         "Tensor[" + _ones(65) + ", f32]", "%z"), ":2:3:", 65),
+], ids=["parameter", "expand_dims"])
+def test_a_rank_numpy_cannot_make(tmp_path: Path, text: str, where: str, rank: int) -> None:
+    """A parameter of rank 65, or expand_dims of a rank-64 tensor: ``relaxc run`` ended in
+    "internal error: ValueError: maximum supported dimension for an ndarray is currently 64"
+    (exit 3). The verifier allows any rank; numpy stops at 64. Now run refuses the program
+    before running it, at the value."""
+    path = _write(tmp_path, "m.rx", text)
+    o = invoke("run", path)
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert o.stderr.startswith(f"{path}{where} error: ") and f"rank {rank}; relaxc runs tensors of rank at most" in o.stderr
+
+
+def test_rank_64_still_runs(tmp_path: Path) -> None:
+    path = _write(tmp_path, "m.rx", _fn("%x: Tensor[" + _ones(64) + ", f32]", "  %y = relu(%x)\n",
+                                        "Tensor[" + _ones(64) + ", f32]", "%y"))
+    assert invoke("run", path).code == 0
+
+
+def test_a_negative_seed(mlp: Path) -> None:
+    """``relaxc run m.rx --seed -1``: "internal error: ValueError: expected non-negative
+    integer" (numpy's generator). Now a usage error (exit 2)."""
+    o = invoke("run", mlp, "--seed", "-1")
+    assert crash_problems(o, codes=(2,)) == [], o
+    assert "-1 is not in the range x>=0" in o.stderr
+
+
+@pytest.mark.parametrize("budget", ["9" * 400, "1" + "0" * 310 + "GiB"], ids=["400_nines", "1e310GiB"])
+def test_a_budget_too_large_for_a_float(mlp: Path, budget: str) -> None:
+    """``--max-arena 999...9`` (400 digits): a Python traceback ending in "OverflowError:
+    cannot convert float infinity to integer" (the size was parsed as a float). Now sizes
+    are parsed exactly (fractions): a huge budget is just a budget the plan meets."""
+    o = invoke("build", mlp, "-t", "ir", "-o", "-", "-q", "--max-arena", budget)
+    assert crash_problems(o, codes=(0,)) == [], o
+
+
+def test_an_exact_size_is_not_rounded() -> None:
+    from relaxc.cli.units import parse_bytes
+
+    assert parse_bytes("9007199254740993") == 9007199254740993  # 2**53 + 1 (a float would round it)
+
+
+
+
+def test_run_never_overwrites_the_weights_beside_the_model(mlp: Path) -> None:
+    """``relaxc run mlp.rx -o mlp.npz`` replaced the model's own weights with its outputs
+    (docs/run.md even said so: -o did not protect FILE.npz when --params was not given).
+    Now the weights beside FILE (and beside --source) are inputs like the others."""
+    weights = mlp.with_suffix(".npz").read_bytes()
+    o = invoke("run", mlp, "-o", mlp.with_suffix(".npz"))
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert "refusing to write" in o.stderr
+    assert mlp.with_suffix(".npz").read_bytes() == weights
+    assert invoke("build", mlp, "-q").code == 0
+    o = invoke("run", mlp.with_suffix(".rxb"), "--check", "--source", mlp, "-o", mlp.with_suffix(".npz"))
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert mlp.with_suffix(".npz").read_bytes() == weights
+
+
+def test_a_run_whose_check_fails_writes_no_output(mlp: Path) -> None:
+    """``run m.rxb --check --source other.rx -o y.npz`` where the check finds a difference:
+    exit 1, but y.npz had been written (and an older y.npz replaced) before the check ran.
+    Now -o is written last."""
+    assert invoke("build", mlp, "-q").code == 0
+    other = _write(mlp.parent, "other.rx", mlp.read_text().replace("softmax(%logits, axis=-1)", "relu(%logits)"))
+    shutil.copy(mlp.with_suffix(".npz"), mlp.parent / "other.npz")
+    out = mlp.parent / "y.npz"
+    out.write_bytes(b"an older output")
+    o = invoke("run", mlp.with_suffix(".rxb"), "--check", "--source", other, "-o", out)
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert "check failed" in o.stderr
+    assert out.read_bytes() == b"an older output"
