@@ -10,7 +10,7 @@ from relaxc.frontend.printer import print_module
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_atomic
+from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
 from .loading import load_program
 from relaxc.passes.memory_report import memory_report
 
@@ -129,10 +129,18 @@ def _write_c(module, prog, out_dir: Path, prefix: str, emit_main: bool, file: Pa
     paths = [out_dir / name for name in sources.files]
     for path in paths:
         refuse_overwriting_inputs(path, [file, prog.weights_path])
+    created = [p for p in (out_dir, *out_dir.parents) if not p.exists()]  # deepest first
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise RxError(f"cannot create folder {out_dir}: {e.strerror or e}") from None
-    for path, text in zip(paths, sources.files.values()):
-        write_atomic(path, text)
+    try:
+        write_all_atomic(list(zip(paths, sources.files.values())))  # all the files, or none
+    except BaseException:
+        for folder in created:  # and no folder left behind that this run made
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
     click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)

@@ -13,15 +13,16 @@ from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 
 from .errors import EXIT_USER_ERROR, Sources, reported_errors
-from .files import read_source, write_atomic
+from .files import normalize_newlines, read_source, write_atomic
 
 
 def canonical_text(path: Path, sources: Sources) -> tuple[str, str]:
     """(original text, canonical text) of one file; comments are carried over."""
-    text = read_source(path)
+    raw = read_source(path, keep_newlines=True)
+    text = normalize_newlines(raw)
     sources[str(path)] = text
     module = parse_module(text, str(path))
-    return text, print_module(module, attach_comments(text, module))
+    return raw, print_module(module, attach_comments(text, module))
 
 
 @click.command("fmt")

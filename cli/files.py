@@ -7,17 +7,24 @@ reader never sees half a file, and an output path that names one of the inputs i
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from relaxc.ir.diagnostics import Loc, RxError
 
 MAX_SOURCE_BYTES = 256 << 20
 
 
-def read_source(path: Path) -> str:
-    """The text of an .rx file, or RxError with a plain sentence (missing, binary, not UTF-8)."""
+def read_source(path: Path, keep_newlines: bool = False) -> str:
+    """The text of an .rx file, or RxError with a plain sentence (missing, binary, not UTF-8).
+
+    A line ends at ``\n`` or ``\r\n``; a lone ``\r`` (old Mac text) is read as ``\n`` too
+    (see :func:`normalize_newlines`; ``keep_newlines`` leaves it), so that such a file is not
+    one long comment. A device or a pipe is read up to the size limit (``/dev/zero`` is
+    refused, not read forever).
+    """
     if not path.exists():
         raise RxError(f"file {path} does not exist")
     if path.is_dir():
@@ -26,20 +33,53 @@ def read_source(path: Path) -> str:
         size = path.stat().st_size
         if size > MAX_SOURCE_BYTES:
             raise RxError(f"{path} is {size:,} bytes; .rx files over {MAX_SOURCE_BYTES:,} bytes are refused")
-        data = path.read_bytes()
+        data = _read_bounded(path, MAX_SOURCE_BYTES)
     except OSError as e:
         raise RxError(f"cannot read {path}: {e.strerror or e}") from None
     if b"\x00" in data:
         raise RxError(f"{path} is a binary file, not .rx text (it contains NUL bytes)")
+    if len(data) > MAX_SOURCE_BYTES:
+        raise RxError(f"{path} is larger than {MAX_SOURCE_BYTES:,} bytes; such .rx files are refused")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
+        start = data.rfind(b"\n", 0, e.start) + 1
+        end = data.find(b"\n", e.start)
         line = data.count(b"\n", 0, e.start) + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        col = len(data[start:e.start].decode("utf-8")) + 1  # characters, not bytes
+        shown = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r").replace("\t", " ")
         raise RxError(
-            f"not UTF-8 text: invalid byte 0x{data[e.start]:02x}", Loc(str(path), line, col)
+            f"not UTF-8 text: invalid byte 0x{data[e.start]:02x}", Loc(str(path), line, col),
+            snippet=("  " + shown, "  " + " " * (col - 1) + "^"),
         ) from None
+    if not keep_newlines:
+        text = normalize_newlines(text)
     return text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte-order mark is not content
+
+
+_LONE_CR = re.compile("\r(?!\n)")
+
+
+def normalize_newlines(text: str) -> str:
+    """``text`` with every lone ``\r`` made a ``\n`` (``\r\n`` is left: the lexer skips the ``\r``)."""
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
+
+
+def _read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of ``path``: all of them, or (a device, a pipe) the first ``limit + 1``,
+    stopping early at a chunk that holds a NUL byte."""
+    chunks = []
+    total = 0
+    with open(path, "rb") as f:
+        while total <= limit:
+            chunk = f.read(min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if b"\x00" in chunk:
+                break
+    return b"".join(chunks)
 
 
 def refuse_overwriting_inputs(output: Path, inputs: Iterable[Path]) -> None:
@@ -52,14 +92,51 @@ def refuse_overwriting_inputs(output: Path, inputs: Iterable[Path]) -> None:
 
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write ``data`` to ``path`` via a temporary file and a rename (never half-written)."""
-    if isinstance(data, str):
-        data = data.encode("utf-8")
+    write_all_atomic([(path, data)])
+
+
+def write_all_atomic(files: Sequence[tuple[Path, bytes | str]]) -> None:
+    """Write several files so that either all of them are replaced or none is.
+
+    Each is first written in full to a temporary file beside it; only when every one is
+    ready are they renamed over their targets. A target that exists and is not a regular
+    file (``/dev/null``, ``/dev/stdout``, a named pipe) is written to directly instead: a
+    rename would replace the device itself.
+    """
+    staged: list[tuple[Path, str | None, bytes]] = []
+    try:
+        for path, data in files:
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            staged.append((path, _stage(path, data), data))
+        for i, (path, tmp, data) in enumerate(staged):
+            if tmp is None:
+                _write_special(path, data)
+                continue
+            try:
+                os.replace(tmp, path)
+            except OSError as e:
+                raise RxError(f"cannot write {path}: {e.strerror or e}") from None
+            staged[i] = (path, None, data)
+    finally:
+        for _, tmp, _ in staged:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+
+
+def _stage(path: Path, data: bytes) -> str | None:
+    """A temporary file beside ``path`` holding ``data``; None if ``path`` is not a regular file."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise RxError(f"cannot write {path}: folder {folder} does not exist")
     if path.is_dir():
         raise RxError(f"cannot write {path}: it is a directory")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    if path.exists() and not path.is_file():
+        return None
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
+    except OSError as e:
+        raise RxError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -69,10 +146,18 @@ def write_atomic(path: Path, data: bytes | str) -> None:
             os.chmod(tmp, path.stat().st_mode & 0o777)
         else:
             os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
     except OSError as e:
         Path(tmp).unlink(missing_ok=True)
         raise RxError(f"cannot write {path}: {e.strerror or e}") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return tmp
+
+
+def _write_special(path: Path, data: bytes) -> None:
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        raise RxError(f"cannot write {path}: {e.strerror or e}") from None

@@ -677,7 +677,25 @@ def load_file(path: Any) -> Executable:
     if p.is_dir():
         raise RxError(f"{p} is a directory, not an .rxb file")
     try:
-        data = p.read_bytes()
+        data = p.read_bytes() if p.is_file() else _read_stream(p)
     except OSError as e:
         raise RxError(f"cannot read {p}: {e.strerror or e}") from None
     return load_bytes(data, str(p))
+
+
+def _read_stream(p: Any) -> bytes:
+    """A device or a pipe: the header, then no more than it declares (plus one byte, so
+    that a longer stream is still refused); ``/dev/zero`` is not read forever."""
+    with open(p, "rb") as f:
+        head = f.read(F.HEADER_SIZE)
+        if len(head) < F.HEADER_SIZE or head[:len(F.MAGIC)] != F.MAGIC:
+            return head
+        want = F.HEADER.unpack_from(head, 0)[3] + 1
+        chunks = [head]
+        while want > 0:
+            chunk = f.read(min(want, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            want -= len(chunk)
+        return b"".join(chunks)

@@ -272,3 +272,157 @@ def test_a_run_whose_check_fails_writes_no_output(mlp: Path) -> None:
     assert crash_problems(o, codes=(1,)) == [], o
     assert "check failed" in o.stderr
     assert out.read_bytes() == b"an older output"
+
+
+# ---------------------------------------------------------------------------------------
+# 5. Writing outputs: devices and pipes, folders that cannot be written, C sources all or none
+
+
+def test_an_output_that_is_a_pipe_is_written_through(mlp: Path) -> None:
+    """``relaxc build m.rx -o /dev/null`` (as root) replaced /dev/null with a regular file:
+    the atomic writer wrote a temporary file beside the target and renamed it over the
+    device. Now a target that exists and is not a regular file (a device, a named pipe) is
+    written to directly. A named pipe stands in for /dev/null here."""
+    fifo = mlp.parent / "out.fifo"
+    os.mkfifo(fifo)
+    fd = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)  # a reader, so the writer does not block
+    try:
+        o = invoke("build", mlp, "-t", "ir", "-q", "-o", fifo)
+        assert crash_problems(o, codes=(0,)) == [], o
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode), "the named pipe was replaced by a file"
+        got = os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+    assert got.startswith(b"fn @main(")
+
+
+def test_dev_null_stays_a_device(mlp: Path) -> None:
+    if not Path("/dev/null").is_char_device() or not os.access("/dev", os.W_OK):
+        pytest.skip("needs a writable /dev (root) to show the bug")
+    o = invoke("build", mlp, "-t", "ir", "-q", "-o", "/dev/null")
+    assert o.code == 0, o
+    assert Path("/dev/null").is_char_device()
+
+
+def test_a_folder_that_cannot_be_written(mlp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``relaxc build m.rx -o /proc/m.rxb`` (or any folder without write permission):
+    "internal error: FileNotFoundError/PermissionError" (exit 3): the temporary file was
+    created outside the ``try`` that turns OSError into a message."""
+    out = mlp.parent / "out"
+    out.mkdir()
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    for args in (("build", mlp, "-o", out / "m.rxb"), ("run", mlp, "-o", out / "y.npz"),
+                 ("build", mlp, "-t", "c", "-o", out), ("report", mlp, "--svg", out / "m.svg")):
+        o = invoke(*args)
+        assert crash_problems(o, codes=(1,)) == [], o
+        assert "cannot write" in o.stderr and "Permission denied" in o.stderr, o
+    assert list(out.iterdir()) == []
+
+
+def test_proc_in_a_real_process(mlp: Path) -> None:
+    if not Path("/proc/self").exists():
+        pytest.skip("no /proc")
+    (o,) = run_subprocesses([("build", mlp, "-q", "-o", "/proc/relaxc-test.rxb")])
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert o.stderr.startswith("error: cannot write /proc/relaxc-test.rxb: ")
+
+
+
+
+@pytest.mark.parametrize("blocked", ["mlp.c", "mlp_main.c"])
+def test_the_c_files_are_written_all_or_none(mlp: Path, blocked: str) -> None:
+    """``build -t c -o out`` where out/mlp.c cannot be written (here: it is a folder): exit 1,
+    but out/mlp.h had been written (and an older mlp.h replaced), so the folder held a
+    header of one build next to the sources of another. Now every file is staged first and
+    renamed only when all are ready; a folder the build created is removed again."""
+    out = mlp.parent / "out"
+    out.mkdir()
+    (out / "mlp.h").write_text("/* an older build */\n")
+    (out / blocked).mkdir()
+    before = snapshot(out)
+    o = invoke("build", mlp, "-t", "c", "-o", out, "--emit-main", "-q")
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert not changed(before, snapshot(out)), sorted(changed(before, snapshot(out)))
+    fresh = mlp.parent / "new" / "deeper"
+    (mlp.parent / "mlp.c").mkdir()  # a folder of the same name as an output, one level up: no harm
+    o = invoke("build", mlp, "-t", "c", "-o", fresh, "-q")
+    assert o.code == 0, o
+    assert sorted(p.name for p in fresh.iterdir()) == ["mlp.c", "mlp.h"]
+
+
+def test_a_c_build_that_fails_leaves_no_new_folder(mlp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import relaxc.cli.files as files
+
+    def refuse(path, data):
+        raise files.RxError(f"cannot write {path}: No space left on device")
+
+    monkeypatch.setattr(files, "_stage", refuse)
+    o = invoke("build", mlp, "-t", "c", "-o", mlp.parent / "a" / "b", "-q")
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert not (mlp.parent / "a").exists()
+
+
+# ---------------------------------------------------------------------------------------
+# 6. Reading sources: endless devices, CR line endings, bytes that are not UTF-8
+
+
+@pytest.mark.parametrize("command", [("check",), ("fmt",), ("run",), ("disasm",), ("build", "-t", "ir", "-o", "-")])
+def test_an_endless_device_as_the_input(command: tuple[str, ...]) -> None:
+    """``relaxc check /dev/zero``: read until memory ran out (killed). ``relaxc run
+    /dev/zero`` and ``disasm /dev/zero`` the same. The size check used ``st_size``, which
+    is 0 for a device. Now sources are read in bounded chunks (and stop at a NUL byte),
+    .rxb files no further than their header says."""
+    if not Path("/dev/zero").exists():
+        pytest.skip("no /dev/zero")
+    o = invoke(command[0], "/dev/zero", *command[1:], timeout=30)
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert "/dev/zero" in o.stderr
+
+
+def test_a_program_read_from_a_pipe(tmp_path: Path, mlp: Path) -> None:
+    """Reading through a pipe still works (``relaxc check <(cat m.rx)``)."""
+    fifo = tmp_path / "prog.fifo"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as f:
+            f.write(mlp.read_bytes())
+
+    t = threading.Thread(target=feed, daemon=True)
+    t.start()
+    o = invoke("check", fifo, "--params", mlp.with_suffix(".npz"), timeout=30)
+    t.join(5)
+    assert o.code == 0, o
+
+
+def test_cr_line_endings(tmp_path: Path) -> None:
+    """An .rx file with old Mac line endings (CR only) was one long line, so its first
+    comment ran to the end of the file: ``check`` said "ok (0 function(s))" and ``build``
+    wrote an empty program, silently. Now a lone CR ends a line, like LF and CRLF."""
+    shutil.copy(SAMPLES / "mlp.npz", tmp_path / "m.npz")
+    path = tmp_path / "m.rx"
+    path.write_bytes((SAMPLES / "mlp.rx").read_bytes().replace(b"\n", b"\r"))
+    o = invoke("check", path)
+    assert o.code == 0 and "ok (1 function(s), 12 statement(s)" in o.stdout, o
+    assert invoke("run", path).code == 0
+    bad = tmp_path / "bad.rx"
+    bad.write_bytes((SAMPLES / "mlp.rx").read_bytes().replace(b"relu(%h1)", b"relu(%zz)").replace(b"\n", b"\r"))
+    o = invoke("check", bad)
+    assert o.stderr.startswith(f"{bad}:7:14: error: %zz is not defined\n    %a1 = relu(%zz)\n"), o
+    fmt = invoke("fmt", path)
+    assert fmt.code == 0 and b"\r" not in path.read_bytes()
+
+
+def test_the_column_of_a_byte_that_is_not_utf8_counts_characters(tmp_path: Path) -> None:
+    """``# ééé \\xe9`` (valid UTF-8 accents, then a Latin-1 byte): the error's column
+    counted bytes (23), not characters (20), and no source line or caret was shown."""
+    path = tmp_path / "m.rx"
+    path.write_bytes(b"fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # \xc3\xa9\xc3\xa9\xc3\xa9 "
+                     b"\xe9\n}\n")
+    o = invoke("check", path)
+    assert o.stderr == (f"{path}:2:20: error: not UTF-8 text: invalid byte 0xe9\n"
+                        "    return %x  # \u00e9\u00e9\u00e9 \ufffd\n                     ^\n"), o
