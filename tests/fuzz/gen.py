@@ -1,0 +1,995 @@
+"""Random well-typed .rx programs for differential fuzzing (hypothesis strategies).
+
+:func:`fuzz_programs` draws whole programs: a ``@main`` built as a random DAG of the ops of
+:data:`relaxc.ir.ops.REGISTRY` (every kernel and view op; an op added to the registry is
+fuzzed too, through the generic recipe below, unless it needs a recipe of its own), over
+random shapes and dtypes, with views, tuples and projections, aliases, reused values,
+inline and named constants, several outputs (parameters, constants, views and duplicates
+among them), symbolic dims with and without ``upper_bounds``, primitive functions called
+from ``@main`` and, for the VM only, non-primitive helper functions (results that alias
+their arguments included).
+
+Types are tracked while generating with each op's own ``infer`` (the verifier's rules), so
+every program verifies; a recipe whose draw does not type-check is retried or dropped.
+
+A program is drawn either for *both backends* (``c_ok``: every symbolic dim bounded, no
+calls of non-primitive functions, no storage-only dtypes: what the C target accepts) or for
+the VM only. The strategy in :mod:`tests.strategies` (``programs``) stays as it is; the
+fuzz suite runs it too (see :func:`legacy_programs`).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+from hypothesis import strategies as st
+
+from relaxc.frontend.printer import print_module
+from relaxc.ir import dims as D
+from relaxc.ir.diagnostics import RxError
+from relaxc.ir.nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    DictLit,
+    DType,
+    Function,
+    ListLit,
+    Module,
+    Param,
+    Project,
+    TupleExpr,
+    Var,
+)
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import REQUIRED, OpDef, OpError, bind_args
+from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, tensor_leaves
+
+# ---------------------------------------------------------------------------------------
+# The ops fuzzed: every kernel and view op of the registry.
+
+FUZZED_OPS: tuple[OpDef, ...] = tuple(op for op in REGISTRY.ops() if op.category in ("kernel", "view"))
+COMPUTABLE = tuple(d for d in sorted(DTYPES) if DTYPES[d].numpy is not None)
+FLOATS = ("f32", "f64", "f16")
+INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32")
+INDEX_DTYPES = ("i32", "i64")
+
+STATIC_SIZES = (1, 2, 3, 4, 5, 6, 8)
+SYMS = ("n", "m")
+FLOAT_LITERALS = (-2.0, -1.0, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 3.0)
+
+
+@dataclass
+class Val:
+    """A value of the function being built."""
+
+    name: str
+    type: Type
+    const: bool = False
+
+
+@dataclass
+class GenProgram:
+    """A generated program: its module and text, weights, dims, and what it is for."""
+
+    module: Module
+    text: str
+    weights: dict[str, np.ndarray]
+    dims: dict[str, int]
+    c_ok: bool
+    ops: tuple[str, ...]
+    label: str = ""
+
+    def __repr__(self) -> str:
+        w = f", weights={sorted(self.weights)}" if self.weights else ""
+        return f"GenProgram(dims={self.dims}, c_ok={self.c_ok}{w})\n{self.text}"
+
+
+class Reject(Exception):
+    """A recipe that cannot apply to the current values (the generator tries something else)."""
+
+
+# ---------------------------------------------------------------------------------------
+# Building one function.
+
+
+@dataclass
+class Ctx:
+    """Program-wide state: dims, dtypes, weights, helper functions, names."""
+
+    ch: Any
+    c_ok: bool
+    sizes: list[D.Dim]
+    dtypes: list[str]
+    sym_values: dict[str, int]
+    bounds: dict[str, int]
+    weights: dict[str, np.ndarray] = field(default_factory=dict)
+    functions: list[Function] = field(default_factory=list)
+    used_ops: list[str] = field(default_factory=list)
+    seed: int = 0
+    nfuncs: int = 0
+
+    def rng(self) -> np.random.Generator:
+        self.seed += 1
+        return np.random.default_rng(self.seed)
+
+
+class FnBuilder:
+    """A function body under construction: its parameters, statements and value pool."""
+
+    def __init__(self, ctx: Ctx, name: str, primitive: bool, params: list[Param] | None = None,
+                 sizes: list[D.Dim] | None = None, growable: bool = True):
+        self.ctx = ctx
+        self.ch = ctx.ch
+        self.name = name
+        self.primitive = primitive
+        self.params: list[Param] = list(params or [])
+        self.body: list[Bind] = []
+        self.pool: list[Val] = [Val(p.name, p.type) for p in self.params]
+        self.sizes = sizes if sizes is not None else ctx.sizes
+        self.growable = growable  # may new parameters be added?
+        self.counter = 0
+
+    # -- names and values --------------------------------------------------------------
+    def fresh(self, base: str = "v") -> str:
+        self.counter += 1
+        return f"{base}{self.counter}"
+
+    def bind(self, value: Any, t: Type, base: str = "v", annotate: bool = False, const: bool = False) -> Val:
+        name = self.fresh(base)
+        self.body.append(Bind(name, t if annotate else None, value))
+        v = Val(name, t, const)
+        self.pool.append(v)
+        return v
+
+    def tensors(self, pred: Callable[[TensorType], bool] = lambda t: True) -> list[Val]:
+        return [v for v in self.pool if isinstance(v.type, TensorType) and pred(v.type)]
+
+    def pick(self, vals: list[Val]) -> Val:
+        if not vals:
+            raise Reject()
+        # Recent values are likelier: programs become chains with branches, not flat fans.
+        if len(vals) > 3 and self.ch.bool():
+            vals = vals[-3:]
+        return self.ch.choice(vals)
+
+    def pick_tensor(self, pred: Callable[[TensorType], bool] = lambda t: True) -> Val:
+        return self.pick(self.tensors(pred))
+
+    def size(self, static: bool = False) -> D.Dim:
+        choices = [s for s in self.sizes if isinstance(s, int)] if static else self.sizes
+        if not choices:
+            return self.ch.choice(STATIC_SIZES[:5])
+        return self.ch.choice(choices)
+
+    def new_input(self, t: TensorType, positive: bool = False, small_ints: int | None = None) -> Val:
+        """A value of type ``t`` that did not exist: a new parameter, a named weight or an
+        inline constant."""
+        static = t.is_static()
+        n = math.prod(int(d) for d in t.shape) if static else None
+        options = []
+        if static and n is not None and 0 < n <= 12:  # ([] cannot spell a (0, k) literal)
+            options.append("inline")
+        if static and not self.primitive:
+            options.append("weight")
+        if self.growable and not positive and small_ints is None and len(self.params) < 7:
+            options.append("param")
+        if not options:
+            if static:
+                options = ["inline"] if n is not None and 0 < n <= 64 else []
+            if not options:
+                raise Reject()
+        how = self.ch.choice(options)
+        if how == "param":
+            name = self.fresh("p")
+            self.params.append(Param(name, t))
+            v = Val(name, t)
+            self.pool.append(v)
+            return v
+        arr = self._array(t, positive, small_ints)
+        if how == "weight":
+            wname = f"w{len(self.ctx.weights)}.{self.ch.choice(['weight', 'bias', 'x'])}"
+            self.ctx.weights[wname] = arr
+            return self.bind(Call("const", (wname,)), t, "c", annotate=True, const=True)
+        return self.bind(Call("const", (_literal(arr, t.dtype), DType(t.dtype))), t, "c", const=True)
+
+    def _array(self, t: TensorType, positive: bool, small_ints: int | None) -> np.ndarray:
+        shape = tuple(int(d) for d in t.shape)
+        rng = self.ctx.rng()
+        info = DTYPES[t.dtype]
+        if small_ints is not None:
+            a = rng.integers(-1 if not positive else 0, small_ints + 2, size=shape)
+            if info.kind == "uint":
+                a = np.abs(a)
+            return a.astype(numpy_dtype(t.dtype))
+        if info.kind == "float":
+            lo = 0.25 if positive else -1.0
+            a = np.round(rng.uniform(lo, 1.5, size=shape) * 4) / 4  # exact in f16 as well
+            return a.astype(numpy_dtype(t.dtype))
+        if info.kind == "bool":
+            return rng.integers(0, 2, size=shape).astype(np.bool_)
+        lo = 1 if positive else (0 if info.kind == "uint" else -5)
+        return rng.integers(lo, 6, size=shape).astype(numpy_dtype(t.dtype))
+
+    # -- applying an op ----------------------------------------------------------------
+    def infer(self, op: OpDef, inputs: list[Val], attrs: dict[str, Any]) -> Type:
+        """The result type of ``op`` on ``inputs`` with ``attrs`` (as the verifier infers it)."""
+        kwargs = tuple((k, v) for k, v in attrs.items() if v is not None)
+        try:
+            bound = bind_args(op, tuple(Var(v.name) for v in inputs), kwargs)
+            t = op.infer([v.type for v in inputs], bound.attrs)
+        except (OpError, D.DimError, RxError, ZeroDivisionError, ValueError):
+            raise Reject() from None
+        for leaf in tensor_leaves(t):
+            for d in leaf.shape:
+                if not isinstance(d, int) and not D.free_vars(d) <= set(self._bound_syms()):
+                    raise Reject()
+                if isinstance(d, int) and (d < 0 or d > 4096):
+                    raise Reject()
+            if _elements_at(leaf, self.ctx.bounds, self.ctx.sym_values) > 20000:
+                raise Reject()
+        return t
+
+    def apply(self, op: OpDef, inputs: list[Val], attrs: dict[str, Any], base: str = "v") -> Val:
+        t = self.infer(op, inputs, attrs)
+        kwargs = tuple((k, v) for k, v in attrs.items() if v is not None)
+        v = self.bind(Call(op.name, tuple(Var(x.name) for x in inputs), kwargs), t, base)
+        self.ctx.used_ops.append(op.name)
+        return v
+
+    def _bound_syms(self) -> set[str]:
+        out: set[str] = set()
+        for p in self.params:
+            for leaf in tensor_leaves(p.type):
+                out |= {d.name for d in leaf.shape if isinstance(d, D.Sym)}
+        return out
+
+
+def _elements_at(t: TensorType, bounds: dict[str, int], values: dict[str, int]) -> int:
+    env = {k: max(values.get(k, 0), bounds.get(k, 0)) for k in set(bounds) | set(values)}
+    n = 1
+    for d in t.shape:
+        try:
+            n *= max(0, D.evaluate(d, env)) if not isinstance(d, int) else d
+        except Exception:
+            return 1 << 30
+    return n
+
+
+def _literal(arr: np.ndarray, dtype: str) -> Any:
+    def conv(x: Any) -> Any:
+        if DTYPES[dtype].kind == "bool":
+            return bool(x)
+        if DTYPES[dtype].kind == "float":
+            return float(x)
+        return int(x)
+
+    if arr.ndim == 0:
+        return conv(arr.item())
+    return ListLit(tuple(_literal(a, dtype) if arr.ndim > 1 else conv(a) for a in arr))
+
+
+# ---------------------------------------------------------------------------------------
+# Recipes: how to draw inputs and attributes for an op. Ops without one use the generic
+# recipe, which draws inputs from the pool (the later ones biased to fit the first) and
+# each attribute by its kind, and lets the op's inference decide.
+
+Recipe = Callable[[FnBuilder, OpDef], Val]
+RECIPES: dict[str, Recipe] = {}
+
+
+def recipe(*names: str) -> Callable[[Recipe], Recipe]:
+    def deco(fn: Recipe) -> Recipe:
+        for n in names:
+            RECIPES[n] = fn
+        return fn
+
+    return deco
+
+
+def _fits(a: TensorType, b: TensorType) -> bool:
+    """Same dtype and numpy-broadcastable (dims equal or 1)."""
+    if a.dtype != b.dtype:
+        return False
+    for x, y in zip(reversed(a.shape), reversed(b.shape)):
+        if not (x == 1 or y == 1 or D.dims_equal(x, y)):
+            return False
+    return True
+
+
+def random_attr(b: FnBuilder, kind: str, x: TensorType | None) -> Any:
+    ch = b.ch
+    r = x.ndim if x is not None else 2
+    if kind == "int":
+        return ch.int(-2, 4)
+    if kind == "float":
+        return ch.choice(FLOAT_LITERALS)
+    if kind == "bool":
+        return ch.bool()
+    if kind == "dtype":
+        return DType(ch.choice(COMPUTABLE))
+    if kind in ("ints", "pad"):
+        k = ch.int(1, 2)
+        return tuple(ch.int(0 if kind == "pad" else 1, 3) for _ in range(k))
+    if kind == "axes":
+        if r == 0 or ch.bool():
+            return None
+        axes = ch.subset(range(r), 1, r)
+        return tuple(a - r if ch.bool() else a for a in sorted(axes))
+    if kind in ("shape",):
+        return tuple(b.size() for _ in range(ch.int(0, 3)))
+    if kind == "dim":
+        return b.size()
+    if kind == "str":
+        return "global"
+    return ch.int(1, 3)  # "value"
+
+
+def generic(b: FnBuilder, op: OpDef) -> Val:
+    ch = b.ch
+    hi = op.max_inputs if op.max_inputs is not None else op.min_inputs + 2
+    n = ch.int(op.min_inputs, max(op.min_inputs, min(hi, 4)))
+    inputs: list[Val] = []
+    for i in range(n):
+        if i == 0:
+            inputs.append(b.pick_tensor())
+        else:
+            first = inputs[0].type
+            assert isinstance(first, TensorType)
+            fitting = b.tensors(lambda t: _fits(t, first) or _fits(first, t))
+            inputs.append(b.pick(fitting) if fitting and ch.int(0, 4) else b.pick_tensor())
+    x = inputs[0].type if inputs else None
+    attrs: dict[str, Any] = {}
+    for spec in op.attrs:
+        if spec.default is not REQUIRED and ch.bool():
+            continue
+        attrs[spec.name] = random_attr(b, spec.kind, x if isinstance(x, TensorType) else None)
+    return b.apply(op, inputs, attrs)
+
+
+@recipe("where")
+def _where(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor()
+    xt = x.type
+    conds = b.tensors(lambda t: t.dtype == "bool" and (_fits(t, TensorType(t.shape, "bool"))))
+    if conds and b.ch.bool():
+        c = b.pick(conds)
+    else:
+        src = b.pick_tensor(lambda t: t.dtype != "bf16")
+        c = b.apply(REGISTRY.get("cast"), [src], {"dtype": DType("bool")})
+    ys = b.tensors(lambda t: t.dtype == xt.dtype)
+    y = b.pick(ys) if b.ch.bool() else x
+    return b.apply(op, [c, x, y], {})
+
+
+@recipe("clip")
+def _clip(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor()
+    lo, hi = sorted([b.ch.choice(FLOAT_LITERALS), b.ch.choice(FLOAT_LITERALS)])
+    return b.apply(op, [x], {"a_min": lo, "a_max": hi})
+
+
+@recipe("zeros", "ones", "full")
+def _factory(b: FnBuilder, op: OpDef) -> Val:
+    shape = tuple(b.size() for _ in range(b.ch.int(0, 3)))
+    dtype = b.ch.choice(b.ctx.dtypes + ["bool", "i32"])
+    attrs: dict[str, Any] = {"shape": shape, "dtype": DType(dtype)}
+    if op.name == "full":
+        attrs["fill_value"] = {"bool": 1, "float": -1.5}.get(DTYPES[dtype].kind, 3)
+    return b.apply(op, [], attrs)
+
+
+@recipe("transpose")
+def _transpose(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor()
+    r = x.type.ndim
+    axes = None if b.ch.bool() else tuple(b.ch.perm(range(r)))
+    return b.apply(op, [x], {"axes": axes} if axes is not None or b.ch.bool() else {})
+
+
+@recipe("reshape")
+def _reshape(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor()
+    factors: list[D.Dim] = []
+    for d in x.type.shape:
+        if isinstance(d, int):
+            factors += _prime_factors(d)
+        else:
+            factors.append(d)
+    factors = list(b.ch.perm(factors)) if factors else []
+    k = b.ch.int(1, max(1, min(4, len(factors))))
+    groups: list[list[D.Dim]] = [[] for _ in range(k)]
+    for f in factors:
+        groups[b.ch.int(0, k - 1)].append(f)
+    shape: list[D.Dim] = [D.simplify(D.product(g)) if g else 1 for g in groups]
+    if b.ch.int(0, 3) == 0:
+        shape.insert(b.ch.int(0, len(shape)), 1)
+    if len(shape) > 1 and b.ch.int(0, 3) == 0:
+        shape[b.ch.int(0, len(shape) - 1)] = -1
+    return b.apply(op, [x], {"newshape": tuple(shape)})
+
+
+def _prime_factors(n: int) -> list[int]:
+    out, p = [], 2
+    while n > 1 and p * p <= n:
+        while n % p == 0:
+            out.append(p)
+            n //= p
+        p += 1
+    if n > 1:
+        out.append(n)
+    return out
+
+
+@recipe("squeeze")
+def _squeeze(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: 1 in t.shape)
+    ones = [i for i, d in enumerate(x.type.shape) if d == 1]
+    if b.ch.bool():
+        return b.apply(op, [x], {})
+    axes = b.ch.subset(ones, 1, len(ones))
+    return b.apply(op, [x], {"axes": tuple(sorted(axes)) if len(axes) > 1 else axes[0]})
+
+
+@recipe("expand_dims")
+def _expand_dims(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim < 5)
+    r = x.type.ndim
+    return b.apply(op, [x], {"axis": b.ch.int(-r - 1, r)})
+
+
+@recipe("concat")
+def _concat(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1)
+    xt = x.type
+    axis = b.ch.int(0, xt.ndim - 1)
+
+    def same_but_axis(t: TensorType) -> bool:
+        return t.dtype == xt.dtype and t.ndim == xt.ndim and all(
+            i == axis or D.dims_equal(a, c) for i, (a, c) in enumerate(zip(t.shape, xt.shape)))
+
+    others = [b.pick(b.tensors(same_but_axis)) for _ in range(b.ch.int(0, 2))]
+    inputs = [x] + others
+    inputs = list(b.ch.perm(inputs))
+    return b.apply(op, inputs, {"axis": axis - xt.ndim if b.ch.bool() else axis})
+
+
+@recipe("split")
+def _split(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1)
+    axis = b.ch.int(0, x.type.ndim - 1)
+    d = x.type.shape[axis]
+    if isinstance(d, int):
+        if b.ch.bool():
+            spec: Any = b.ch.choice([k for k in range(1, max(d, 1) + 1) if d % k == 0] or [1])
+        else:
+            spec = tuple(sorted(b.ch.int(0, d) for _ in range(b.ch.int(1, 3))))
+    else:
+        spec = 1
+    t = b.apply(op, [x], {"indices_or_sections": spec, "axis": axis}, base="s")
+    if b.ch.int(0, 2):
+        _project(b, t)
+    return t
+
+
+@recipe("strided_slice")
+def _strided_slice(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: any(isinstance(d, int) for d in t.shape))
+    static = [i for i, d in enumerate(x.type.shape) if isinstance(d, int)]
+    axes = b.ch.subset(static, 1, len(static))
+    begin, end, strides = [], [], []
+    for a in axes:
+        d = x.type.shape[a]
+        s = b.ch.choice([1, 1, 2, -1, -2, 3])
+        lo, hi = b.ch.int(-d - 1, d + 1), b.ch.int(-d - 1, d + 1)
+        begin.append(lo)
+        end.append(hi)
+        strides.append(s)
+    attrs: dict[str, Any] = {"begin": tuple(begin), "end": tuple(end)}
+    if b.ch.bool() or any(s != 1 for s in strides):
+        attrs["strides"] = tuple(strides)
+    if b.ch.bool() or axes != list(range(len(axes))):
+        attrs["axes"] = tuple(axes)
+    return b.apply(op, [x], attrs)
+
+
+@recipe("take")
+def _take(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1)
+    axis = b.ch.int(0, x.type.ndim - 1)
+    d = x.type.shape[axis]
+    existing = b.tensors(lambda t: t.dtype in INDEX_DTYPES and t.ndim <= 2)
+    if existing and b.ch.bool():
+        idx = b.pick(existing)
+    else:
+        shape = tuple(b.ch.int(1, 4) for _ in range(b.ch.int(0, 2)))
+        hi = d if isinstance(d, int) else 3
+        idx = b.new_input(TensorType(shape, b.ch.choice(INDEX_DTYPES)), small_ints=hi)
+    return b.apply(op, [x, idx], {"axis": axis})
+
+
+@recipe("matmul")
+def _matmul(b: FnBuilder, op: OpDef) -> Val:
+    a = b.pick_tensor(lambda t: t.ndim >= 1 and t.dtype != "bool")
+    k = a.type.shape[-1]
+    m = b.size()
+    if b.ch.bool() or a.type.ndim == 1:
+        want = TensorType((k, m), a.type.dtype)
+    else:
+        want = TensorType(a.type.shape[:-2] + (k, m), a.type.dtype)
+    cands = b.tensors(lambda t: t.dtype == want.dtype and t.ndim == want.ndim
+                      and all(D.dims_equal(x, y) for x, y in zip(t.shape[:-1], want.shape[:-1])))
+    w = b.pick(cands) if cands and b.ch.bool() else b.new_input(want)
+    args = [a, w] if b.ch.int(0, 3) else [w, a]
+    return b.apply(op, args, {})
+
+
+@recipe("dense")
+def _dense(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and t.dtype != "bool")
+    k = x.type.shape[-1]
+    units = b.size(static=True)
+    w = b.new_input(TensorType((units, k), x.type.dtype))
+    args = [x, w]
+    if b.ch.bool():
+        args.append(b.new_input(TensorType((units,), x.type.dtype)))
+    return b.apply(op, args, {})
+
+
+def _rank4(b: FnBuilder, pred: Callable[[TensorType], bool] = lambda t: True) -> Val:
+    cands = b.tensors(lambda t: t.ndim == 4 and pred(t))
+    if cands and b.ch.int(0, 3):
+        return b.pick(cands)
+    shape = (b.ch.choice([1, 2]), b.size(static=True), b.size(), b.ch.choice([3, 4, 5]))
+    dtype = b.ch.choice([d for d in b.ctx.dtypes if pred(TensorType((1, 1, 1, 1), d))] or ["f32"])
+    return b.new_input(TensorType(shape, dtype))
+
+
+def _float(t: TensorType) -> bool:
+    return t.dtype in FLOATS
+
+
+def _numeric(t: TensorType) -> bool:
+    return t.dtype != "bool" and t.dtype != "bf16"
+
+
+@recipe("conv2d")
+def _conv2d(b: FnBuilder, op: OpDef) -> Val:
+    x = _rank4(b, _numeric)
+    c = x.type.shape[1]
+    if not isinstance(c, int):
+        raise Reject()
+    groups = b.ch.choice([g for g in (1, 2, 3) if c % g == 0])
+    o = groups * b.ch.int(1, 2)
+    kh, kw = b.ch.int(1, 3), b.ch.int(1, 3)
+    w = b.new_input(TensorType((o, c // groups, kh, kw), x.type.dtype))
+    args = [x, w]
+    if b.ch.bool():
+        args.append(b.new_input(TensorType((o,), x.type.dtype)))
+    attrs: dict[str, Any] = {}
+    if groups > 1:
+        attrs["groups"] = groups
+    if b.ch.bool():
+        attrs["padding"] = b.ch.choice([1, (0, 1), (1, 0, 0, 2)])
+    if b.ch.bool():
+        attrs["strides"] = b.ch.choice([2, (1, 2)])
+    if b.ch.int(0, 3) == 0:
+        attrs["dilation"] = b.ch.choice([2, (2, 1)])
+    return b.apply(op, args, attrs)
+
+
+@recipe("max_pool2d", "avg_pool2d")
+def _pool(b: FnBuilder, op: OpDef) -> Val:
+    x = _rank4(b, _numeric if op.name == "max_pool2d" else _float)
+    attrs: dict[str, Any] = {"pool_size": b.ch.choice([1, 2, (2, 3), (3, 1)])}
+    if b.ch.bool():
+        attrs["strides"] = b.ch.choice([2, (1, 2)])
+    if b.ch.bool():
+        attrs["padding"] = b.ch.choice([1, (0, 1), (1, 0, 0, 1)])
+    if b.ch.bool():
+        attrs["ceil_mode"] = True
+    if b.ch.int(0, 3) == 0:
+        attrs["dilation"] = (1, 2)
+    if op.name == "avg_pool2d" and b.ch.bool():
+        attrs["count_include_pad"] = True
+    return b.apply(op, [x], attrs)
+
+
+@recipe("global_avg_pool2d")
+def _gap(b: FnBuilder, op: OpDef) -> Val:
+    return b.apply(op, [_rank4(b, _float)], {})
+
+
+@recipe("batch_norm")
+def _batch_norm(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
+    axis = b.ch.int(0, x.type.ndim - 1)
+    c = x.type.shape[axis]
+    if not isinstance(c, int):
+        raise Reject()
+    vec = TensorType((c,), x.type.dtype)
+    params = [b.new_input(vec) for _ in range(3)] + [b.new_input(vec, positive=True)]
+    attrs: dict[str, Any] = {"axis": axis - x.type.ndim if b.ch.bool() else axis}
+    if b.ch.bool():
+        attrs["epsilon"] = 0.001
+    return b.apply(op, [x] + params, attrs)
+
+
+@recipe("layer_norm", "rms_norm")
+def _norm(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
+    r = x.type.ndim
+    k = b.ch.int(1, min(2, r))
+    axes = tuple(range(-k, 0))
+    shape = x.type.shape[r - k:]
+    if not all(isinstance(d, int) for d in shape):
+        raise Reject()
+    pt = TensorType(shape, x.type.dtype)
+    params = [b.new_input(pt) for _ in range(2 if op.name == "layer_norm" else 1)]
+    attrs: dict[str, Any] = {} if axes == (-1,) and b.ch.bool() else {"axes": axes}
+    return b.apply(op, [x] + params, attrs)
+
+
+@recipe("softmax")
+def _softmax(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
+    return b.apply(op, [x], {"axis": b.ch.int(-x.type.ndim, x.type.ndim - 1)})
+
+
+@recipe("lrn")
+def _lrn(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
+    attrs = {"size": b.ch.choice([1, 2, 3, 5]), "axis": b.ch.int(0, x.type.ndim - 1)}
+    if b.ch.bool():
+        attrs["alpha"] = 0.01
+    return b.apply(op, [x], attrs)
+
+
+@recipe("sum", "mean", "max")
+def _reduce(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor()
+    attrs: dict[str, Any] = {}
+    axes = random_attr(b, "axes", x.type)
+    if axes is not None:
+        attrs["axes"] = axes
+    if b.ch.bool():
+        attrs["keepdims"] = True
+    return b.apply(op, [x], attrs)
+
+
+@recipe("cast")
+def _cast(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor()
+    targets = list(COMPUTABLE) if b.ch.int(0, 2) == 0 else b.ctx.dtypes + ["bool"]
+    return b.apply(op, [x], {"dtype": DType(b.ch.choice(sorted(set(targets) - {"bf16"})))})
+
+
+# ---------------------------------------------------------------------------------------
+# Structure: aliases, tuples, projections, calls.
+
+
+def _project(b: FnBuilder, t: Val) -> Val:
+    assert isinstance(t.type, TupleType)
+    i = b.ch.int(0, len(t.type.fields) - 1)
+    return b.bind(Project(Var(t.name), i), t.type.fields[i], "f")
+
+
+def _alias(b: FnBuilder) -> Val:
+    v = b.pick(b.pool)
+    return b.bind(Var(v.name), v.type, "a")
+
+
+def _tuple(b: FnBuilder) -> Val:
+    k = b.ch.int(1, 3)
+    fields = [b.pick(b.pool) for _ in range(k)]
+    t = b.bind(TupleExpr(tuple(Var(f.name) for f in fields)), TupleType(tuple(f.type for f in fields)), "t")
+    if b.ch.int(0, 2):
+        _project(b, t)
+    return t
+
+
+def _abstract(types: list[Type], prefix: str, keep_static: bool) -> tuple[list[Type], dict[str, D.Dim]]:
+    """``types`` with each symbolic dim (and maybe static ones) replaced by a callee dim
+    name; equal dims get the same name. Returns the types and callee name -> caller dim."""
+    names: list[tuple[D.Dim, str]] = []
+    env: dict[str, D.Dim] = {}
+
+    def dim(d: D.Dim) -> D.Dim:
+        if isinstance(d, int) and keep_static:
+            return d
+        for known, nm in names:
+            if D.dims_equal(known, d):
+                return D.Sym(nm)
+        nm = f"{prefix}{len(names)}"
+        names.append((d, nm))
+        env[nm] = d
+        return D.Sym(nm)
+
+    def conv(t: Type) -> Type:
+        if isinstance(t, TensorType):
+            return TensorType(tuple(dim(d) for d in t.shape), t.dtype)
+        if isinstance(t, TupleType):
+            return TupleType(tuple(conv(f) for f in t.fields))
+        return t
+
+    return [conv(t) for t in types], env
+
+
+def _call_function(b: FnBuilder, primitive: bool) -> Val:
+    """Define a new function on some values of the pool and call it (or call an earlier one)."""
+    ctx = b.ctx
+    earlier = [f for f in ctx.functions if f.is_primitive == primitive]
+    if earlier and b.ch.int(0, 2) == 0:
+        f = b.ch.choice(earlier)
+        args = [_matching_arg(b, p.type) for p in f.params]
+        if any(a is None for a in args):
+            raise Reject()
+        t = _call_result(f, [a.type for a in args])  # type: ignore[union-attr]
+        return b.bind(CallFunc(f.name, tuple(Var(a.name) for a in args)), t, "r")  # type: ignore[union-attr]
+    k = b.ch.int(1, 3)
+    pred = (lambda t: t.dtype != "bf16") if primitive else (lambda t: True)
+    args = [b.pick_tensor(pred) for _ in range(k)] if primitive else [b.pick(b.pool) for _ in range(k)]
+    types, env = _abstract([a.type for a in args], "p" if primitive else "q", keep_static=b.ch.bool())
+    params = [Param(f"arg{i}", t) for i, t in enumerate(types)]
+    ctx.nfuncs += 1
+    name = f"{'prim' if primitive else 'helper'}{ctx.nfuncs}"
+    sub = FnBuilder(ctx, name, primitive, params, sizes=[D.Sym(s) for s in env] + [1, 2, 3], growable=False)
+    steps = b.ch.int(1, 4 if primitive else 6)
+    for _ in range(steps):
+        _step(sub, allow_calls=not primitive)
+    fn = sub.finish(ret_many=not primitive, bounds=_callee_bounds(env, ctx.bounds) if not primitive else None)
+    ctx.functions.append(fn)
+    t = _call_result(fn, [a.type for a in args])
+    return b.bind(CallFunc(fn.name, tuple(Var(a.name) for a in args)), t, "r")
+
+
+def _callee_bounds(env: dict[str, D.Dim], bounds: dict[str, int]) -> dict[str, int] | None:
+    out = {}
+    for nm, d in env.items():
+        if not isinstance(d, int):
+            ub = D.upper_bound(d, bounds)
+            if ub is not None:
+                out[nm] = ub
+    return out or None
+
+
+def _matching_arg(b: FnBuilder, pt: Type) -> Val | None:
+    cands = []
+    for v in b.pool:
+        env: dict[str, D.Dim] = {}
+        if _unify(pt, v.type, env):
+            cands.append(v)
+    return b.pick(cands) if cands else None
+
+
+def _unify(p: Type, a: Type, env: dict[str, D.Dim]) -> bool:
+    if isinstance(p, TensorType):
+        if not isinstance(a, TensorType) or p.dtype != a.dtype or p.ndim != a.ndim:
+            return False
+        for pd, ad in zip(p.shape, a.shape):
+            if isinstance(pd, D.Sym):
+                if pd.name in env:
+                    if not D.dims_equal(env[pd.name], ad):
+                        return False
+                else:
+                    env[pd.name] = ad
+            elif not D.dims_equal(pd, ad):
+                return False
+        return True
+    if isinstance(p, TupleType):
+        return isinstance(a, TupleType) and len(a.fields) == len(p.fields) and all(
+            _unify(x, y, env) for x, y in zip(p.fields, a.fields))
+    return False
+
+
+def _call_result(f: Function, arg_types: list[Type]) -> Type:
+    env: dict[str, D.Dim] = {}
+    for p, t in zip(f.params, arg_types):
+        if not _unify(p.type, t, env):
+            raise Reject()
+
+    def subst(t: Type) -> Type:
+        if isinstance(t, TensorType):
+            return TensorType(tuple(D.simplify(D.substitute(d, env)) for d in t.shape), t.dtype)
+        if isinstance(t, TupleType):
+            return TupleType(tuple(subst(x) for x in t.fields))
+        return t
+
+    return subst(f.ret_type)
+
+
+def _step(b: FnBuilder, allow_calls: bool) -> None:
+    """One statement (or a few): an op of the registry, or structure."""
+    ch = b.ch
+    kind = ch.choice(
+        ["op"] * 10 + ["view"] * 2 + (["alias"] if not b.primitive else [])
+        + ([] if b.primitive else ["tuple", "project"])
+        + (["prim", "prim"] if allow_calls and not b.primitive else [])
+        + (["helper"] if allow_calls and not b.primitive and not b.ctx.c_ok else [])
+    )
+    for _ in range(8):
+        try:
+            if kind == "op" or kind == "view":
+                op = ch.choice(VIEW_OPS if kind == "view" else FUZZED_OPS)
+                (RECIPES.get(op.name) or generic)(b, op)
+            elif kind == "alias":
+                _alias(b)
+            elif kind == "tuple":
+                _tuple(b)
+            elif kind == "project":
+                tuples = [v for v in b.pool if isinstance(v.type, TupleType) and v.type.fields]
+                _project(b, b.pick(tuples))
+            elif kind == "prim":
+                _call_function(b, primitive=True)
+            elif kind == "helper":
+                _call_function(b, primitive=False)
+            return
+        except Reject:
+            kind = ch.choice(["op", "op", "op", "view"])
+
+
+VIEW_OPS = tuple(o for o in FUZZED_OPS if o.is_view)
+
+
+def _finish(self: FnBuilder, ret_many: bool, bounds: dict[str, int] | None = None) -> Function:
+    """Close the function: return one value or a tuple (of pool values, possibly repeated)."""
+    ch = self.ch
+    params = {p.name for p in self.params}
+    computed = [v for v in self.pool if v.name not in params] or self.pool
+    if self.primitive:
+        # A primitive function returns tensors (usually computed in it, rarely a parameter).
+        cands = [v for v in computed if isinstance(v.type, TensorType)] or self.tensors()
+        k = ch.int(1, 2) if ch.int(0, 3) == 0 else 1
+        rets = [cands[-1]] + [ch.choice(cands) for _ in range(k - 1)]
+    else:
+        k = ch.int(1, 4) if ret_many else ch.int(1, 2)
+        rets = [computed[-1]] + [ch.choice(self.pool) for _ in range(k - 1)]
+        rets = ch.perm(rets)
+    if len(rets) == 1 and ch.int(0, 3):
+        ret: Var | TupleExpr = Var(rets[0].name)
+        rt: Type = rets[0].type
+    else:
+        ret = TupleExpr(tuple(Var(r.name) for r in rets))
+        rt = TupleType(tuple(r.type for r in rets))
+    fattrs: list[tuple[str, Any]] = []
+    if self.primitive:
+        fattrs.append(("primitive", True))
+    if bounds:
+        fattrs.append(("upper_bounds", DictLit(tuple(sorted(bounds.items())))))
+    return Function(self.name, tuple(self.params), rt, tuple(fattrs), tuple(self.body), ret)
+
+
+FnBuilder.finish = _finish  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------------------------
+# Choices. Programs are drawn by hypothesis; the many small choices inside one program come
+# either from hypothesis itself (``shrinkable=True``: hypothesis can shrink a failure, but
+# drawing is ~50x slower) or from a ``random.Random`` seeded by one hypothesis draw (the
+# default: fast, deterministic for a given seed; tests/fuzz/minimize.py shrinks failures).
+
+
+class RandomChooser:
+    def __init__(self, seed: int):
+        self.r = random.Random(seed)
+
+    def bool(self) -> bool:
+        return self.r.random() < 0.5
+
+    def int(self, lo: int, hi: int) -> int:
+        return self.r.randint(lo, hi)
+
+    def choice(self, seq: Sequence[Any]) -> Any:
+        seq = list(seq)
+        if not seq:
+            raise Reject()
+        return seq[self.r.randrange(len(seq))]
+
+    def perm(self, seq: Sequence[Any]) -> list[Any]:
+        out = list(seq)
+        self.r.shuffle(out)
+        return out
+
+    def subset(self, seq: Sequence[Any], lo: int, hi: int) -> list[Any]:
+        seq = list(seq)
+        k = self.r.randint(lo, min(hi, len(seq)))
+        return sorted(self.r.sample(seq, k), key=seq.index)
+
+
+class DrawChooser:
+    def __init__(self, draw: st.DrawFn):
+        self.draw = draw
+
+    def bool(self) -> bool:
+        return self.draw(st.booleans())
+
+    def int(self, lo: int, hi: int) -> int:
+        return self.draw(st.integers(lo, hi))
+
+    def choice(self, seq: Sequence[Any]) -> Any:
+        seq = list(seq)
+        if not seq:
+            raise Reject()
+        return seq[self.draw(st.integers(0, len(seq) - 1))]
+
+    def perm(self, seq: Sequence[Any]) -> list[Any]:
+        return list(self.draw(st.permutations(list(seq))))
+
+    def subset(self, seq: Sequence[Any], lo: int, hi: int) -> list[Any]:
+        seq = list(seq)
+        picked = self.draw(st.lists(st.integers(0, len(seq) - 1), min_size=lo, max_size=min(hi, len(seq)),
+                                    unique=True))
+        return [seq[i] for i in sorted(picked)]
+
+
+# ---------------------------------------------------------------------------------------
+# Whole programs.
+
+
+def generate(ch: Any, max_steps: int = 14, c_share: float = 0.75) -> GenProgram:
+    """One program from the choices ``ch`` (a RandomChooser or DrawChooser)."""
+    c_ok = ch.int(0, 99) < int(c_share * 100)
+    nsyms = ch.choice([0, 0, 1, 1, 1, 2])
+    sym_values: dict[str, int] = {}
+    bounds: dict[str, int] = {}
+    for s in SYMS[:nsyms]:
+        sym_values[s] = ch.choice([1, 2, 3, 4, 5]) if ch.int(0, 11) else 0
+        if c_ok or ch.bool():
+            bounds[s] = max(1, sym_values[s] + ch.choice([0, 0, 1, 3]))
+    statics = ch.subset(STATIC_SIZES, 1, 3)
+    sizes: list[D.Dim] = [*statics, *(D.Sym(s) for s in sym_values)]
+    # (bf16 is storage-only: no input, constant or kernel can hold it, so no program runs with it.)
+    dtypes = list(dict.fromkeys(["f32"] + ch.subset(FLOATS + INTS + ("bool",), 0, 2)))
+    ctx = Ctx(ch, c_ok, sizes, dtypes, sym_values, bounds,
+              seed=ch.int(0, 2**31))
+    b = FnBuilder(ctx, "main", primitive=False)
+    # Parameters: every symbolic dim appears alone in the first one.
+    for i in range(ch.int(1, 3)):
+        shape = [ch.choice(sizes) for _ in range(ch.int(0, 4))]
+        if i == 0:
+            shape = ([D.Sym(s) for s in sym_values] + shape)[:5]
+        t = TensorType(tuple(shape), ch.choice(dtypes))
+        pt: Type = t
+        if not c_ok and i > 0 and ch.int(0, 5) == 0:
+            pt = TupleType((t, TensorType(tuple(shape[:1]), "f32")))
+        name = f"x{i}" if i else "x"
+        b.params.append(Param(name, pt))
+        b.pool.append(Val(name, pt))
+        if isinstance(pt, TupleType):
+            _project(b, b.pool[-1])
+    for _ in range(ch.int(1, max_steps)):
+        _step(b, allow_calls=True)
+    fn = b.finish(ret_many=True, bounds=bounds or None)
+    module = Module(tuple(ctx.functions) + (fn,))
+    return GenProgram(module, print_module(module), ctx.weights, dict(sym_values), c_ok, tuple(ctx.used_ops))
+
+
+@st.composite
+def fuzz_programs(draw: st.DrawFn, max_steps: int = 14, c_share: float = 0.75,
+                  shrinkable: bool = False) -> GenProgram:
+    """A random well-typed program (see the module docstring)."""
+    ch = DrawChooser(draw) if shrinkable else RandomChooser(draw(st.integers(0, 2**63 - 1)))
+    return generate(ch, max_steps, c_share)
+
+
+def program_from_seed(seed: int, max_steps: int = 14, c_share: float = 0.75) -> GenProgram:
+    """The program ``fuzz_programs()`` draws for the seed ``seed`` (used to replay a campaign)."""
+    return generate(RandomChooser(seed), max_steps, c_share)
+
+
+def legacy_programs() -> st.SearchStrategy:
+    """The older strategy of tests/strategies.py, as GenPrograms."""
+    from tests.strategies import programs
+
+    from relaxc.frontend.parser import parse_module
+
+    def conv(p: Any) -> GenProgram:
+        m = parse_module(p.text, "gen.rx")
+        c_ok = "call @helper" not in p.text and ("n" not in p.dims or "upper_bounds" in p.text)
+        return GenProgram(m, p.text, {}, dict(p.dims), c_ok, (), "legacy")
+
+    return programs().map(conv)

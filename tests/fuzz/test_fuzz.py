@@ -1,0 +1,129 @@
+"""Differential fuzzing of every pipeline, planner and backend (issue 9, parts 1 and 3).
+
+The fixed-seed run (part of ``pytest -q``): programs ``program_from_seed(0 ... 499)`` of
+tests/fuzz/gen.py and 50 programs of tests/strategies.py's ``programs()`` (drawn by
+hypothesis, derandomized, no database) go through ManifestAlloc, PlanMemory with every
+planner (each plan checked by the independent checker, on the planner's buffers and again
+on the output IR), KillAfterLastUse and LegalizePackedCalls; the VM runs the source and
+every vm pipeline output with poisoning; the C target builds the c pipeline of every
+distinct plan, and the unpacked and vm pipeline builds of one planner per program (in
+turn); every sixth program's C also runs under AddressSanitizer and
+UndefinedBehaviorSanitizer. Everything must equal the reference interpreter (the VM bit for
+bit, C within tests/backend/c's tolerance, C variants of one program bit for bit).
+
+The samples run sanitized with every planner and pipeline (tests/backend/c/test_samples.py
+covers the default plan). Longer campaigns: ``pytest -m fuzz`` and
+``python -m tests.fuzz.run_campaign``; see docs/fuzzing.md.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+
+from relaxc.frontend.parser import parse_module
+from relaxc.frontend.weights import default_weights_path, load_npz
+from tests.backend.c.cbuild import needs_cc
+
+from .gen import FUZZED_OPS, GenProgram, fuzz_programs, legacy_programs
+from .harness import CBatch, check_program, emit_variants
+from .run_campaign import Report, run_campaign, seed_items
+
+FIXED_SEEDS = 500
+LEGACY = 50
+SANITIZE_EVERY = 6
+
+pytestmark = needs_cc
+
+
+def legacy_items(count: int) -> list[tuple[str, None, GenProgram, bool]]:
+    """``count`` programs of tests/strategies.py's ``programs()``, the same ones every run."""
+    progs: list[GenProgram] = []
+
+    @settings(max_examples=count, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
+              suppress_health_check=list(HealthCheck))
+    @given(legacy_programs())
+    def collect(p: GenProgram) -> None:
+        progs.append(p)
+
+    collect()
+    return [(f"legacy {i}", None, p, i % SANITIZE_EVERY == 0) for i, p in enumerate(progs[:count])]
+
+
+@pytest.fixture(scope="module")
+def fixed_run() -> Report:
+    items = seed_items(0, FIXED_SEEDS, SANITIZE_EVERY) + legacy_items(LEGACY)
+    report = run_campaign(items)
+    print("\n" + report.summary())
+    return report
+
+
+def _show(report: Report, limit: int = 3) -> str:
+    return f"{len(report.found)} mismatch(es); replay one with python -m tests.fuzz.run_campaign --seed S " \
+           f"--count 1 --minimize\n\n" + "\n\n".join(str(f) for f in report.found[:limit])
+
+
+def test_fixed_seed_programs_agree_everywhere(fixed_run: Report) -> None:
+    assert not fixed_run.found, _show(fixed_run)
+
+
+def test_fixed_seed_run_reaches_every_backend_and_op(fixed_run: Report) -> None:
+    r = fixed_run
+    assert r.programs == FIXED_SEEDS + LEGACY
+    assert r.c_programs >= 0.6 * r.programs
+    assert r.san_programs >= 50
+    assert r.c_models >= r.c_programs
+    # An op of the registry the generator never manages to use needs a recipe in gen.py.
+    missing = sorted(op.name for op in FUZZED_OPS if r.ops[op.name] < 5)
+    assert not missing, f"ops the fuzzer (almost) never generates; give them a recipe in tests/fuzz/gen.py: {missing}"
+
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+SAMPLE_DIMS = {"transformer": {"n": 7}, "relay_memory": {"n": 3}}
+
+
+def test_samples_run_sanitized_with_every_planner_and_pipeline(tmp_path: Path) -> None:
+    """Every sample with its weights: each distinct plan through the c pipeline (packed and
+    unpacked) and the vm pipeline, under ASan and UBSan, at the given dims and at the upper
+    bounds, against the interpreter (and the VM runs every vm pipeline output)."""
+    batch = CBatch(tmp_path, sanitize=True)
+    for k, path in enumerate(sorted(SAMPLES.glob("*.rx"))):
+        wpath = default_weights_path(path)
+        weights = load_npz(wpath, "weights") if wpath else {}
+        text = path.read_text()
+        prog = GenProgram(parse_module(text, path.name), text, dict(weights), SAMPLE_DIMS.get(path.stem, {}),
+                          True, (), path.stem)
+        case, compiled = check_program(prog, thorough=False)
+        # The c pipeline with the default planner is tests/backend/c/test_samples.py's.
+        skip = {f"c/{compiled.canonical['best']}", f"c-unpacked/{compiled.canonical['best']}"}
+        batch.add(emit_variants(case, compiled, f"s{k}", k, [v for v in compiled.c if v not in skip]))
+    assert len(batch.models) >= 8
+    result = batch.run()
+    assert not result.mismatches, "\n\n".join(str(m) for m in result.mismatches[:3])
+
+
+# ---------------------------------------------------------------------------------------
+# Long campaigns: pytest -m fuzz
+
+
+@pytest.mark.fuzz
+def test_long_campaign() -> None:
+    """RELAXC_FUZZ_COUNT programs (default 5000) from RELAXC_FUZZ_SEED (default 100000)."""
+    count = int(os.environ.get("RELAXC_FUZZ_COUNT", "5000"))
+    seed = int(os.environ.get("RELAXC_FUZZ_SEED", "100000"))
+    report = run_campaign(seed_items(seed, count, 5), chunk=200)
+    print("\n" + report.summary())
+    assert not report.found, _show(report)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=int(os.environ.get("RELAXC_FUZZ_EXAMPLES", "300")), deadline=None,
+          suppress_health_check=list(HealthCheck))
+@given(fuzz_programs(shrinkable=True))
+def test_shrinkable_programs_on_the_vm(prog: GenProgram) -> None:
+    """Programs whose every choice is a hypothesis draw, so that hypothesis shrinks a failure
+    itself (VM and passes only: a C build per example would be slow)."""
+    check_program(prog)

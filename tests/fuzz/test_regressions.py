@@ -1,0 +1,137 @@
+"""Minimized programs of the mismatches the fuzzer found, each through the whole harness:
+every pipeline and planner on the VM, every C variant strict and sanitized. docs/fuzzing.md
+lists each with its symptom, cause and fix (the fixes have focused tests of their own in
+the test files of the parts they fixed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from relaxc.frontend.parser import parse_module
+from tests.backend.c.cbuild import needs_cc
+
+from .gen import GenProgram
+from .harness import CBatch, check_program, emit_variants
+
+pytestmark = needs_cc
+
+
+def check_everything(text: str, dims: dict[str, int], folder: Path, c_refuses: bool = False) -> None:
+    prog = GenProgram(parse_module(text, "regression.rx"), text, {}, dims, True, (), "regression")
+    case, compiled = check_program(prog, thorough=True)
+    models = emit_variants(case, compiled, "rg", 0)
+    assert bool(models) != c_refuses, "the C target built no variant" if not c_refuses else "C built it"
+    if not models:
+        return
+    for sanitize in (False, True):
+        batch = CBatch(folder / str(sanitize), sanitize=sanitize, jobs=1)
+        batch.add(models)
+        result = batch.run()
+        assert not result.mismatches, "\n\n".join(str(m) for m in result.mismatches[:3])
+
+
+def test_empty_split_field_of_an_argument(tmp_path: Path) -> None:
+    """VM, pipeline none: the prim's empty result kept %x's buffer as its base; the VM adopted
+    that buffer as the result's block and poisoned it on release, so %v read 0xFF (-1)."""
+    check_everything("""
+fn @prim1(%arg0: Tensor[(4, 5, 4, 4), f32], %arg1: Tensor[(5, 4), i16]) -> Tuple[Tensor[(5, 0), i16], Tensor[(5, 0), i16]]
+    attrs {primitive = true} {
+  %s1 = split(%arg1, indices_or_sections=(4,), axis=1)
+  %f2 = %s1.1
+  return (%f2, %f2)
+}
+
+fn @main(%x: Tensor[(4, 5, 4, 4), f32], %x1: Tensor[(5, 4), i16]) -> Tuple[Tensor[(5, 4, 1), i16]] {
+  %r5 = call @prim1(%x, %x1)
+  %v9 = expand_dims(%x1, axis=-1)
+  return (%v9,)
+}
+""", {}, tmp_path, c_refuses=True)  # the C target keeps no tuple inside a primitive function
+
+
+def test_primitive_function_with_unused_parameters(tmp_path: Path) -> None:
+    """C: -Wunused-parameter (an error under -Werror) for a primitive that ignores an input."""
+    check_everything("""
+fn @prim1(%arg0: Tensor[(p0, 2), f32], %arg1: Tensor[(p0, 2), f32]) -> Tensor[(p0, 2), f32]
+    attrs {primitive = true} {
+  %v1 = tanh(%arg1)
+  return %v1
+}
+
+fn @main(%x: Tensor[(n, 2), f32]) -> Tensor[(n, 2), f32] attrs {upper_bounds = {n = 4}} {
+  %r = call @prim1(%x, %x)
+  return %r
+}
+""", {"n": 3}, tmp_path)
+
+
+def test_intermediates_in_an_output_of_another_dtype(tmp_path: Path) -> None:
+    """C: f32 intermediates computed in the i32 output buffer were passed as int32_t *."""
+    check_everything("""
+fn @prim1(%arg2: Tensor[(p1, p0), f32]) -> Tensor[(1, 3, 3), i32]
+    attrs {primitive = true} {
+  %v2 = sum(%arg2, keepdims=true)
+  %v3 = multiply(%v2, %v2)
+  %v4 = full(shape=(1, 3, 3), dtype=i32, fill_value=3)
+  return %v4
+}
+
+fn @main(%x: Tensor[(n, m), f32]) -> Tensor[(1, 3, 3), i32] attrs {upper_bounds = {m = 6, n = 5}} {
+  %r1 = call @prim1(%x)
+  return %r1
+}
+""", {"n": 5, "m": 5}, tmp_path)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_pooling_window_against_a_small_symbolic_height(tmp_path: Path, n: int) -> None:
+    """Interpreter and VM: at n < 2 the kernel refuses the window (an internal error before);
+    now both report it at the statement, and larger n run everywhere."""
+    check_everything("""
+fn @main(%p7: Tensor[(1, 5, n, 3), f32]) -> Tensor[(1, 5, n - 1, 1), f32] attrs {upper_bounds = {n = 4}} {
+  %v8 = max_pool2d(%p7, pool_size=2, ceil_mode=true, dilation=(1, 2))
+  return %v8
+}
+""", {"n": n}, tmp_path)
+
+
+@pytest.mark.parametrize("n", [0, 2])
+def test_max_and_take_over_a_symbolic_axis_of_length_zero(tmp_path: Path, n: int) -> None:
+    """Interpreter: numpy's ValueError / IndexError at n = 0 (a crash); now the run's error."""
+    check_everything("""
+fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tuple[Tensor[(3,), f32], Tensor[(2, 3), f32]]
+    attrs {upper_bounds = {n = 3}} {
+  %m = max(%x, axes=0)
+  %t = take(%x, %i, axis=0)
+  return (%m, %t)
+}
+""", {"n": n}, tmp_path)
+
+
+def test_strided_window_over_a_bounded_dim(tmp_path: Path) -> None:
+    """PlanMemory and C: no upper bound was derived for (n - 2) / 2 + 1 (the dividend may be
+    negative), so the buffers stayed dynamic and the C target refused the program."""
+    check_everything("""
+fn @main(%x: Tensor[(1, 2, n, 4), f32]) -> Tensor[(1, 2, (n - 2) / 2 + 1, 3), f32] attrs {upper_bounds = {n = 16}} {
+  %p = max_pool2d(%x, pool_size=2, strides=(2, 1))
+  %q = relu(%p)
+  %r = negative(%q)
+  return %r
+}
+""", {"n": 7}, tmp_path)
+
+
+def test_mean_over_an_empty_axis(tmp_path: Path) -> None:
+    """Kernels: numpy's RuntimeWarning for the mean of an empty axis reached relaxc run."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        check_everything("""
+fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(3,), f32] attrs {upper_bounds = {n = 2}} {
+  %m = mean(%x, axes=0)
+  return %m
+}
+""", {"n": 0}, tmp_path)
