@@ -7,14 +7,16 @@ appear only with ``--debug``.
 
 from __future__ import annotations
 
+import re
 import sys
 import traceback
+import unicodedata
 from contextlib import contextmanager
 from typing import Iterator
 
 import click
 
-from relaxc.ir.diagnostics import InternalError, RxError, render_error
+from relaxc.ir.diagnostics import InternalError, Loc, RxError, render_error
 
 EXIT_USER_ERROR = 1
 EXIT_USAGE = 2
@@ -25,6 +27,52 @@ class Sources(dict):
     """File name → text of every source read in this invocation (for carets in errors)."""
 
 
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control and invisible formatting characters (escape sequences, bidi
+    overrides, zero-width spaces, byte-order marks, line separators) shown as U+FFFD: an
+    error quoting a hostile source line cannot drive the terminal, and its caret stays
+    under its column. Newlines and tabs stay."""
+    text = _ASCII_CONTROL.sub("\ufffd", text)
+    if text.isascii():
+        return text
+    return "".join("\ufffd" if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+                   for c in text)
+
+
+_BRACKET = re.compile(r'#[^\n]*|"(?:[^"\\\n]|\\.)*"|[(\[{]|[)\]}]')
+_DEEP = 32
+"""Nesting from which the deepest bracket is named as the likely cause of a RecursionError."""
+
+
+def _too_deep(sources: Sources) -> RxError:
+    """The error for a program too deep for Python's recursion: at its deepest bracket when
+    brackets nest deeply (found only now, on this rare path), else about the whole file."""
+    if not sources:
+        return RxError("the program nests too deeply for relaxc")
+    name, text = list(sources.items())[-1]
+    opened: list[int] = []  # offsets of the brackets open at this point
+    deepest = at = 0
+    for m in _BRACKET.finditer(text):
+        c = text[m.start()]
+        if c in "([{":
+            opened.append(m.start())
+            if len(opened) > deepest:
+                deepest = len(opened)
+                at = opened[min(deepest, _DEEP) - 1]
+        elif c in ")]}" and opened:
+            opened.pop()
+    if deepest >= _DEEP:
+        line = text.count("\n", 0, at) + 1
+        col = at - text.rfind("\n", 0, at)
+        return RxError(f"brackets nest {deepest:,} levels deep (level {_DEEP} opens here), more than relaxc can "
+                       "handle (split the expression or type into several bindings)", Loc(name, line, col))
+    return RxError(f"{name}: the program nests too deeply for relaxc (a very long chain of + - * / in a "
+                   "dimension expression?); split it into several bindings")
+
+
 @contextmanager
 def reported_errors(sources: Sources, debug: bool) -> Iterator[None]:
     """Render RxError as ``file:line:col: error: ...`` with a caret, exit 1; bugs exit 3."""
@@ -33,16 +81,14 @@ def reported_errors(sources: Sources, debug: bool) -> Iterator[None]:
     except RxError as e:
         if debug:
             traceback.print_exc(file=sys.stderr)
-        click.echo(render_error(e, sources), err=True)
+        click.echo(printable(render_error(e, sources)), err=True)
         sys.exit(EXIT_USER_ERROR)
     except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
         raise
     except RecursionError:
         if debug:
             traceback.print_exc(file=sys.stderr)
-        where = f"{list(sources)[-1]}: " if sources else ""
-        click.echo(f"{where}error: the program nests expressions too deeply for relaxc "
-                   "(split long dimension expressions into several bindings)", err=True)
+        click.echo(printable(render_error(_too_deep(sources), sources)), err=True)
         sys.exit(EXIT_USER_ERROR)
     except (InternalError, Exception) as e:  # noqa: BLE001 - the last line of defence
         if debug:

@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 import tracemalloc
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,6 +105,7 @@ def assert_rendered(case: Case, stderr: str) -> None:
     assert lines[0].startswith(prefix), f"expected {prefix!r}..., got:\n{stderr}"
     assert case.message in lines[0], f"expected {case.message!r} in:\n{stderr}"
     source = case.text.split("\n")[case.line - 1].replace("\t", " ")
+    source = "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cf") else c for c in source)  # shown as U+FFFD
     assert len(lines) >= 3, stderr
     assert lines[1] == "  " + source, f"source line should be {source!r}, got:\n{stderr}"
     caret = re.fullmatch(r"  ( *)(\^+)", lines[2])

@@ -426,3 +426,37 @@ def test_the_column_of_a_byte_that_is_not_utf8_counts_characters(tmp_path: Path)
     o = invoke("check", path)
     assert o.stderr == (f"{path}:2:20: error: not UTF-8 text: invalid byte 0xe9\n"
                         "    return %x  # \u00e9\u00e9\u00e9 \ufffd\n                     ^\n"), o
+
+
+# ---------------------------------------------------------------------------------------
+# 7. Showing errors: too deep, control characters
+
+
+@pytest.mark.parametrize("text, where", [
+    (_fn("%x: " + "Tuple[" * 3000 + "Tensor[(1,), f32]" + "]" * 3000), ":1:199:"),
+    (_fn("%x: Tensor[(1,), f32]", "  %c = const(" + "[" * 3000 + "1.0" + "]" * 3000 + ", f32)\n"), ":2:43:"),
+], ids=["tuple_type", "list_literal"])
+def test_too_deep_has_a_location(tmp_path: Path, text: str, where: str) -> None:
+    """A type or literal nested 3,000 deep: "FILE: error: the program nests expressions too
+    deeply for relaxc (split long dimension expressions into several bindings)" — no line,
+    no column, and advice about dimension expressions for a list literal. Now the error
+    points into the brackets and says how deep they go."""
+    path = _write(tmp_path, "m.rx", text)
+    o = invoke("check", path)
+    assert crash_problems(o, codes=(1,)) == [], o
+    assert o.stderr.startswith(f"{path}{where} error: brackets nest 3,00"), o
+    assert check_problems(o, path, text) == []
+
+
+def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
+    """A source line holding an escape sequence (``\\x1b[2J`` clears the screen) or a bidi
+    override was quoted raw under its error, so a hostile file could drive the terminal and
+    the caret landed in the wrong column. Now such characters are shown as U+FFFD."""
+    path = tmp_path / "m.rx"
+    path.write_text("fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
+                    "  %y = relu(%x)  # \x1b[2J \u202e\n  return %y\x07\n}\n")
+    (o,) = run_subprocesses([("check", path)])
+    assert o.code == 1, o
+    assert "\x1b" not in o.stderr and "\x07" not in o.stderr and "\u202e" not in o.stderr
+    assert o.stderr.startswith(f"{path}:3:12: error: unexpected character U+0007\n    return %y\ufffd\n"
+                               "             ^"), o
