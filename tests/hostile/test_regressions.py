@@ -14,7 +14,6 @@ import threading
 import zipfile
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from relaxc.backend.vm import codegen, load_file
