@@ -11,7 +11,7 @@ from relaxc.frontend.weights import npz_bytes
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_atomic
+from .files import refuse_overwriting_inputs, write_all_atomic
 from .options import parse_dims
 
 
@@ -74,8 +74,7 @@ def import_cmd(obj: dict, file: Path, output: Path | None, shapes: tuple[str, ..
         refuse_overwriting_inputs(npz_path, [file])
         result = import_onnx(file, input_shapes=input_shapes, upper_bounds=upper)
         text = result.header(file.name) + print_module(result.module)
-        write_atomic(npz_path, npz_bytes(result.weights))
-        write_atomic(rx_path, text)
+        write_all_atomic([(npz_path, npz_bytes(result.weights)), (rx_path, text)])  # both or neither
         if not quiet:
             fn = result.module.functions[0]
             nbytes = sum(int(a.nbytes) for a in result.weights.values())

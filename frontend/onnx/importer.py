@@ -22,7 +22,7 @@ from relaxc.ir.verifier import verify_module
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
 from .converters import CONVERTERS, EXTRA_OUTPUTS
-from .model import (DEFAULT_DOMAINS, default_opset, load_model, node_attrs, node_label,
+from .model import (DEFAULT_DOMAINS, default_opset, dim_symbol, load_model, node_attrs, node_label,
                     tensor_array, value_info_type)
 from .values import Folded, Runtime, Value
 
@@ -78,6 +78,10 @@ def import_onnx(source: "str | Path | bytes | Any", *,
         params.append(Param(name, t))
         env[info.name] = Runtime(Var(name), t)
 
+    attrs: list[tuple[str, Any]] = []
+    if upper_bounds:
+        attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
+    _check_signature(params, tuple(attrs), function_name)
     used = _used_names(graph)
     for index, node in _topological(graph, set(env)):
         label = node_label(node, index)
@@ -110,9 +114,6 @@ def import_onnx(source: "str | Path | bytes | Any", *,
     if not results:
         raise RxError("the model has no outputs")
 
-    attrs: list[tuple[str, Any]] = []
-    if upper_bounds:
-        attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
     ret: Var | TupleExpr = results[0].var if len(results) == 1 else TupleExpr(tuple(r.var for r in results))
     ret_type = results[0].type if len(results) == 1 else TupleType(tuple(r.type for r in results))
     fn = Function(function_name, tuple(params), ret_type, tuple(attrs), tuple(builder.body), ret)
@@ -123,6 +124,15 @@ def import_onnx(source: "str | Path | bytes | Any", *,
         raise RxError(f"the imported program does not verify (a bug in relaxc's importer): {e.message}") from None
     notes = _notes(params, upper_bounds)
     return ImportResult(module, builder.weights, opset, _producer(model), notes)
+
+
+def _check_signature(params: Sequence[Param], attrs: tuple, function_name: str) -> None:
+    """The inputs' types and bounds alone must verify (sizes within limits): a user error."""
+    stub = Function(function_name, tuple(params), TupleType(()), attrs, (), TupleExpr(()))
+    try:
+        verify_module(Module((stub,)))
+    except RxError as e:
+        raise RxError(f"the model's inputs: {e.message}") from None
 
 
 def _check_operators(graph: Any) -> None:
@@ -187,6 +197,7 @@ def _bounds(bounds: Mapping[str, int], params: Sequence[Param]) -> DictLit:
     syms: set[str] = set()
     for p in params:
         syms |= type_free_vars(p.type)
+    bounds = {dim_symbol(k): v for k, v in bounds.items()}  # the names the dims were given
     for name, value in bounds.items():
         if name not in syms:
             raise RxError(f"--bound names '{name}', but the inputs' symbolic dims are "
@@ -200,7 +211,7 @@ def _notes(params: Sequence[Param], bounds: Mapping[str, int] | None) -> list[st
     syms: set[str] = set()
     for p in params:
         syms |= type_free_vars(p.type)
-    unbounded = sorted(syms - set(bounds or {}))
+    unbounded = sorted(syms - {dim_symbol(k) for k in bounds or {}})
     if unbounded:
         return [f"Symbolic dims without an upper bound: {', '.join(unbounded)} "
                 "(their tensors are allocated at run time; --bound NAME=N plans them statically)."]

@@ -13,7 +13,8 @@ import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.types import TensorType
+from relaxc.ir.types import DTYPE_ALIASES, TensorType
+from relaxc.ir.types import DTYPES as DTYPE_TABLE
 
 from .builder import sanitize
 
@@ -61,6 +62,8 @@ def load_model(source: "str | Path | bytes | Any") -> Any:
         raise RxError(f"file {path} does not exist")
     if path.is_dir():
         raise RxError(f"{path} is a directory, not an ONNX model")
+    if not path.is_file():  # a device or a pipe: protobuf would read it to the end, if any
+        raise RxError(f"{path} is not a regular file (an ONNX model is read whole)")
     try:
         model = mod.load(str(path))
     except Exception as e:  # noqa: BLE001
@@ -133,10 +136,19 @@ def value_info_type(info: Any, overrides: Mapping[str, Sequence[int | str]] | No
     return TensorType(tuple(dims), dtype)
 
 
+_RESERVED = frozenset(DTYPE_TABLE) | frozenset(DTYPE_ALIASES) | {
+    "inf", "nan", "true", "false", "max", "min", "fn", "attrs", "call", "invoke", "outs", "return",
+    "Tensor", "Tuple", "Storage", "Object"}
+"""Words the .rx grammar reads as something else than a dim name."""
+
+
 def dim_symbol(name: str) -> str:
-    """A symbolic-dim spelling of an ONNX ``dim_param`` (an identifier)."""
+    """A symbolic-dim spelling of an ONNX ``dim_param`` or ``--shape`` name: an identifier
+    that the .rx grammar reads as a dim (``f32`` becomes ``f32_``, ``2d`` becomes ``d_2d``)."""
     sym = sanitize(name, "dim")
-    return sym if not sym[0].isdigit() else f"d_{sym}"
+    if sym[0].isdigit():
+        sym = f"d_{sym}"
+    return f"{sym}_" if sym in _RESERVED else sym
 
 
 def _dim(v: int | str, what: str) -> D.Dim:

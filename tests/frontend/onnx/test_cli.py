@@ -115,3 +115,31 @@ def test_unsupported_operators_exit_1_without_traceback(tmp_path: Path) -> None:
     assert r.returncode == 1, r.stderr
     assert "HardSwish (node 'hs')" in r.stderr and "supported:" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_dims_named_like_dtypes_or_keywords_stay_dims(tmp_path: Path) -> None:
+    """Regression (found by tests/hostile): --shape x=f32,4 wrote an .rx that did not parse."""
+    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, ["inf", 4])],
+                       [("y", np.float32, None)])
+    onnx_path = save(model, tmp_path)
+    r = invoke("import", onnx_path, "--shape", "x=f32,4", "--bound", "f32=8", "-q")
+    assert r.exit_code == 0, r.output
+    assert invoke("check", tmp_path / "model.rx").exit_code == 0
+    assert "upper_bounds = {f32_ = 8}" in (tmp_path / "model.rx").read_text()
+    assert invoke("import", onnx_path, "-o", tmp_path / "b.rx", "-q").exit_code == 0  # dim_param "inf"
+    assert "Tensor[(inf_, 4), f32]" in (tmp_path / "b.rx").read_text()
+
+
+def test_huge_sizes_are_user_errors(tmp_path: Path) -> None:
+    """Regression (found by tests/hostile): they were reported as importer bugs."""
+    model, _ = attention_block()
+    onnx_path = save(model, tmp_path)
+    assert_user_error(invoke("import", onnx_path, "--shape", "x=1,99999999999999999999,16"), "the model's inputs")
+    r = invoke("import", onnx_path, "--bound", "seq=99999999999999999999999")
+    assert_user_error(r, "the model's inputs", "limit")
+    assert "bug" not in r.stderr
+
+
+def test_a_device_is_not_read(tmp_path: Path) -> None:
+    """Regression (found by tests/hostile): relaxc import /dev/zero read forever."""
+    assert_user_error(invoke("import", "/dev/zero", "-o", tmp_path / "z.rx"), "not a regular file")
