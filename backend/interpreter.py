@@ -420,6 +420,9 @@ def _fresh(result: Any, inputs: Sequence[Any]) -> Any:
         # An empty view shares no bytes with its input, but it keeps the input's buffer as its
         # base: the VM would take that buffer for the result's own (and poison it on release).
         (result.size == 0 and result.base is not None)
+        # A read-only result is a constant a primitive function returned (or a broadcast view):
+        # not memory of its own either.
+        or not result.flags.writeable
         or any(isinstance(x, np.ndarray) and np.may_share_memory(result, x) for x in inputs)
     ):
         return result.copy()

@@ -147,8 +147,11 @@ class PooledAllocator:
         nbytes = 0
         for x in leaves:
             owner = x.base if x.base is not None else x
-            if id(owner) in self.owners:
-                return self.blocks_of(value)  # not fresh after all (defensive)
+            if id(owner) in self.owners:  # not fresh after all (defensive)
+                blocks = self.blocks_of(value)
+                for b in blocks:
+                    b.rc += 1  # one more register refers to them
+                return blocks
             owners.setdefault(id(owner), owner)
             nbytes += x.nbytes
         blk = Block(nbytes, 0, RESULT, tuple(owners.values()), None, tuple(owners))

@@ -18,9 +18,12 @@ from .harness import CBatch, check_program, emit_variants
 pytestmark = needs_cc
 
 
-def check_everything(text: str, dims: dict[str, int], folder: Path, c_refuses: bool = False) -> None:
-    prog = GenProgram(parse_module(text, "regression.rx"), text, {}, dims, True, (), "regression")
+def check_everything(text: str, dims: dict[str, int], folder: Path, c_refuses: bool = False,
+                     vm_only: bool = False) -> None:
+    prog = GenProgram(parse_module(text, "regression.rx"), text, {}, dims, not vm_only, (), "regression")
     case, compiled = check_program(prog, thorough=True)
+    if vm_only:
+        return
     models = emit_variants(case, compiled, "rg", 0)
     assert bool(models) != c_refuses, "the C target built no variant" if not c_refuses else "C built it"
     if not models:
@@ -135,3 +138,57 @@ fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(3,), f32] attrs {upper_bounds = {n 
   return %m
 }
 """, {"n": 0}, tmp_path)
+
+
+def test_primitive_function_returning_a_constant(tmp_path: Path) -> None:
+    """VM, pipeline none: the constant a primitive function returned was adopted as a fresh
+    block; the second call shared it uncounted, so the block was released twice (a crash in
+    the pool)."""
+    check_everything("""
+fn @prim(%a: Tensor[(2,), f32]) -> Tensor[(), i64] attrs {primitive = true} {
+  %c = const(1, i64)
+  return %c
+}
+
+fn @helper(%a: Tensor[(2,), f32]) -> Tensor[(), i64] {
+  %r1 = call @prim(%a)
+  %r2 = call @prim(%a)
+  return %r2
+}
+
+fn @main(%x: Tensor[(2,), f32]) -> Tuple[Tensor[(), i64], Tensor[(), i64]] {
+  %h = call @helper(%x)
+  %k = call @prim(%x)
+  return (%h, %k)
+}
+""", {}, tmp_path, vm_only=True)  # the C target calls no non-primitive function
+
+
+def test_primitive_function_returning_a_constant_beside_a_result(tmp_path: Path) -> None:
+    """VM, pipeline none: the same cause poisoned the constant 3 while a later call still
+    returned it, so %r15 read garbage."""
+    check_everything("""
+fn @prim1(%arg0: Tensor[(p0,), f32], %arg1: Tensor[(p0,), f32], %arg2: Tensor[(p0,), f32]) -> Tuple[Tensor[(1,), f32], Tensor[(), i64]]
+    attrs {primitive = true} {
+  %c1 = const(3, i64)
+  %v2 = take(%arg0, %c1, axis=0)
+  %v3 = expand_dims(%v2, axis=0)
+  return (%v3, %c1)
+}
+
+fn @main(%x: Tensor[(n, 3), f32]) -> Tuple[Tensor[(3 * n,), f32], Tuple[Tensor[(1,), f32], Tensor[(), i64]], Tuple[Tensor[(1,), f32], Tensor[(), i64]]]
+    attrs {upper_bounds = {n = 3}} {
+  %t1 = (%x, %x)
+  %f2 = %t1.0
+  %v3 = reshape(%f2, newshape=(3 * n,))
+  %v4 = subtract(%v3, %v3)
+  %s6 = split(%v4, indices_or_sections=1, axis=0)
+  %a8 = %s6
+  %f12 = %s6.0
+  %v13 = reshape(%v4, newshape=(3 * n,))
+  %f14 = %a8.0
+  %r15 = call @prim1(%v13, %f12, %f14)
+  %r16 = call @prim1(%f12, %f14, %v3)
+  return (%f12, %r16, %r15)
+}
+""", {"n": 2}, tmp_path)

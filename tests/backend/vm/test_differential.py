@@ -301,3 +301,34 @@ fn @main(%x: Tensor[(2,), f32], %w: Tensor[(2, 2), f32]) -> Tensor[(1, 2), f32] 
         warnings.simplefilter("error")
         got, _ = vm_run(build(compile_text(text)), args)
     assert np.isnan(got[0]).all()
+
+
+def test_primitive_function_returning_a_constant() -> None:
+    """Each call's result was the constant itself: the VM adopted the read-only constant as a
+    fresh block, and the second call shared that block without counting it, so a block was
+    released twice (a crash) or the constant poisoned under a live value."""
+    text = """\
+fn @prim(%a: Tensor[(2,), f32]) -> Tensor[(), i64] attrs {primitive = true} {
+  %c = const(1, i64)
+  return %c
+}
+
+fn @helper(%a: Tensor[(2,), f32]) -> Tensor[(), i64] {
+  %r1 = call @prim(%a)
+  %r2 = call @prim(%a)
+  return %r2
+}
+
+fn @main(%x: Tensor[(2,), f32]) -> Tuple[Tensor[(), i64], Tensor[(), i64]] {
+  %h = call @helper(%x)
+  %k = call @prim(%x)
+  return (%h, %k)
+}
+"""
+    source = parse(text)
+    args = inputs_for(source)
+    want = interpret(source, {}, args)
+    for passes in PIPELINES:
+        vm = VirtualMachine(build(compile_text(text, passes)), poison=True)
+        for _ in range(2):
+            assert_identical(want, vm.run("main", args))

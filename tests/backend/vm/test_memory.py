@@ -379,3 +379,14 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 16), f32] {
     module = compile_text(text)
     vm = measure(module, {}, {"n": 5})
     assert vm.stats.working_peak == predict_memory(module, "main", {"n": 5}).peak
+
+
+def test_adopting_memory_already_counted_adds_a_reference() -> None:
+    """The defensive path of adopt (a "fresh" result that is not): the new register refers
+    to the existing block, so one release must not free it (found by the fuzzer)."""
+    pool = PooledAllocator(poison=True)
+    x = np.ones(4, np.float32)
+    (blk,) = pool.adopt(x)
+    assert pool.adopt(x[1:]) == (blk,) and blk.rc == 2
+    blk.rc -= 1
+    assert pool.blocks_of(x) == (blk,)
