@@ -233,6 +233,12 @@ class _Function:
         return RxError(e.message, e.loc, e.notes + (note,), e.snippet)
 
 
+def _raiser(e: RxError) -> Step:
+    def fail(r: list, k: list) -> None:
+        raise e
+    return fail
+
+
 class _Specializer:
     """Builds the closures of one function for one set of dim values."""
 
@@ -253,7 +259,10 @@ class _Specializer:
             try:
                 out.append(self.step(ins, self.fn.bound[pc]))
             except RxError as e:
-                raise self.fn._context(e, pc) from None
+                # Raised when the instruction is reached, as the interpreter does: an earlier
+                # instruction may fail first (a kernel refusing these dims, say).
+                out.append(_raiser(e))
+                break
         return out
 
     def step(self, ins: Instr, bound: Any) -> Step:

@@ -192,3 +192,16 @@ fn @main(%x: Tensor[(n, 3), f32]) -> Tuple[Tensor[(3 * n,), f32], Tuple[Tensor[(
   return (%f12, %r16, %r15)
 }
 """, {"n": 2}, tmp_path)
+
+
+def test_errors_come_in_program_order(tmp_path: Path) -> None:
+    """VM, pipeline none, n = 1: the VM reported the negative height of the second pool
+    (evaluated before running) where the interpreter reports the first pool's refusal."""
+    check_everything("""
+fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tuple[Tensor[(1, 2, n - 1, 2), f32], Tensor[(1, 2, (n - 4) / 2 + 1, 3), f32]]
+    attrs {upper_bounds = {n = 6}} {
+  %p = max_pool2d(%x, pool_size=2)
+  %q = max_pool2d(%x, pool_size=(4, 1), strides=(2, 1))
+  return (%p, %q)
+}
+""", {"n": 1}, tmp_path)
