@@ -379,7 +379,12 @@ class BodyEmitter:
         return val
 
     def nbytes_c(self, t: TensorType) -> str:
-        return f"(size_t)({self.dimc(nbytes_dim(t))})"
+        n = nbytes_dim(t)
+        if not isinstance(n, int):
+            # Negative for dims the interpreter refuses (a height n - 2 at n = 1): copy nothing
+            # rather than (size_t)-64 bytes.
+            n = D.DimCall("max", (n, 0))
+        return f"(size_t)({self.dimc(n)})"
 
     def local_ptr(self, ir_name: str, t: TensorType, init: str) -> CTensor:
         var = self.scope.name("v_", ir_name)

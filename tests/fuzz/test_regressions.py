@@ -19,7 +19,7 @@ pytestmark = needs_cc
 
 
 def check_everything(text: str, dims: dict[str, int], folder: Path, c_refuses: bool = False,
-                     vm_only: bool = False) -> None:
+                     vm_only: bool = False, c_flags: list[str] | None = None) -> None:
     prog = GenProgram(parse_module(text, "regression.rx"), text, {}, dims, not vm_only, (), "regression")
     case, compiled = check_program(prog, thorough=True)
     if vm_only:
@@ -29,7 +29,7 @@ def check_everything(text: str, dims: dict[str, int], folder: Path, c_refuses: b
     if not models:
         return
     for sanitize in (False, True):
-        batch = CBatch(folder / str(sanitize), sanitize=sanitize, jobs=1)
+        batch = CBatch(folder / str(sanitize), sanitize=sanitize, jobs=1, flags=None if sanitize else c_flags)
         batch.add(models)
         result = batch.run()
         assert not result.mismatches, "\n\n".join(str(m) for m in result.mismatches[:3])
@@ -203,5 +203,41 @@ fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tuple[Tensor[(1, 2, n - 1, 2), f32], 
   %p = max_pool2d(%x, pool_size=2)
   %q = max_pool2d(%x, pool_size=(4, 1), strides=(2, 1))
   return (%p, %q)
+}
+""", {"n": 1}, tmp_path)
+
+
+def test_output_whose_size_is_negative_for_every_allowed_dim(tmp_path: Path) -> None:
+    """C: the copy of a duplicated output of size 32 * n - 64 with n <= 1 became a memcpy of
+    (size_t)-64 bytes (gcc -O2: -Wstringop-overflow; at run time an overrun). The
+    interpreter refuses every run, so only the builds are checked."""
+    check_everything("""
+fn @main(%p8: Tensor[(1, 2, n, 4), f32]) -> Tuple[Tensor[(1, 2, n - 2, 4), f32], Tensor[(1, 2, n - 2, 4), f32]]
+    attrs {upper_bounds = {n = 1}} {
+  %v9 = avg_pool2d(%p8, pool_size=(3, 1), dilation=(1, 2))
+  return (%v9, %v9)
+}
+""", {"n": 1}, tmp_path, c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+
+
+def test_integer_power_out_of_range(tmp_path: Path) -> None:
+    """C: power on u16 wrapped 11 ** 11 modulo 2**16 (39251); numpy's astype on x86 goes
+    through int32 for 16-bit types and gives 0."""
+    check_everything("""
+fn @prim1(%arg0: Tensor[(p0, 1, 1), f32]) -> Tensor[(2, 1, 3, 1), u16]
+    attrs {primitive = true} {
+  %c2 = const([[[[3], [0], [2]]], [[[3], [4], [0]]]], u16)
+  %c3 = const([[2]], u16)
+  %c4 = const([5], u16)
+  %v5 = dense(%c2, %c3, %c4)
+  return %v5
+}
+
+fn @main(%x: Tensor[(n, n), f32]) -> Tuple[Tensor[(2, 1, 3, 1), u16], Tensor[(2, 1, 3, 1), u16]]
+    attrs {upper_bounds = {n = 2}} {
+  %v1 = reshape(%x, newshape=(n * n, 1, 1))
+  %r4 = call @prim1(%v1)
+  %v7 = power(%r4, %r4)
+  return (%v7, %v7)
 }
 """, {"n": 1}, tmp_path)

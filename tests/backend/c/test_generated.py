@@ -5,6 +5,8 @@ against the interpreter; packed and unpacked."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ from relaxc.backend.interpreter import Interpreter
 from relaxc.frontend.parser import parse_module
 from tests.strategies import programs
 
-from .cbuild import assert_close, compile_c, emit, needs_cc, run_c
+from .cbuild import CC, SAN_ENV, SANITIZE, assert_close, compile_c, emit, needs_cc, run_c
 
 pytestmark = needs_cc
 _counter = itertools.count()
@@ -103,6 +105,28 @@ fn @main(%x: Tensor[(n, 1), u8]) -> Tuple[Tensor[(n,), u8], Tensor[(n, 1), u8]]
   return (%v4, %v8)
 }
 """, {"n": 2}),
+    # An output copied with memcpy whose size 32 * n - 64 is negative for every n <= 1: the
+    # (size_t) of it broke -Werror (-Wstringop-overflow) and would overrun at run time.
+    "negative_size_copied_out": ("""
+fn @main(%p8: Tensor[(1, 2, n, 4), f32]) -> Tuple[Tensor[(1, 2, n - 2, 4), f32], Tensor[(1, 2, n - 2, 4), f32]]
+    attrs {upper_bounds = {n = 4}} {
+  %v9 = avg_pool2d(%p8, pool_size=(3, 1), dilation=(1, 2))
+  return (%v9, %v9)
+}
+""", {"n": 4}),
+    # power on u16 converts a double out of range as numpy does on x86 (through int32: 0),
+    # not modulo 2**16 (11 ** 11 gave 39251).
+    "integer_power_out_of_range": ("""
+fn @main(%x: Tensor[(4,), u16], %y: Tensor[(4,), u8]) -> Tuple[Tensor[(4,), u16], Tensor[(4,), u8]] {
+  %c = const([11, 5, 300, 2], u16)
+  %p = power(%c, %c)
+  %d = const([7, 2, 250, 3], u8)
+  %q = power(%d, %d)
+  %s = add(%p, %x)
+  %t = add(%q, %y)
+  return (%s, %t)
+}
+""", {}),
 }
 
 
@@ -121,6 +145,32 @@ def test_fuzzer_found_programs_build_and_match(workdir: Path, name: str, sanitiz
         built = build(text, workdir / f"found_{name}_{sanitize}_{unpacked}", prefix="found", sanitize=sanitize,
                       unpacked=unpacked)
         assert_close(run_c(built, args, env), want, name)
+
+
+def test_negative_size_copies_nothing(workdir: Path) -> None:
+    """At n = 1 the output height n - 2 is negative (the interpreter refuses the run); the
+    copy of the duplicated output must not become a (size_t)-64 byte memcpy."""
+    from .cbuild import build
+
+    text, _ = FUZZ_FOUND["negative_size_copied_out"]
+    built = build(text, workdir / "negative_size", prefix="found", sanitize=True, unpacked=True)
+    info = built.sources.info
+    assert len(info.outputs) == 2
+    # The generated main would refuse to allocate the negative output sizes: call run directly.
+    driver = built.folder / "neg_driver.c"
+    driver.write_text("""#include "found.h"
+int main(void)
+{
+    static float x[1 * 2 * 1 * 4], y[8], z[8];
+    return (int)found_run(x, y, z, 1);
+}
+""")
+    r = subprocess.run([CC, *SANITIZE, "found.c", driver.name, "-lm", "-o", "neg_driver"], cwd=built.folder,
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(["./neg_driver"], cwd=built.folder, capture_output=True, text=True,
+                       env={**os.environ, **SAN_ENV})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
 def test_take_from_an_empty_symbolic_axis_reads_nothing(workdir: Path) -> None:
