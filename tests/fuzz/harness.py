@@ -539,13 +539,28 @@ class CBatch:
         for m in self.models:
             for name, text in m.sources.files.items():
                 (folder / name).write_text(text)
-        (folder / "driver.c").write_text(self._driver())
-        out_sizes = self._write_inputs(folder / "inputs.bin", runs)
-        flags = self.flags
+        result = BatchResult([], [])
         t0 = time.perf_counter()
         exe = folder / ("fuzz_san" if self.sanitize else "fuzz_run")
-        self._compile(flags, exe.name)
-        result = BatchResult([], [])
+        while True:
+            (folder / "driver.c").write_text(self._driver())
+            try:
+                self._compile(self.flags, exe.name)
+                break
+            except AssertionError as e:
+                # Models cc rejects are mismatches of their own; the others still run.
+                stderr = str(e)
+                bad = [m for m in self.models if f"{m.prefix}.c:" in stderr]
+                if not bad:
+                    raise
+                for m in bad:
+                    mine = "\n".join(ln for ln in stderr.splitlines() if f"{m.prefix}" in ln)
+                    result.mismatches.append(Mismatch(m.case.prog, f"C {m.variant} ({m.prefix}{self._tag()})",
+                                                      f"cc rejected the generated C:\n{mine[-3000:]}"))
+                self.models = [m for m in self.models if m not in bad]
+                if not self.models:
+                    return result
+        out_sizes = self._write_inputs(folder / "inputs.bin", runs)
         result.compile_seconds = time.perf_counter() - t0
         t0 = time.perf_counter()
         start = 0
@@ -613,10 +628,13 @@ class CBatch:
         if r.returncode != 0 or r.stderr:
             raise AssertionError(f"linking the fuzz batch failed:\n{r.stderr}")
 
+    def _tag(self) -> str:
+        return ", sanitized" if self.sanitize else ""
+
     def _compile_failure(self, stderr: str) -> str:
-        prefixes = sorted(set(re.findall(r"(fz\w+?)\.c:", stderr)))
+        prefixes = sorted({m.prefix for m in self.models if f"{m.prefix}.c:" in stderr})
         texts = [m.case.prog.text for m in self.models if m.prefix in prefixes][:2]
-        return f"cc rejected generated C ({', '.join(prefixes)}):\n{stderr[-6000:]}\n" + "\n".join(texts)
+        return f"cc rejected generated C ({', '.join(prefixes)}):\n{stderr[-200000:]}\n" + "\n".join(texts)
 
     def _compare(self, path: Path, lo: int, hi: int, runs: int, out_sizes: list[list[int]], result: BatchResult) -> None:
         if hi <= lo:

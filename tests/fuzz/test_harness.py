@@ -71,7 +71,7 @@ def test_vm_check_catches_a_wrong_result() -> None:
 
 
 @needs_cc
-def test_c_batch_catches_wrong_results_input_writes_and_sanitizer_reports(tmp_path: Path) -> None:
+def test_c_batch_catches_wrong_results_input_writes_build_errors_and_sanitizer_reports(tmp_path: Path) -> None:
     prog = program()
     case = reference(prog)
     compiled = compile_all(prog, case.module, case.types, thorough=False)
@@ -86,12 +86,16 @@ def test_c_batch_catches_wrong_results_input_writes_and_sanitizer_reports(tmp_pa
     writes = emit_variants(case, compiled, "in", 3, best)[0]
     writes.sources.files["in_0.c"] = writes.sources.files["in_0.c"].replace(
         "return IN_0_OK;", "((float *)(void *)x)[0] = 0.0f;\n    return IN_0_OK;")
+    broken = emit_variants(case, compiled, "bk", 4, best)[0]
+    broken.sources.files["bk_0.c"] = broken.sources.files["bk_0.c"].replace(
+        "return BK_0_OK;", "int broken = ;\n    return BK_0_OK;")
     batch = CBatch(tmp_path, sanitize=True, jobs=1)
-    batch.add([good, wrong, over, writes])
+    batch.add([good, wrong, broken, over, writes])
     result = batch.run()
     whats = sorted(m.where.split(" (")[1].split(",")[0].rstrip(")") + ": " + m.symptom.split("\n")[0][:40]
                    for m in result.mismatches)
     assert [m.prefix for m in result.crashed] == ["ov_0"]
+    assert any(w.startswith("bk_0") and "cc rejected" in w for w in whats), whats
     assert any(w.startswith("ov_0") and "crashed or the sanitizer" in w for w in whats), whats
     assert any(w.startswith("wr_0") and "output 1 differs" in w for w in whats), whats
     assert any(w.startswith("in_0") and "wrote into its input" in w for w in whats), whats
