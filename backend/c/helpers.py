@@ -47,6 +47,22 @@ static double {p}_fminnan(double a, double b)
     if (b != b) return b;
     return a < b ? a : b;
 }}"""),
+    "fmaxnan_h": ((), """\
+/* numpy's maximum on f16: like fmaxnan, but a tie (-0 and +0) gives the first operand. */
+static double {p}_fmaxnan_h(double a, double b)
+{{
+    if (a != a) return a;
+    if (b != b) return b;
+    return a >= b ? a : b;
+}}"""),
+    "fminnan_h": ((), """\
+/* numpy's minimum on f16: a tie gives the first operand. */
+static double {p}_fminnan_h(double a, double b)
+{{
+    if (a != a) return a;
+    if (b != b) return b;
+    return a <= b ? a : b;
+}}"""),
     "h2f": ((), """\
 /* IEEE half (bits) to float, exactly. */
 static float {p}_h2f(uint16_t h)

@@ -233,6 +233,12 @@ def _int_wrap(dtype: str, expr: str) -> str:
     return f"({T.c_type(dtype)})({expr})"
 
 
+def _fmax(dtype: str, name: str = "fmaxnan") -> str:
+    """The helper for numpy's maximum (or minimum) on ``dtype``: on a tie of -0 and +0 numpy
+    gives the second operand for f32 and f64 but the first for f16."""
+    return name + "_h" if dtype == "f16" else name
+
+
 def _to_int(g: Gen, dtype: str, double_expr: str) -> str:
     """A double converted to integer ``dtype`` the way numpy's astype does on x86."""
     bits = 8 * T.nbytes(dtype)
@@ -298,9 +304,9 @@ def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
             sym = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}[op]
             return f"({a} {sym} {b})"
         if op == "maximum":
-            return f"({ct}){g.h.use('fmaxnan')}({a}, {b})"
+            return f"({ct}){g.h.use(_fmax(dtype))}({a}, {b})"
         if op == "minimum":
-            return f"({ct}){g.h.use('fminnan')}({a}, {b})"
+            return f"({ct}){g.h.use(_fmax(dtype, 'fminnan'))}({a}, {b})"
         if op == "power":
             return f"({ct})pow((double){a}, (double){b})"
         raise unsupported(g.spec, loc=g.loc)
@@ -610,7 +616,7 @@ def gen_reduce(g: Gen) -> list[str]:
         val = g.load(x.dtype, f"x0[{horner(idx, xs)}]")
         if op == "max":
             if k == "float":
-                g.emit(f"acc = first ? (double){val} : {g.h.use('fmaxnan')}(acc, (double){val});")
+                g.emit(f"acc = first ? (double){val} : {g.h.use(_fmax(x.dtype))}(acc, (double){val});")
             else:
                 g.emit(f"if (first || {val} > acc) acc = {val};")
             g.emit("first = 0;")
@@ -836,7 +842,7 @@ def gen_pool(g: Gen) -> list[str]:
                         if op == "max_pool2d":
                             with g.block(f"if ({inside})"):
                                 if k == "float":
-                                    g.emit(f"acc = {g.h.use('fmaxnan')}(acc, (double){val});")
+                                    g.emit(f"acc = {g.h.use(_fmax(x.dtype))}(acc, (double){val});")
                                 else:
                                     g.emit(f"if ({val} > acc) acc = {val};")
                         else:

@@ -133,6 +133,7 @@ class FnBuilder:
         self.sizes = sizes if sizes is not None else ctx.sizes
         self.growable = growable  # may new parameters be added?
         self.counter = 0
+        self.subst: dict[str, D.Dim] = {}  # a callee's dims in terms of @main's (for sizes)
 
     # -- names and values --------------------------------------------------------------
     def fresh(self, base: str = "v") -> str:
@@ -230,7 +231,8 @@ class FnBuilder:
                     raise Reject()
                 if isinstance(d, int) and (d < 0 or d > 4096):
                     raise Reject()
-            if _elements_at(leaf, self.ctx.bounds, self.ctx.sym_values) > 20000:
+            shape = tuple(D.substitute(d, self.subst) for d in leaf.shape) if self.subst else leaf.shape
+            if _elements_at(TensorType(shape, leaf.dtype), self.ctx.bounds, self.ctx.sym_values) > 20000:
                 raise Reject()
         return t
 
@@ -738,6 +740,7 @@ def _call_function(b: FnBuilder, primitive: bool) -> Val:
     ctx.nfuncs += 1
     name = f"{'prim' if primitive else 'helper'}{ctx.nfuncs}"
     sub = FnBuilder(ctx, name, primitive, params, sizes=[D.Sym(s) for s in env] + [1, 2, 3], growable=False)
+    sub.subst = {nm: D.substitute(d, b.subst) if b.subst else d for nm, d in env.items()}
     steps = b.ch.int(1, 4 if primitive else 6)
     for _ in range(steps):
         _step(sub, allow_calls=not primitive)

@@ -241,3 +241,27 @@ fn @main(%x: Tensor[(n, n), f32]) -> Tuple[Tensor[(2, 1, 3, 1), u16], Tensor[(2,
   return (%v7, %v7)
 }
 """, {"n": 1}, tmp_path)
+
+
+def test_f16_max_pool_over_signed_zeros(tmp_path: Path) -> None:
+    """C: max_pool2d over f16 weights holding -0 and +0 kept the later zero where numpy's f16
+    maximum keeps the first; rsqrt then gave inf for -inf (seed 375, reduced)."""
+    import numpy as np
+
+    text = """
+fn @main(%x: Tensor[(2, 3), f32]) -> Tuple[Tensor[(2, 3), f32], Tensor[(1, 2, 1, 4), f16]] {
+  %w: Tensor[(1, 2, 2, 3), f16] = const("w0.weight")
+  %v7 = max_pool2d(%w, pool_size=2, padding=(0, 1))
+  %v8 = rsqrt(%v7)
+  %y = relu(%x)
+  return (%y, %v8)
+}
+"""
+    w = np.array([[[[-0.0, 0.0, 0.0], [0.0, 0.0, -0.0]], [[0.0, -0.0, 0.5], [-0.0, 0.0, 0.25]]]], np.float16)
+    prog = GenProgram(parse_module(text, "r.rx"), text, {"w0.weight": w}, {}, True, ())
+    case, compiled = check_program(prog, thorough=True)
+    assert np.isneginf(case.want[0][1]).any()
+    batch = CBatch(tmp_path, jobs=1)
+    batch.add(emit_variants(case, compiled, "rg", 0))
+    result = batch.run()
+    assert not result.mismatches, str(result.mismatches[0])
