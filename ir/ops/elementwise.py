@@ -46,13 +46,31 @@ def _unary_infer(name: str, float_only: bool):
     return infer
 
 
+def float_to_int(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """float64 values as integers of ``dtype`` the way C converts on x86 (the C target's
+    f2i32/f2i64): truncated, through int32 for 8- and 16-bit types and i32 or through int64
+    for u32 and i64, a value out of that range (or nan) giving its minimum, then wrapped.
+    numpy's astype leaves out-of-range values undefined: its result even depends on the
+    array's length (a SIMD loop gives 0 where the scalar loop wraps)."""
+    dt = np.dtype(dtype)
+    wide = np.int32 if dt.itemsize <= 2 or dt == np.int32 else np.int64
+    with np.errstate(invalid="ignore"):
+        if wide is np.int32:
+            ok = (v > -2147483649.0) & (v < 2147483648.0)
+        else:
+            ok = (v >= -9223372036854775808.0) & (v < 9223372036854775808.0)
+        w = np.where(ok, np.trunc(v), 0).astype(wide)
+    w[~ok] = np.iinfo(wide).min
+    return w.astype(dt)
+
+
 def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     if x.dtype.kind in "iu":
         # Integer division truncates toward zero (C semantics); division by zero gives 0.
         with np.errstate(divide="ignore", invalid="ignore"):
             safe = np.where(y == 0, 1, y)
             q = np.trunc(x.astype(np.float64) / safe.astype(np.float64))
-            return np.where(y == 0, 0, q).astype(x.dtype)
+            return float_to_int(np.where(y == 0, 0, q), x.dtype)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.divide(x, y)
 
@@ -60,7 +78,7 @@ def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 def _power(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):
         if x.dtype.kind in "iu":
-            return np.power(x.astype(np.float64), y.astype(np.float64)).astype(x.dtype)
+            return float_to_int(np.power(x.astype(np.float64), y.astype(np.float64)), x.dtype)
         return np.power(x, y)
 
 

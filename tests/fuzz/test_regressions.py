@@ -265,3 +265,15 @@ fn @main(%x: Tensor[(2, 3), f32]) -> Tuple[Tensor[(2, 3), f32], Tensor[(1, 2, 1,
     batch.add(emit_variants(case, compiled, "rg", 0))
     result = batch.run()
     assert not result.mismatches, str(result.mismatches[0])
+
+
+def test_integer_power_overflowing_in_a_long_array(tmp_path: Path) -> None:
+    """Interpreter vs C: numpy's float64 -> u32 astype of an out-of-range power is 0 in its
+    SIMD loop (1296 elements here) but wraps in C (3 ** 27 gave 2030534587)."""
+    check_everything("""
+fn @main(%x: Tensor[(6, 6, 6, 6), u32], %x2: Tensor[(6, 6, 6, 1), u32]) -> Tensor[(6, 6, 6, 6), u32] {
+  %v3 = power(%x2, %x)
+  %v11 = power(%x, %v3)
+  return %v11
+}
+""", {}, tmp_path)

@@ -1149,3 +1149,16 @@ def test_kernels_do_not_warn_on_empty_axes_or_infinities() -> None:
                                           {"axes": (-1,), "epsilon": 1e-5})
         REGISTRY.get("global_avg_pool2d").kernel([np.zeros((1, 2, 0, 3), np.float32)], {})
         assert np.isnan(REGISTRY.get("silu").kernel([f32([-np.inf])], {})).all()
+
+
+def test_integer_power_and_divide_out_of_range_do_not_depend_on_the_array_length() -> None:
+    # numpy's float64 -> uint32 astype of 3 ** 27 gave 2030534587 for one element and 0 for
+    # sixteen (its SIMD loop); the C target could match neither (found by the fuzzer).
+    # Now both convert as C on x86: through int64 for u32 (wrapping), int32 for u16 (0).
+    for n in (1, 16, 17):
+        got = REGISTRY.get("power").kernel([np.full(n, 3, np.uint32), np.full(n, 27, np.uint32)], {})
+        assert (got == 2030534587).all()
+        got = REGISTRY.get("power").kernel([np.full(n, 11, np.uint16), np.full(n, 11, np.uint16)], {})
+        assert (got == 0).all()
+        got = REGISTRY.get("divide").kernel([np.full(n, -2**31, np.int32), np.full(n, -1, np.int32)], {})
+        assert (got == -2**31).all()
