@@ -133,7 +133,7 @@ def model_text(m: "ModuleEmitter", info: "ModelInfo", run_def: str, err_codes: l
         for b in m.buffers:
             what = "workspace arena" if b.arena else f"allocation %{comment(b.ir_name)}"
             mem.append(f"/* {what}: {b.nbytes} bytes, aligned to {b.align} */")
-            n = max(b.nbytes, 1)
+            n = max(b.nbytes, 8)  # empty, it still holds one element: no pointer to a 1-byte object
             union = m.scope.name(f"{b.cname}_u")
             mem += ["#if defined(__GNUC__)",
                     f"static uint8_t {b.cname}[{n}] __attribute__((aligned({b.align})));",

@@ -177,7 +177,8 @@ class FnBuilder:
             options.append("inline")
         if static and not self.primitive:
             options.append("weight")
-        if self.growable and not positive and small_ints is None and len(self.params) < 7:
+        if self.growable and not positive and small_ints is None and len(self.params) < 7 \
+                and self._runnable(t):
             options.append("param")
         if not options:
             if static:
@@ -242,6 +243,15 @@ class FnBuilder:
         v = self.bind(Call(op.name, tuple(Var(x.name) for x in inputs), kwargs), t, base)
         self.ctx.used_ops.append(op.name)
         return v
+
+    def _runnable(self, t: TensorType) -> bool:
+        """Every dim of ``t`` non-negative in both runs (at the drawn dims and at the bounds)."""
+        ctx = self.ctx
+        envs = [dict(ctx.sym_values), {k: ctx.bounds.get(k, v + 1) for k, v in ctx.sym_values.items()}]
+        try:
+            return all(D.evaluate(d, env) >= 0 for env in envs for d in t.shape)
+        except (D.DimError, ZeroDivisionError):
+            return False
 
     def _bound_syms(self) -> set[str]:
         out: set[str] = set()
@@ -802,7 +812,11 @@ def _call_result(f: Function, arg_types: list[Type]) -> Type:
             return TupleType(tuple(subst(x) for x in t.fields))
         return t
 
-    return subst(f.ret_type)
+    t = subst(f.ret_type)
+    for leaf in tensor_leaves(t):
+        if any(isinstance(d, int) and d < 0 for d in leaf.shape):
+            raise Reject()  # the callee's shape formula is negative for these arguments
+    return t
 
 
 def _step(b: FnBuilder, allow_calls: bool) -> None:

@@ -277,3 +277,19 @@ fn @main(%x: Tensor[(6, 6, 6, 6), u32], %x2: Tensor[(6, 6, 6, 1), u32]) -> Tenso
   return %v11
 }
 """, {}, tmp_path)
+
+
+def test_tensor_empty_for_every_allowed_dim(tmp_path: Path) -> None:
+    """C (planner none, unpacked, -O2): the static array of a tensor empty for every n <= 1
+    was 1 byte; gcc saw a float written into it (-Warray-bounds)."""
+    check_everything("""
+fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tuple[Tensor[(1, 1, (n - 2) / 2 + 1, 1), f32], Tensor[(1, 1, (n - 2) / 2 + 1, 1), f32]]
+    attrs {upper_bounds = {n = 1}} {
+  %c4 = const([-0.25], f32)
+  %v5 = conv2d(%p2, %p3, %c4, strides=2)
+  %c6 = const([0.5], f32)
+  %v8 = layer_norm(%v5, %c6, %c6, axes=(-1,))
+  %v9 = relu(%v8)
+  return (%v5, %v9)
+}
+""", {"n": 1}, tmp_path, c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"])

@@ -247,3 +247,33 @@ fn @main(%a: Tensor[(1, 1, 2, 2), f16], %b: Tensor[(1, 1, 2, 2), f16], %c: Tenso
         got = run_c(build(text, workdir / f"zeros_{unpacked}", prefix="zeros", unpacked=unpacked), args)
         for g, w in zip(got, want):
             assert g.tobytes() == w.tobytes(), (g, w)
+
+
+def test_empty_static_buffer_holds_an_element(workdir: Path) -> None:
+    """A tensor empty for every allowed dim (height (n - 2) / 2 + 1 with n <= 1) left out of
+    the arena got a 1-byte static array; gcc -O2 saw a float written into it
+    (-Warray-bounds broke -Werror). Found by the fuzzer."""
+    from relaxc.backend.c import emit_c
+    from relaxc.passes.assemble import assemble_pipeline
+    from relaxc.passes.pipeline import Pipeline, VerifyInstrument
+
+    text = """
+fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tuple[Tensor[(1, 1, (n - 2) / 2 + 1, 1), f32], Tensor[(1, 1, (n - 2) / 2 + 1, 1), f32]]
+    attrs {upper_bounds = {n = 1}} {
+  %c4 = const([-0.25], f32)
+  %v5 = conv2d(%p2, %p3, %c4, strides=2)
+  %c6 = const([0.5], f32)
+  %v8 = layer_norm(%v5, %c6, %c6, axes=(-1,))
+  %v9 = relu(%v8)
+  return (%v5, %v9)
+}
+"""
+    module = Pipeline(assemble_pipeline("c", "ManifestAlloc,PlanMemory{planner=none}"), [VerifyInstrument()]).run(
+        parse_module(text, "empty.rx"))
+    folder = workdir / "empty_static"
+    folder.mkdir()
+    sources = emit_c(module, {}, prefix="empty", emit_main=True)
+    assert any(not b.arena and b.nbytes == 0 for b in sources.info.buffers)
+    for name, body in sources.files.items():
+        (folder / name).write_text(body)
+    compile_c(folder, sources)  # -O2 -Werror
