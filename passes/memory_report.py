@@ -96,7 +96,7 @@ def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
     if isinstance(total, int):
         return total
     ub = D.upper_bound(total, bounds)
-    return ub if ub is not None else D.dim_to_str(total)
+    return max(ub, 0) if ub is not None else D.dim_to_str(total)
 
 
 def _shape_str(t: TensorType) -> str:
@@ -151,7 +151,7 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         if ub is None:
             rep.dynamic.append(DynamicRow(s.name, D.dim_to_str(s.size), s.scope, first, last))
         else:
-            rep.unplanned_static_bytes += ub
+            rep.unplanned_static_bytes += max(ub, 0)  # negative for every allowed dim: never made
     return rep
 
 

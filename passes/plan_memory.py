@@ -154,6 +154,9 @@ class PlanMemory(Pass):
             if size is None:
                 dynamic.append(s)
                 continue
+            # Negative for every allowed dim (a window taller than the bounded input): no run
+            # gets past this allocation, and the arena must not shrink for it.
+            size = max(size, 0)
             start = live.defined[s.name]
             end = live.last_use.get(s.name, start) + 1
             buf = Buffer(start, end, round_up(size, s.align), s.align, s.name)

@@ -765,7 +765,7 @@ def _callee_bounds(env: dict[str, D.Dim], bounds: dict[str, int]) -> dict[str, i
     for nm, d in env.items():
         if not isinstance(d, int):
             ub = D.upper_bound(d, bounds)
-            if ub is not None:
+            if ub is not None and ub >= 1:  # upper_bounds are positive
                 out[nm] = ub
     return out or None
 

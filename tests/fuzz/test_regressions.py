@@ -293,3 +293,18 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
   return (%v5, %v9)
 }
 """, {"n": 1}, tmp_path, c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+
+
+def test_dead_window_taller_than_its_bounded_input(tmp_path: Path) -> None:
+    """PlanMemory: the storage of %v7 (height n - 4 with n <= 2) has a negative upper bound;
+    the arena came out at -128 bytes and the verifier rejected PlanMemory's output."""
+    check_everything("""
+fn @main(%p4: Tensor[(2, 3, n, 3), f32], %p6: Tensor[(3,), f32]) -> Tuple[Tensor[(2, 3, n, 3), f32], Tensor[(1, 9), f32]]
+    attrs {upper_bounds = {n = 2}} {
+  %c5 = const([[[[1.25], [1.25], [-0.25]]], [[[1.5], [1.0], [0.25]]], [[[-0.75], [1.0], [1.0]]]], f32)
+  %v7 = conv2d(%p4, %c5, %p6, groups=3, dilation=(2, 1))
+  %v8 = reshape(%c5, newshape=(1, 9))
+  %y = relu(%p4)
+  return (%y, %v8)
+}
+""", {"n": 2}, tmp_path)

@@ -371,3 +371,27 @@ def test_generated_programs_same_results_and_valid_plans(prog) -> None:
     for rep in memory_report(after):
         assert_report_plan_valid(rep)
     assert_same_results(*run_both(before, after, prog.dims))
+
+
+def test_allocation_negative_for_every_allowed_dim_gets_no_bytes() -> None:
+    """A window taller than its bounded input (height n - 4 with n <= 2): the storage's upper
+    bound is negative, and the arena came out negative (-128 bytes; the verifier rejected
+    PlanMemory's output). Found by the fuzzer."""
+    from relaxc.ir.verifier import verify_module
+
+    from .util import run_pass
+
+    src = """
+fn @main(%x: Tensor[(2, 3, n, 3), f32], %w: Tensor[(3, 1, 3, 1), f32]) -> Tensor[(2, 3, n, 3), f32]
+    attrs {upper_bounds = {n = 2}} {
+  %c = conv2d(%x, %w, groups=3, dilation=(2, 1))
+  %y = relu(%x)
+  return %y
+}
+"""
+    manifest = run_pass(ManifestAlloc(), src)
+    for planner in ("none", "greedy-size", "greedy-conflict", "best"):
+        planned = PlanMemory(planner=planner, check=True)(manifest)
+        verify_module(planned)
+        report = {r.name: r for r in memory_report(planned)}["main"]
+        assert report.arena_bytes >= 0 and report.unplanned_static_bytes >= 0
