@@ -18,7 +18,7 @@ from typing import Any, Callable, Iterator, Union
 
 from .diagnostics import Loc
 from .dims import BinOp, DimCall, Sym
-from .types import Type
+from .types import Type, tensor_leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,3 +271,18 @@ def direct_constructor(cls: type) -> Callable[..., Any]:
     src = f"def new_{cls.__name__}({', '.join(params)}):\n" + "\n".join(body) + "\n    return obj\n"
     exec(compile(src, f"<direct constructor of {cls.__name__}>", "exec"), namespace)
     return namespace[f"new_{cls.__name__}"]
+
+
+def function_dims(fn: Function) -> list[str]:
+    """The symbolic dims ``fn`` binds from its parameters, in order of first appearance.
+
+    LegalizePackedCalls passes them after a packed call's buffers in this order and the C
+    emitter reads them in the same order: both use this one definition.
+    """
+    out: list[str] = []
+    for p in fn.params:
+        for leaf in tensor_leaves(p.type):
+            for d in leaf.shape:
+                if isinstance(d, Sym) and d.name not in out:
+                    out.append(d.name)
+    return out

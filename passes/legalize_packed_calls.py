@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from relaxc.ir import dims as D
+from relaxc.ir.nodes import function_dims
 from relaxc.ir.nodes import Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
@@ -57,16 +58,6 @@ from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
 KDL_CPU = 1
 """DLPack's device type of the host CPU."""
 
-
-def function_dims(fn: Function) -> list[str]:
-    """The symbolic dims ``fn`` binds from its parameters, in order of first appearance."""
-    out: list[str] = []
-    for p in fn.params:
-        for leaf in tensor_leaves(p.type):
-            for d in leaf.shape:
-                if isinstance(d, D.Sym) and d.name not in out:
-                    out.append(d.name)
-    return out
 
 
 

@@ -33,6 +33,7 @@ import numpy as np
 from relaxc.ir import dims as D
 from relaxc.ir.alias import CONST, FRESH, PARAM, TENSOR, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.nodes import function_dims
 from relaxc.ir.nodes import (
     Bind, Call, CallFunc, DType, Effect, Function, Invoke, Module, Project, TupleExpr, Var,
 )
@@ -147,16 +148,6 @@ def _flat(v: CValue) -> list[CValue]:
         return [x for f in v for x in _flat(f)]
     return [v]
 
-
-def function_dims(fn: Function) -> list[str]:
-    """Dims ``fn`` binds from its parameters, in order of first appearance (as LegalizePackedCalls)."""
-    out: list[str] = []
-    for p in fn.params:
-        for leaf in tensor_leaves(p.type):
-            for d in leaf.shape:
-                if isinstance(d, D.Sym) and d.name not in out:
-                    out.append(d.name)
-    return out
 
 
 def bind_callee_dims(callee: Function, arg_types: list[Type], where: str, loc: Loc | None) -> dict[str, D.Dim]:
