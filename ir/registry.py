@@ -76,6 +76,17 @@ class OpDef:
     input_names: tuple[str, ...] = ()
     multi_output: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    inplace: tuple[int, ...] = ()
+    """Inputs whose buffer the output may be written over, when the input has the output's
+    type and dies at the op: the op reads every element of such an input that it needs
+    before it writes the output element at that position (elementwise ops, normalizations,
+    softmax). In-place passes and backends read this, never a table of their own."""
+    float_only: bool = False
+    """True when the op computes only on floating-point tensors (its input 0 is a float)."""
+    scalar: str | None = None
+    """For an elementwise op whose every backend computes one formula: that formula, over
+    ``x0``, ``x1``, ... (the inputs' elements), in the common syntax of C and Python
+    (``x0 + x1``); None where the op's semantics need more (integer division, NaN rules)."""
 
     @property
     def is_view(self) -> bool:
