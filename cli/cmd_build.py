@@ -65,7 +65,7 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
         out_path = output if output is not None else default_output(file, target)
         if str(out_path) != "-":
             refuse_overwriting_inputs(out_path, [file, prog.weights_path])
-        module, timing, _ = run_pipeline(prog.module, req, file.stem, prog.types)
+        module, timing, _ = run_pipeline(prog.module, req, file.stem, prog.types, [file, prog.weights_path])
         if kw["time_passes"]:
             print_timings(timing)
         reports = memory_report(module)

@@ -64,7 +64,7 @@ def passes_cmd(obj: dict, file: Path | None, target: str, params: Path | None, *
     with reported_errors(sources, obj["debug"]):
         req = PipelineRequest(target=target, **kw)
         prog = load_program(file, sources, params, need_weights=False)
-        module, timing, dumps = run_pipeline(prog.module, req, file.stem, prog.types)
+        module, timing, dumps = run_pipeline(prog.module, req, file.stem, prog.types, [file, prog.weights_path])
         if kw["time_passes"]:
             print_timings(timing)
         if not kw["dump_before"] and not kw["dump_after"]:

@@ -58,7 +58,7 @@ def report_cmd(obj: dict, file: Path, target: str, params: Path | None, as_json:
         for out in (svg, html):
             if out is not None:
                 refuse_overwriting_inputs(out, [file, prog.weights_path])
-        module, timing, _ = run_pipeline(prog.module, req, file.stem, prog.types)
+        module, timing, _ = run_pipeline(prog.module, req, file.stem, prog.types, [file, prog.weights_path])
         if kw["time_passes"]:
             print_timings(timing)
         reports = memory_report(module)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import click
 from rich.console import Console
@@ -14,10 +14,11 @@ from relaxc.frontend.printer import print_module
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 from relaxc.ir.verifier import ModuleTypes
+from relaxc.passes.base import Pass
 from relaxc.passes.assemble import assemble_pipeline, resolve_dump_names
 from relaxc.passes.pipeline import DumpInstrument, Pipeline, TimingInstrument, VerifyInstrument
 
-from .files import write_atomic
+from .files import refuse_overwriting_inputs, write_atomic
 from .gc_pause import gc_paused
 
 TARGETS = ("vm", "c", "ir")
@@ -69,6 +70,17 @@ class _Dumps:
         self.count = 0
         self.written: list[Path] = []
 
+    def planned_paths(self, passes: Sequence[Pass], before: frozenset[str], after: frozenset[str]) -> list[Path]:
+        """The files a run of ``passes`` will write, in order (none when dumps are printed)."""
+        if self.folder is None:
+            return []
+        out: list[Path] = []
+        for p in passes:
+            for when, names in (("before", before), ("after", after)):
+                if "all" in names or p.name in names:
+                    out.append(self.folder / f"{len(out) + 1:03d}_{when}_{p.name}.rx")
+        return out
+
     def __call__(self, when: str, index: int, pass_name: str, module: Module) -> None:
         self.count += 1
         text = print_module(module)
@@ -82,9 +94,11 @@ class _Dumps:
             self.written.append(path)
 
 
-def run_pipeline(module: Module, req: PipelineRequest, stem: str,
-                 types: "ModuleTypes | None" = None) -> tuple[Module, TimingInstrument, _Dumps]:
-    """Assemble the requested pipeline and run it with the requested instruments."""
+def run_pipeline(module: Module, req: PipelineRequest, stem: str, types: "ModuleTypes | None" = None,
+                 inputs: Sequence[Path | None] = ()) -> tuple[Module, TimingInstrument, _Dumps]:
+    """Assemble the requested pipeline and run it with the requested instruments.
+
+    A dump that would land on one of ``inputs`` is refused before any pass runs."""
     passes = assemble_pipeline(req.target, req.passes, req.disable, req.configs)
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
@@ -98,6 +112,8 @@ def run_pipeline(module: Module, req: PipelineRequest, stem: str,
         except OSError as e:
             raise RxError(f"--dump-dir {req.dump_dir}: cannot create it ({e.strerror or e})") from None
     dumps = _Dumps(req.dump_dir, stem)
+    for path in dumps.planned_paths(passes, before, after):
+        refuse_overwriting_inputs(path, inputs)
     timing = TimingInstrument()
     instruments: list = [timing]
     if not req.no_verify:
