@@ -46,7 +46,9 @@ from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, ty
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from .inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
-from .packed import PACKED_IMPLS, PackedContext
+from relaxc.ir.ops.memory import view_bytes
+from relaxc.ir.vocab import MEMORY_VIEW
+from .packed import C_TARGET_OPS, PACKED_IMPLS, PackedContext, c_target_only
 
 POISON_BYTE = 0xFF
 """Killed memory is filled with this byte: NaN for floats, -1 for signed integers."""
@@ -279,6 +281,11 @@ class _Frame:
         t = self.types[bind.name]
         assert isinstance(t, TensorType)
         shape = concrete_shape(t.shape, self.dims)
+        if name == MEMORY_VIEW:
+            try:
+                return view_bytes(x, int(attrs["offset"]), shape, t.dtype)
+            except OpError as err:
+                raise RxError(str(err), bind.loc) from None
         if not x.flags.c_contiguous:
             raise InternalError(f"{name}: input is not contiguous, a view would copy")
         out = x.reshape(shape)
@@ -327,6 +334,8 @@ class _Frame:
         if e.is_func:
             callee = self.interp.functions[e.target]
             args = [self.read(a) for a in e.args]  # type: ignore[arg-type]
+            if callee.attr("outputs") is not None:  # lowered: it writes the outs, its last parameters
+                args += outs
             result, held = self.interp._call(callee, args, bind_dims(callee, args))
             self.interp.stats.free(held)  # copied into the outs below
         else:
@@ -357,13 +366,15 @@ class _Frame:
             if isinstance(value, Storage):
                 value.buf.fill(POISON_BYTE)
             elif isinstance(value, np.ndarray) and value.flags.writeable and value.flags.c_contiguous:
-                value.view(np.uint8).fill(POISON_BYTE)
+                value.reshape(-1).view(np.uint8).fill(POISON_BYTE)  # reshape: a 0-d array cannot change its itemsize
         self.values[target.name] = Killed(target.name, e.loc)
         n = self.owned.pop(target.name, 0)
         if n:
             self.interp.stats.free(n)
 
     def packed(self, e: Call) -> Any:
+        if e.op in C_TARGET_OPS:
+            raise c_target_only(e)
         fname = e.args[0] if e.args else None
         impl = PACKED_IMPLS.get(fname) if isinstance(fname, str) else None
         if impl is None:

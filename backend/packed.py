@@ -13,6 +13,22 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from relaxc.ir.diagnostics import RxError
+from relaxc.ir.nodes import Call
+from relaxc.ir.vocab import CALL_CPACKED, STACK_ALLOCA, STRUCT_SET
+
+C_TARGET_OPS = frozenset({STACK_ALLOCA, STRUCT_SET, CALL_CPACKED})
+"""The ops LegalizePackedCalls writes for the C target: argument structs and packed C calls."""
+
+
+def c_target_only(e: Call) -> RxError:
+    """The error for running IR that LegalizePackedCalls has lowered for the C target."""
+    return RxError(
+        f"{e.op}: this program was lowered for the C target (LegalizePackedCalls wrapped its buffers "
+        "into packed-call argument structs), which only C runs; the interpreter and the VM run the IR "
+        "from before that pass (relaxc passes FILE -t c --dump-before LegalizePackedCalls) or build "
+        "the C: relaxc build FILE -t c -p none",
+        e.loc,
+    )
 
 
 @dataclass(frozen=True)

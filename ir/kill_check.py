@@ -8,7 +8,9 @@ by the verifier on every function that contains a kill. It reports:
   tuple field, a tensor carved from a killed storage);
 * a second kill of the same name;
 * a kill of memory the function does not own: a parameter, a constant, or a returned value
-  (directly or through an alias).
+  (directly or through an alias);
+* a ``vm.kill_object`` of an object that another name of it (``%u = %t``: the same
+  register) uses later or returns, or that is released twice through two of its names.
 
 Killing a name whose memory is already freed is allowed (it only releases the name); kill
 statements are not uses.
@@ -19,6 +21,7 @@ from __future__ import annotations
 from .alias import CONST, PARAM, analyze_aliases
 from .diagnostics import Loc, RxError
 from .nodes import Call, Effect, Function, Module, Var, expr_vars
+from .objects import object_groups, same_object
 
 KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
 
@@ -40,7 +43,10 @@ def check_kills(fn: Function, module: Module) -> None:
     info = analyze_aliases(fn, module)
     owned_elsewhere = {r for r, k in info.kind.items() if k in (PARAM, CONST)}
     returned = info.returned(fn)
+    groups = object_groups(fn)
+    ret_names = {v.name for v in expr_vars(fn.ret)}
     killed_names: dict[str, Loc | None] = {}
+    released: dict[str, tuple[str, Loc | None]] = {}  # every name of a released object -> (killed name, where)
     dead_roots: dict[str, tuple[str, Loc | None]] = {}  # root -> (name killed, where)
 
     def line(loc: Loc | None) -> str:
@@ -61,6 +67,20 @@ def check_kills(fn: Function, module: Module) -> None:
                                   "which this function does not own", target.loc)
                 if roots & returned:
                     raise RxError(f"{op}(%{target.name}) frees memory that the function returns", target.loc)
+            if op == "vm.kill_object":
+                names = same_object(groups, target.name)
+                if target.name in released:
+                    by, where = released[target.name]
+                    raise RxError(f"vm.kill_object(%{target.name}) releases again the object that the kill of "
+                                  f"%{by}{line(where)} released (%{target.name} = %{by} is the same object)",
+                                  target.loc)
+                if names & ret_names:
+                    other = sorted(names & ret_names)[0]
+                    raise RxError(f"vm.kill_object(%{target.name}) releases the object the function returns "
+                                  f"(as %{other}, the same object)", target.loc)
+                for n in names:
+                    if n != target.name:
+                        released[n] = (target.name, stmt.loc or target.loc)
             killed_names[target.name] = stmt.loc or target.loc
             if op == "memory.kill_tensor":
                 for r in roots:
@@ -74,9 +94,17 @@ def check_kills(fn: Function, module: Module) -> None:
                         dead_roots.setdefault(t, (target.name, stmt.loc or target.loc))
             continue
         for v in expr_vars(stmt.value):
+            _check_released(v, released, line)
             _check_use(v, killed_names, dead_roots, info.roots(v.name) | {v.name}, line)
     for v in expr_vars(fn.ret):
         _check_use(v, killed_names, dead_roots, info.roots(v.name) | {v.name}, line)
+
+
+def _check_released(v: Var, released: dict, line) -> None:
+    if v.name in released:
+        by, where = released[v.name]
+        raise RxError(f"%{v.name} is used after the kill of %{by}{line(where)} released it "
+                      f"(%{v.name} and %{by} are the same object)", v.loc)
 
 
 def _check_use(v: Var, killed_names: dict, dead_roots: dict, roots: frozenset, line) -> None:

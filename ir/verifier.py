@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 from . import dims as D
 from . import nodes as _nodes, types as _types
 from .diagnostics import Loc, RxError
+from .storage_bounds import check_tensors_fit_storage
 from .kill_check import check_kills, has_kills
 from .nodes import (
     Bind,
@@ -45,6 +46,8 @@ KNOWN_FUNCTION_ATTRS = {
     "primitive": "true for a kernel function (bodies of kernel ops only)",
     "upper_bounds": "{name = bound, ...}: largest value of each symbolic dim",
     "planned": "set by PlanMemory: the allocations of this function are planned",
+    "outputs": "set by PlanWorkspace on a primitive function: its last N parameters are its output buffers",
+    "workspace": "set by PlanWorkspace: bytes of scratch the caller passes (a u8 tensor before the outputs)",
 }
 
 FunctionTypes = dict[str, Type]
@@ -67,6 +70,7 @@ def verify_module(module: Module, registry: Registry = REGISTRY, *, kills: bool 
     out: ModuleTypes = {}
     for fn in module.functions:
         out[fn.name] = _FunctionChecker(fn, seen, registry).run()
+        check_tensors_fit_storage(fn)
     for fn in module.functions if kills else ():
         if has_kills(fn):
             check_kills(fn, module)
@@ -76,7 +80,9 @@ def verify_module(module: Module, registry: Registry = REGISTRY, *, kills: bool 
 def verify_function(fn: Function, module: Module, registry: Registry = REGISTRY) -> FunctionTypes:
     """Verify one function of ``module`` (callees are looked up in the module)."""
     table = {f.name: f for f in module.functions}
-    return _FunctionChecker(fn, table, registry).run()
+    types = _FunctionChecker(fn, table, registry).run()
+    check_tensors_fit_storage(fn)
+    return types
 
 
 def _callees(fn: Function) -> Iterable[tuple[str, Loc | None]]:
@@ -131,6 +137,7 @@ class _FunctionChecker:
         # Results of op inference by (op, inputs, attributes), when those are plain (_strict).
         self._inferred: dict[tuple, Type] = {}
         self._tokens = _TypeTokens()
+        self._lowered = fn.is_primitive and fn.attr("outputs") is not None
 
     # -- entry ------------------------------------------------------------------------
     def run(self) -> FunctionTypes:
@@ -187,8 +194,42 @@ class _FunctionChecker:
                 )
             if key in ("primitive", "planned") and not isinstance(value, bool):
                 raise RxError(f"attribute '{key}' must be true or false", fn.attr_loc(key))
+            if key == "outputs":
+                self._check_lowered(value)
+            if key == "workspace" and fn.attr("outputs") is None:
+                raise RxError("attribute 'workspace' belongs to a lowered primitive function (with 'outputs')",
+                              fn.attr_loc(key))
             if key == "upper_bounds":
                 self._check_upper_bounds(value)
+
+    def _check_lowered(self, value: Any) -> None:
+        """A lowered primitive function (PlanWorkspace's output): its last ``outputs``
+        parameters are the output buffers it writes and returns; a workspace parameter,
+        when ``workspace`` is not 0, comes just before them."""
+        fn = self.fn
+        where = fn.attr_loc("outputs")
+        k = value
+        if not fn.is_primitive:
+            raise RxError("attribute 'outputs' belongs to a primitive function", where)
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > len(fn.params):
+            raise RxError(f"attribute 'outputs' must be a count from 1 to {len(fn.params)} (the output parameters)",
+                          where)
+        outs = fn.params[len(fn.params) - k:]
+        ret = [fn.ret] if isinstance(fn.ret, Var) else list(fn.ret.fields)
+        if [v.name for v in ret] != [p.name for p in outs] or (k > 1) != isinstance(fn.ret, TupleExpr):
+            raise RxError(f"a lowered primitive function returns its output parameters "
+                          f"({', '.join('%' + p.name for p in outs)})", fn.ret.loc or where)
+        ws = fn.attr("workspace", 0)
+        if not _plain_dim(ws) and not isinstance(ws, (D.Sym, D.BinOp, D.DimCall)):
+            raise RxError("attribute 'workspace' must be a byte count", fn.attr_loc("workspace"))
+        if ws != 0:
+            if len(fn.params) <= k:
+                raise RxError("a lowered primitive function with a workspace takes it as a parameter before "
+                              "its outputs", where)
+            p = fn.params[len(fn.params) - k - 1]
+            want = TensorType((ws,), "u8")
+            if not types_equal(p.type, want):
+                raise RxError(f"parameter %{p.name} must be the workspace, {type_to_str(want)}", p.loc or where)
 
     def _check_upper_bounds(self, value: Any) -> None:
         fn = self.fn
@@ -341,6 +382,9 @@ class _FunctionChecker:
             raise RxError(
                 f"primitive function @{self.fn.name} may only contain kernel ops, not {call.op}", call.loc
             )
+        if self._lowered and op.category == "kernel":
+            raise RxError(f"lowered primitive function @{self.fn.name} computes {call.op} by destination passing "
+                          f"only (invoke {call.op}(...) outs (...))", call.loc)
         bound = self._bind_op(op, call)
         inputs = [self._use(v) for v in bound.inputs]
         attrs: Mapping[str, Any] = bound.attrs
@@ -378,6 +422,9 @@ class _FunctionChecker:
         if self.fn.is_primitive:
             raise RxError(f"primitive function @{self.fn.name} may not call other functions", call.loc)
         callee = self._callee(call.func, call.loc)
+        if callee.attr("outputs") is not None:
+            raise RxError(f"@{callee.name} is a lowered primitive function (it writes its outputs): "
+                          f"invoke @{callee.name}(...) outs (...)", call.loc)
         return self._apply_signature(callee, [self._use(v) for v in call.args], call.args, call.loc)
 
     def _apply_signature(self, callee: Function, arg_types: list[Type], args: tuple, loc: Loc | None) -> Type:
@@ -397,8 +444,9 @@ class _FunctionChecker:
         return _subst_type(callee.ret_type, env)
 
     def _invoke(self, inv: Invoke) -> None:
-        if self.fn.is_primitive:
-            raise RxError(f"primitive function @{self.fn.name} may not contain invoke", inv.loc)
+        if self.fn.is_primitive and (not self._lowered or inv.is_func):
+            raise RxError(f"primitive function @{self.fn.name} may not contain invoke"
+                          + (" of a function" if self._lowered else ""), inv.loc)
         out_types = [self._use(v) for v in inv.outs]
         for v, t in zip(inv.outs, out_types):
             if not isinstance(t, TensorType):
@@ -413,7 +461,11 @@ class _FunctionChecker:
                 )
             if inv.kwargs or any(not isinstance(a, Var) for a in inv.args):
                 raise RxError(f"invoke @{inv.target}: a function takes only %var arguments", inv.loc)
-            result = self._apply_signature(callee, [self._use(a) for a in inv.args], inv.args, inv.loc)
+            if callee.attr("outputs") is not None:  # lowered: the outs are its last parameters
+                result = self._apply_signature(callee, [self._use(a) for a in inv.args] + out_types,
+                                               inv.args + inv.outs, inv.loc)
+            else:
+                result = self._apply_signature(callee, [self._use(a) for a in inv.args], inv.args, inv.loc)
         else:
             op = self._lookup_op(inv.target, inv.loc)
             if not op.is_kernel or op.is_view:

@@ -14,6 +14,7 @@ from .nodes import Call, Effect, Expr, Stmt, Var
 CONST = "const"
 ALLOC_STORAGE = "memory.alloc_storage"
 ALLOC_TENSOR = "memory.alloc_tensor"
+MEMORY_VIEW = "memory.view"
 KILL_TENSOR = "memory.kill_tensor"
 KILL_STORAGE = "memory.kill_storage"
 KILL_OBJECT = "vm.kill_object"
@@ -67,6 +68,6 @@ def killed_var(stmt: Stmt) -> Var | None:
 
 __all__ = [
     "ALLOC_OPS", "ALLOC_STORAGE", "ALLOC_TENSOR", "CALL_CPACKED", "CALL_PACKED", "CONST",
-    "KILL_OBJECT", "KILL_OPS", "KILL_STORAGE", "KILL_TENSOR", "PACKED_CALL_OPS", "STACK_ALLOCA",
+    "KILL_OBJECT", "KILL_OPS", "KILL_STORAGE", "KILL_TENSOR", "MEMORY_VIEW", "PACKED_CALL_OPS", "STACK_ALLOCA",
     "STRUCT_SET", "call_of", "is_dim", "is_int", "is_kill", "kill_of", "killed_var",
 ]

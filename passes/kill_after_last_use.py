@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
+from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var, expr_vars
+from relaxc.ir.objects import object_groups, same_object
 from relaxc.ir.types import StorageType, TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
@@ -77,6 +78,9 @@ class KillAfterLastUse(Pass):
         # A storage holding a returned or protected tensor is protected too.
         protected |= {s for t, s in info.storage_of.items() if t in protected}
         done = existing_kills(fn)
+        groups = object_groups(fn)
+        order = {p.name: -1 for p in fn.params} | {s.name: k for k, s in enumerate(fn.body) if isinstance(s, Bind)}
+        ret_names = {v.name for v in expr_vars(fn.ret)}
         kills_after: dict[int, list[str]] = {}
         for i, stmt in enumerate(fn.body):
             if not isinstance(stmt, Bind) or stmt.name in done:
@@ -88,7 +92,13 @@ class KillAfterLastUse(Pass):
             # vm.kill_object only releases the name (a tuple, an object), never memory: a tuple
             # is released after the last use of the name itself, whatever its fields hold.
             if kill_op_for(t) == "vm.kill_object":
-                last = live.last_use.get(stmt.name, i)  # only this name's register is released
+                # Only the object's register is released, but every name of the object
+                # (``%u = %t``) is that register: kill it once, after the last use of any of
+                # them, and never when one of them is returned.
+                names = same_object(groups, stmt.name)
+                if names & ret_names or names & done or min(names, key=order.__getitem__) != stmt.name:
+                    continue
+                last = max(live.last_use.get(n, i) for n in names)
             elif roots & protected:
                 continue
             else:

@@ -17,7 +17,9 @@ Guarantees:
   non-primitive functions allocate nothing and are left as they are.
 * Storage whose tensor reaches the function's return (directly or through views, tuples
   and aliases) is marked ``external=true``: the caller owns it, so PlanMemory must never
-  place, share or enlarge it.
+  place, share or enlarge it. Only what reaches the return: a field of a kernel's tuple
+  result that is never returned is an intermediate like any other (decided by alias
+  analysis of the rewritten body, where each field is its own tensor).
 * Names of existing values are kept; new names never collide with existing ones.
 * A kernel call written as a statement (its result unused) is pure and is dropped.
 
@@ -46,6 +48,7 @@ from relaxc.ir.nodes import (
     direct_constructor,
 )
 from relaxc.ir.ops import REGISTRY
+from relaxc.ir.ops.memory import MAX_ALIGN
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
@@ -100,8 +103,8 @@ class ManifestAlloc(Pass):
     align: int = 64
 
     def __post_init__(self) -> None:
-        if self.align <= 0 or self.align & (self.align - 1):
-            raise ValueError(f"align={self.align} is not a positive power of two")
+        if self.align <= 0 or self.align & (self.align - 1) or self.align > MAX_ALIGN:
+            raise ValueError(f"align={self.align} is not a power of two from 1 to {MAX_ALIGN}")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         types = types if types is not None else verify_module(module)
@@ -115,10 +118,10 @@ class ManifestAlloc(Pass):
         return Module(tuple(out), module.loc)
 
     def _function(self, fn: Function, module: Module, types: dict[str, Type], primitive: set[str]) -> Function:
-        returned = analyze_aliases(fn, module).returned(fn)
         names = _Names(fn)
         sizes: dict[TensorType, D.Dim] = {}  # most values share a few types: simplify each once
         body: list[Stmt] = []
+        storage_at: dict[str, int] = {}  # tensor made here -> index in body of its alloc_storage
         for stmt in fn.body:
             e = stmt.value
             computes = (
@@ -129,11 +132,25 @@ class ManifestAlloc(Pass):
                 continue
             if isinstance(stmt, Effect):
                 continue  # a kernel result nobody reads: pure, so nothing to compute
-            body += self._manifest(stmt, stmt.name, types[stmt.name], stmt.name in returned, names, sizes)
+            body += self._manifest(stmt, stmt.name, types[stmt.name], names, sizes, storage_at, len(body))
+        out = Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
+        # Step 2: only what reaches the return is the caller's. Alias analysis of the new body
+        # sees each tuple field as its own tensor, so a field nobody returns (a kernel's
+        # scratch, a dead split output) stays an intermediate, planned and counted.
+        returned = analyze_aliases(out, module).returned(out)
+        external = sorted(storage_at[t] for t in returned if t in storage_at)
+        if not external:
+            return out
+        for k in external:
+            alloc = body[k]
+            assert isinstance(alloc, Bind) and isinstance(alloc.value, Call)
+            call = alloc.value
+            body[k] = _Bind(alloc.name, alloc.type, _Call(call.op, call.args, call.kwargs + (("external", True),),
+                                                          call.loc), alloc.loc)
         return Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
 
-    def _manifest(self, stmt: Stmt, name: str, t: Type, external: bool, names: _Names,
-                  sizes: dict[TensorType, D.Dim]) -> list[Stmt]:
+    def _manifest(self, stmt: Stmt, name: str, t: Type, names: _Names, sizes: dict[TensorType, D.Dim],
+                  storage_at: dict[str, int], start: int) -> list[Stmt]:
         e = stmt.value
         loc = stmt.loc
         if isinstance(t, TensorType):
@@ -147,8 +164,7 @@ class ManifestAlloc(Pass):
         for leaf_name, leaf in leaves:
             storage = names.fresh(f"{leaf_name}_storage")
             kwargs: tuple = (("align", self.align), ("scope", "global"))
-            if external:
-                kwargs += (("external", True),)
+            storage_at[leaf_name] = start + len(out)
             size = sizes.get(leaf)
             if size is None:
                 size = sizes[leaf] = round_up(tensor_bytes(leaf), self.align)

@@ -7,15 +7,16 @@ from .kill_after_last_use import KillAfterLastUse
 from .legalize_packed_calls import LegalizePackedCalls
 from .manifest_alloc import ManifestAlloc
 from .plan_memory import PlanMemory
+from .plan_workspace import PlanWorkspace
 
 PASSES: dict[str, type[Pass]] = {
-    cls.name: cls for cls in (ManifestAlloc, PlanMemory, KillAfterLastUse, LegalizePackedCalls)
+    cls.name: cls for cls in (ManifestAlloc, PlanWorkspace, PlanMemory, KillAfterLastUse, LegalizePackedCalls)
 }
 """Canonical name → pass class. Kebab-case spellings are accepted by the spec parser."""
 
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "vm": ("ManifestAlloc", "PlanMemory", "KillAfterLastUse"),
-    "c": ("ManifestAlloc", "PlanMemory", "LegalizePackedCalls"),
+    "vm": ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse"),
+    "c": ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls"),
     "none": (),
 }
 """Named pipelines: the default for each target, and ``none``."""

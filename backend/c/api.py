@@ -155,6 +155,32 @@ def model_text(m: "ModuleEmitter", info: "ModelInfo", run_def: str, err_codes: l
     return "\n\n".join(parts) + "\n"
 
 
+READ_FILE = """static int read_file(const char *path, void *buf, size_t size, size_t elem)
+{
+    FILE *f = fopen(path, "rb");
+    long end;
+    if (f == NULL) {
+        fprintf(stderr, "cannot open %s\\n", path);
+        return 0;
+    }
+    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || (size_t)end != size || fseek(f, 0, SEEK_SET) != 0) {
+        fprintf(stderr, "%s: expected %lu bytes\\n", path, (unsigned long)size);
+        fclose(f);
+        return 0;
+    }
+    if (size != 0 && fread(buf, 1, size, f) != size) {
+        fprintf(stderr, "cannot read %s\\n", path);
+        fclose(f);
+        return 0;
+    }
+    fclose(f);
+    swap_bytes(buf, size, elem);
+    return 1;
+}
+
+"""
+
+
 def main_text(info: "ModelInfo", err_codes: list[tuple[str, int, str]], source: str) -> str:
     """A small ``main()`` that runs the model on raw little-endian files named on the command line."""
     p = info.prefix
@@ -206,12 +232,22 @@ def main_text(info: "ModelInfo", err_codes: list[tuple[str, int, str]], source: 
         body.append(f"        fprintf(stderr, \"%s\\n\", {p}_strerror({macro}));")
         body.append("        return 1;")
         body.append("    }")
+    # Every buffer starts NULL and every failure after the first malloc ends at `done`,
+    # which frees them all (free(NULL) is a no-op): no path leaks.
+    body.append(f"    for (i = 0; i < {max(nin + nout, 1)}; ++i) bufs[i] = NULL;")
     for k, port in enumerate(info.inputs + info.outputs):
         body.append(f"    sizes[{k}] = (size_t)({dimc(_bytes(port.type))});")
         body.append(f"    bufs[{k}] = malloc(sizes[{k}] ? sizes[{k}] : 1);")
-        body.append(f"    if (bufs[{k}] == NULL) {{ fprintf(stderr, \"out of memory\\n\"); return 1; }}")
+        body.append(f"    if (bufs[{k}] == NULL) {{")
+        body.append("        fprintf(stderr, \"out of memory\\n\");")
+        body.append("        status = 1;")
+        body.append("        goto done;")
+        body.append("    }")
     for k, port in enumerate(info.inputs):
-        body.append(f"    if (!read_file(files[{k}], bufs[{k}], sizes[{k}], {T.nbytes(port.type.dtype)})) return 1;")
+        body.append(f"    if (!read_file(files[{k}], bufs[{k}], sizes[{k}], {T.nbytes(port.type.dtype)})) {{")
+        body.append("        status = 1;")
+        body.append("        goto done;")
+        body.append("    }")
     call = [f"(const {T.c_type(port.type.dtype)} *)bufs[{k}]" for k, port in enumerate(info.inputs)]
     call += [f"({T.c_type(port.type.dtype)} *)bufs[{nin + k}]" for k, port in enumerate(info.outputs)]
     call += [f"(size_t){dim_local[ir]}" for ir, _, _ in info.dims]
@@ -223,6 +259,8 @@ def main_text(info: "ModelInfo", err_codes: list[tuple[str, int, str]], source: 
     for k, port in enumerate(info.outputs):
         body.append(f"    if (status == 0 && !write_file(files[{nin + k}], bufs[{nin + k}], sizes[{nin + k}], "
                     f"{T.nbytes(port.type.dtype)})) status = 1;")
+    if nin + nout:
+        body.append("done:")
     body.append(f"    for (i = 0; i < {nin + nout}; ++i) free(bufs[i]);")
     body.append("    return status;")
     body.append("}")
@@ -265,30 +303,7 @@ static void swap_bytes(void *buf, size_t size, size_t elem)
     }}
 }}
 
-static int read_file(const char *path, void *buf, size_t size, size_t elem)
-{{
-    FILE *f = fopen(path, "rb");
-    long end;
-    if (f == NULL) {{
-        fprintf(stderr, "cannot open %s\\n", path);
-        return 0;
-    }}
-    if (fseek(f, 0, SEEK_END) != 0 || (end = ftell(f)) < 0 || (size_t)end != size || fseek(f, 0, SEEK_SET) != 0) {{
-        fprintf(stderr, "%s: expected %lu bytes\\n", path, (unsigned long)size);
-        fclose(f);
-        return 0;
-    }}
-    if (size != 0 && fread(buf, 1, size, f) != size) {{
-        fprintf(stderr, "cannot read %s\\n", path);
-        fclose(f);
-        return 0;
-    }}
-    fclose(f);
-    swap_bytes(buf, size, elem);
-    return 1;
-}}
-
-static int write_file(const char *path, void *buf, size_t size, size_t elem)
+{{read_file}}static int write_file(const char *path, void *buf, size_t size, size_t elem)
 {{
     FILE *f = fopen(path, "wb");
     int ok;
@@ -315,7 +330,8 @@ static int write_file(const char *path, void *buf, size_t size, size_t elem)
 }
 
 """ if info.dims else ""
-    top = top.replace("{parse_dim}", parse_dim)
+    read_file = READ_FILE if nin else ""  # a model without inputs reads no file (-Wunused-function)
+    top = top.replace("{parse_dim}", parse_dim).replace("{read_file}", read_file)
     parts = [top]
     if helper_defs:
         parts.append(helper_defs)

@@ -52,6 +52,7 @@ from relaxc.ir.types import (
 )
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
+from ..packed import C_TARGET_OPS, c_target_only
 from . import format as F
 from .loader import MAX_DIM_TERMS, MAX_INLINE_ELEMENTS, MAX_NDIM, _TooComplex, dim_terms
 
@@ -364,6 +365,8 @@ class _FunctionCode:
         if op.category == "view":
             return F.VIEW
         if op.category == "runtime":
+            if e.op in C_TARGET_OPS:
+                raise c_target_only(e)
             return F.PACKED
         if op.category == "kernel":
             return F.KERNEL

@@ -48,6 +48,8 @@ from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, ty
 
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from ..interpreter import _as_arrays, _fresh
+from relaxc.ir.ops.memory import view_bytes
+from relaxc.ir.vocab import MEMORY_VIEW
 from ..packed import PACKED_IMPLS, PackedContext
 from . import format as F
 from .loader import Executable, Instr, Reg, VMFunction
@@ -421,6 +423,16 @@ class _Specializer:
         ir = callee.vf.ir
         store = _store_outs("@" + callee.vf.name, ins.outs, self.names)
 
+        if any(k == "outputs" for k, _ in callee.vf.attrs):
+            # A lowered primitive function (PlanWorkspace): the outs are its last parameters
+            # and it writes them where it was told; there is nothing to copy back.
+            outs = ins.outs
+
+            def invoke_lowered(r: list, k: list) -> None:
+                a = [r[i] for i in args] + [r[o] for o in outs]
+                callee.call_primitive(a, bind_dims(ir, a))  # type: ignore[arg-type]
+            return invoke_lowered
+
         def invoke_func(r: list, k: list) -> None:
             a = [r[i] for i in args]
             store(r, callee.call_primitive(a, bind_dims(ir, a)))  # type: ignore[arg-type]
@@ -467,12 +479,20 @@ class _Specializer:
         assert isinstance(t, TensorType)
         shape = concrete_shape(t.shape, self.env)
         name = ins.op
+        offset = D.evaluate(b.attrs["offset"], self.env) if name == MEMORY_VIEW else None
+        dtype = t.dtype
 
         def view(r: list, k: list) -> None:
             x = r[s]
-            if not x.flags.c_contiguous:
+            if offset is not None:
+                try:
+                    r[d] = view_bytes(x, offset, shape, dtype)
+                except OpError as err:
+                    raise RxError(str(err)) from None
+            elif not x.flags.c_contiguous:
                 raise InternalError(f"{name}: input is not contiguous, a view would copy")
-            r[d] = x.reshape(shape)
+            else:
+                r[d] = x.reshape(shape)
             if k is not None:
                 bl = k[s]
                 k[d] = bl

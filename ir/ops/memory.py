@@ -15,6 +15,10 @@ from relaxc.ir.nodes import ListLit
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import OBJECT, STORAGE, DTYPES, StorageType, TensorType, TupleType, Type, numpy_dtype
 
+MAX_ALIGN = 4096
+"""The largest alignment a storage may ask for (a page): larger ones are refused, since no
+backend can honour them without wasting up to that many bytes per allocation."""
+
 UNIT = TupleType(())
 """The type of calls that return nothing (kills, struct_set)."""
 
@@ -45,6 +49,36 @@ def literal_to_array(v: Any, dtype: str) -> np.ndarray:
     return np.array(_plain(v), dtype=numpy_dtype(dtype))
 
 
+def _leaves(v: Any) -> Any:
+    if isinstance(v, ListLit):
+        for x in v.items:
+            yield from _leaves(x)
+    else:
+        yield v
+
+
+def check_literal_fits(v: Any, dtype: str) -> None:
+    """OpError unless every number of the literal ``v`` is exactly representable in ``dtype``
+    (integers in range, no fraction in an integer dtype, no finite float that overflows)."""
+    info = DTYPES[dtype]
+    for x in _leaves(v):
+        if info.kind == "bool":
+            if not (isinstance(x, bool) or (isinstance(x, int) and x in (0, 1))):
+                raise OpError(f"const: {x!r} is not a bool (true, false, 0 or 1)")
+        elif info.kind in ("int", "uint"):
+            if isinstance(x, float):
+                if not x.is_integer():
+                    raise OpError(f"const: {x!r} is not an integer, so dtype {dtype} cannot hold it exactly")
+                x = int(x)
+            lim = np.iinfo(numpy_dtype(dtype))
+            if not lim.min <= int(x) <= lim.max:
+                raise OpError(f"const: {x} is out of range for {dtype} ({lim.min} to {lim.max})")
+        elif isinstance(x, (int, float)) and not isinstance(x, bool):
+            finfo = np.finfo(numpy_dtype(dtype))
+            if abs(float(x)) > float(finfo.max) and abs(float(x)) != float("inf"):
+                raise OpError(f"const: {x!r} is out of range for {dtype} (largest finite value {float(finfo.max):g})")
+
+
 def _infer_const(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     value = attrs["value"]
     if isinstance(value, str):
@@ -54,6 +88,7 @@ def _infer_const(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     dtype = attrs["dtype"]
     if DTYPES[dtype].numpy is None:
         raise OpError(f"const: dtype {dtype} is storage-only and cannot hold a literal")
+    check_literal_fits(value, dtype)
     return TensorType(shape, dtype)
 
 
@@ -62,8 +97,8 @@ def _infer_alloc_storage(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Ty
     if isinstance(size, int) and size < 0:
         raise OpError(f"memory.alloc_storage: size {size} is negative")
     align = attrs["align"]
-    if align <= 0 or align & (align - 1):
-        raise OpError(f"memory.alloc_storage: align={align} is not a positive power of two")
+    if align <= 0 or align & (align - 1) or align > MAX_ALIGN:
+        raise OpError(f"memory.alloc_storage: align={align} is not a power of two from 1 to {MAX_ALIGN}")
     return STORAGE
 
 
@@ -74,6 +109,43 @@ def _infer_alloc_tensor(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Typ
     if isinstance(offset, int) and offset < 0:
         raise OpError(f"memory.alloc_tensor: offset {offset} is negative")
     return TensorType(tuple(attrs["shape"]), attrs["dtype"])
+
+
+def view_bytes(x: np.ndarray, offset: int, shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    """``memory.view``'s meaning: the bytes of ``x`` from ``offset`` as a tensor of ``shape``
+    and ``dtype``, sharing ``x``'s memory (``x`` must be contiguous, as relaxc's tensors are)."""
+    if not x.flags.c_contiguous:
+        raise OpError("memory.view: its input is not contiguous, so a view would copy")
+    dt = numpy_dtype(dtype)
+    n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = x.reshape(-1).view(np.uint8)
+    if offset < 0 or offset + n > raw.size:
+        raise OpError(f"memory.view: bytes [{offset}, {offset + n}) are outside its input of {raw.size} bytes")
+    return raw[offset:offset + n].view(dt).reshape(shape)
+
+
+def _infer_view(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    from relaxc.ir.storage_bounds import provably_le, tensor_nbytes
+
+    x = inputs[0]
+    if not isinstance(x, TensorType):
+        raise OpError("memory.view: its input must be a tensor")
+    offset, dtype = attrs["offset"], attrs["dtype"]
+    out = TensorType(tuple(attrs["shape"]), dtype)
+    size = DTYPES[dtype].nbytes
+    if isinstance(offset, int) and offset < 0:
+        raise OpError(f"memory.view: offset {offset} is negative")
+    if size > 1 and D.simplify(D.BinOp("%", offset, size)) != 0:
+        raise OpError(f"memory.view: offset {D.dim_to_str(offset)} is not a multiple of {size}, the size of {dtype}")
+    end = D.simplify(D.add(offset, tensor_nbytes(out)))
+    if not provably_le(end, tensor_nbytes(x), {}):
+        raise OpError(f"memory.view: bytes [{D.dim_to_str(offset)}, {D.dim_to_str(end)}) may reach past its input "
+                      f"of {D.dim_to_str(tensor_nbytes(x))} bytes")
+    return out
+
+
+def _kernel_view(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    return view_bytes(xs[0], int(attrs["offset"]), tuple(int(d) for d in attrs["shape"]), attrs["dtype"])
 
 
 def _infer_kill_tensor(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -138,6 +210,12 @@ def register_all(reg: Registry) -> None:
         "memory.alloc_tensor", "carve a tensor out of a storage at an offset", "memory",
         _infer_alloc_tensor, min_inputs=1, max_inputs=1, effectful=True,
         attrs=(AttrSpec("offset", "dim"), AttrSpec("shape", "shape"), AttrSpec("dtype", "dtype")),
+    ))
+    reg.register(OpDef(
+        "memory.view", "the bytes of a tensor from a byte offset, as another shape and dtype (a view: no copy)",
+        "view", _infer_view, kernel=_kernel_view, input_names=("x",),
+        attrs=(AttrSpec("offset", "dim", doc="byte offset into the input (a multiple of the dtype's size)"),
+               AttrSpec("shape", "shape"), AttrSpec("dtype", "dtype")),
     ))
     reg.register(OpDef("memory.kill_tensor", "end a tensor's lifetime", "memory",
                        _infer_kill_tensor, effectful=True))

@@ -121,8 +121,10 @@ def test_overlapping_tensors_really_share_bytes() -> None:
 
 
 def test_alloc_tensor_outside_its_storage_is_an_error() -> None:
+    """The verifier proves it before anything runs (issue 14, item 7); the interpreter's own
+    check stays for programs run unverified."""
     src = MEMORY_PROGRAM.replace("alloc_tensor(%s, 16,", "alloc_tensor(%s, 24,")
-    with pytest.raises(RxError, match=r"bytes \[24, 40\) do not fit in a storage of 32 bytes"):
+    with pytest.raises(RxError, match=r"bytes \[24, 40\) does not fit in storage %s of 32 bytes"):
         _run(src, np.zeros(4, np.float32), np.zeros(4, np.float32))
 
 

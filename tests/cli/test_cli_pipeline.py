@@ -442,7 +442,7 @@ def test_unknown_pass_names_alternatives(samples: Path) -> None:
                                        "note: write passes separated by commas")),
         ("ManifestAlloc{align}", ("option 'align' of ManifestAlloc is not key=value",)),
         ("ManifestAlloc{alig=8}", ("ManifestAlloc has no option 'alig'; did you mean 'align'?",)),
-        ("ManifestAlloc{align=3}", ("ManifestAlloc: align=3 is not a positive power of two",)),
+        ("ManifestAlloc{align=3}", ("ManifestAlloc: align=3 is not a power of two from 1 to 4096",)),
         ("ManifestAlloc,PlanMemory{planner=fast}", ("PlanMemory.planner must be one of none, greedy-size, "
                                                      "greedy-conflict, best; got 'fast'",)),
         ("ManifestAlloc,PlanMemory{check=maybe}", ("PlanMemory.check must be true or false; got 'maybe'",)),

@@ -334,9 +334,9 @@ def test_bad_option_values(text: str, needle: str) -> None:
 @pytest.mark.parametrize(
     "text, needle",
     [
-        ("ManifestAlloc{align=3}", "ManifestAlloc: align=3 is not a positive power of two"),
-        ("ManifestAlloc{align=0}", "ManifestAlloc: align=0 is not a positive power of two"),
-        ("ManifestAlloc{align=-64}", "is not a positive power of two"),
+        ("ManifestAlloc{align=3}", "ManifestAlloc: align=3 is not a power of two from 1 to 4096"),
+        ("ManifestAlloc{align=0}", "ManifestAlloc: align=0 is not a power of two from 1 to 4096"),
+        ("ManifestAlloc{align=-64}", "is not a power of two from 1 to 4096"),
         ("PlanMemory{time_limit=-1}", "PlanMemory: time_limit=-1.0 must be a finite number of seconds, 0 or more"),
     ],
 )
