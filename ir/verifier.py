@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 from . import dims as D
 from . import nodes as _nodes, types as _types
 from .diagnostics import Loc, RxError
+from .placement_check import check_placement
 from .storage_bounds import check_tensors_fit_storage
 from .kill_check import check_kills, has_kills
 from .nodes import (
@@ -71,6 +72,8 @@ def verify_module(module: Module, registry: Registry = REGISTRY, *, kills: bool 
     for fn in module.functions:
         out[fn.name] = _FunctionChecker(fn, seen, registry).run()
         check_tensors_fit_storage(fn)
+        if fn.is_primitive and fn.attr("outputs") is not None:
+            check_placement(fn, out[fn.name], registry)
     for fn in module.functions if kills else ():
         if has_kills(fn):
             check_kills(fn, module)
@@ -82,6 +85,8 @@ def verify_function(fn: Function, module: Module, registry: Registry = REGISTRY)
     table = {f.name: f for f in module.functions}
     types = _FunctionChecker(fn, table, registry).run()
     check_tensors_fit_storage(fn)
+    if fn.is_primitive and fn.attr("outputs") is not None:
+        check_placement(fn, types, registry)
     return types
 
 
