@@ -21,7 +21,7 @@ from __future__ import annotations
 from .alias import CONST, PARAM, analyze_aliases
 from .diagnostics import Loc, RxError
 from .nodes import Call, Effect, Function, Module, Var, expr_vars
-from .objects import object_groups, same_object
+from .objects import object_groups, returned_objects, same_object
 
 KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
 
@@ -44,7 +44,7 @@ def check_kills(fn: Function, module: Module) -> None:
     owned_elsewhere = {r for r, k in info.kind.items() if k in (PARAM, CONST)}
     returned = info.returned(fn)
     groups = object_groups(fn)
-    ret_names = {v.name for v in expr_vars(fn.ret)}
+    ret_names = returned_objects(fn, groups)
     killed_names: dict[str, Loc | None] = {}
     released: dict[str, tuple[str, Loc | None]] = {}  # every name of a released object -> (killed name, where)
     dead_roots: dict[str, tuple[str, Loc | None]] = {}  # root -> (name killed, where)
@@ -76,8 +76,8 @@ def check_kills(fn: Function, module: Module) -> None:
                                   target.loc)
                 if names & ret_names:
                     other = sorted(names & ret_names)[0]
-                    raise RxError(f"vm.kill_object(%{target.name}) releases the object the function returns "
-                                  f"(as %{other}, the same object)", target.loc)
+                    raise RxError(f"vm.kill_object(%{target.name}) releases an object the function returns "
+                                  f"(as %{other})", target.loc)
                 for n in names:
                     if n != target.name:
                         released[n] = (target.name, stmt.loc or target.loc)

@@ -1,44 +1,92 @@
-"""Which names are the same object: the register view of a function.
+"""Which names are the same object, and which objects the return value holds: the
+register view of a function.
 
 ``%u = %t`` does not copy: in TVM's VM (and any register machine that compiles a trivial
 binding to a register move or to nothing) ``%u`` and ``%t`` are the same object, so a
-``vm.kill_object`` of either releases both. Tensors are tracked per buffer by
+``vm.kill_object`` of either releases both. A projection ``%p = %tup.i`` of a tuple built
+from an object ``%o`` is ``%o`` again. Tensors are tracked per buffer by
 :mod:`relaxc.ir.alias`; this module answers the question for the names themselves.
 """
 
 from __future__ import annotations
 
-from .nodes import Bind, Function, Var
+from .nodes import Bind, Function, Project, TupleExpr, Var, expr_vars
+
+
+class _UnionFind:
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, x: str) -> str:
+        self.parent.setdefault(x, x)
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:  # path compression
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def union(self, a: str, b: str) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[ra] = rb
 
 
 def object_groups(fn: Function) -> dict[str, frozenset[str]]:
-    """Each name bound or aliased by a trivial binding ``%u = %t`` -> every name of its object.
+    """Each name that is the same object as another name -> every name of that object.
 
-    Names in no trivial binding are absent (they are an object of one name).
+    Names of an object of one name are absent.
     """
-    parent: dict[str, str] = {}
-
-    def find(x: str) -> str:
-        root = x
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while parent.get(x, x) != root:  # path compression
-            parent[x], x = root, parent[x]
-        return root
-
+    uf = _UnionFind()
+    fields: dict[str, tuple[str, ...]] = {}  # tuple built here -> its field names
     for stmt in fn.body:
-        if isinstance(stmt, Bind) and isinstance(stmt.value, Var):
-            a, b = find(stmt.name), find(stmt.value.name)
-            parent.setdefault(a, a)
-            parent.setdefault(b, b)
-            if a != b:
-                parent[a] = b
+        if not isinstance(stmt, Bind):
+            continue
+        e = stmt.value
+        if isinstance(e, Var):
+            uf.union(stmt.name, e.name)
+        elif isinstance(e, TupleExpr):
+            fields[stmt.name] = tuple(v.name for v in e.fields)
+        elif isinstance(e, Project):
+            src = _built_tuple(e.tuple_var.name, fields, uf)
+            if src is not None and e.index < len(src):
+                uf.union(stmt.name, src[e.index])
     members: dict[str, set[str]] = {}
-    for name in list(parent):
-        members.setdefault(find(name), set()).add(name)
-    return {name: frozenset(group) for group in members.values() for name in group}
+    for name in list(uf.parent):
+        members.setdefault(uf.find(name), set()).add(name)
+    return {name: frozenset(group) for group in members.values() if len(group) > 1 for name in group}
 
 
-def same_object(fn_groups: dict[str, frozenset[str]], name: str) -> frozenset[str]:
-    """Every name of ``name``'s object (``name`` alone when it is in no trivial binding)."""
-    return fn_groups.get(name, frozenset({name}))
+def _built_tuple(name: str, fields: dict[str, tuple[str, ...]], uf: _UnionFind) -> tuple[str, ...] | None:
+    if name in fields:
+        return fields[name]
+    root = uf.find(name)
+    for t, fs in fields.items():
+        if uf.find(t) == root:
+            return fs
+    return None
+
+
+def same_object(groups: dict[str, frozenset[str]], name: str) -> frozenset[str]:
+    """Every name of ``name``'s object (``name`` alone when no other name is that object)."""
+    return groups.get(name, frozenset({name}))
+
+
+def returned_objects(fn: Function, groups: dict[str, frozenset[str]]) -> frozenset[str]:
+    """Every name of every object the return value holds: the returned names, the fields of
+    the tuples among them, their fields, and so on (a tuple returned inside a tuple is the
+    caller's as much as the outer one)."""
+    fields: dict[str, tuple[str, ...]] = {}
+    for stmt in fn.body:
+        if isinstance(stmt, Bind) and isinstance(stmt.value, TupleExpr):
+            fields[stmt.name] = tuple(v.name for v in stmt.value.fields)
+    out: set[str] = set()
+    todo = [v.name for v in expr_vars(fn.ret)]
+    while todo:
+        name = todo.pop()
+        for n in same_object(groups, name):
+            if n in out:
+                continue
+            out.add(n)
+            todo.extend(fields.get(n, ()))
+    return frozenset(out)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var, expr_vars
-from relaxc.ir.objects import object_groups, same_object
+from relaxc.ir.objects import object_groups, returned_objects, same_object
 from relaxc.ir.types import StorageType, TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
@@ -80,7 +80,7 @@ class KillAfterLastUse(Pass):
         done = existing_kills(fn)
         groups = object_groups(fn)
         order = {p.name: -1 for p in fn.params} | {s.name: k for k, s in enumerate(fn.body) if isinstance(s, Bind)}
-        ret_names = {v.name for v in expr_vars(fn.ret)}
+        ret_names = returned_objects(fn, groups)
         kills_after: dict[int, list[str]] = {}
         for i, stmt in enumerate(fn.body):
             if not isinstance(stmt, Bind) or stmt.name in done:
