@@ -44,13 +44,14 @@ from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
+from relaxc.ir.vocab import ALLOC_STORAGE
 
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from ..packed import PACKED_IMPLS, PackedContext
 from ..values import as_arrays, copy_value, fresh
 from . import format as F
-from .program import Executable, Instr, Reg, VMFunction
 from .memory import ARENA, DYNAMIC, EXTERNAL, Block, MemoryStats, PooledAllocator, poison_array
+from .program import Executable, Instr, Reg, VMFunction
 
 MAX_SPECIALIZATIONS = 16
 """Specializations kept per function (one per distinct set of dim values, oldest dropped)."""
@@ -292,7 +293,7 @@ class _Specializer:
     # -- memory -------------------------------------------------------------------------------
     def alloc_storage(self, ins: Instr, b: Any) -> Step:
         size = int(self.conc(b.attrs["size"]))
-        check_alloc_size(size, "memory.alloc_storage")
+        check_alloc_size(size, ALLOC_STORAGE)
         if size < 0:
             raise RxError(f"memory.alloc_storage: size {size} is negative")
         align = b.attrs["align"]
