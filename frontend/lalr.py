@@ -46,7 +46,8 @@ def lark_parse_table(parser: Lark) -> Any:
     This is lark's private ``parser.parser.parser.parse_table`` (a ``ParseTable``: ``states``
     maps a state to ``{symbol: (action, arg)}`` where ``action.name`` is ``"Shift"`` (arg: the
     next state) or ``"Reduce"`` (arg: the rule); ``start_states`` and ``end_states`` map a
-    start symbol to its states), and the only place relaxc reaches into lark's internals.
+    start symbol to its states): the only place relaxc reaches into lark's parser (what else
+    this module reads is lark's compiled grammar: ``Lark.rules``, ``Lark.terminals``).
     Raises :class:`LarkInternalsError`, naming the installed lark version and the supported
     range, if the table is not there or not of that shape.
     """
