@@ -363,3 +363,9 @@ def test_tir_var_upper_bound_with_expression_parameter_shapes(tmp_path, c_check)
     m = memory_safe("feature_expr_param_shapes", tmp_path)
     assert assert_reuse_at_least_tvm(m, [[32, 32], [32, 40]]) == 128
     c_check("feature_expr_param_shapes")
+
+
+@unclear("an R.Shape parameter", "'Shape parameters are not supported: shapes are dims of tensor parameters'")
+def test_call_tir_dyn_shape_parameter(tmp_path):
+    # TVM's test_call_tir_dyn and its two variants take main(s: R.Shape(["n"])).
+    assert_clear_refusal(SHAPE_PARAM, tmp_path, "Shape parameters")
