@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 
-from relaxc.frontend.parser import parse_module
 from relaxc.ir.nodes import Bind, Call, Effect, Var
 from relaxc.passes.base import PassError
 from relaxc.passes.plan_memory import PlanMemory

@@ -6,14 +6,12 @@ its own caller-provided buffer of exactly its size; the programs run on the VM a
 
 from __future__ import annotations
 
-import math
 
 import pytest
 
-from relaxc.ir.types import dtype_nbytes, tensor_leaves
 
 from .common import memory_safe
-from .harness import ALIGN, assert_no_kill_of_live_value, compiled, function, kills, placements, storages
+from .harness import ALIGN, assert_no_kill_of_live_value, compiled, kills, placements, storages
 
 
 def assert_outputs_own_exact_buffers(m, outputs: list[str]) -> None:

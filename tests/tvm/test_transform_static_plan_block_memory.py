@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from .common import assert_clear_refusal, memory_safe, unclear
-from .harness import (arena_bytes, invoke, assert_reuse_at_least_tvm, compiled, function, kills, placements, program,
+from .harness import (arena_bytes, invoke, assert_reuse_at_least_tvm, function, kills, placements, program,
                       refusal, report, shares, storages, tvm_bytes)
 
 

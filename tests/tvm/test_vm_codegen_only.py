@@ -3,7 +3,6 @@ test_vm_kill_object, test_preserve_trivial_bindings, test_vm_builtin_reshape."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from relaxc.frontend.parser import parse_module
@@ -11,7 +10,7 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.verifier import verify_module
 
 from .common import memory_safe
-from .harness import compiled, invoke, kills, program, shares, vm_check
+from .harness import invoke, kills, program, shares, vm_check
 
 
 def test_vm_kill_object(tmp_path, c_check):
