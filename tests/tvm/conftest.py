@@ -90,16 +90,23 @@ def _run(model: _Model, folder: Path, exe: str) -> CRun:
         return CRun(None, None, f"{type(e).__name__}: {e}")
 
 
+def _wanted(session) -> set[str]:
+    """The C programs the collected tests name (so running one file builds only its own)."""
+    texts = {Path(str(item.fspath)).read_text() for item in session.items}
+    return {p.name for p in all_programs() if p.c and any(f'"{p.name}"' in t for t in texts)}
+
+
 @pytest.fixture(scope="session")
-def c_runs(tmp_path_factory) -> dict[str, CRun]:
+def c_runs(request, tmp_path_factory) -> dict[str, CRun]:
     if cbuild.CC is None:
         pytest.skip("no C compiler (cc) on this machine")
     folder = tmp_path_factory.mktemp("tvm_c")
-    models = [_Model(p, f"m{i}") for i, p in enumerate(q for q in all_programs() if q.c)]
+    wanted = _wanted(request.session)
+    models = [_Model(p, f"m{i}") for i, p in enumerate(q for q in all_programs() if q.name in wanted)]
     for m in models:
         _emit(m, folder)
     ok = [m for m in models if m.error is None]
-    halves = {"san_a": ok[0::2], "san_b": ok[1::2]}
+    halves = {k: v for k, v in {"san_a": ok[0::2], "san_b": ok[1::2]}.items() if v}
     with ThreadPoolExecutor(max_workers=2) as pool:
         errors = dict(zip(halves, pool.map(lambda kv: _link(kv[1], folder, kv[0]), halves.items())))
     runs: dict[str, CRun] = {}
