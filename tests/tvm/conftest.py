@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relaxc.backend.c import CSources
 from relaxc.backend.inputs import random_inputs, resolve_dims
 from relaxc.backend.interpreter import Interpreter
 from relaxc.frontend.parser import parse_module
@@ -39,7 +38,7 @@ class CRun:
 class _Model:
     prog: Program
     prefix: str
-    sources: CSources | None = None
+    sources: object = None  # the emitted CSources
     error: str | None = None
 
 

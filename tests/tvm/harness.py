@@ -26,7 +26,6 @@ from click.testing import CliRunner
 from relaxc.cli.main import cli
 from relaxc.frontend.parser import parse_module
 from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var
-from relaxc.ir.types import dtype_nbytes
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.memory_report import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
@@ -36,6 +35,10 @@ from relaxc.passes.planning.model import Buffer
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 ALIGN = 64
 """ManifestAlloc's default alignment: TVM's storages are compared at the sizes relaxc gives them."""
+
+NBYTES = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4,
+          "i64": 8, "f64": 8}
+"""Bytes per element of each dtype (docs/ir.md)."""
 
 VIEW_OPS = {"reshape", "flatten", "squeeze", "expand_dims"}
 KILLS = {"memory.kill_tensor", "memory.kill_storage", "vm.kill_object"}
@@ -128,7 +131,7 @@ def placements(m: Module, fn: str = "main") -> dict[str, Placement]:
         if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_tensor":
             st, off, shape, dt = s.value.args[:4]
             n = math.prod(shape) if all(isinstance(d, int) for d in shape) else None
-            nbytes = None if n is None else n * dtype_nbytes(dt.name)
+            nbytes = None if n is None else n * NBYTES[dt.name]
             out[s.name] = Placement(s.name, st.name, off, nbytes)
     return out
 
