@@ -36,22 +36,24 @@ def run(args: list[str], cwd: Path) -> tuple[int, str]:
 
 
 def builds(rx: Path, work: Path, with_c: bool, out: dict, key: str) -> None:
+    # Paths relative to the work folder: outputs that name their source (C comments, the
+    # report's "file") are then the same wherever the snapshot runs.
     stem = rx.stem
     variants: list[tuple[str, list[str], Path]] = [
-        ("vm", ["-t", "vm", "-o", str(work / f"{stem}.rxb")], work / f"{stem}.rxb"),
-        ("ir", ["-t", "ir", "-o", str(work / f"{stem}.out.rx")], work / f"{stem}.out.rx"),
+        ("vm", ["-t", "vm", "-o", f"{stem}.rxb"], work / f"{stem}.rxb"),
+        ("ir", ["-t", "ir", "-o", f"{stem}.out.rx"], work / f"{stem}.out.rx"),
     ]
     if with_c:
         variants += [
-            ("c", ["-t", "c", "-o", str(work / "c")], work / "c"),
-            ("c-unpacked", ["-t", "c", "--unpacked", "-o", str(work / "cu")], work / "cu"),
-            ("c-main", ["-t", "c", "--emit-main", "-o", str(work / "cm")], work / "cm"),
+            ("c", ["-t", "c", "-o", "c"], work / "c"),
+            ("c-unpacked", ["-t", "c", "--unpacked", "-o", "cu"], work / "cu"),
+            ("c-main", ["-t", "c", "--emit-main", "-o", "cm"], work / "cm"),
         ]
     for name, args, target in variants:
-        code, log = run(["build", str(rx), "-q", *args], work)
+        code, log = run(["build", rx.name, "-q", *args], work)
         out[f"{key}/{name}"] = {"exit": code, "files": digest_tree(target) if target.exists() else {}}
         print(f"{key}/{name}: exit {code}", file=sys.stderr, flush=True)
-    code, log = run(["report", str(rx), "--json"], work)
+    code, log = run(["report", rx.name, "--json"], work)
     out[f"{key}/report"] = {"exit": code, "output": log}
 
 
@@ -69,7 +71,7 @@ def main() -> int:
     only = set(filter(None, a.only.split(",")))
     c_zoo = set(filter(None, a.c_zoo.split(",")))
     out: dict = {}
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(prefix="snapshot-") as tmp:
         for rx in sorted((Path(a.root) / "samples").glob("*.rx")):
             if only and rx.stem not in only:
                 continue
@@ -85,7 +87,7 @@ def main() -> int:
                 continue
             work = Path(tmp) / name
             work.mkdir()
-            code, _ = run(["import", str(model), "-q", "-o", str(work / f"{name}.rx")], work)
+            code, _ = run(["import", str(model), "-q", "-o", f"{name}.rx"], work)
             out[f"zoo/{name}/import"] = {"exit": code, "files": digest_tree(work)}
             with_c = not a.skip_c_zoo and (not c_zoo or name in c_zoo)
             builds(work / f"{name}.rx", work, with_c, out, f"zoo/{name}")

@@ -21,19 +21,15 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import InternalError, Loc, RxError
 from relaxc.ir.nodes import (
     Bind,
     Call,
     CallFunc,
-    DictLit,
-    DType,
     Effect,
     Expr,
     Function,
     Invoke,
-    ListLit,
     Module,
     Project,
     TupleExpr,
@@ -44,11 +40,14 @@ from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import OpError, Registry, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, CONST, KILL_OBJECT, KILL_OPS
+from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 from .inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from relaxc.ir.ops.memory import view_bytes
 from relaxc.ir.vocab import MEMORY_VIEW
 from .packed import C_TARGET_OPS, PACKED_IMPLS, PackedContext, c_target_only
+from .values import as_arrays, copy_value, fresh
 
 POISON_BYTE = 0xFF
 """Killed memory is filled with this byte: NaN for floats, -1 for signed integers."""
@@ -122,12 +121,12 @@ class Interpreter:
         fn = self.functions.get(fn_name)
         if fn is None:
             raise RxError(f"the module has no function @{fn_name}")
-        args = [_copy_value(a) for a in args]
+        args = [copy_value(a) for a in args]
         env = bind_dims(fn, args, dims)
         with np.errstate(all="ignore"):  # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn
             result, held = self._call(fn, args, env)
         self.stats.free(held)  # the caller gets copies; the program holds nothing any more
-        return _copy_value(result)
+        return copy_value(result)
 
     # -- frames -----------------------------------------------------------------------
     def _call(self, fn: Function, args: Sequence[Any], dim_env: dict[str, int]) -> tuple[Any, int]:
@@ -135,14 +134,14 @@ class Interpreter:
         frame = _Frame(self, fn, dim_env)
         for p, a in zip(fn.params, args):
             frame.values[p.name] = a
-        for stmt in fn.body:
-            frame.step(stmt)
+        frame.visit_function(fn)
         result = frame.read_expr(fn.ret)
         return result, frame.release(result)
 
 
-class _Frame:
-    """The values of one function activation."""
+class _Frame(StmtVisitor, ExprFunctor[Any]):
+    """The values of one function activation: walks its statements, evaluating each
+    expression by its kind (``visit_*``) with the binding it belongs to in :attr:`bind`."""
 
     def __init__(self, interp: Interpreter, fn: Function, dims: dict[str, int]):
         self.interp = interp
@@ -151,6 +150,7 @@ class _Frame:
         self.types = interp.types[fn.name]
         self.values: dict[str, Any] = {}
         self.owned: dict[str, int] = {}  # name -> bytes this frame allocated for it
+        self.bind: Bind | None = None  # the statement being evaluated, when it binds a name
 
     # -- reading ----------------------------------------------------------------------
     def read(self, v: Var) -> Any:
@@ -163,47 +163,51 @@ class _Frame:
         return val
 
     def read_expr(self, e: Expr) -> Any:
-        if isinstance(e, Var):
-            return self.read(e)
-        if isinstance(e, TupleExpr):
-            return tuple(self.read(v) for v in e.fields)
-        raise InternalError(f"cannot read {e!r} as a value")
+        """What a function returns: a %var or a tuple of them."""
+        return _ReturnReader(self).visit_expr(e)
 
     def concrete(self, v: Any) -> Any:
         """An attribute value with every symbolic dim evaluated."""
         return concrete_value(v, self.dims)
 
     # -- statements -------------------------------------------------------------------
-    def step(self, stmt: Bind | Effect) -> None:
-        if isinstance(stmt, Bind):
-            value = self.eval(stmt.value, stmt)
-            self.values[stmt.name] = value
-        else:
-            self.eval(stmt.value, None)
+    def visit_bind(self, stmt: Bind) -> None:
+        self.bind = stmt
+        self.values[stmt.name] = self.visit_expr(stmt.value)
 
-    def eval(self, e: Expr, bind: Bind | None) -> Any:
-        if isinstance(e, Var):
-            return self.read(e)
-        if isinstance(e, TupleExpr):
-            return tuple(self.read(v) for v in e.fields)
-        if isinstance(e, Project):
-            return self.read(e.tuple_var)[e.index]
-        if isinstance(e, CallFunc):
-            callee = self.interp.functions[e.func]
-            args = [self.read(a) for a in e.args]
-            result, held = self.interp._call(callee, args, bind_dims(callee, args))
-            if callee.is_primitive:
-                self._own(bind, result)  # a kernel's result is new memory of the caller's
-            elif bind is not None and held:
-                self.owned[bind.name] = held
-            else:
-                self.interp.stats.free(held)
-            return result
-        if isinstance(e, Invoke):
-            self.invoke(e)
-            return None
-        assert isinstance(e, Call)
-        return self.call(e, bind)
+    def visit_effect(self, stmt: Effect) -> None:
+        self.bind = None
+        self.visit_expr(stmt.value)
+
+    # -- expressions ------------------------------------------------------------------
+    def visit_var(self, e: Var) -> Any:
+        return self.read(e)
+
+    def visit_tuple(self, e: TupleExpr) -> Any:
+        return tuple(self.read(v) for v in e.fields)
+
+    def visit_project(self, e: Project) -> Any:
+        return self.read(e.tuple_var)[e.index]
+
+    def visit_call_func(self, e: CallFunc) -> Any:
+        bind = self.bind
+        callee = self.interp.functions[e.func]
+        args = [self.read(a) for a in e.args]
+        result, held = self.interp._call(callee, args, bind_dims(callee, args))
+        if callee.is_primitive:
+            self._own(bind, result)  # a kernel's result is new memory of the caller's
+        elif bind is not None and held:
+            self.owned[bind.name] = held
+        else:
+            self.interp.stats.free(held)
+        return result
+
+    def visit_invoke(self, e: Invoke) -> Any:
+        self.invoke(e)
+        return None
+
+    def visit_call(self, e: Call) -> Any:
+        return self.call(e, self.bind)
 
     def _own(self, bind: Bind | None, value: Any) -> None:
         # Temporaries inside a primitive function are the kernel's own business (a fused
@@ -220,20 +224,20 @@ class _Frame:
         op = interp.registry.get(e.op)
         assert op is not None, e.op
         name = e.op
-        if name == "const":
+        if name == CONST:
             return self.const(e, bind)
-        if name == "memory.alloc_storage":
+        if name == ALLOC_STORAGE:
             bound = bind_args(op, e.args, e.kwargs)
             size = int(self.concrete(bound.attrs["size"]))
-            check_alloc_size(size, "memory.alloc_storage")
+            check_alloc_size(size, ALLOC_STORAGE)
             storage = Storage(size, bound.attrs["align"])
             if bind is not None:
                 self.owned[bind.name] = size
                 interp.stats.alloc(size)
             return storage
-        if name == "memory.alloc_tensor":
+        if name == ALLOC_TENSOR:
             return self.alloc_tensor(e, op)
-        if name in ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object"):
+        if name in KILL_OPS:
             self.kill(e)
             return None
         if op.category == "runtime":
@@ -255,7 +259,7 @@ class _Frame:
                 shape = concrete_shape(leaf.shape, self.dims)
                 check_alloc_size(math.prod(shape) * DTYPES[leaf.dtype].nbytes, f"{op.name}")
         try:
-            result = _fresh(_as_arrays(_run_kernel(op, inputs, attrs, loc)), inputs)
+            result = fresh(as_arrays(_run_kernel(op, inputs, attrs, loc)), inputs)
         except MemoryError:
             raise RxError(f"{op.name}: out of memory", loc) from None
         if expected is not None:
@@ -294,7 +298,7 @@ class _Frame:
         return out
 
     def const(self, e: Call, bind: Bind | None) -> np.ndarray:
-        op = self.interp.registry.get("const")
+        op = self.interp.registry.get(CONST)
         bound = bind_args(op, e.args, e.kwargs)  # type: ignore[arg-type]
         value = bound.attrs["value"]
         if isinstance(value, str):
@@ -343,7 +347,7 @@ class _Frame:
             bound = bind_args(op, e.args, e.kwargs)  # type: ignore[arg-type]
             inputs = [self.read(v) for v in bound.inputs]
             attrs = {k: self.concrete(v) for k, v in bound.attrs.items()}
-            result = _as_arrays(_run_kernel(op, inputs, attrs, e.loc))
+            result = as_arrays(_run_kernel(op, inputs, attrs, e.loc))
         results = list(result) if isinstance(result, tuple) else [result]
         if len(results) != len(outs):
             raise InternalError(f"invoke {e.target}: {len(results)} results for {len(outs)} outs")
@@ -362,7 +366,7 @@ class _Frame:
         value = self.read(target)
         # kill_tensor and kill_storage free memory (poisoned here); vm.kill_object only
         # releases the name, whatever it holds (the kill checker's rule too).
-        if self.interp.poison and e.op != "vm.kill_object":
+        if self.interp.poison and e.op != KILL_OBJECT:
             if isinstance(value, Storage):
                 value.buf.fill(POISON_BYTE)
             elif isinstance(value, np.ndarray) and value.flags.writeable and value.flags.c_contiguous:
@@ -402,6 +406,22 @@ class _Frame:
         return held
 
 
+class _ReturnReader(ExprFunctor[Any]):
+    """Reads a function's return value in a frame: a %var or a tuple of them, nothing else."""
+
+    def __init__(self, frame: _Frame):
+        self.frame = frame
+
+    def visit_var(self, e: Var) -> Any:
+        return self.frame.read(e)
+
+    def visit_tuple(self, e: TupleExpr) -> Any:
+        return tuple(self.frame.read(v) for v in e.fields)
+
+    def visit_default(self, e: Expr) -> Any:
+        raise InternalError(f"cannot read {e!r} as a value")
+
+
 def _shares(value: Any, arr: np.ndarray) -> bool:
     return any(isinstance(x, np.ndarray) and np.may_share_memory(x, arr) for x in _flatten(value))
 
@@ -420,47 +440,10 @@ def _nbytes(v: Any) -> int:
     return 0
 
 
-
-
-def _fresh(result: Any, inputs: Sequence[Any]) -> Any:
-    """A kernel's result as memory of its own: numpy may return a view of an input (a
-    one-element slice, say), and a kernel result must never alias its inputs."""
-    if isinstance(result, tuple):
-        return tuple(_fresh(r, inputs) for r in result)
-    if isinstance(result, np.ndarray) and (
-        # An empty view shares no bytes with its input, but it keeps the input's buffer as its
-        # base: the VM would take that buffer for the result's own (and poison it on release).
-        (result.size == 0 and result.base is not None)
-        # A read-only result is a constant a primitive function returned (or a broadcast view):
-        # not memory of its own either.
-        or not result.flags.writeable
-        or any(isinstance(x, np.ndarray) and np.may_share_memory(result, x) for x in inputs)
-    ):
-        return result.copy()
-    return result
-
-
-def _as_arrays(result: Any) -> Any:
-    """Kernels may hand back numpy scalars for 0-d results; make them arrays."""
-    if isinstance(result, tuple):
-        return tuple(_as_arrays(r) for r in result)
-    if isinstance(result, np.generic):
-        return np.asarray(result)
-    return result
-
-
 def _readonly(a: np.ndarray) -> np.ndarray:
     out = np.array(a, copy=True, order="C")
     out.flags.writeable = False
     return out
-
-
-def _copy_value(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return np.array(v, copy=True, order="C")
-    if isinstance(v, tuple):
-        return tuple(_copy_value(x) for x in v)
-    return v
 
 
 def _run_kernel(op: Any, inputs: list, attrs: dict, loc: Loc | None) -> Any:

@@ -8,7 +8,7 @@ grammar's string terminals, and every regex terminal of the grammar must be one 
 knows how to order (construction fails loudly otherwise).
 
 The master expression has one named group per terminal (and one per punctuation string),
-matched empty at the end of the token, so the parser's driver (:mod:`relaxc.frontend.parser`)
+matched empty at the end of the token, so the LALR engine (:mod:`relaxc.frontend.lalr`)
 identifies a token by the match's ``lastindex`` alone: :attr:`RxLexer.group_kinds` maps a
 group number to its terminal name, to :data:`SKIP` (whitespace, comments), to
 :data:`KEYWORD_OR_NAME` (look the text up in :attr:`RxLexer.keywords`) or to
@@ -92,7 +92,10 @@ class RxLexer(Lexer):
         # or a character class is skipped on its first character (re does not do that for an
         # alternative that starts with a group), which makes the scan much cheaper.
         self.master = re.compile(
-            "|".join(f"(?:{regex})(?P<{group}>)" + (r"\s*" if group in space_after else "") for group, regex, _ in parts)
+            "|".join(
+                f"(?:{regex})(?P<{group}>)" + (r"\s*" if group in space_after else "")
+                for group, regex, _ in parts
+            )
         )
         kinds: list[str | None] = [None] * (self.master.groups + 1)  # inner groups: never lastindex
         for group, _, kind in parts:

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var, expr_vars
+from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
 from relaxc.ir.objects import object_groups, returned_objects, same_object
 from relaxc.ir.types import StorageType, TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module

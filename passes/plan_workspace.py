@@ -46,7 +46,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness, flatten
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
-    Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, TupleExpr, Var, expr_vars,
+    Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, TupleExpr, Var,
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
@@ -237,7 +237,7 @@ class _Planner:
         return D.dims_equal(a, b)
 
     def _disjoint(self, a: tuple[str, int, int], b: tuple[str, int, int]) -> bool:
-        (ra, da, ua), (rb, db, ub) = a, b
+        (_ra, da, ua), (_rb, db, ub) = a, b
         if ua < db or ub < da:
             return True
         # Touching at one statement: the later value is computed in place over the earlier.

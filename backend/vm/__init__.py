@@ -13,9 +13,10 @@ See docs/vm.md for the file format, the instruction set and the memory accountin
 
 from .codegen import compile_module
 from .disasm import disassemble
-from .loader import Executable, load_bytes, load_file
+from .loader import load_bytes, load_file
 from .memory import MemoryStats, PooledAllocator
 from .predict import MemoryPrediction, predict_memory
+from .program import Executable
 from .vm import VirtualMachine
 
 __all__ = [

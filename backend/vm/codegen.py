@@ -51,10 +51,12 @@ from relaxc.ir.types import (
     type_to_str,
 )
 from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.vocab import CONST, is_dim
+from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 from ..packed import C_TARGET_OPS, c_target_only
 from . import format as F
-from .loader import MAX_DIM_TERMS, MAX_INLINE_ELEMENTS, MAX_NDIM, _TooComplex, dim_terms
+from .program import MAX_DIM_TERMS, MAX_INLINE_ELEMENTS, MAX_NDIM, TooComplex, shape_terms
 
 _I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _U32_MAX = 0xFFFFFFFE  # NONE_REG is reserved
@@ -143,18 +145,10 @@ def _check_depth(depth: int, what: str) -> None:
 def _check_terms(dims: tuple) -> None:
     """The loader's limit on the canonical size of a dim or a shape's product."""
     try:
-        n = 1
-        for d in dims:
-            n *= dim_terms(d)
-            if n > MAX_DIM_TERMS:
-                raise _TooComplex()
-    except _TooComplex:
+        shape_terms(dims)
+    except TooComplex:
         raise _TooBig(f"a dimension expression (or a shape's product) expands to more than {MAX_DIM_TERMS:,} "
                       "terms, more than .rxb files hold") from None
-
-
-def _is_dim(v: Any) -> bool:
-    return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
 
 
 def _value(w: F.Writer, v: Any, strings: _Strings, depth: int = 0, top: bool = True) -> None:
@@ -177,7 +171,7 @@ def _value(w: F.Writer, v: Any, strings: _Strings, depth: int = 0, top: bool = T
         w.u8(F.V_STR)
         w.u32(strings(v))
     elif isinstance(v, tuple):
-        if v and all(_is_dim(x) for x in v):
+        if v and all(is_dim(x) for x in v):
             _check_terms(v)
         w.u8(F.V_TUPLE)
         w.u32(len(v))
@@ -251,8 +245,29 @@ def _annotation(w: F.Writer, t: Type | None, strings: _Strings) -> None:
         _type(w, t, strings)
 
 
-class _FunctionCode:
-    """Encodes the body of one function into the CODE section."""
+class _BindingNames(StmtVisitor):
+    """The names a function's body binds, in order."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def visit_bind(self, stmt: Bind) -> None:
+        self.names.append(stmt.name)
+
+
+class _Returned(ExprFunctor["tuple[bool, tuple[Var, ...]]"]):
+    """What ``ret`` encodes of a function's return value: whether it is a tuple, and its %vars."""
+
+    def visit_var(self, e: Var) -> tuple[bool, tuple[Var, ...]]:
+        return False, (e,)
+
+    def visit_tuple(self, e: TupleExpr) -> tuple[bool, tuple[Var, ...]]:
+        return True, e.fields
+
+
+class _FunctionCode(StmtVisitor, ExprFunctor[None]):
+    """Encodes the body of one function into the CODE section: one instruction per
+    statement, chosen by the kind of its expression (``visit_*``)."""
 
     def __init__(self, fn: Function, funcs: dict[str, int], consts: _Constants, strings: _Strings,
                  types: Mapping[str, Type], w: F.Writer):
@@ -266,10 +281,12 @@ class _FunctionCode:
         self.names: list[str] = []
         for p in fn.params:
             self._new_reg(p.name)
-        for st in fn.body:
-            if isinstance(st, Bind):
-                self._new_reg(st.name)
+        bound = _BindingNames()
+        bound.visit_function(fn)
+        for name in bound.names:
+            self._new_reg(name)
         self.count = 0
+        self.bind: Bind | None = None  # the statement being encoded, when it binds a name
 
     def _new_reg(self, name: str) -> None:
         if name in self.regs:
@@ -305,55 +322,74 @@ class _FunctionCode:
             w.u32(self.strings(k))
             _value(w, v, self.strings)
 
-    def head(self, opcode: int, stmt: Bind | Effect) -> None:
+    def head(self, opcode: int) -> None:
+        """Opcode, destination register and annotation (none for an expression statement)."""
         w = self.w
         w.u8(opcode)
-        if isinstance(stmt, Bind):
-            w.u32(self.regs[stmt.name])
-            _annotation(w, stmt.type, self.strings)
+        if self.bind is not None:
+            w.u32(self.regs[self.bind.name])
+            _annotation(w, self.bind.type, self.strings)
         else:
             w.u32(F.NONE_REG)
             _annotation(w, None, self.strings)
 
+    # -- statements -------------------------------------------------------------------------
     def statement(self, stmt: Bind | Effect) -> None:
-        e = stmt.value
-        w = self.w
         self.count += 1
-        if isinstance(e, Invoke):
-            if e.is_func:
-                w.u8(F.INVOKE_FUNC)
-                w.u32(self.funcs[e.target])
-                self.regs_list(e.args)  # type: ignore[arg-type]  (the verifier allows only %vars)
-            else:
-                w.u8(F.INVOKE)
-                w.u32(self.strings(e.target))
-                self.operands(e.args)
-                self.kwargs(e.kwargs)
-            self.regs_list(e.outs)
-        elif isinstance(e, CallFunc):
-            self.head(F.CALL_FUNC, stmt)
-            w.u32(self.funcs[e.func])
-            self.regs_list(e.args)
-        elif isinstance(e, TupleExpr):
-            self.head(F.TUPLE, stmt)
-            self.regs_list(e.fields)
-        elif isinstance(e, Project):
-            self.head(F.PROJECT, stmt)
-            w.u32(self.reg(e.tuple_var))
-            w.u32(e.index)
-        elif isinstance(e, Var):
-            self.head(F.MOVE, stmt)
-            w.u32(self.reg(e))
-        elif isinstance(e, Call) and e.op == "const":
-            self.head(F.CONST, stmt)
-            w.u32(self.const(e, stmt))
-        elif isinstance(e, Call):
-            self.head(self.call_opcode(e), stmt)
-            w.u32(self.strings(e.op))
+        self.visit_stmt(stmt)
+
+    def visit_bind(self, stmt: Bind) -> None:
+        self.bind = stmt
+        self.visit_expr(stmt.value)
+
+    def visit_effect(self, stmt: Effect) -> None:
+        self.bind = None
+        self.visit_expr(stmt.value)
+
+    # -- expressions: one instruction each --------------------------------------------------
+    def visit_invoke(self, e: Invoke) -> None:
+        w = self.w
+        if e.is_func:
+            w.u8(F.INVOKE_FUNC)
+            w.u32(self.funcs[e.target])
+            self.regs_list(e.args)  # type: ignore[arg-type]  (the verifier allows only %vars)
+        else:
+            w.u8(F.INVOKE)
+            w.u32(self.strings(e.target))
             self.operands(e.args)
             self.kwargs(e.kwargs)
-        else:  # pragma: no cover
-            raise InternalError(f"cannot compile {e!r}")
+        self.regs_list(e.outs)
+
+    def visit_call_func(self, e: CallFunc) -> None:
+        self.head(F.CALL_FUNC)
+        self.w.u32(self.funcs[e.func])
+        self.regs_list(e.args)
+
+    def visit_tuple(self, e: TupleExpr) -> None:
+        self.head(F.TUPLE)
+        self.regs_list(e.fields)
+
+    def visit_project(self, e: Project) -> None:
+        self.head(F.PROJECT)
+        self.w.u32(self.reg(e.tuple_var))
+        self.w.u32(e.index)
+
+    def visit_var(self, e: Var) -> None:
+        self.head(F.MOVE)
+        self.w.u32(self.reg(e))
+
+    def visit_call(self, e: Call) -> None:
+        if e.op == CONST:
+            self.head(F.CONST)
+            self.w.u32(self.const(e))
+            return
+        self.head(self.call_opcode(e))
+        self.w.u32(self.strings(e.op))
+        self.operands(e.args)
+        self.kwargs(e.kwargs)
+
+    def visit_default(self, e: Any) -> None:  # pragma: no cover
+        raise InternalError(f"cannot compile {e!r}")
 
     def call_opcode(self, e: Call) -> int:
         for code, name in F.FIXED_OPS.items():
@@ -372,31 +408,28 @@ class _FunctionCode:
             return F.KERNEL
         raise InternalError(f"op {e.op} ({op.category}) has no instruction")
 
-    def const(self, e: Call, stmt: Bind | Effect) -> int:
-        op = REGISTRY.get("const")
+    def const(self, e: Call) -> int:
+        op = REGISTRY.get(CONST)
         try:
             bound = bind_args(op, e.args, e.kwargs)  # type: ignore[arg-type]
         except OpError as err:  # pragma: no cover - verified
             raise RxError(str(err), e.loc) from None
         value = bound.attrs["value"]
-        annotated = stmt.type if isinstance(stmt, Bind) else None
+        bind = self.bind
+        annotated = bind.type if bind is not None else None
         if isinstance(value, str):
             return self.consts.named_weight(value, annotated)
         dtype = bound.attrs["dtype"]
-        if isinstance(stmt, Bind) and isinstance(self.types.get(stmt.name), TensorType):
-            dtype = self.types[stmt.name].dtype  # type: ignore[union-attr]  (as the interpreter does)
+        if bind is not None and isinstance(self.types.get(bind.name), TensorType):
+            dtype = self.types[bind.name].dtype  # type: ignore[union-attr]  (as the interpreter does)
         return self.consts.literal(literal_to_array(value, dtype))
 
     def ret(self) -> None:
         w = self.w
         w.u8(F.RET)
-        ret = self.fn.ret
-        if isinstance(ret, TupleExpr):
-            w.u8(1)
-            self.regs_list(ret.fields)
-        else:
-            w.u8(0)
-            self.regs_list((ret,))
+        is_tuple, regs = _Returned().visit_expr(self.fn.ret)
+        w.u8(1 if is_tuple else 0)
+        self.regs_list(regs)
         self.count += 1
 
 

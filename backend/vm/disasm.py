@@ -12,7 +12,7 @@ from relaxc.ir.nodes import DictLit, DType, ListLit
 from relaxc.ir.types import type_to_str
 
 from . import format as F
-from .loader import Executable, Instr, Reg, VMFunction
+from .program import Executable, Instr, Reg, VMFunction
 
 
 def _bytes(n: int) -> str:

@@ -35,6 +35,8 @@ from __future__ import annotations
 import struct
 from typing import Callable
 
+from relaxc.ir import vocab
+
 MAGIC = b"\x89RXB\r\n\x1a\n"
 FORMAT_VERSION = 1
 HEADER = struct.Struct("<8sIIQ32s")
@@ -85,11 +87,11 @@ OPCODES = {
 }
 CALL_GROUP = frozenset({ALLOC_STORAGE, ALLOC_TENSOR, KERNEL, VIEW, PACKED, KILL_TENSOR, KILL_STORAGE, KILL_OBJECT})
 FIXED_OPS = {
-    ALLOC_STORAGE: "memory.alloc_storage",
-    ALLOC_TENSOR: "memory.alloc_tensor",
-    KILL_TENSOR: "memory.kill_tensor",
-    KILL_STORAGE: "memory.kill_storage",
-    KILL_OBJECT: "vm.kill_object",
+    ALLOC_STORAGE: vocab.ALLOC_STORAGE,
+    ALLOC_TENSOR: vocab.ALLOC_TENSOR,
+    KILL_TENSOR: vocab.KILL_TENSOR,
+    KILL_STORAGE: vocab.KILL_STORAGE,
+    KILL_OBJECT: vocab.KILL_OBJECT,
 }
 """Opcodes whose op name is fixed (the loader checks the name agrees)."""
 CATEGORY_OPS = {KERNEL: ("kernel",), VIEW: ("view",), PACKED: ("runtime",), INVOKE: ("kernel",)}

@@ -11,176 +11,46 @@ Order of checks (the first failure is one RxError sentence naming the file):
    codes, value and type trees (nesting depth limited), opcodes and their op names;
 4. structure: every register bound exactly once (parameters never), one ``ret`` that ends
    each function, named constants matching their declared type;
-5. the program rebuilt as IR from the instructions is verified by the IR verifier (types,
-   attributes, kills, no recursion), so the VM only ever runs what the language allows.
+5. the program rebuilt as IR from the instructions (:mod:`.decompile`) is verified by the IR
+   verifier (types, attributes, kills, no recursion), so the VM only ever runs what the
+   language allows.
 
-Nothing is executed while loading, and nothing is unpickled.
+The result is an :class:`~relaxc.backend.vm.program.Executable` (the program model and the
+format's limits live in :mod:`.program`). Nothing is executed while loading, and nothing is
+unpickled.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import (
-    Bind,
-    Call,
-    CallFunc,
-    DictLit,
-    DType,
-    Effect,
-    Function,
-    Invoke,
-    ListLit,
-    Module,
-    Param,
-    Project,
-    TupleExpr,
-    Var,
-)
+from relaxc.ir.nodes import DictLit, DType, ListLit, Module
 from relaxc.ir.ops import REGISTRY
-from relaxc.ir.types import (
-    DTYPES,
-    OBJECT,
-    STORAGE,
-    TensorType,
-    TupleType,
-    Type,
-    dtype_from_numpy,
-    numpy_dtype,
-    type_to_str,
-)
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.types import DTYPES, OBJECT, STORAGE, TensorType, TupleType, Type, numpy_dtype, type_to_str
+from relaxc.ir.verifier import verify_module
+from relaxc.ir.vocab import CONST, is_dim
 
 from . import format as F
-
-MAX_INLINE_ELEMENTS = 1 << 20
-"""Inline literal constants are rebuilt as IR literals for the verifier; larger ones are refused."""
-MAX_NDIM = 32
-MAX_DIM = 1 << 40
-MAX_DIM_TERMS = 1 << 12
-"""Most terms a dimension expression, or the product of a shape, may expand to. The IR's
-canonical form of dims multiplies sums out, so ``(a+b)*(c+d)*...`` grows exponentially;
-a file could otherwise make the verifier work for hours."""
-
-
-def dim_terms(d: Any) -> int:
-    """An upper bound of the terms of ``d`` in canonical (multiplied-out) form."""
-    if isinstance(d, D.BinOp):
-        a, b = dim_terms(d.lhs), dim_terms(d.rhs)
-        n = a + b if d.op in ("+", "-") else a * b if d.op == "*" else a
-    elif isinstance(d, D.DimCall):
-        n = sum(dim_terms(x) for x in d.args)
-    else:
-        n = 1
-    if n > MAX_DIM_TERMS:
-        raise _TooComplex()
-    return n
-
-
-class _TooComplex(Exception):
-    pass
-
-
-def _is_dim(v: Any) -> bool:
-    return (isinstance(v, int) and not isinstance(v, bool)) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
-
-
-@dataclass(frozen=True, slots=True)
-class Reg:
-    """A register operand."""
-
-    index: int
-
-
-@dataclass(frozen=True)
-class Constant:
-    """An entry of the constant pool: a read-only array in native byte order."""
-
-    name: str  # the weight name; "" for an inline literal
-    inline: bool
-    array: np.ndarray
-
-    @property
-    def dtype(self) -> str:
-        return dtype_from_numpy(self.array.dtype) or str(self.array.dtype)
-
-
-@dataclass(frozen=True, slots=True)
-class Instr:
-    """One decoded instruction. Fields not used by an opcode are None or empty."""
-
-    opcode: int
-    dst: int | None = None
-    ann: Type | None = None
-    op: str | None = None  # registry op name (call group and invoke)
-    args: tuple = ()  # operands: Reg or a literal value
-    kwargs: tuple = ()  # (name, value) pairs
-    regs: tuple[int, ...] = ()  # tuple fields, call/invoke_func arguments, ret registers
-    outs: tuple[int, ...] = ()  # invoke outputs
-    func: int | None = None
-    const: int | None = None
-    src: int | None = None
-    index: int | None = None
-    ret_tuple: bool = False
-
-
-@dataclass
-class VMFunction:
-    """A function of the program: its table entry and decoded instructions."""
-
-    index: int
-    name: str
-    attrs: tuple
-    reg_names: tuple[str, ...]
-    param_types: tuple[Type, ...]
-    ret_type: Type
-    instrs: tuple[Instr, ...]
-    code_offset: int = 0
-    code_length: int = 0
-    ninstr: int = 0
-    ir: Function | None = None
-
-    @property
-    def nparams(self) -> int:
-        return len(self.param_types)
-
-    @property
-    def nregs(self) -> int:
-        return len(self.reg_names)
-
-    @property
-    def is_primitive(self) -> bool:
-        return any(k == "primitive" and v is True for k, v in self.attrs)
-
-
-@dataclass
-class Executable:
-    """A loaded, validated program."""
-
-    functions: list[VMFunction]
-    constants: list[Constant]
-    strings: list[str]
-    module: Module  # the program rebuilt as IR (verified)
-    types: ModuleTypes
-    size: int = 0
-    digest: str = ""
-    version: int = F.FORMAT_VERSION
-    by_name: dict[str, VMFunction] = field(default_factory=dict)
-
-    def function(self, name: str) -> VMFunction | None:
-        return self.by_name.get(name)
-
-    def weights(self) -> dict[str, np.ndarray]:
-        """The named constants, as the reference interpreter wants its weights."""
-        return {c.name: c.array for c in self.constants if not c.inline}
-
+from .decompile import decompile_function
+from .program import (
+    MAX_DIM,
+    MAX_DIM_TERMS,
+    MAX_INLINE_ELEMENTS,
+    MAX_NDIM,
+    Constant,
+    Executable,
+    Instr,
+    Reg,
+    TooComplex,
+    VMFunction,
+    shape_terms,
+)
 
 # ---------------------------------------------------------------------------------------
 # Decoding
@@ -220,7 +90,7 @@ class _Decoder:
         if tag in (F.V_TUPLE, F.V_LIST):
             n = r.count("item count", 1)
             items = tuple(self.value(r, depth + 1) for _ in range(n))
-            if tag == F.V_TUPLE and items and all(_is_dim(x) for x in items):
+            if tag == F.V_TUPLE and items and all(is_dim(x) for x in items):
                 self.check_shape(r, items)
             return items if tag == F.V_TUPLE else ListLit(items)
         if tag == F.V_DICT:
@@ -237,12 +107,8 @@ class _Decoder:
     def check_shape(self, r: F.Reader, dims: tuple) -> None:
         """Refuse dims (or a shape's product) too complex to put in canonical form."""
         try:
-            n = 1
-            for d in dims:
-                n *= dim_terms(d)
-                if n > MAX_DIM_TERMS:
-                    raise _TooComplex()
-        except _TooComplex:
+            shape_terms(dims)
+        except TooComplex:
             raise r.fail(f"a dimension expression (or a shape's product) expands to more than "
                          f"{MAX_DIM_TERMS:,} terms") from None
 
@@ -460,7 +326,7 @@ class _Decoder:
         op = REGISTRY.get(name)
         if op is None:
             raise r.fail(f"unknown op '{name}'")
-        if op.category not in F.CATEGORY_OPS[opcode] or name == "const":
+        if op.category not in F.CATEGORY_OPS[opcode] or name == CONST:
             raise r.fail(f"{F.OPCODES[opcode]} cannot run op '{name}' (a {op.category} op)")
         return name
 
@@ -514,57 +380,6 @@ class _Decoder:
             return Instr(opcode, dst, ann, src=src, index=r.u32("field index", "u32"))
         assert opcode == F.MOVE
         return Instr(opcode, dst, ann, src=self.reg(r, nregs))
-
-
-# ---------------------------------------------------------------------------------------
-# Rebuilding the IR
-
-
-def _literal(v: Any) -> Any:
-    if isinstance(v, list):
-        return ListLit(tuple(_literal(x) for x in v))
-    return v
-
-
-def _arg(a: Any, names: tuple[str, ...]) -> Any:
-    return Var(names[a.index]) if isinstance(a, Reg) else a
-
-
-def decompile_function(fn: VMFunction, exe_functions: list[VMFunction], constants: list[Constant]) -> Function:
-    """The IR function the instructions of ``fn`` encode."""
-    names = fn.reg_names
-    body: list = []
-    for ins in fn.instrs[:-1]:
-        op = ins.opcode
-        if op == F.INVOKE:
-            body.append(Effect(Invoke(ins.op, False, tuple(_arg(a, names) for a in ins.args), ins.kwargs,
-                                      tuple(Var(names[o]) for o in ins.outs))))
-            continue
-        if op == F.INVOKE_FUNC:
-            body.append(Effect(Invoke(exe_functions[ins.func].name, True, tuple(Var(names[a]) for a in ins.regs),
-                                      (), tuple(Var(names[o]) for o in ins.outs))))
-            continue
-        if op in F.CALL_GROUP:
-            e: Any = Call(ins.op, tuple(_arg(a, names) for a in ins.args), ins.kwargs)
-        elif op == F.CALL_FUNC:
-            e = CallFunc(exe_functions[ins.func].name, tuple(Var(names[a]) for a in ins.regs))
-        elif op == F.CONST:
-            c = constants[ins.const]
-            if c.inline:
-                e = Call("const", (_literal(c.array.tolist()), DType(c.dtype)))
-            else:
-                e = Call("const", (c.name,))
-        elif op == F.TUPLE:
-            e = TupleExpr(tuple(Var(names[a]) for a in ins.regs))
-        elif op == F.PROJECT:
-            e = Project(Var(names[ins.src]), ins.index)
-        else:
-            e = Var(names[ins.src])
-        body.append(Effect(e) if ins.dst is None else Bind(names[ins.dst], ins.ann, e))
-    last = fn.instrs[-1]
-    ret: Any = TupleExpr(tuple(Var(names[a]) for a in last.regs)) if last.ret_tuple else Var(names[last.regs[0]])
-    params = tuple(Param(names[i], t) for i, t in enumerate(fn.param_types))
-    return Function(fn.name, params, fn.ret_type, fn.attrs, tuple(body), ret)
 
 
 def _check_constants(fn: VMFunction, constants: list[Constant]) -> None:

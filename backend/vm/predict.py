@@ -19,11 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from relaxc.ir import dims as D
-from relaxc.ir.alias import analyze_aliases, buffer_liveness
+from relaxc.ir.alias import Liveness, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import Bind, Call, CallFunc, Module
+from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Expr, Module
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
+from relaxc.ir.vocab import ALLOC_STORAGE
+from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 
 @dataclass
@@ -51,44 +53,70 @@ def predict_memory(module: Module, fn_name: str, dims: Mapping[str, int]) -> Mem
     pred = MemoryPrediction(fn_name, dict(dims))
     if fn.is_primitive:
         return pred
-    live = buffer_liveness(fn, analyze_aliases(fn, module))
-    alloc = REGISTRY.get("memory.alloc_storage")
-    intervals: list[tuple[int, int, int, bool]] = []  # (first, last, bytes, is_arena)
-    for i, st in enumerate(fn.body):
-        e = st.value
-        if isinstance(e, CallFunc):
-            callee = module.get(e.func)
-            what = "calls of non-primitive functions" if callee is not None and not callee.is_primitive \
-                else "results of primitive calls without destination passing"
-            if what not in pred.missing:
-                pred.missing.append(what)
-            continue
-        if not (isinstance(st, Bind) and isinstance(e, Call)):
-            continue
-        op = REGISTRY.get(e.op)
-        if op is not None and op.category == "kernel":
-            if "kernel results without destination passing" not in pred.missing:
-                pred.missing.append("kernel results without destination passing")
-            continue
-        if e.op != "memory.alloc_storage":
-            continue
-        attrs = bind_args(alloc, e.args, e.kwargs).attrs  # type: ignore[arg-type]
-        size = attrs["size"]
-        try:
-            size = size if isinstance(size, int) else D.evaluate(size, dims)
-        except D.DimError as err:
-            raise RxError(f"dimension {D.dim_to_str(attrs['size'])} cannot be evaluated: {err}") from None
-        if attrs["external"]:
-            pred.output_bytes += size
-            continue
-        if attrs["arena"]:
-            pred.arena_bytes += size
-        first = live.defined[st.name]
-        intervals.append((first, live.last_use.get(st.name, first), size, bool(attrs["arena"])))
+    storages = _Storages(module, pred, dims, buffer_liveness(fn, analyze_aliases(fn, module)))
+    storages.visit_function(fn)
+    intervals = storages.intervals
     pred.peak = _peak(intervals, lambda arena: True)
     pred.dynamic_peak = _peak(intervals, lambda arena: not arena)
     pred.complete = not pred.missing
     return pred
+
+
+class _Storages(StmtVisitor, ExprFunctor[None]):
+    """The storages a function allocates, each with its live interval; what it cannot
+    predict goes to ``pred.missing``."""
+
+    def __init__(self, module: Module, pred: MemoryPrediction, dims: Mapping[str, int], live: Liveness):
+        self.module = module
+        self.pred = pred
+        self.dims = dims
+        self.live = live
+        self.intervals: list[tuple[int, int, int, bool]] = []  # (first, last, bytes, is_arena)
+        self.bind: Bind | None = None
+
+    def visit_bind(self, stmt: Bind) -> None:
+        self.bind = stmt
+        self.visit_expr(stmt.value)
+
+    def visit_effect(self, stmt: Effect) -> None:
+        self.bind = None
+        self.visit_expr(stmt.value)
+
+    def visit_default(self, e: Expr) -> None:
+        pass  # moves, views, tuples, projections, invokes: no storage of their own
+
+    def _missing(self, what: str) -> None:
+        if what not in self.pred.missing:
+            self.pred.missing.append(what)
+
+    def visit_call_func(self, e: CallFunc) -> None:
+        callee = self.module.get(e.func)
+        self._missing("calls of non-primitive functions" if callee is not None and not callee.is_primitive
+                      else "results of primitive calls without destination passing")
+
+    def visit_call(self, e: Call) -> None:
+        st = self.bind
+        if st is None:
+            return
+        op = REGISTRY.get(e.op)
+        if op is not None and op.category == "kernel":
+            self._missing("kernel results without destination passing")
+            return
+        if e.op != ALLOC_STORAGE:
+            return
+        attrs = bind_args(REGISTRY.get(ALLOC_STORAGE), e.args, e.kwargs).attrs  # type: ignore[arg-type]
+        size = attrs["size"]
+        try:
+            size = size if isinstance(size, int) else D.evaluate(size, self.dims)
+        except D.DimError as err:
+            raise RxError(f"dimension {D.dim_to_str(attrs['size'])} cannot be evaluated: {err}") from None
+        if attrs["external"]:
+            self.pred.output_bytes += size
+            return
+        if attrs["arena"]:
+            self.pred.arena_bytes += size
+        first = self.live.defined[st.name]
+        self.intervals.append((first, self.live.last_use.get(st.name, first), size, bool(attrs["arena"])))
 
 
 def _peak(intervals: list[tuple[int, int, int, bool]], keep) -> int:

@@ -1,4 +1,4 @@
-"""The virtual machine: runs a loaded :class:`~relaxc.backend.vm.loader.Executable`.
+"""The virtual machine: runs a loaded :class:`~relaxc.backend.vm.program.Executable`.
 
 Execution model
 ---------------
@@ -39,21 +39,22 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import InternalError, RxError
 from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
+from relaxc.ir.vocab import ALLOC_STORAGE
 
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
-from ..interpreter import _as_arrays, _fresh
 from relaxc.ir.ops.memory import view_bytes
+from relaxc.ir import dims as D
 from relaxc.ir.vocab import MEMORY_VIEW
 from ..packed import PACKED_IMPLS, PackedContext
+from ..values import as_arrays, copy_value, fresh
 from . import format as F
-from .loader import Executable, Instr, Reg, VMFunction
 from .memory import ARENA, DYNAMIC, EXTERNAL, Block, MemoryStats, PooledAllocator, poison_array
+from .program import Executable, Instr, Reg, VMFunction
 
 MAX_SPECIALIZATIONS = 16
 """Specializations kept per function (one per distinct set of dim values, oldest dropped)."""
@@ -89,26 +90,18 @@ class VirtualMachine:
         if vf is None:
             raise RxError(f"the program has no function @{fn_name}")
         f = self._fns[vf.index]
-        args = [_copy_in(a) for a in args]
+        args = [copy_value(a) for a in args]
         self.stats = self.pool.stats = MemoryStats()
         env = bind_dims(vf.ir, args, dims)  # type: ignore[arg-type]
         with np.errstate(all="ignore"):  # as the interpreter: IEEE results, no numpy warnings
             if f.primitive:
-                return _copy_out(_fresh(f.call_primitive(args, env), args))
+                return _copy_out(fresh(f.call_primitive(args, env), args))
             result, blocks = f.call(args, [()] * len(args), env)
         for blk in blocks:
             blk.rc -= 1
             if blk.rc == 0:
                 self.pool.hand_over(blk)
         return _copy_out(result)
-
-
-def _copy_in(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return np.array(v, copy=True, order="C")
-    if isinstance(v, tuple):
-        return tuple(_copy_in(x) for x in v)
-    return v
 
 
 def _copy_out(v: Any) -> Any:
@@ -190,7 +183,7 @@ class _Function:
         except RxError as e:
             self._teardown(blks)
             raise self._context(e, pc) from None
-        except OpError as e:  # a kernel refused concrete inputs (see the interpreter's _run_kernel)
+        except OpError as e:  # a kernel refused concrete inputs (as the interpreter's _run_kernel does)
             self._teardown(blks)
             raise self._context(RxError(str(e)), pc) from None
         except BaseException:
@@ -303,7 +296,7 @@ class _Specializer:
     # -- memory -------------------------------------------------------------------------------
     def alloc_storage(self, ins: Instr, b: Any) -> Step:
         size = int(self.conc(b.attrs["size"]))
-        check_alloc_size(size, "memory.alloc_storage")
+        check_alloc_size(size, ALLOC_STORAGE)
         if size < 0:
             raise RxError(f"memory.alloc_storage: size {size} is negative")
         align = b.attrs["align"]
@@ -459,7 +452,7 @@ class _Specializer:
         def kernel_step(r: list, k: list) -> None:
             xs = [r[i] for i in inputs]
             try:
-                res = _fresh(_as_arrays(kernel(xs, attrs)), xs)
+                res = fresh(as_arrays(kernel(xs, attrs)), xs)
             except MemoryError:
                 raise RxError(f"{name}: out of memory") from None
             if check is not None:
@@ -538,7 +531,7 @@ class _Specializer:
 
             def call_primitive(r: list, k: list) -> None:
                 a = [r[i] for i in args]
-                res = _fresh(callee.call_primitive(a, bind_dims(ir, a)), a)  # type: ignore[arg-type]
+                res = fresh(callee.call_primitive(a, bind_dims(ir, a)), a)  # type: ignore[arg-type]
                 if d is not None:
                     r[d] = res
                     if adopt is not None:
@@ -671,7 +664,7 @@ def _store_outs(target: str, outs: tuple[int, ...], names: tuple[str, ...]) -> C
 
         def store_one(r: list, res: Any) -> None:
             if type(res) is not np.ndarray:
-                res = _as_arrays(res)
+                res = as_arrays(res)
                 if isinstance(res, tuple):
                     if len(res) != 1:
                         raise InternalError(f"invoke {target}: {len(res)} results for 1 outs")
@@ -680,7 +673,7 @@ def _store_outs(target: str, outs: tuple[int, ...], names: tuple[str, ...]) -> C
         return store_one
 
     def store_many(r: list, res: Any) -> None:
-        res = _as_arrays(res)
+        res = as_arrays(res)
         results = list(res) if isinstance(res, tuple) else [res]
         if len(results) != len(outs):
             raise InternalError(f"invoke {target}: {len(results)} results for {len(outs)} outs")

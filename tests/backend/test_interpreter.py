@@ -260,12 +260,12 @@ def test_empty_kernel_results_never_keep_their_input_buffer() -> None:
     # An empty slice shares no bytes with its input but keeps the input's buffer as its
     # base; the VM took that buffer for the result's own and poisoned it on release (found
     # by the fuzzer: tests/fuzz/test_regressions.py::test_empty_split_field_of_an_argument).
-    from relaxc.backend.interpreter import _fresh
+    from relaxc.backend.values import fresh
 
     x = np.arange(20, dtype=np.int16).reshape(5, 4)
     empty = np.split(x, [4], axis=1)[1]
     assert empty.size == 0 and empty.base is not None
-    got = _fresh(empty, [x])
+    got = fresh(empty, [x])
     assert got.shape == (5, 0) and got.base is None
 
 

@@ -75,8 +75,8 @@ fn @main(%x: Tensor[(3,), f32]) -> Tuple[Tensor[(3,), f32], Tensor[(3,), f32]] {
 
 def invoke(*args: object, input: str | None = None):
     runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], input=input, env={"RELAXC_DEBUG": None}, prog_name="relaxc",
-                         catch_exceptions=False)
+    return runner.invoke(cli, [str(a) for a in args], input=input, env={"RELAXC_DEBUG": None},
+                         prog_name="relaxc", catch_exceptions=False)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -153,7 +153,8 @@ def test_version_subprocess() -> None:
         ((), ("--version", "--debug", "check", "fmt", "run")),
         (("check",), ("FILES", "--params", "--quiet")),
         (("fmt",), ("FILES", "--check", "--diff", "--stdout")),
-        (("run",), ("FILE", "--inputs", "--output", "-o", "--params", "--entry", "--seed", "--dim")),
+        (("run",), ("FILE", "--inputs", "--output", "-o", "--params", "--entry", "--seed",
+                    "--dim")),
     ],
     ids=["relaxc", "check", "fmt", "run"],
 )
@@ -243,7 +244,8 @@ def test_fmt_rewrites_in_place(tmp_path: Path) -> None:
     text = path.read_text()
     assert text != UNFORMATTED
     assert parse_module(text, str(path)) == before  # same meaning
-    for comment in ("# header comment stays", "# trailing comment stays", "# own-line comment stays"):
+    for comment in ("# header comment stays", "# trailing comment stays",
+                    "# own-line comment stays"):
         assert comment in text
     assert "%a = add(%x, %w)" in text
     assert leftovers(tmp_path) == []
@@ -297,7 +299,8 @@ def test_fmt_stdout(tmp_path: Path) -> None:
 
 
 def test_fmt_leaves_a_file_with_a_syntax_error_untouched(tmp_path: Path) -> None:
-    bad = "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  %a = relu(%x\n  return   %a\n}\n"
+    bad = ("fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
+           "  %a = relu(%x\n  return   %a\n}\n")
     path = write(tmp_path / "bad.rx", bad)
     os.utime(path, (1_000_000_000, 1_000_000_000))
     result = invoke("fmt", path)
@@ -369,7 +372,8 @@ W4 = np.zeros(4, np.float32)
 @pytest.mark.parametrize(
     "arrays, needles",
     [
-        (dict(x=X34, v=W4), ("does not match @main", "missing w", "unexpected v", "@main takes: x, w")),
+        (dict(x=X34, v=W4),
+         ("does not match @main", "missing w", "unexpected v", "@main takes: x, w")),
         (dict(x=X34), ("does not match @main", "missing w")),
         (dict(x=X34, w=W4, z=W4), ("does not match @main", "unexpected z")),
         (dict(x=np.zeros((3, 5), np.float32), w=W4), ("input %x has shape (3, 5)", "(3, 4)")),
@@ -379,10 +383,11 @@ W4 = np.zeros(4, np.float32)
         (dict(x=np.zeros((3, 4, 1), np.float32), w=W4), ("input %x has rank 3",)),
         (dict(x=np.zeros((9, 4), np.float32), w=W4), ("dimension 'n' is 9", "upper bound 8")),
     ],
-    ids=["wrong-name", "missing", "extra", "wrong-shape", "wrong-shape-w", "wrong-dtype", "wrong-dtype-w",
-         "wrong-rank", "above-bound"],
+    ids=["wrong-name", "missing", "extra", "wrong-shape", "wrong-shape-w", "wrong-dtype",
+         "wrong-dtype-w", "wrong-rank", "above-bound"],
 )
-def test_run_rejects_bad_inputs(model: Path, tmp_path: Path, arrays: dict, needles: tuple[str, ...]) -> None:
+def test_run_rejects_bad_inputs(model: Path, tmp_path: Path, arrays: dict,
+                                needles: tuple[str, ...]) -> None:
     path = savez(tmp_path / "bad_inputs.npz", **arrays)
     out = tmp_path / "out.npz"
     result = invoke("run", model, "--inputs", path, "-o", out)
@@ -390,7 +395,8 @@ def test_run_rejects_bad_inputs(model: Path, tmp_path: Path, arrays: dict, needl
     assert not out.exists()
 
 
-@pytest.mark.parametrize("content", [b"", b"PK\x03\x04" + b"\x00" * 64], ids=["empty", "broken-zip"])
+@pytest.mark.parametrize("content", [b"", b"PK\x03\x04" + b"\x00" * 64],
+                         ids=["empty", "broken-zip"])
 def test_run_rejects_corrupt_inputs_file(model: Path, tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "in.npz"
     path.write_bytes(content)
@@ -504,7 +510,8 @@ def test_run_refuses_to_overwrite_its_inputs_file(model: Path, inputs) -> None:
     assert path.read_bytes() == before
 
 
-def test_run_refuses_to_overwrite_its_inputs_through_another_spelling(model: Path, inputs, tmp_path: Path) -> None:
+def test_run_refuses_to_overwrite_its_inputs_through_another_spelling(model: Path, inputs,
+                                                                      tmp_path: Path) -> None:
     path, _, _ = inputs
     before = path.read_bytes()
     (tmp_path / "sub").mkdir()
@@ -553,7 +560,8 @@ def test_run_output_overwrites_atomically(model: Path, tmp_path: Path) -> None:
 
 
 def test_run_entry(tmp_path: Path) -> None:
-    text = MODEL + "\nfn @other(%y: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  %e = negative(%y)\n  return %e\n}\n"
+    text = MODEL + ("\nfn @other(%y: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
+                    "  %e = negative(%y)\n  return %e\n}\n")
     path = write(tmp_path / "m.rx", text)
     inp = savez(tmp_path / "in.npz", y=np.array([1.0, -2.0], np.float32))
     out = tmp_path / "out.npz"
@@ -569,7 +577,8 @@ def test_run_entry(tmp_path: Path) -> None:
 
 
 def _weights(tmp_path: Path, name: str = "net.npz", **override: np.ndarray) -> Path:
-    arrays = {"dense.weight": np.full((2, 3), 2.0, np.float32), "dense.bias": np.arange(3, dtype=np.float32)}
+    arrays = {"dense.weight": np.full((2, 3), 2.0, np.float32),
+              "dense.bias": np.arange(3, dtype=np.float32)}
     arrays.update(override)
     return savez(tmp_path / name, **arrays)
 
@@ -592,7 +601,8 @@ def test_run_with_params_option(tmp_path: Path) -> None:
     out = tmp_path / "out.npz"
     result = invoke("run", path, "--params", params, "--inputs", inp, "-o", out)
     assert result.exit_code == 0, result.output
-    np.testing.assert_array_equal(load(out)["output"], 2.0 + np.tile(np.arange(3, dtype=np.float32), (2, 1)))
+    np.testing.assert_array_equal(load(out)["output"],
+                                  2.0 + np.tile(np.arange(3, dtype=np.float32), (2, 1)))
 
 
 def test_run_without_weights_reports_the_const_line(tmp_path: Path) -> None:
@@ -626,7 +636,8 @@ def test_run_weight_of_the_wrong_type(tmp_path: Path, override: dict, needle: st
     assert_user_error(result, f"{path}:3:3: error: {needle}")
 
 
-@pytest.mark.parametrize("content", [b"PK\x03\x04" + b"garbage" * 20, b""], ids=["broken-zip", "empty"])
+@pytest.mark.parametrize("content", [b"PK\x03\x04" + b"garbage" * 20, b""],
+                         ids=["broken-zip", "empty"])
 def test_run_params_corrupt_npz(tmp_path: Path, content: bytes) -> None:
     path = write(tmp_path / "net.rx", WEIGHTED)
     params = tmp_path / "bad.npz"
@@ -689,8 +700,8 @@ def test_run_internal_error_exits_3(model: Path, monkeypatch) -> None:
 
 def test_internal_error_with_debug_shows_traceback(model: Path, monkeypatch) -> None:
     monkeypatch.setattr("relaxc.cli.cmd_run.load_program", _boom)
-    result = CliRunner().invoke(cli, ["--debug", "run", str(model)], env={"RELAXC_DEBUG": None}, prog_name="relaxc",
-                                catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["--debug", "run", str(model)], env={"RELAXC_DEBUG": None},
+                                prog_name="relaxc", catch_exceptions=False)
     assert result.exit_code == 3
     assert "Traceback (most recent call last)" in result.stderr
     assert "synthetic failure" in result.stderr
