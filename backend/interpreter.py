@@ -40,12 +40,11 @@ from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import OpError, Registry, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
-from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, CONST, KILL_OBJECT, KILL_OPS
+from relaxc.ir.ops.memory import view_bytes
+from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, CONST, KILL_OBJECT, KILL_OPS, MEMORY_VIEW
 from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 from .inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
-from relaxc.ir.ops.memory import view_bytes
-from relaxc.ir.vocab import MEMORY_VIEW
 from .packed import C_TARGET_OPS, PACKED_IMPLS, PackedContext, c_target_only
 from .values import as_arrays, copy_value, fresh
 

@@ -39,17 +39,16 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import InternalError, RxError
 from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
+from relaxc.ir.ops.memory import view_bytes
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
-from relaxc.ir.vocab import ALLOC_STORAGE
+from relaxc.ir.vocab import ALLOC_STORAGE, MEMORY_VIEW
 
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
-from relaxc.ir.ops.memory import view_bytes
-from relaxc.ir import dims as D
-from relaxc.ir.vocab import MEMORY_VIEW
 from ..packed import PACKED_IMPLS, PackedContext
 from ..values import as_arrays, copy_value, fresh
 from . import format as F

@@ -41,8 +41,6 @@ def test_nested_tuples_outputs(tmp_path, c_check):
     c_check("crt_nested_tuples")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 4's class, found by this port: vm.kill_object(%t23) and "
-                   "vm.kill_object(%t) although both are nested in the returned tuple %full")
 def test_nested_tuples():
     assert_no_kill_of_live_value(compiled("crt_nested_tuples"))
 

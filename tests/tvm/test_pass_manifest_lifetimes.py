@@ -51,8 +51,6 @@ def test_simple_linear_0d_kills():
     _linear_kills(compiled("lifetimes_simple_linear_0d"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 1: killed rank-0 i32 tensors crash the poisoning "
-                   "(internal error: ValueError: Changing the dtype of a 0d array)")
 def test_simple_linear_0d_runs(tmp_path, c_check):
     memory_safe("lifetimes_simple_linear_0d", tmp_path)
     c_check("lifetimes_simple_linear_0d")

@@ -22,11 +22,8 @@ ZERO_D = """fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
 }
 """
 
-ITEM1 = pytest.mark.xfail(strict=True, reason="issue 14 item 1: a killed rank-0 tensor wider than one byte crashes "
-                          "the interpreter's poisoning (internal error: ValueError: Changing the dtype of a 0d array)")
 
 
-@ITEM1
 def test_item1_killed_0d_tensor_run_rxb_check(tmp_path):
     # relaxc build X.rx -o X.rxb; relaxc run X.rxb --check
     (tmp_path / "x.rx").write_text(ZERO_D)
@@ -37,7 +34,6 @@ def test_item1_killed_0d_tensor_run_rxb_check(tmp_path):
     assert r.exit_code == 0 and r.output.count("bit-identical") == 2, r.output
 
 
-@ITEM1
 def test_item1_killed_0d_tensor_run_lowered_rx(tmp_path):
     # relaxc build X.rx -t ir -o X.lowered.rx; relaxc run X.lowered.rx
     (tmp_path / "x.rx").write_text(ZERO_D)
@@ -62,12 +58,8 @@ fn @main(%x: Tensor[(16, 16), f32]) -> Tensor[(16, 16), f32] {
 }
 """
 
-ITEM3 = pytest.mark.xfail(strict=True, reason="issue 14 item 3: a tuple field that never reaches the return is "
-                          "marked external: neither planned nor counted (report 0 B, --max-arena 64 passes, the C "
-                          "file holds an unreported 1,024-byte static buffer)")
 
 
-@ITEM3
 def test_item3_unreturned_field_is_not_external(tmp_path):
     m = parse_module(FIELD, "field.rx")
     from relaxc.passes.assemble import assemble_pipeline
@@ -80,7 +72,6 @@ def test_item3_unreturned_field_is_not_external(tmp_path):
     assert report(out).arena_bytes >= 1024  # and it is planned and counted
 
 
-@ITEM3
 def test_item3_max_arena_counts_the_unreturned_field(tmp_path):
     # relaxc build X.rx --max-arena 64 must fail: the program holds 1,024 B besides its output.
     (tmp_path / "x.rx").write_text(FIELD)
@@ -88,7 +79,6 @@ def test_item3_max_arena_counts_the_unreturned_field(tmp_path):
     assert r.exit_code == 1, r.output
 
 
-@ITEM3
 def test_item3_c_static_memory_is_the_report(tmp_path):
     # relaxc build X.rx -t c: the header's static bytes are the report's arena.
     (tmp_path / "x.rx").write_text(FIELD)
@@ -98,8 +88,6 @@ def test_item3_c_static_memory_is_the_report(tmp_path):
     assert "#define X_WORKSPACE_BYTES 1024" in header and "#define X_STATIC_BYTES 1024" in header
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 3 (split): the dead third output of split is marked "
-                   "external, never planned nor counted (TVM test_crt_aot.py::test_tuple_output)")
 def test_item3_dead_split_output_is_planned():
     m = compiled("crt_tuple_output")
     st, p = storages(m), placements(m)
@@ -117,11 +105,8 @@ ALIAS_RETURNED = """fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], 
 }
 """
 
-ITEM4 = pytest.mark.xfail(strict=True, reason="issue 14 item 4: KillAfterLastUse emits vm.kill_object(%t) for a "
-                          "tuple whose alias %u is returned, and the kill checker accepts it")
 
 
-@ITEM4
 def test_item4_kill_after_last_use_never_kills_a_returned_tuple(tmp_path):
     (tmp_path / "x.rx").write_text(ALIAS_RETURNED)
     r = invoke("build", tmp_path / "x.rx", "-t", "ir", "-o", "-", "-q")
@@ -130,7 +115,6 @@ def test_item4_kill_after_last_use_never_kills_a_returned_tuple(tmp_path):
     assert_no_kill_of_live_value(parse_module(r.output, "out.rx"))
 
 
-@ITEM4
 def test_item4_kill_checker_rejects_killing_a_returned_tuple():
     m = parse_module(ALIAS_RETURNED.replace("  return %u", "  vm.kill_object(%t)\n  return %u"), "k.rx")
     with pytest.raises(RxError):

@@ -23,8 +23,6 @@ def test_vm_tuple_runs(tmp_path):
     assert not any(op.startswith("memory.") for op, _ in kills(m, "rx_func"))
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14 item 4's class, found by this port: KillAfterLastUse emits "
-                   "vm.kill_object(%tup) although %tup is a field of the returned tuple %r = (%tup, %item)")
 def test_vm_tuple():
     m = compiled("build_vm_tuple")
     assert ("vm.kill_object", "tup") not in kills(m, "rx_func")
