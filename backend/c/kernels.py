@@ -1061,6 +1061,7 @@ def gen_lrn(g: Gen) -> list[str]:
 
 Generator = Callable[[Gen], list[str]]
 
+
 def plain_elementwise(registry: Registry, arity: int) -> list[str]:
     """The elementwise kernel ops of ``arity`` inputs and no attributes: in C each is one
     scalar expression (:func:`unary_expr`, :func:`binary_expr`)."""
