@@ -343,7 +343,7 @@ class RunnerEmitter(BodyEmitter):
         if fld == "data":
             if not isinstance(value, Var):
                 raise RxError("tir.struct_set: data must be a tensor", e.loc)
-            tv = self.tensor(value, "tir.struct_set")
+            tv = self.tensor(value, STRUCT_SET)
             self.emit(f"{at}.data = (void *){tv.expr};")
         elif fld in ("device_type", "device_id", "ndim", "byte_offset"):
             if not isinstance(value, int) or isinstance(value, bool):
@@ -353,7 +353,7 @@ class RunnerEmitter(BodyEmitter):
         elif fld == "dtype":
             if not isinstance(value, DType):
                 raise RxError("tir.struct_set: dtype must be a dtype such as f32", e.loc)
-            T.c_type(value.name, "tir.struct_set")
+            T.c_type(value.name, STRUCT_SET)
             code, bits = T.dl_type(value.name)
             self.emit(f"{at}.dtype.code = {code};")
             self.emit(f"{at}.dtype.bits = {bits};")

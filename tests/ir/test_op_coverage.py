@@ -75,7 +75,8 @@ def coverage_problems(registry: Registry, c_table: BackendTable, docs: str,
         if op.name not in fuzzed_names:
             problems.append(f"{op.name}: not fuzzed (tests/fuzz/gen.py FUZZED_OPS)")
         elif not fuzz_draws(op):
-            problems.append(f"{op.name}: the fuzzer never draws valid inputs for it (add a recipe to tests/fuzz/gen.py)")
+            problems.append(f"{op.name}: the fuzzer never draws valid inputs for it "
+                            f"(add a recipe to tests/fuzz/gen.py)")
         if f"| `{op.name}` |" not in docs:
             problems.append(f"{op.name}: no line in the op list of docs/c.md")
     return problems
@@ -114,7 +115,8 @@ def test_every_kernel_op_has_tests(op):
     c_tests = (ROOT / "tests/backend/c/test_ops.py").read_text()
     assert f"{op.name}(" in ir_tests or f'"{op.name}"' in ir_tests, f"{op.name}: not in tests/ir/test_ops.py"
     if kernels.C_KERNELS.get(op.name) is not None:
-        assert f"{op.name}(" in c_tests, f"{op.name}: the C target computes it, but tests/backend/c/test_ops.py does not"
+        assert f"{op.name}(" in c_tests, (
+            f"{op.name}: the C target computes it, but tests/backend/c/test_ops.py does not")
 
 
 # ---------------------------------------------------------------------------------------
@@ -195,7 +197,8 @@ def test_the_coverage_check_names_what_a_forgotten_op_lacks():
     # Refused and regenerated, only the fuzzer's part is left.
     table.refuse("frobnicate", "not on the C target, because nothing frobnicates in C")
     docs = op_list_markdown(reg, table)
-    assert "| `frobnicate` | x, frobnicated |  | refused: not on the C target, because nothing frobnicates in C |" in docs
+    row = "| `frobnicate` | x, frobnicated |  | refused: not on the C target, because nothing frobnicates in C |"
+    assert row in docs
     assert coverage_problems(reg, table, docs) == ["frobnicate: not fuzzed (tests/fuzz/gen.py FUZZED_OPS)"]
 
 
