@@ -15,7 +15,22 @@ positional literals after them fill the attributes in declaration order, and ``k
 arguments fill attributes by name (``reshape(%x, (2, 5))`` is ``reshape(%x, newshape=(2, 5))``).
 Ops with ``free_args`` (the runtime calls) take their arguments as they come.
 
-Adding an op is one ``register(OpDef(...))`` call in :mod:`relaxc.ir.ops`.
+Adding an op (``tests/ir/test_op_coverage.py`` checks that each step is done):
+
+1. ``register(OpDef(...))`` in a module of :mod:`relaxc.ir.ops` with the op's facts: its
+   inputs, attributes, ``infer``, category, and where they hold ``elementwise``,
+   ``inplace``, ``float_only`` and ``scalar`` (passes and backends read these, never a table
+   of their own).
+2. Its numpy ``kernel`` (the reference the interpreter, the VM and every test compare with).
+3. Its C in ``backend/c/kernels.py``: a generator in ``GENERATORS``, or for a plain
+   elementwise op (no attributes, one or two inputs) its ``scalar`` formula or a case in
+   ``unary_expr``/``binary_expr``; or an entry in ``REFUSED``, ``"not on the C target,
+   because ..."``, the sentence the user's error ends with. The C backend checks at import
+   that every kernel op has one or the other.
+4. A fuzz recipe in ``tests/fuzz/gen.py`` if the generic one cannot draw valid inputs.
+5. Regenerate the op list of ``docs/c.md`` (``relaxc.backend.c.op_list_markdown()``).
+6. Tests of its inference and kernel in ``tests/ir/test_ops.py`` and of its C in
+   ``tests/backend/c/test_ops.py``.
 """
 
 from __future__ import annotations

@@ -5,5 +5,6 @@
 """
 
 from .emit import CSources, ModelInfo, check_prefix, default_prefix, emit_c
+from .oplist import op_list_markdown
 
-__all__ = ["CSources", "ModelInfo", "check_prefix", "default_prefix", "emit_c"]
+__all__ = ["CSources", "ModelInfo", "check_prefix", "default_prefix", "emit_c", "op_list_markdown"]

@@ -12,11 +12,17 @@ A kernel's signature is ``static void NAME(const T *x0, ..., T *y0, ..., int64_t
 inputs, outputs, then the value of each symbolic dim its types use (sorted by name).
 Shapes are baked in; symbolic dims are read from those parameters. An op or dtype this file
 does not handle is an :class:`RxError` naming it: the C target never emits a guess.
+
+What an op *is* (float-only, elementwise, its scalar formula, in-place safety) is read from its
+record in :data:`relaxc.ir.ops.REGISTRY`; what this file adds is :data:`C_KERNELS`, the C
+generator of each kernel op (or the reason the C target refuses it), checked against the
+registry when the module is imported.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -24,7 +30,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from relaxc.ir import dims as D
+from relaxc.ir.backends import BackendTable
 from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import OpDef, Registry
 from relaxc.ir.types import TensorType
 
 from . import dtypes as T
@@ -93,6 +102,7 @@ class Gen:
 
     def __init__(self, spec: Spec, fname: str, helpers: Helpers, loc: Loc | None = None):
         self.spec = spec
+        self.op: OpDef | None = REGISTRY.get(spec.op)
         self.fname = fname
         self.h = helpers
         self.loc = loc
@@ -249,16 +259,26 @@ def _to_int(g: Gen, dtype: str, double_expr: str) -> str:
     return _int_wrap(dtype, f"{g.h.use('f2i64')}({double_expr})")
 
 
+def scalar_formula(formula: str, args: list[str]) -> str:
+    """An op's scalar formula (over ``x0``, ``x1``, ...) with each ``xi`` replaced by ``args[i]``."""
+    return re.sub(r"\bx(\d+)\b", lambda m: args[int(m[1])], formula)
+
+
+def _scalar_of(g: Gen) -> str | None:
+    return g.op.scalar if g.op is not None else None
+
+
 def unary_expr(g: Gen, op: str, dtype: str, x: str) -> str:
     k = T.kind(dtype)
     if k == "bool":
         raise unsupported(g.spec, "bool arithmetic", g.loc)
+    formula = _scalar_of(g)
     if k == "float":
         ct = _ctype_of_domain(dtype)
         d = f"(double){x}"
         simple = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh"}
-        if op == "negative":
-            return f"-{x}"
+        if formula is not None:  # negative: -x
+            return scalar_formula(formula, [x])
         if op == "abs":
             return f"({ct})fabs({d})"
         if op in simple:
@@ -298,11 +318,13 @@ def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
     k = T.kind(dtype)
     if k == "bool":
         raise unsupported(g.spec, "bool arithmetic", g.loc)
+    formula = _scalar_of(g)
     if k == "float":
         ct = _ctype_of_domain(dtype)
-        if op in ("add", "subtract", "multiply", "divide"):
-            sym = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}[op]
-            return f"({a} {sym} {b})"
+        if formula is not None:  # add, subtract, multiply: computed in the dtype (f16 in float)
+            return f"({scalar_formula(formula, [a, b])})"
+        if op == "divide":  # a float division: no integer rule
+            return f"({a} / {b})"
         if op == "maximum":
             return f"({ct}){g.h.use(_fmax(dtype))}({a}, {b})"
         if op == "minimum":
@@ -310,9 +332,8 @@ def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
         if op == "power":
             return f"({ct})pow((double){a}, (double){b})"
         raise unsupported(g.spec, loc=g.loc)
-    if op in ("add", "subtract", "multiply"):
-        sym = {"add": "+", "subtract": "-", "multiply": "*"}[op]
-        return _int_wrap(dtype, f"(uint64_t){a} {sym} (uint64_t){b}")
+    if formula is not None:  # integers wrap: the formula in unsigned 64 bits, then truncated
+        return _int_wrap(dtype, scalar_formula(formula, [f"(uint64_t){a}", f"(uint64_t){b}"]))
     if op == "maximum":
         return f"({a} > {b} ? {a} : {b})"
     if op == "minimum":
@@ -327,9 +348,6 @@ def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
 
 # ---------------------------------------------------------------------------------------
 # Elementwise ops.
-
-UNARY = ("negative", "abs", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "silu", "erf")
-BINARY = ("add", "subtract", "multiply", "divide", "maximum", "minimum", "power")
 
 
 def gen_elementwise(g: Gen, scalar: Callable[[list[str]], str]) -> list[str]:
@@ -678,7 +696,7 @@ def gen_matmul(g: Gen) -> list[str]:
     a, b = g.spec.ins
     out = g.spec.outs[0]
     k = _check_numeric(g)
-    os_, as_, bs = g.shape(out), g.shape(a), g.shape(b)
+    os_, as_, _bs = g.shape(out), g.shape(a), g.shape(b)
     batch = os_[:-2]
     M, N, K = os_[-2], os_[-1], as_[-1]
     acc = "double" if k == "float" else "uint64_t"
@@ -1041,13 +1059,17 @@ def gen_lrn(g: Gen) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # The table.
 
-FLOAT_ONLY = frozenset({"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "gelu", "silu", "erf", "leaky_relu",
-                        "avg_pool2d", "global_avg_pool2d", "batch_norm", "layer_norm", "rms_norm", "softmax", "lrn",
-                        "mean"})
+Generator = Callable[[Gen], list[str]]
 
-GENERATORS: dict[str, Callable[[Gen], list[str]]] = {
-    **{op: gen_unary for op in UNARY},
-    **{op: gen_binary for op in BINARY},
+
+def plain_elementwise(registry: Registry, arity: int) -> list[str]:
+    """The elementwise kernel ops of ``arity`` inputs and no attributes: in C each is one
+    scalar expression (:func:`unary_expr`, :func:`binary_expr`)."""
+    return [op.name for op in registry.ops() if op.category == "kernel" and op.elementwise and not op.attrs
+            and op.min_inputs == op.max_inputs == arity]
+
+
+GENERATORS: dict[str, Generator] = {
     "leaky_relu": gen_leaky_relu,
     "clip": gen_clip,
     "cast": gen_cast,
@@ -1075,22 +1097,43 @@ GENERATORS: dict[str, Callable[[Gen], list[str]]] = {
     "softmax": gen_softmax,
     "lrn": gen_lrn,
 }
+"""The generators of the kernel ops that are not plain elementwise ones."""
 
-IN_PLACE = frozenset(UNARY) | frozenset(BINARY) | {"leaky_relu", "clip", "where", "batch_norm", "layer_norm",
-                                                   "rms_norm", "softmax"}
-"""Ops whose output may be the very buffer of an input of the same type: each output element
-is written only after every input element it depends on that shares its position was read."""
+REFUSED: dict[str, str] = {}
+"""Kernel ops the C target does not compute, and why: ``{"fft": "not on the C target, because
+it has no complex dtype"}``. The sentence reaches the user's error. (Every op is computed today.)"""
+
+
+def c_kernels(registry: Registry) -> BackendTable[Generator]:
+    """The C target's table of kernel generators for ``registry``, checked to cover it: a
+    RuntimeError names a kernel op that has neither a generator nor a refusal."""
+    table: BackendTable[Generator] = BackendTable("C")
+    table.implement_all(plain_elementwise(registry, 1), gen_unary)
+    table.implement_all(plain_elementwise(registry, 2), gen_binary)
+    for op, gen in GENERATORS.items():
+        table.implement(op, gen)
+    for op, why in REFUSED.items():
+        table.refuse(op, why)
+    table.check_covers(registry)
+    return table
+
+
+C_KERNELS: BackendTable[Generator] = c_kernels(REGISTRY)
+"""The C generator of every kernel op of the registry, or why the C target refuses it."""
 
 
 def generate(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None = None) -> str:
     """The C definition of kernel ``fname`` for ``spec``; RxError if the C target lacks it."""
-    gen = GENERATORS.get(spec.op)
+    gen = C_KERNELS.get(spec.op)
     if gen is None:
-        raise RxError(f"the C target has no kernel for op {spec.op}", loc)
+        refusal = C_KERNELS.refusal(spec.op)
+        why = f": {refusal.why}" if refusal is not None else ""
+        raise RxError(f"the C target has no kernel for op {spec.op}{why}", loc)
     for t in spec.ins + spec.outs:
         if t.dtype not in T.SUPPORTED:
             raise unsupported(spec, f"dtype {t.dtype} has no C representation", loc)
-    if spec.op in FLOAT_ONLY and any(T.kind(t.dtype) != "float" for t in spec.ins[:1]):
+    op = REGISTRY.get(spec.op)
+    if op is not None and op.float_only and any(T.kind(t.dtype) != "float" for t in spec.ins[:1]):
         raise unsupported(spec, loc=loc)
     g = Gen(spec, fname, helpers, loc)
     decls = gen(g)

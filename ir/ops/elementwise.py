@@ -133,17 +133,18 @@ def _safe(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.n
     return run
 
 
-BINARY: dict[str, tuple[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]] = {
-    "add": ("a + b", np.add),
-    "subtract": ("a - b", np.subtract),
-    "multiply": ("a * b", np.multiply),
-    "divide": ("a / b (integers truncate toward zero; x / 0 is 0)", _divide),
-    "maximum": ("elementwise larger of a and b", np.maximum),
-    "minimum": ("elementwise smaller of a and b", np.minimum),
-    "power": ("a ** b", _power),
+# name -> (summary, kernel, scalar formula or None)
+BINARY: dict[str, tuple[str, Callable[[np.ndarray, np.ndarray], np.ndarray], str | None]] = {
+    "add": ("a + b", np.add, "x0 + x1"),
+    "subtract": ("a - b", np.subtract, "x0 - x1"),
+    "multiply": ("a * b", np.multiply, "x0 * x1"),
+    "divide": ("a / b (integers truncate toward zero; x / 0 is 0)", _divide, None),
+    "maximum": ("elementwise larger of a and b", np.maximum, None),  # NaN propagates
+    "minimum": ("elementwise smaller of a and b", np.minimum, None),
+    "power": ("a ** b", _power, None),  # ** in Python, pow() in C
 }
 
-# name -> (summary, kernel, float_only)
+# name -> (summary, kernel, float_only); negative's scalar formula is set below.
 UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
     "negative": ("-x", np.negative, False),
     "abs": ("|x|", np.abs, False),
@@ -161,19 +162,22 @@ UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
 
 
 def register_all(reg: Registry) -> None:
-    for name, (summary, fn) in BINARY.items():
+    # Every elementwise op may write its output over an input of the output's type: the
+    # element at a position is read before the output element there is written.
+    for name, (summary, fn, scalar) in BINARY.items():
         reg.register(OpDef(
             name, summary, "kernel", _binary_infer(name), min_inputs=2, max_inputs=2,
             kernel=lambda xs, attrs, fn=fn: fn(xs[0], xs[1]), elementwise=True,
-            input_names=("lhs", "rhs"),
+            input_names=("lhs", "rhs"), inplace=(0, 1), scalar=scalar,
         ))
     for name, (summary, fn, float_only) in UNARY.items():
         reg.register(OpDef(
             name, summary, "kernel", _unary_infer(name, float_only),
             kernel=lambda xs, attrs, fn=fn: fn(xs[0]), elementwise=True, input_names=("x",),
+            inplace=(0,), float_only=float_only, scalar="-x0" if name == "negative" else None,
         ))
     reg.register(OpDef(
         "leaky_relu", "x if x >= 0 else alpha * x (ONNX LeakyRelu; f16 computes in f32)", "kernel",
         _unary_infer("leaky_relu", True), kernel=_leaky_relu, elementwise=True, input_names=("x",),
-        attrs=(AttrSpec("alpha", "float", 0.01, "slope for x < 0"),),
+        attrs=(AttrSpec("alpha", "float", 0.01, "slope for x < 0"),), inplace=(0,), float_only=True,
     ))

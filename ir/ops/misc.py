@@ -157,7 +157,7 @@ def _full(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 def register_all(reg: Registry) -> None:
     reg.register(OpDef(
         "clip", "clamp x into [a_min, a_max] (integer tensors round the bounds inward)", "kernel",
-        _infer_clip, kernel=_clip, elementwise=True, input_names=("x",),
+        _infer_clip, kernel=_clip, elementwise=True, input_names=("x",), inplace=(0,),
         attrs=(AttrSpec("a_min", "float", doc="lower bound (-inf for none)"),
                AttrSpec("a_max", "float", doc="upper bound (inf for none)")),
     ))
@@ -169,7 +169,7 @@ def register_all(reg: Registry) -> None:
     reg.register(OpDef(
         "where", "cond ? x : y, broadcasting all three", "kernel", _infer_where,
         min_inputs=3, max_inputs=3, kernel=_where, elementwise=True,
-        input_names=("cond", "x", "y"),
+        input_names=("cond", "x", "y"), inplace=(0, 1, 2),
     ))
     shape = AttrSpec("shape", "shape", doc="result shape (may be symbolic)")
     dtype = AttrSpec("dtype", "dtype", "f32", "result dtype")

@@ -363,9 +363,11 @@ def _lrn(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     return as_contiguous(y, x.dtype)
 
 
-def _reg_pool(reg: Registry, name: str, summary: str, kernel: Any, extra: tuple[AttrSpec, ...] = ()) -> None:
+def _reg_pool(reg: Registry, name: str, summary: str, kernel: Any, extra: tuple[AttrSpec, ...] = (),
+              float_only: bool = False) -> None:
     reg.register(OpDef(
         name, summary, "kernel", _pool_infer(name), kernel=kernel, input_names=("data",),
+        float_only=float_only,
         attrs=(AttrSpec("pool_size", "ints", doc="window (kh, kw) or one int for both"),
                AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
                AttrSpec("padding", "pad", (0, 0, 0, 0), "all / (h, w) / (top, left, bottom, right)"),
@@ -394,39 +396,40 @@ def register_all(reg: Registry) -> None:
     ))
     _reg_pool(reg, "max_pool2d", "2-D max pooling over NCHW (padding is -inf)", _max_pool2d)
     _reg_pool(reg, "avg_pool2d", "2-D average pooling over NCHW", _avg_pool2d,
-              (AttrSpec("count_include_pad", "bool", False, "count padding cells in the divisor"),))
+              (AttrSpec("count_include_pad", "bool", False, "count padding cells in the divisor"),),
+              float_only=True)
     reg.register(OpDef(
         "global_avg_pool2d", "mean over H and W: (N, C, H, W) -> (N, C, 1, 1)", "kernel",
-        _infer_global_avg_pool2d, kernel=_global_avg_pool2d, input_names=("data",),
+        _infer_global_avg_pool2d, kernel=_global_avg_pool2d, input_names=("data",), float_only=True,
     ))
     reg.register(OpDef(
         "batch_norm", "inference batch norm: (x - mean) / sqrt(var + eps) * gamma + beta", "kernel",
         _infer_batch_norm, min_inputs=5, max_inputs=5, kernel=_batch_norm,
-        input_names=("x", "gamma", "beta", "mean", "var"),
+        input_names=("x", "gamma", "beta", "mean", "var"), inplace=(0, 1, 2, 3, 4), float_only=True,
         attrs=(AttrSpec("axis", "int", 1, "the channel axis"),
                AttrSpec("epsilon", "float", 1e-5, "added to var")),
     ))
     reg.register(OpDef(
         "layer_norm", "normalize over axes to zero mean, unit variance, then * gamma + beta", "kernel",
         _norm_infer("layer_norm", ("gamma", "beta")), min_inputs=3, max_inputs=3, kernel=_layer_norm,
-        input_names=("x", "gamma", "beta"),
+        input_names=("x", "gamma", "beta"), inplace=(0, 1, 2), float_only=True,
         attrs=(AttrSpec("axes", "axes", (-1,), "normalized axes (gamma's shape is x's dims there)"),
                AttrSpec("epsilon", "float", 1e-5, "added to the variance")),
     ))
     reg.register(OpDef(
         "rms_norm", "x / sqrt(mean(x ** 2 over axes) + eps) * weight", "kernel",
         _norm_infer("rms_norm", ("weight",)), min_inputs=2, max_inputs=2, kernel=_rms_norm,
-        input_names=("x", "weight"),
+        input_names=("x", "weight"), inplace=(0, 1), float_only=True,
         attrs=(AttrSpec("axes", "axes", (-1,), "normalized axes (weight's shape is x's dims there)"),
                AttrSpec("epsilon", "float", 1e-5, "added to the mean square")),
     ))
     reg.register(OpDef(
         "softmax", "exp(x) / sum(exp(x)) along axis", "kernel", _axis_float_infer("softmax"),
-        kernel=_softmax, input_names=("x",), attrs=(AttrSpec("axis", "int", -1, "the normalized axis"),),
+        kernel=_softmax, input_names=("x",), inplace=(0,), float_only=True, attrs=(AttrSpec("axis", "int", -1, "the normalized axis"),),
     ))
     reg.register(OpDef(
         "lrn", "local response norm: x / (bias + alpha/size * sum of x**2 over size channels) ** beta",
-        "kernel", _infer_lrn, kernel=_lrn, input_names=("x",),
+        "kernel", _infer_lrn, kernel=_lrn, input_names=("x",), float_only=True,
         attrs=(AttrSpec("size", "int", 5, "channels in the window (centered)"),
                AttrSpec("axis", "int", 1, "the channel axis"),
                AttrSpec("bias", "float", 1.0), AttrSpec("alpha", "float", 1e-4),

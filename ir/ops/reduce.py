@@ -74,7 +74,7 @@ def register_all(reg: Registry) -> None:
         ("max", "maximum over axes (a reduction; see maximum for the binary op)", require_computable, _max),
     ):
         reg.register(OpDef(name, summary, "kernel", _reduce_infer(name, check), kernel=fn,
-                           attrs=_attrs(), input_names=("x",)))
+                           attrs=_attrs(), input_names=("x",), float_only=name == "mean"))
 
 
 __all__ = ["reduced_type", "register_all"]

@@ -1,0 +1,158 @@
+"""What the runner and primitive functions share: emitting one function body into C lines.
+
+:class:`BodyEmitter` walks a body with the IR walker (:class:`~relaxc.ir.walk.StmtVisitor`
+for statements, :class:`~relaxc.ir.walk.ExprFunctor` for the value of a binding); the
+runner (:mod:`~relaxc.backend.c.runner`) and primitive functions
+(:mod:`~relaxc.backend.c.primitive`) add the expressions each of them accepts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from relaxc.ir import dims as D
+from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.nodes import Arg, Bind, Call, DType, Effect, Function, Project, Stmt, TupleExpr, Var
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import OpError, bind_args
+from relaxc.ir.types import TensorType
+from relaxc.ir.vocab import call_of
+from relaxc.ir.walk import ExprFunctor, StmtVisitor
+
+from . import dtypes as T
+from .kernels import DimC, Spec
+from .model import CTensor, CValue, nbytes_dim
+from .names import Scope
+
+if TYPE_CHECKING:
+    from .module import ModuleEmitter
+
+
+def bound_call(stmt: Stmt, *ops: str) -> Call | None:
+    """The call (of one of ``ops``, or of any op) that a binding binds; None for any other statement."""
+    return call_of(stmt.value, *ops) if isinstance(stmt, Bind) else None
+
+
+def effect_call(stmt: Stmt, *ops: str) -> Call | None:
+    """The call (of one of ``ops``, or of any op) an expression statement makes; None otherwise."""
+    return call_of(stmt.value, *ops) if isinstance(stmt, Effect) else None
+
+
+def bindings(fn: Function) -> list[tuple[int, Bind]]:
+    """The bindings of ``fn``'s body with their statement indices."""
+    return [(i, stmt) for i, stmt in enumerate(fn.body) if isinstance(stmt, Bind)]
+
+
+def var_args(args: tuple[Arg, ...]) -> list[Var]:
+    """The variables among a call's arguments (its tensor inputs), in order."""
+    return [a for a in args if isinstance(a, Var)]
+
+
+class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
+    """Statement-by-statement emission of one function body into C lines.
+
+    A binding's value is what :meth:`visit_expr` gives for its expression; while it runs,
+    :attr:`binding` is the statement being emitted."""
+
+    def __init__(self, m: "ModuleEmitter", fn: Function):
+        self.m = m
+        self.fn = fn
+        self.types = m.types[fn.name]
+        self.scope = Scope(m.scope)
+        self.values: dict[str, CValue] = {}
+        self.lines: list[str] = []
+        self.locals: list[str] = []
+        self.dimvars: dict[str, str] = {}
+        self.dimc = DimC(self.dimvars, m.helpers)
+        self.binding: Bind | None = None
+
+    depth = 1
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    # -- bindings ---------------------------------------------------------------------------
+    def visit_bind(self, stmt: Bind) -> None:
+        self.binding = stmt
+        self.values[stmt.name] = self.visit_expr(stmt.value)
+
+    def visit_var(self, e: Var) -> CValue:
+        return self.read(e)  # an alias: the same pointer
+
+    def visit_tuple(self, e: TupleExpr) -> CValue:
+        return tuple(self.read(v) for v in e.fields)
+
+    def visit_project(self, e: Project) -> CValue:
+        tv = self.read(e.tuple_var)
+        if not isinstance(tv, tuple):
+            raise RxError(f"%{e.tuple_var.name} is not a tuple", e.loc)
+        return tv[e.index]
+
+    # -- values -----------------------------------------------------------------------------
+    def read(self, v: Var) -> CValue:
+        if v.name not in self.values:
+            raise RxError(f"%{v.name} has no value the C target can represent", v.loc)
+        return self.values[v.name]
+
+    def tensor(self, v: Var, what: str) -> CTensor:
+        val = self.read(v)
+        if not isinstance(val, CTensor):
+            raise RxError(f"{what}: %{v.name} is not a tensor", v.loc)
+        return val
+
+    def nbytes_c(self, t: TensorType) -> str:
+        n = nbytes_dim(t)
+        if not isinstance(n, int):
+            # Negative for dims the interpreter refuses (a height n - 2 at n = 1): copy nothing
+            # rather than (size_t)-64 bytes.
+            n = D.DimCall("max", (n, 0))
+        return f"(size_t)({self.dimc(n)})"
+
+    def local_ptr(self, ir_name: str, t: TensorType, init: str) -> CTensor:
+        var = self.scope.name("v_", ir_name)
+        ctype = T.c_type(t.dtype, f"%{ir_name}")
+        self.emit(f"{ctype} *{var} = ({ctype} *)(void *)({init});")
+        self.locals.append(var)
+        return CTensor(var, t)
+
+    def view(self, e: Call, t: TensorType) -> CTensor:
+        """The value of a view op: its input's pointer, under the view's type."""
+        src = self.tensor(var_args(e.args)[0], e.op)
+        return CTensor(src.expr, t, src.const)
+
+    def kernel_call(self, op_name: str, args: tuple, kwargs: tuple, outs: list[CTensor], loc: Loc | None) -> None:
+        op = REGISTRY.get(op_name)
+        if op is None or op.category != "kernel":
+            raise RxError(f"the C target cannot call {op_name}: not a kernel op", loc)
+        try:
+            bound = bind_args(op, args, kwargs)
+        except OpError as e:
+            raise RxError(str(e), loc) from None
+        ins = [self.tensor(v, op_name) for v in bound.inputs]
+        for o in outs:
+            if o.const:
+                raise RxError(f"{op_name} would write into read-only memory ({o.expr})", loc)
+        attrs = tuple(sorted((k, _hashable(v)) for k, v in bound.attrs.items()))
+        spec = Spec(op_name, attrs, tuple(i.type for i in ins), tuple(o.type for o in outs))
+        fname = self.m.kernel(spec, loc)
+        cargs = [i.expr for i in ins] + [o.expr for o in outs] + [self.dimvars[d] for d in spec.dims()]
+        self.emit(f"{fname}({', '.join(cargs)});")
+
+    def finish_locals(self) -> None:
+        """``(void)v;`` for locals never read, so -Wunused-variable stays quiet."""
+        text = "\n".join(self.lines)
+        for var in self.locals:
+            if len(re.findall(rf"\b{re.escape(var)}\b", text)) <= 1:
+                self.lines.append(f"    (void){var};")
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, DType):
+        return v.name
+    return v
+
+
+__all__ = ["BodyEmitter", "bindings", "bound_call", "effect_call", "var_args"]

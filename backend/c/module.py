@@ -1,0 +1,178 @@
+"""The module emitter: the pieces of ``<prefix>.c`` that the runner and its callees share.
+
+:class:`ModuleEmitter` owns the C names of the whole file and collects, while the runner is
+emitted, each constant once, each kernel-op instance once (its C from
+:mod:`~relaxc.backend.c.kernels`), each primitive function used (emitted by
+:class:`~relaxc.backend.c.primitive.PrimitiveEmitter`) and its packed wrapper, and the
+static buffers of the plan. :mod:`~relaxc.backend.c.api` assembles the file from them.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import numpy as np
+
+from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.nodes import Call, Function, Module, function_dims
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.ops.memory import literal_to_array
+from relaxc.ir.registry import OpError, bind_args
+from relaxc.ir.types import TensorType, tensor_leaves, type_to_str
+from relaxc.ir.verifier import ModuleTypes
+from relaxc.ir.vocab import CONST
+
+from . import dtypes as T
+from .helpers import HELPERS, Helpers
+from .kernels import DimC, Spec, generate
+from .model import StaticBuffer
+from .names import Scope, comment
+from .primitive import PrimitiveEmitter
+
+
+class ModuleEmitter:
+    """Collects the pieces of ``<prefix>.c`` while the runner and its callees are emitted."""
+
+    def __init__(self, module: Module, types: ModuleTypes, weights: Mapping[str, np.ndarray], prefix: str):
+        self.module = module
+        self.types = types
+        self.weights = weights
+        self.prefix = prefix
+        self.scope = Scope()
+        self.helpers = Helpers(prefix)
+        for h in HELPERS:
+            self.scope.reserve(f"{prefix}_{h}")
+        self.run_name = self.scope.reserve(f"{prefix}_run")
+        self.strerror_name = self.scope.reserve(f"{prefix}_strerror")
+        self.unpack_name = self.scope.reserve(f"{prefix}_unpack")
+        self.macros = Scope()
+        self.kernels: dict[Spec, str] = {}
+        self.kernel_defs: list[str] = []
+        self.prims: dict[str, str] = {}  # IR function -> C function
+        self.prim_defs: list[str] = []
+        self.packed: dict[str, str] = {}  # IR function -> packed wrapper
+        self.packed_defs: list[str] = []
+        self.constants: dict[tuple, str] = {}
+        self.constant_defs: list[tuple[str, str, int]] = []  # (C name, definition, bytes)
+        self.buffers: list[StaticBuffer] = []
+        self.uses_packed = False
+
+    # -- constants ------------------------------------------------------------------------
+    def constant(self, fn: Function, name: str, call: Call, t: TensorType) -> str:
+        try:
+            bound = bind_args(REGISTRY.get(CONST), call.args, call.kwargs)  # type: ignore[arg-type]
+        except OpError as e:
+            raise RxError(str(e), call.loc) from None
+        value = bound.attrs["value"]
+        T.c_type(t.dtype, f"constant %{name}")
+        if isinstance(value, str):
+            key: tuple = ("weight", value, t)
+            if key in self.constants:
+                return self.constants[key]
+            arr = self.weights.get(value)
+            if arr is None:
+                raise RxError(f"weight '{value}' was not provided (no .npz, or it lacks this array)", call.loc)
+            shape = tuple(int(d) for d in t.shape) if t.is_static() else None
+            if shape is None or tuple(arr.shape) != shape or str(arr.dtype) != T.DTYPES[t.dtype].numpy:
+                raise RxError(f"weight '{value}' is {arr.dtype}{tuple(arr.shape)}, but %{name} is {type_to_str(t)}",
+                              call.loc)
+            label = value
+        else:
+            arr = literal_to_array(value, t.dtype)
+            key = ("literal", id(call), fn.name, name)
+            label = f"{fn.name} {name}"
+            if not t.is_static():
+                raise RxError(f"constant %{name} has a symbolic shape", call.loc)
+            arr = arr.reshape(tuple(int(d) for d in t.shape))
+        cname = self.scope.name(f"{self.prefix}_c_", label)
+        count = max(int(arr.size), 1)
+        self.constant_defs.append((cname, f"/* {comment(label)}: {comment(type_to_str(t))} */\n"
+                                   f"static const {T.c_type(t.dtype)} {cname}[{count}] = "
+                                   f"{T.array_literal(arr, t.dtype)};", int(arr.size) * T.nbytes(t.dtype)))
+        self.constants[key] = cname
+        return cname
+
+    # -- kernels --------------------------------------------------------------------------
+    def kernel(self, spec: Spec, loc: Loc | None) -> str:
+        name = self.kernels.get(spec)
+        if name is None:
+            name = self.scope.name(f"{self.prefix}_k{len(self.kernels)}_", spec.op)
+            text = generate(spec, name, self.helpers, loc)
+            desc = f"{spec.op}: " + ", ".join(type_to_str(t) for t in spec.ins) + " -> " + ", ".join(
+                type_to_str(t) for t in spec.outs)
+            self.kernel_defs.append(f"/* {comment(desc, 200)} */\n{text}")
+            self.kernels[spec] = name
+        return name
+
+    # -- primitive functions ----------------------------------------------------------------
+    def primitive(self, name: str, loc: Loc | None) -> str:
+        if name in self.prims:
+            return self.prims[name]
+        fn = self.module.get(name)
+        if fn is None or not fn.is_primitive:
+            raise RxError(f"@{name} is not a primitive function of the module", loc)
+        cname = self.scope.name(f"{self.prefix}_f_", name)
+        self.prims[name] = cname
+        self.prim_defs.append(PrimitiveEmitter(self, fn, cname).build())
+        return cname
+
+    def packed_wrapper(self, name: str, loc: Loc | None) -> str:
+        if name in self.packed:
+            return self.packed[name]
+        inner = self.primitive(name, loc)
+        fn = self.module.get(name)
+        assert fn is not None
+        self.uses_packed = True
+        cname = self.scope.name(f"{self.prefix}_fp_", name)
+        self.packed[name] = cname
+        self.packed_defs.append(self._packed_def(fn, inner, cname))
+        return cname
+
+    def _packed_def(self, fn: Function, inner: str, cname: str) -> str:
+        scope = Scope(self.scope)
+        ins = [leaf for p in fn.params for leaf in tensor_leaves(p.type)]
+        outs = tensor_leaves(fn.ret_type)
+        dims = function_dims(fn)
+        dvars = {d: scope.name("d_", d) for d in dims}
+        dimc = DimC(dvars, self.helpers)
+        nbuf = len(ins) + len(outs)
+        lines = [
+            f"static int32_t {cname}(TVMValue *args, int32_t *type_codes, int32_t num_args, "
+            f"TVMValue *out_ret_value, int32_t *out_ret_tcode, void *resource_handle)",
+            "{",
+        ]
+        ptrs = [f"p{i}" for i in range(nbuf)]
+        if dims:
+            lines.append(f"    int64_t {', '.join(dvars[d] for d in dims)};")
+        if ptrs:
+            lines.append(f"    void {', '.join('*' + q for q in ptrs)};")
+        lines += ["    (void)out_ret_value;", "    (void)resource_handle;", "    *out_ret_tcode = kTVMNullptr;",
+                  f"    if (num_args != {nbuf + len(dims)}) return -1;"]
+        for j, d in enumerate(dims):
+            k = nbuf + j
+            lines.append(f"    if (type_codes[{k}] != kTVMArgInt) return -1;")
+            lines.append(f"    {dvars[d]} = args[{k}].v_int64;")
+        for i, t in enumerate(ins + outs):
+            code, bits = T.dl_type(t.dtype)
+            if t.shape:
+                shape = ", ".join(dimc(d) for d in t.shape)
+                lines.append(f"    {{ const int64_t shape[{len(t.shape)}] = {{{shape}}};")
+                lines.append(f"      p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], {len(t.shape)}, "
+                             f"{code}, {bits}, shape); }}")
+            else:
+                lines.append(f"    p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], 0, {code}, {bits}, NULL);")
+            lines.append(f"    if (p{i} == NULL) return -1;")
+        call_args = [f"({'const ' if i < len(ins) else ''}{T.c_type(t.dtype)} *)p{i}" for i, t in
+                     enumerate(ins + outs)] + [dvars[d] for d in dims]
+        lines.append(f"    {inner}({', '.join(call_args)});")
+        lines += ["    return 0;", "}"]
+        return f"/* @{comment(fn.name)}, called packed */\n" + "\n".join(lines)
+
+    # -- static memory --------------------------------------------------------------------
+    def static_buffer(self, ir_name: str, nbytes: int, align: int, arena: bool) -> str:
+        cname = self.scope.name(f"{self.prefix}_" if arena else f"{self.prefix}_buf_", ir_name)
+        self.buffers.append(StaticBuffer(cname, ir_name, nbytes, align, arena))
+        return cname
+
+
+__all__ = ["ModuleEmitter"]

@@ -1,0 +1,522 @@
+"""The runner emitter: ``int32_t <prefix>_run(inputs, outputs, dims)`` for the entry function.
+
+Values of the runner are resolved at compile time: a tensor is a pointer expression (an
+input, an output, an arena offset, a constant), views and aliases are the same pointer,
+tuples are tracked by the emitter, and kills free nothing (the arena is static). The
+storages PlanMemory left ``external`` are the caller's output buffers; an output that is not
+computed in place (a parameter, a constant, a value returned twice) is copied at the end.
+Packed calls (after LegalizePackedCalls) fill DLTensor structs and call the packed wrapper of
+a primitive function.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Mapping
+
+from relaxc.ir import dims as D
+from relaxc.ir.alias import TENSOR, analyze_aliases
+from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.nodes import (
+    Call, CallFunc, DType, Effect, Expr, Function, Invoke, Var, expr_vars, function_dims,
+)
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import bind_args
+from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves, type_to_str
+from relaxc.ir.vocab import (
+    ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, CALL_PACKED, CONST, KILL_OPS, STACK_ALLOCA, STRUCT_SET, is_dim,
+)
+from relaxc.ir.walk import ExprFunctor
+
+from . import dtypes as T
+from .body import BodyEmitter, bound_call, effect_call, var_args
+from .model import (
+    UNBOUNDED_DIM_LIMIT, CStorage, CStruct, CTensor, CValue, Port, flat, nbytes_dim, rebuild, ret_vars, tree_leaves,
+)
+from .names import is_identifier, macro_name, sanitize
+
+if TYPE_CHECKING:
+    from .module import ModuleEmitter
+
+BUILTIN_RESHAPE = "vm.builtin.reshape"
+COPY = "relaxc.copy"
+"""The runtime functions (``call_packed``) the C target implements: a view and a copy."""
+
+
+class RunnerEmitter(BodyEmitter):
+    """``int32_t <prefix>_run(inputs, outputs, dims)``."""
+
+    def __init__(self, m: ModuleEmitter, fn: Function):
+        super().__init__(m, fn)
+        self.inputs: list[Port] = []
+        self.outputs: list[Port] = []
+        self.dims: list[tuple[str, str, int | None]] = []
+        self.err_codes: list[tuple[str, int, str]] = []  # (macro, value, message)
+        self.storage_output: dict[str, int] = {}
+        self.direct_outputs: set[int] = set()
+        self._packed_here = False  # some call of this function is packed
+        # Fixed locals of the run function: IR names never take them.
+        self.ret_value = self.scope.reserve("ret_value")
+        self.ret_code = self.scope.reserve("ret_code")
+
+    def api_name(self, text: str, fallback: str) -> str:
+        """A readable parameter name for an input, output or dim: the IR name when it is a
+        plain identifier that no generated name can take (those start with the prefix)."""
+        def own(name: str) -> bool:
+            p = self.m.prefix.lower()
+            return name.lower() == p or name.lower().startswith(p + "_")
+
+        s = sanitize(text)
+        if s and s[0].isalpha() and is_identifier(s) and not own(s) and not self.scope.taken(s):
+            return self.scope.name("", s)
+        for pre in (fallback, "arg_", "param_"):
+            if not own(pre + "x"):
+                return self.scope.name(pre, text)
+        raise AssertionError("unreachable: a prefix cannot start all three fallbacks")
+
+    def run(self) -> tuple[str, str]:
+        fn = self.fn
+        m = self.m
+        pfx = m.prefix.upper()
+        bounds = fn.upper_bounds()
+        # -- signature: inputs, outputs, dims --------------------------------------------
+        params: list[str] = []
+        for p in fn.params:
+            leaves = tensor_leaves(p.type)
+            if not leaves or not isinstance(p.type, (TensorType, TupleType)):
+                raise RxError(f"the C target cannot take parameter %{p.name} of type {type_to_str(p.type)}", p.loc)
+            vals = []
+            for i, leaf in enumerate(leaves):
+                ir = p.name if isinstance(p.type, TensorType) else f"{p.name}.{i}"
+                name = self.api_name(ir, "in_")
+                params.append(f"const {T.c_type(leaf.dtype, f'input %{ir}')} *{name}")
+                self.inputs.append(Port(name, ir, leaf))
+                vals.append(CTensor(name, leaf, const=True))
+            self.values[p.name] = vals[0] if isinstance(p.type, TensorType) else rebuild(p.type, iter(vals))
+        ret_names = [v.name for v in ret_vars(fn)]
+        out_ir: list[str] = []
+        for v in ret_names:
+            leaves = tensor_leaves(self.types[v])
+            out_ir += [v] if len(leaves) == 1 and isinstance(self.types[v], TensorType) else [
+                f"{v}.{i}" for i in range(len(leaves))]
+        out_leaves = tensor_leaves(fn.ret_type)
+        seen: set[str] = set()
+        for ir, leaf in zip(out_ir, out_leaves):
+            label = ir if ir not in seen else f"{ir}_out"
+            seen.add(ir)
+            name = self.api_name(label, "out_")
+            params.append(f"{T.c_type(leaf.dtype, f'output %{ir}')} *{name}")
+            self.outputs.append(Port(name, ir, leaf))
+        dim_names = function_dims(fn)
+        err = 1
+        self.err_codes.append((f"{pfx}_ERR_NULL_ARGUMENT", err, "an input or output pointer is NULL"))
+        err += 1
+        self.err_codes.append((f"{pfx}_ERR_KERNEL", err, "a packed kernel refused its arguments"))
+        checks: list[str] = []
+        for d in dim_names:
+            cparam = self.api_name(d, "dim_")
+            params.append(f"size_t {cparam}")
+            self.dimvars[d] = self.scope.name("d_", d)
+            err += 1
+            macro = m.macros.name(f"{pfx}_ERR_DIM_", macro_name(d))
+            bound = bounds.get(d)
+            limit = bound if bound is not None else UNBOUNDED_DIM_LIMIT
+            what = f"larger than its upper bound {bound}" if bound is not None else f"larger than {limit}"
+            self.err_codes.append((macro, err, f"dimension '{d}' is {what}"))
+            checks.append(f"if ({cparam} > (size_t){limit}u) return {macro};")
+            checks.append(f"{self.dimvars[d]} = (int64_t){cparam};")
+            self.dims.append((d, cparam, bound))
+        # -- outputs: which external storage is which output -------------------------------
+        info = analyze_aliases(fn, m.module)
+        leaf_roots: list[frozenset] = []
+        for v in ret_names:
+            leaf_roots += tree_leaves(info.trees.get(v, frozenset()))
+        for k, roots in enumerate(leaf_roots):
+            if len(roots) != 1:
+                continue
+            r = next(iter(roots))
+            if info.kind.get(r) == TENSOR:
+                s = info.storage_of.get(r)
+                if s is not None and s not in self.storage_output and self._is_external(s):
+                    self.storage_output[s] = k
+                    self.direct_outputs.add(k)
+        # -- body -----------------------------------------------------------------------
+        ptrs = [p.name for p in self.inputs + self.outputs]
+        body_start = len(self.lines)
+        i = 0
+        while i < len(fn.body):
+            j = self._packed_group(i)
+            if j is None:
+                self.visit_stmt(fn.body[i])
+                i += 1
+                continue
+            # The structs of one packed call live in a block of their own: their stack is reused.
+            self.emit("{")
+            self.depth += 1
+            for stmt in fn.body[i:j + 1]:
+                self.visit_stmt(stmt)
+            self.depth -= 1
+            self.emit("}")
+            i = j + 1
+        self._copy_outputs()
+        self.emit(f"return {pfx}_OK;")
+        self.finish_locals()
+        head: list[str] = []
+        if dim_names:
+            head.append(f"    int64_t {', '.join(self.dimvars[d] for d in dim_names)};")
+        if m.uses_packed and self._packed_here:
+            head.append(f"    TVMValue {self.ret_value};")
+            head.append(f"    int32_t {self.ret_code};")
+        if ptrs:
+            head.append("    if (" + " || ".join(f"{p} == NULL" for p in ptrs) + f") return {pfx}_ERR_NULL_ARGUMENT;")
+        head += ["    " + c for c in checks]
+        body_text = "\n".join(self.lines[body_start:])
+        head += [f"    (void){self.dimvars[d]};" for d in dim_names
+                 if not re.search(rf"\b{self.dimvars[d]}\b", body_text)]
+        self.lines[body_start:body_start] = head
+        sig = f"int32_t {m.run_name}({', '.join(params) or 'void'})"
+        return sig, sig + "\n{\n" + "\n".join(self.lines) + "\n}"
+
+    def _packed_group(self, i: int) -> int | None:
+        """If statement ``i`` starts the structs of one packed call (stack_alloca, struct_set, then
+        call_cpacked, the structs used nowhere else), the index of that call."""
+        body = self.fn.body
+        handles: set[str] = set()
+        j = i
+        while j < len(body):
+            st = body[j]
+            if bound_call(st, STACK_ALLOCA) is not None:
+                handles.add(st.name)  # type: ignore[union-attr]
+            elif (s := effect_call(st, STRUCT_SET)) is not None and s.args and \
+                    isinstance(s.args[0], Var) and s.args[0].name in handles:
+                pass
+            else:
+                break
+            j += 1
+        if not handles or j >= len(body):
+            return None
+        if effect_call(body[j], CALL_CPACKED) is None:
+            return None
+        for st in body[j + 1:]:
+            if any(v.name in handles for v in expr_vars(st.value)):
+                return None
+        if any(v.name in handles for v in expr_vars(self.fn.ret)):
+            return None
+        return j
+
+    def _is_external(self, storage: str) -> bool:
+        for s in self.fn.body:
+            call = bound_call(s, ALLOC_STORAGE)
+            if call is not None and s.name == storage:  # type: ignore[union-attr]
+                return bool(_storage_attrs(call)["external"])
+        return False
+
+    # -- statements -----------------------------------------------------------------------
+    def visit_effect(self, stmt: Effect) -> None:
+        _RunnerEffect(self, stmt).visit_expr(stmt.value)
+
+    def visit_default(self, expr: Expr) -> CValue:
+        assert self.binding is not None
+        raise RxError("the C target cannot emit this statement", self.binding.loc)
+
+    def visit_call_func(self, e: CallFunc) -> CValue:
+        callee = self.m.module.get(e.func)
+        if callee is not None and callee.is_primitive:
+            raise _needs_planning(f"call @{e.func}", e.loc)
+        raise RxError(f"the C target cannot call @{e.func}: only primitive functions become C functions "
+                      f"(inline @{e.func} into its caller, or mark it primitive)", e.loc)
+
+    def visit_call(self, e: Call) -> CValue:
+        assert self.binding is not None
+        name = self.binding.name
+        return self._bind_call(name, e, self.types.get(name))
+
+    def _bind_call(self, name: str, e: Call, t: Type | None) -> CValue:
+        m = self.m
+        op = REGISTRY.get(e.op)
+        if e.op == CONST:
+            assert isinstance(t, TensorType)
+            return CTensor(m.constant(self.fn, name, e, t), t, const=True)
+        if e.op == ALLOC_STORAGE:
+            return self._alloc_storage(name, e)
+        if e.op == ALLOC_TENSOR:
+            st = self.read(e.args[0]) if e.args and isinstance(e.args[0], Var) else None
+            if not isinstance(st, CStorage):
+                raise RxError("memory.alloc_tensor needs a storage", e.loc)
+            a = _alloc_tensor_attrs(e)
+            assert isinstance(t, TensorType)
+            if st.output is not None:
+                out = self.outputs[st.output]
+                if a["offset"] != 0 or not _fits_bytes(t, out.type):
+                    raise RxError(f"%{name} does not fit the output buffer {out.name} it is carved from", e.loc)
+            offset = a["offset"]
+            init = st.expr if offset == 0 else f"{st.expr} + {self.dimc(offset)}"
+            return self.local_ptr(name, t, init)
+        if op is not None and op.is_view:
+            assert isinstance(t, TensorType)
+            return self.view(e, t)
+        if e.op == STACK_ALLOCA:
+            count = e.args[1] if len(e.args) > 1 else 1
+            var = self.scope.name("v_", name)
+            self.emit(f"DLTensor {var}[{count}];")
+            self.emit(f"memset({var}, 0, sizeof {var});")
+            return CStruct(var, int(count))  # type: ignore[arg-type]
+        if e.op == CALL_PACKED:
+            return self._call_packed(e, t)
+        if e.op == CALL_CPACKED:
+            self._call_cpacked(e)
+            return None
+        if op is not None and op.category == "kernel":
+            raise _needs_planning(e.op, e.loc)
+        raise RxError(f"the C target cannot emit {e.op}", e.loc)
+
+    def _alloc_storage(self, name: str, e: Call) -> CStorage:
+        a = _storage_attrs(e)
+        size = a["size"]
+        if name in self.storage_output:
+            k = self.storage_output[name]
+            return CStorage(f"((uint8_t *)(void *){self.outputs[k].name})", size, output=k)
+        bounds = self.fn.upper_bounds()
+        ub = size if isinstance(size, int) else D.upper_bound(size, bounds)
+        if ub is None:
+            free = sorted(D.free_vars(size) - set(bounds))
+            if not free:  # every dim is bounded, but no bound of the expression could be derived
+                raise RxError(
+                    f"the C target needs every allocation planned into static memory, but no upper bound "
+                    f"of the size {D.dim_to_str(size)} of %{name} follows from the upper bounds of "
+                    f"@{self.fn.name}", e.loc)
+            raise RxError(
+                f"the C target needs every allocation planned into static memory, but %{name} has the "
+                f"unbounded size {D.dim_to_str(size)} ({', '.join(free)} without an upper bound); give "
+                f"@{self.fn.name} attrs {{upper_bounds = {{{free[0] if free else 'n'} = ...}}}}", e.loc)
+        cname = self.m.static_buffer(name, max(int(ub), 0), int(a["align"]), bool(a["arena"]))
+        return CStorage(cname, size)
+
+    def _call_packed(self, e: Call, t: Type | None) -> CValue:
+        fname = e.args[0] if e.args else None
+        if fname == BUILTIN_RESHAPE:
+            src = self.tensor(e.args[1], "vm.builtin.reshape") if len(e.args) > 1 and isinstance(
+                e.args[1], Var) else None
+            if src is None or not isinstance(t, TensorType):
+                raise RxError("vm.builtin.reshape needs a tensor and a typed result", e.loc)
+            return CTensor(src.expr, t, src.const)
+        if fname == COPY:
+            self._effect_call(e)
+            return None
+        raise RxError(f"the C target has no runtime function {fname!r} (call_packed)", e.loc)
+
+    def _effect_call(self, e: Call) -> None:
+        if e.op in KILL_OPS:
+            return  # static memory: nothing to free
+        if e.op == STRUCT_SET:
+            self._struct_set(e)
+            return
+        if e.op == CALL_CPACKED:
+            self._call_cpacked(e)
+            return
+        if e.op == CALL_PACKED and e.args and e.args[0] == COPY:
+            if len(e.args) != 3 or not all(isinstance(a, Var) for a in e.args[1:]):
+                raise RxError("relaxc.copy expects two tensors", e.loc)
+            src, dst = self.tensor(e.args[1], "relaxc.copy"), self.tensor(e.args[2], "relaxc.copy")
+            if dst.const:
+                raise RxError("relaxc.copy would write into read-only memory", e.loc)
+            self.emit(f"memcpy({dst.expr}, {src.expr}, {self.nbytes_c(dst.type)});")
+            return
+        if e.op == CALL_PACKED:
+            self._call_packed(e, None)
+            return
+        op = REGISTRY.get(e.op)
+        if op is not None and op.category == "kernel":
+            raise _needs_planning(e.op, e.loc)
+        raise RxError(f"the C target cannot emit {e.op}", e.loc)
+
+    def _struct_set(self, e: Call) -> None:
+        if len(e.args) != 4 or not isinstance(e.args[0], Var):
+            raise RxError('tir.struct_set expects (%handle, index, "field", value)', e.loc)
+        st = self.read(e.args[0])
+        if not isinstance(st, CStruct):
+            raise RxError(f"tir.struct_set: %{e.args[0].name} is not a tir.stack_alloca array", e.loc)
+        idx, fld, value = e.args[1], e.args[2], e.args[3]
+        if not isinstance(idx, int) or not 0 <= idx < st.count:
+            raise RxError(f"tir.struct_set: index {idx} is outside the array of {st.count}", e.loc)
+        at = f"{st.var}[{idx}]"
+        if fld == "data":
+            if not isinstance(value, Var):
+                raise RxError("tir.struct_set: data must be a tensor", e.loc)
+            tv = self.tensor(value, STRUCT_SET)
+            self.emit(f"{at}.data = (void *){tv.expr};")
+        elif fld in ("device_type", "device_id", "ndim", "byte_offset"):
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise RxError(f"tir.struct_set: {fld} must be an integer", e.loc)
+            target = {"device_type": "device.device_type", "device_id": "device.device_id"}.get(fld, fld)
+            self.emit(f"{at}.{target} = {T.int_literal(value)};")
+        elif fld == "dtype":
+            if not isinstance(value, DType):
+                raise RxError("tir.struct_set: dtype must be a dtype such as f32", e.loc)
+            T.c_type(value.name, STRUCT_SET)
+            code, bits = T.dl_type(value.name)
+            self.emit(f"{at}.dtype.code = {code};")
+            self.emit(f"{at}.dtype.bits = {bits};")
+            self.emit(f"{at}.dtype.lanes = 1;")
+        elif fld in ("shape", "strides"):
+            if not isinstance(value, tuple) or any(not is_dim(d) for d in value):
+                raise RxError(f"tir.struct_set: {fld} must be a tuple of dims", e.loc)
+            if value:
+                arr = self.scope.name("v_", f"{e.args[0].name}_{fld}")
+                self.emit(f"int64_t {arr}[{len(value)}];")
+                for i, d in enumerate(value):
+                    self.emit(f"{arr}[{i}] = {self.dimc(d)};")
+                self.emit(f"{at}.{fld} = {arr};")
+        else:
+            raise RxError(f"tir.struct_set: unknown field {fld!r} (data, device_type, device_id, ndim, dtype, "
+                          f"shape, strides, byte_offset)", e.loc)
+        st.fields[(idx, str(fld))] = value
+
+    def _call_cpacked(self, e: Call) -> None:
+        fname = e.args[0] if e.args else None
+        callee = self.m.module.get(fname) if isinstance(fname, str) else None
+        if callee is None or not callee.is_primitive:
+            raise RxError(f"call_cpacked: {fname!r} is not a primitive function of the module", e.loc)
+        wrapper = self.m.packed_wrapper(callee.name, e.loc)
+        self._packed_here = True
+        args = e.args[1:]
+        nin = len([leaf for p in callee.params for leaf in tensor_leaves(p.type)])
+        nout = len(tensor_leaves(callee.ret_type))
+        ndims = len(function_dims(callee))
+        if len(args) != nin + nout + ndims:
+            raise RxError(f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes {nin} input(s), "
+                          f"{nout} output(s) and {ndims} dim(s)", e.loc)
+        vals = self.scope.name("v_args")
+        codes = self.scope.name("v_codes")
+        n = len(args)
+        self.emit(f"TVMValue {vals}[{n}];")
+        self.emit(f"int32_t {codes}[{n}];")
+        for i, a in enumerate(args):
+            if i < nin + nout:
+                if not isinstance(a, Var):
+                    raise RxError(f"call_cpacked @{callee.name}: argument {i + 1} must be a buffer", e.loc)
+                v = self.read(a)
+                if isinstance(v, CStruct):
+                    self.emit(f"{vals}[{i}].v_handle = (void *){v.var};")
+                    self.emit(f"{codes}[{i}] = kTVMDLTensorHandle;")
+                elif isinstance(v, CTensor):
+                    if i >= nin and v.const:
+                        raise RxError(f"call_cpacked @{callee.name} would write into read-only memory", e.loc)
+                    self.emit(f"{vals}[{i}].v_handle = (void *){v.expr};")
+                    self.emit(f"{codes}[{i}] = kTVMOpaqueHandle;")
+                else:
+                    raise RxError(f"call_cpacked @{callee.name}: %{a.name} is not a buffer", e.loc)
+            else:
+                if not is_dim(a):
+                    raise RxError(f"call_cpacked @{callee.name}: argument {i + 1} must be a dim", e.loc)
+                self.emit(f"{vals}[{i}].v_int64 = {self.dimc(a)};")
+                self.emit(f"{codes}[{i}] = kTVMArgInt;")
+        self.emit(f"if ({wrapper}({vals}, {codes}, {n}, &{self.ret_value}, &{self.ret_code}, NULL) != 0) "
+                  f"return {self.m.prefix.upper()}_ERR_KERNEL;")
+
+    def _invoke(self, inv: Invoke) -> None:
+        outs = [self.tensor(v, f"invoke {inv.target}") for v in inv.outs]
+        for o, v in zip(outs, inv.outs):
+            if o.const:
+                raise RxError(f"invoke {inv.target} would write into read-only %{v.name}", v.loc)
+        if not inv.is_func:
+            self.kernel_call(inv.target, inv.args, inv.kwargs, outs, inv.loc)
+            return
+        callee = self.m.module.get(inv.target)
+        if callee is None or not callee.is_primitive:
+            raise RxError(f"invoke @{inv.target}: not a primitive function", inv.loc)
+        args = [self.read(a) for a in var_args(inv.args)]
+        arg_types = [self.types[a.name] for a in var_args(inv.args)]
+        where = f"invoke @{inv.target}"
+        env = bind_callee_dims(callee, arg_types, where, inv.loc)
+        _check_outs(callee, env, [o.type for o in outs], where, inv.loc)
+        cname = self.m.primitive(callee.name, inv.loc)
+        cargs = [x.expr for a in args for x in flat(a)]  # type: ignore[union-attr]
+        cargs += [o.expr for o in outs]
+        cargs += [self.dimc(D.simplify(env[d])) for d in function_dims(callee)]
+        self.emit(f"{cname}({', '.join(cargs)});")
+
+    def _copy_outputs(self) -> None:
+        vals: list[CValue] = []
+        for v in ret_vars(self.fn):
+            vals += flat(self.read(v))
+        for k, (port, val) in enumerate(zip(self.outputs, vals)):
+            if k in self.direct_outputs:
+                continue
+            if not isinstance(val, CTensor):
+                raise RxError(f"output {port.name} is not a tensor the C target can copy", None)
+            self.emit(f"memcpy({port.name}, {val.expr}, {self.nbytes_c(port.type)});")
+
+
+class _RunnerEffect(ExprFunctor[None]):
+    """An expression statement of the runner: an ``invoke`` or a call whose result is unused."""
+
+    def __init__(self, runner: RunnerEmitter, stmt: Effect):
+        self.runner = runner
+        self.stmt = stmt
+
+    def visit_invoke(self, e: Invoke) -> None:
+        self.runner._invoke(e)
+
+    def visit_call(self, e: Call) -> None:
+        self.runner._effect_call(e)
+
+    def visit_default(self, expr: Expr) -> None:
+        raise RxError("the C target cannot emit this statement", self.stmt.loc)
+
+
+def bind_callee_dims(callee: Function, arg_types: list[Type], where: str, loc: Loc | None) -> dict[str, D.Dim]:
+    """The call site's dim for each dim ``callee`` binds; RxError if the types do not match."""
+    env: dict[str, D.Dim] = {}
+    pleaves = [leaf for p in callee.params for leaf in tensor_leaves(p.type)]
+    aleaves = [leaf for t in arg_types for leaf in tensor_leaves(t)]
+    if len(pleaves) != len(aleaves):
+        raise RxError(f"{where}: @{callee.name} takes {len(pleaves)} tensor(s), got {len(aleaves)}", loc)
+    for p, a in zip(pleaves, aleaves):
+        if p.dtype != a.dtype or len(p.shape) != len(a.shape):
+            raise RxError(f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}", loc)
+        for pd, ad in zip(p.shape, a.shape):
+            if isinstance(pd, D.Sym) and pd.name not in env:
+                env[pd.name] = ad
+    for p, a in zip(pleaves, aleaves):
+        for pd, ad in zip(p.shape, a.shape):
+            if not D.dims_equal(D.substitute(pd, env), ad):
+                raise RxError(f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}", loc)
+    return env
+
+
+def _check_outs(callee: Function, env: Mapping[str, D.Dim], outs: list[TensorType], where: str,
+                loc: Loc | None) -> None:
+    want = tensor_leaves(callee.ret_type)
+    if len(want) != len(outs):
+        raise RxError(f"{where}: @{callee.name} returns {len(want)} tensor(s), {len(outs)} output(s) given", loc)
+    for w, o in zip(want, outs):
+        if w.dtype != o.dtype or len(w.shape) != len(o.shape) or not all(
+                D.dims_equal(D.substitute(a, env), b) for a, b in zip(w.shape, o.shape)):
+            raise RxError(f"{where}: output {type_to_str(o)} does not fit the result {type_to_str(w)} of @{callee.name}",
+                          loc)
+
+
+def _needs_planning(what: str, loc: Loc | None) -> RxError:
+    return RxError(f"the C target needs explicit, planned memory, but {what} computes a value without an "
+                   f"allocation; build with the c pipeline (ManifestAlloc,PlanMemory[,LegalizePackedCalls])", loc)
+
+
+def _storage_attrs(call: Call) -> dict:
+    bound = bind_args(REGISTRY.get(ALLOC_STORAGE), call.args, call.kwargs)  # type: ignore[arg-type]
+    return dict(bound.attrs)
+
+
+def _alloc_tensor_attrs(call: Call) -> dict:
+    bound = bind_args(REGISTRY.get(ALLOC_TENSOR), call.args, call.kwargs)  # type: ignore[arg-type]
+    return dict(bound.attrs)
+
+
+def _fits_bytes(t: TensorType, out: TensorType) -> bool:
+    a, b = nbytes_dim(t), nbytes_dim(out)
+    if isinstance(a, int) and isinstance(b, int):
+        return a <= b
+    return D.dims_equal(a, b)
+
+
+__all__ = ["RunnerEmitter", "bind_callee_dims"]
