@@ -75,7 +75,9 @@ def check_kills(fn: Function, module: Module) -> None:
                                   f"%{by}{line(where)} released (%{target.name} = %{by} is the same object)",
                                   target.loc)
                 if names & ret_names:
-                    other = sorted(names & ret_names)[0]
+                    held = names & ret_names
+                    direct = held & {v.name for v in expr_vars(fn.ret)}
+                    other = sorted(direct - {target.name} or direct or held - {target.name} or held)[0]
                     raise RxError(f"vm.kill_object(%{target.name}) releases an object the function returns "
                                   f"(as %{other})", target.loc)
                 for n in names:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import dims as D
-from .nodes import Call, Effect, Expr, Stmt, Var
+from .nodes import Call, Effect, Expr, Function, Stmt, Var
+from .types import TensorType, tensor_leaves
 
 CONST = "const"
 ALLOC_STORAGE = "memory.alloc_storage"
@@ -66,8 +67,25 @@ def killed_var(stmt: Stmt) -> Var | None:
     return None
 
 
+def lowered_outputs(fn: Function) -> int | None:
+    """``K`` for a lowered primitive function (``attrs {outputs = K}``: its last ``K``
+    parameters are its output buffers), None for any other function."""
+    k = fn.attr("outputs") if fn.is_primitive else None
+    return k if is_int(k) else None
+
+
+def kernel_io(fn: Function) -> tuple[list[TensorType], list[TensorType]]:
+    """The tensors a primitive function reads and the ones it writes, in calling order:
+    its parameters then its results, or, lowered, all but its last ``K`` parameters then those."""
+    k = lowered_outputs(fn)
+    params = [leaf for p in fn.params for leaf in tensor_leaves(p.type)]
+    if k is None:
+        return params, tensor_leaves(fn.ret_type)
+    return params[:len(params) - k], params[len(params) - k:]
+
+
 __all__ = [
     "ALLOC_OPS", "ALLOC_STORAGE", "ALLOC_TENSOR", "CALL_CPACKED", "CALL_PACKED", "CONST",
     "KILL_OBJECT", "KILL_OPS", "KILL_STORAGE", "KILL_TENSOR", "MEMORY_VIEW", "PACKED_CALL_OPS", "STACK_ALLOCA",
-    "STRUCT_SET", "call_of", "is_dim", "is_int", "is_kill", "kill_of", "killed_var",
+    "STRUCT_SET", "call_of", "kernel_io", "lowered_outputs", "is_dim", "is_int", "is_kill", "kill_of", "killed_var",
 ]

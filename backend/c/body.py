@@ -17,7 +17,7 @@ from relaxc.ir.nodes import Arg, Bind, Call, DType, Effect, Function, Project, S
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import TensorType
-from relaxc.ir.vocab import call_of
+from relaxc.ir.vocab import MEMORY_VIEW, call_of
 from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 from . import dtypes as T
@@ -117,9 +117,25 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
         return CTensor(var, t)
 
     def view(self, e: Call, t: TensorType) -> CTensor:
-        """The value of a view op: its input's pointer, under the view's type."""
+        """The value of a view op: its input's pointer, under the view's type (and, for
+        ``memory.view``, moved by its byte offset)."""
         src = self.tensor(var_args(e.args)[0], e.op)
-        return CTensor(src.expr, t, src.const)
+        offset: D.Dim = 0
+        if e.op == MEMORY_VIEW:
+            op = REGISTRY.get(e.op)
+            assert op is not None
+            try:
+                offset = bind_args(op, e.args, e.kwargs).attrs["offset"]
+            except OpError as err:
+                raise RxError(str(err), e.loc) from None
+        if offset == 0 and T.c_type(src.type.dtype) == T.c_type(t.dtype):
+            return CTensor(src.expr, t, src.const)
+        q = "const " if src.const else ""
+        ctype = T.c_type(t.dtype)
+        if offset == 0:
+            return CTensor(f"(({q}{ctype} *)({q}void *){src.expr})", t, src.const)
+        byte = f"(({q}unsigned char *)({q}void *){src.expr} + {self.dimc(offset)})"
+        return CTensor(f"(({q}{ctype} *)({q}void *){byte})", t, src.const)
 
     def kernel_call(self, op_name: str, args: tuple, kwargs: tuple, outs: list[CTensor], loc: Loc | None) -> None:
         op = REGISTRY.get(op_name)

@@ -18,9 +18,9 @@ from relaxc.ir.nodes import Call, Function, Module, function_dims
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import TensorType, tensor_leaves, type_to_str
+from relaxc.ir.types import TensorType, type_to_str
 from relaxc.ir.verifier import ModuleTypes
-from relaxc.ir.vocab import CONST
+from relaxc.ir.vocab import CONST, kernel_io
 
 from . import dtypes as T
 from .helpers import HELPERS, Helpers
@@ -130,8 +130,7 @@ class ModuleEmitter:
 
     def _packed_def(self, fn: Function, inner: str, cname: str) -> str:
         scope = Scope(self.scope)
-        ins = [leaf for p in fn.params for leaf in tensor_leaves(p.type)]
-        outs = tensor_leaves(fn.ret_type)
+        ins, outs = kernel_io(fn)
         dims = function_dims(fn)
         dvars = {d: scope.name("d_", d) for d in dims}
         dimc = DimC(dvars, self.helpers)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from relaxc.ir import dims as D
 from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import Call, Effect, Expr, Function, expr_vars, function_dims
+from relaxc.ir.nodes import Call, Effect, Expr, Function, Invoke, expr_vars, function_dims
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, tensor_leaves, type_to_str
-from relaxc.ir.vocab import CONST
+from relaxc.ir.vocab import CONST, lowered_outputs
 
 from . import dtypes as T
 from .body import BodyEmitter, bindings, bound_call, var_args
@@ -41,8 +41,11 @@ class PrimitiveEmitter(BodyEmitter):
         self.tuple_outs: dict[str, list[CTensor]] = {}
         self.placement: dict[str, CTensor] = {}
         self.info: Any = None  # the alias analysis of the function (set by _place)
+        self.lowered = False
 
     def build(self) -> str:
+        if lowered_outputs(self.fn) is not None:
+            return self._build_lowered()
         fn = self.fn
         params: list[str] = []
         param_vars: list[str] = []
@@ -77,6 +80,42 @@ class PrimitiveEmitter(BodyEmitter):
             if not re.search(rf"\b{self.dimvars[d]}\b", text):
                 self.lines.insert(0, f"    (void){self.dimvars[d]};")
         for var in reversed(param_vars):  # a parameter the body never reads (-Wunused-parameter)
+            if not re.search(rf"\b{var}\b", text):
+                self.lines.insert(0, f"    (void){var};")
+        self.finish_locals()
+        sig = f"static void {self.cname}({', '.join(params) or 'void'})"
+        return f"/* @{comment(fn.name)} */\n{sig}\n{{\n" + "\n".join(self.lines) + "\n}"
+
+    def _build_lowered(self) -> str:
+        """A lowered primitive function (PlanWorkspace's output): every value already has its
+        place, a view of the workspace or of an output; this prints it, deciding nothing."""
+        fn = self.fn
+        k = lowered_outputs(fn)
+        assert k is not None
+        self.lowered = True
+        written = {p.name for p in fn.params[len(fn.params) - k:]}
+        if fn.attr("workspace", 0) != 0:
+            written.add(fn.params[len(fn.params) - k - 1].name)
+        params: list[str] = []
+        param_vars: list[str] = []
+        for d in function_dims(fn):
+            self.dimvars[d] = self.scope.name("d_", d)
+        for p in fn.params:
+            if not isinstance(p.type, TensorType):
+                raise RxError(f"the C target cannot pass parameter %{p.name} of type {type_to_str(p.type)}", p.loc)
+            var = self.scope.name("v_", p.name)
+            ctype = T.c_type(p.type.dtype, f"parameter %{p.name}")
+            const = p.name not in written
+            params.append(f"{'const ' if const else ''}{ctype} *{var}")
+            self.values[p.name] = CTensor(var, p.type, const=const)
+            param_vars.append(var)
+        params += [f"int64_t {self.dimvars[d]}" for d in function_dims(fn)]
+        self.visit_function(fn)
+        text = "\n".join(self.lines)
+        for d in function_dims(fn):
+            if not re.search(rf"\b{self.dimvars[d]}\b", text):
+                self.lines.insert(0, f"    (void){self.dimvars[d]};")
+        for var in reversed(param_vars):
             if not re.search(rf"\b{var}\b", text):
                 self.lines.insert(0, f"    (void){var};")
         self.finish_locals()
@@ -178,6 +217,14 @@ class PrimitiveEmitter(BodyEmitter):
 
     # -- statements -----------------------------------------------------------------------
     def visit_effect(self, stmt: Effect) -> None:
+        e = stmt.value
+        if self.lowered and isinstance(e, Invoke) and not e.is_func:
+            outs = [self.tensor(v, f"invoke {e.target}") for v in e.outs]
+            for o, v in zip(outs, e.outs):
+                if o.const:
+                    raise RxError(f"invoke {e.target} would write into read-only %{v.name}", v.loc)
+            self.kernel_call(e.target, e.args, e.kwargs, outs, e.loc)
+            return
         raise RxError(f"the C target cannot emit this statement in primitive function @{self.fn.name}", stmt.loc)
 
     def visit_default(self, expr: Expr) -> CValue:
@@ -195,10 +242,8 @@ class PrimitiveEmitter(BodyEmitter):
             assert isinstance(t, TensorType)
             return CTensor(self.m.constant(fn, name, e, t), t, const=True)
         if op is not None and op.is_view:
-            src = self.tensor(var_args(e.args)[0], e.op)
             assert isinstance(t, TensorType)
-            return CTensor(src.expr, t, src.const) if src.type.dtype == t.dtype else CTensor(
-                f"(({T.c_type(t.dtype)} *)(void *){src.expr})", t, src.const)
+            return self.view(e, t)
         if name in self.tuple_outs:
             outs = self.tuple_outs[name]
             self.kernel_call(e.op, e.args, e.kwargs, outs, e.loc)

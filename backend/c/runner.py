@@ -24,6 +24,7 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
 from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves, type_to_str
 from relaxc.ir.vocab import (
+    kernel_io, lowered_outputs,
     ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, CALL_PACKED, CONST, KILL_OPS, STACK_ALLOCA, STRUCT_SET, is_dim,
 )
 from relaxc.ir.walk import ExprFunctor
@@ -380,8 +381,8 @@ class RunnerEmitter(BodyEmitter):
         wrapper = self.m.packed_wrapper(callee.name, e.loc)
         self._packed_here = True
         args = e.args[1:]
-        nin = len([leaf for p in callee.params for leaf in tensor_leaves(p.type)])
-        nout = len(tensor_leaves(callee.ret_type))
+        ins, outs = kernel_io(callee)
+        nin, nout = len(ins), len(outs)
         ndims = len(function_dims(callee))
         if len(args) != nin + nout + ndims:
             raise RxError(f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes {nin} input(s), "
@@ -427,6 +428,8 @@ class RunnerEmitter(BodyEmitter):
             raise RxError(f"invoke @{inv.target}: not a primitive function", inv.loc)
         args = [self.read(a) for a in var_args(inv.args)]
         arg_types = [self.types[a.name] for a in var_args(inv.args)]
+        if lowered_outputs(callee) is not None:  # the outs are its last parameters
+            arg_types += [o.type for o in outs]
         where = f"invoke @{inv.target}"
         env = bind_callee_dims(callee, arg_types, where, inv.loc)
         _check_outs(callee, env, [o.type for o in outs], where, inv.loc)

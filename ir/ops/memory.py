@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from relaxc.ir import dims as D
 from relaxc.ir.nodes import ListLit
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import OBJECT, STORAGE, DTYPES, StorageType, TensorType, TupleType, Type, numpy_dtype
