@@ -20,7 +20,7 @@ from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import TensorType, type_to_str
 from relaxc.ir.verifier import ModuleTypes
-from relaxc.ir.vocab import CONST, kernel_io
+from relaxc.ir.vocab import CONST, kernel_io, lowered_outputs
 
 from . import dtypes as T
 from .helpers import HELPERS, Helpers
@@ -161,7 +161,9 @@ class ModuleEmitter:
             else:
                 lines.append(f"    p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], 0, {code}, {bits}, NULL);")
             lines.append(f"    if (p{i} == NULL) return -1;")
-        call_args = [f"({'const ' if i < len(ins) else ''}{T.c_type(t.dtype)} *)p{i}" for i, t in
+        # Inputs are read-only, except a lowered function's workspace (its last input).
+        scratch = len(ins) - 1 if lowered_outputs(fn) is not None and fn.attr("workspace", 0) != 0 else -1
+        call_args = [f"({'const ' if i < len(ins) and i != scratch else ''}{T.c_type(t.dtype)} *)p{i}" for i, t in
                      enumerate(ins + outs)] + [dvars[d] for d in dims]
         lines.append(f"    {inner}({', '.join(call_args)});")
         lines += ["    return 0;", "}"]

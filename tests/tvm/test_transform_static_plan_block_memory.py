@@ -312,8 +312,6 @@ def test_add_runs_on_the_vm_today(tmp_path):
     memory_safe("feature_workspace_cumsum", tmp_path)
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: kernel workspace is not a planned buffer (the report says "
-                   "0 B, the C target refuses: 'a kernel gets no scratch memory')")
 def test_add(tmp_path, c_check):
     # TVM: the cumsum workspace is planned (storage, bounded by batch_size <= 32), next to
     # storage1 for the result. relaxc's intended plan: @cumsum's intermediates (%e, %t, %s:
