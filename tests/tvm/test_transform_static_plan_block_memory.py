@@ -330,12 +330,11 @@ def test_add(tmp_path, c_check):
 VIEW = program("feature_view_offset").text
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: no memory.view (a view with another shape/dtype at a byte offset)")
 @pytest.mark.parametrize("offset", [0, 512])
 def test_view(offset, tmp_path):
     # TVM: x gets 1024 B, y 512 B, z (output) unplanned; x stays live through the view until y.
     path = tmp_path / "view.rx"
-    path.write_text(VIEW.replace("f32, 512)", f"f32, {offset})"))
+    path.write_text(VIEW.replace("offset=512", f"offset={offset}"))
     r = invoke("build", path, "-o", tmp_path / "view.rxb", "-q")
     assert r.exit_code == 0, r.output
     r = invoke("run", tmp_path / "view.rxb", "--check", "--poison", "--source", path)
@@ -348,7 +347,6 @@ def test_view(offset, tmp_path):
     assert arena_bytes(m) <= tvm_bytes([[1024], [512]])
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: no memory.view (a view with another shape/dtype at a byte offset)")
 def test_view_c(c_check):
     c_check("feature_view_offset")
 
