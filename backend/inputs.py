@@ -36,6 +36,8 @@ def bind_dims(fn: Function, args: Sequence[object], given: Mapping[str, int] | N
     for p, a in zip(fn.params, args):
         _bind_value(p.type, a, f"%{p.name}", env, source)
     for p, a in zip(fn.params, args):
+        _bind_affine(p.type, a, f"%{p.name}", env, source)
+    for p, a in zip(fn.params, args):
         _check_value(p.type, a, f"%{p.name}", env)
     check_bounds(fn, env)
     return env
@@ -61,6 +63,25 @@ def _bind_value(t: Type, a: object, what: str, env: dict[str, int], source: dict
             raise RxError(f"input {what} must be a tuple of {len(t.fields)} values")
         for i, (f, x) in enumerate(zip(t.fields, a)):
             _bind_value(f, x, f"{what}.{i}", env, source)
+
+
+def _bind_affine(t: Type, a: object, what: str, env: dict[str, int], source: dict[str, str]) -> None:
+    """Dims that appear only in a dimension ``a * n + b``: ``n`` from that dimension's size."""
+    if isinstance(t, TensorType):
+        assert isinstance(a, np.ndarray)
+        for i, (d, size) in enumerate(zip(t.shape, a.shape)):
+            aff = D.affine_in(d) if not isinstance(d, (int, D.Sym)) else None
+            if aff is None or aff[0] in env:
+                continue
+            name, k, b = aff
+            if (size - b) % k or (size - b) // k < 0:
+                raise RxError(f"input {what} has {size} in dimension {i}, which is not {D.dim_to_str(d)} for any "
+                              f"'{name}' of 0 or more")
+            env[name] = (size - b) // k
+            source[name] = f"input {what}"
+    elif isinstance(t, TupleType) and isinstance(a, tuple):
+        for i, (f, x) in enumerate(zip(t.fields, a)):
+            _bind_affine(f, x, f"{what}.{i}", env, source)
 
 
 def _check_value(t: Type, a: object, what: str, env: Mapping[str, int]) -> None:

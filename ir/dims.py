@@ -401,3 +401,35 @@ def upper_bound(d: Dim, bounds: Mapping[str, int]) -> int | None:
     """
     ranges = {k: (0, v) for k, v in bounds.items()}
     return interval(d, ranges)[1]
+
+
+def affine_in(d: Dim) -> tuple[str, int, int] | None:
+    """``(n, a, b)`` when ``d`` is ``a * n + b`` for one symbolic dim ``n`` and integers
+    ``a != 0`` and ``b`` (a dim whose value gives ``n`` back), else None."""
+    names = free_vars(d)
+    if len(names) != 1 or isinstance(d, Sym):
+        return None
+    (n,) = names
+    try:
+        b = evaluate(d, {n: 0})
+        a = evaluate(d, {n: 1}) - b
+        if a == 0 or any(evaluate(d, {n: k}) != a * k + b for k in (2, 3, 7, 1000)):
+            return None
+    except (ZeroDivisionError, ValueError, OverflowError):
+        return None
+    if not dims_equal(d, simplify(BinOp("+", BinOp("*", a, Sym(n)), b))):
+        return None
+    return n, a, b
+
+
+def solve_affine(d: Dim, value: Dim) -> tuple[str, Dim] | None:
+    """``(n, v)`` such that ``d`` is ``value`` when ``n`` is ``v``, for ``d = a * n + b``
+    (see :func:`affine_in`); the caller checks that ``v`` is exact (substituted back, ``d``
+    must equal ``value``). None when ``d`` is not affine in one dim."""
+    aff = affine_in(d)
+    if aff is None:
+        return None
+    n, a, b = aff
+    if isinstance(value, int):
+        return n, (value - b) // a
+    return n, simplify(BinOp("/", BinOp("-", value, b), a))

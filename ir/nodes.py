@@ -274,7 +274,8 @@ def direct_constructor(cls: type) -> Callable[..., Any]:
 
 
 def function_dims(fn: Function) -> list[str]:
-    """The symbolic dims ``fn`` binds from its parameters, in order of first appearance.
+    """The symbolic dims ``fn`` binds from its parameters: those that appear alone, in order of
+    first appearance, then those that appear only in a dimension ``a * n + b``.
 
     LegalizePackedCalls passes them after a packed call's buffers in this order and the C
     emitter reads them in the same order: both use this one definition.
@@ -285,4 +286,36 @@ def function_dims(fn: Function) -> list[str]:
             for d in leaf.shape:
                 if isinstance(d, Sym) and d.name not in out:
                     out.append(d.name)
+    # Then dims that appear only inside a parameter dimension ``a * n + b``, read back from it.
+    from .dims import affine_in
+
+    for p in fn.params:
+        for leaf in tensor_leaves(p.type):
+            for d in leaf.shape:
+                aff = affine_in(d) if not isinstance(d, (int, Sym)) else None
+                if aff is not None and aff[0] not in out:
+                    out.append(aff[0])
     return out
+
+
+def call_dims(callee: Function, arg_types: "list[Type]") -> dict:
+    """The call site's value of each dim ``callee`` binds from its parameters, given the
+    types of the arguments (in parameter order; fewer arguments bind fewer dims): a dim that
+    appears alone takes the argument's dim there, one that appears only in ``a * n + b`` is
+    solved from it. Nothing is checked here (the verifier checks every call)."""
+    from .dims import solve_affine
+
+    env: dict = {}
+    pairs = [(pl, al) for p, t in zip(callee.params, arg_types)
+             for pl, al in zip(tensor_leaves(p.type), tensor_leaves(t))]
+    for pl, al in pairs:
+        for pd, ad in zip(pl.shape, al.shape):
+            if isinstance(pd, Sym) and pd.name not in env:
+                env[pd.name] = ad
+    for pl, al in pairs:
+        for pd, ad in zip(pl.shape, al.shape):
+            if not isinstance(pd, (int, Sym)):
+                solved = solve_affine(pd, ad)
+                if solved is not None and solved[0] not in env:
+                    env[solved[0]] = solved[1]
+    return env

@@ -178,12 +178,15 @@ class _FunctionChecker:
                 for d in leaf.shape:
                     if isinstance(d, D.Sym):
                         plain.add(d.name)
+                    elif (aff := D.affine_in(d)) is not None:
+                        plain.add(aff[0])  # read back from a * n + b
         for p in fn.params:
             for name in sorted(type_free_vars(p.type)):
                 if name not in plain:
                     raise RxError(
-                        f"symbolic dim '{name}' of %{p.name} must also appear alone as a dimension "
-                        "of some parameter, so its value can be read from the inputs",
+                        f"symbolic dim '{name}' of %{p.name} must also appear alone as a dimension of some "
+                        f"parameter, or in one of the form a * {name} + b, so its value can be read from the "
+                        "inputs",
                         p.loc,
                     )
         self.dims = plain
@@ -644,6 +647,10 @@ def _unify(param: Type, arg: Type, env: dict[str, D.Dim]) -> str | None:
         for pd, ad in zip(param.shape, arg.shape):
             if isinstance(pd, D.Sym) and pd.name not in env:
                 env[pd.name] = ad
+        for pd, ad in zip(param.shape, arg.shape):
+            solved = D.solve_affine(pd, ad) if not isinstance(pd, (int, D.Sym)) else None
+            if solved is not None and solved[0] not in env:
+                env[solved[0]] = solved[1]  # checked below: a * n + b must give the argument's dim
         for pd, ad in zip(param.shape, arg.shape):
             want = D.substitute(pd, env)
             if not D.dims_equal(want, ad):

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from relaxc.ir import dims as D
-from relaxc.ir.nodes import function_dims
+from relaxc.ir.nodes import call_dims, function_dims
 from relaxc.ir.nodes import Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
@@ -176,12 +176,7 @@ def _what(inv: Invoke) -> str:
 
 def _dim_values(callee: Function, arg_types: list[Type], inv: Invoke) -> list[D.Dim]:
     """The call site's value of each dim ``callee`` binds from its parameters."""
-    env: dict[str, D.Dim] = {}
-    for p, t in zip(callee.params, arg_types):
-        for pl, al in zip(tensor_leaves(p.type), tensor_leaves(t)):
-            for pd, ad in zip(pl.shape, al.shape):
-                if isinstance(pd, D.Sym) and pd.name not in env:
-                    env[pd.name] = ad
+    env = call_dims(callee, arg_types)
     out = []
     for name in function_dims(callee):
         if name not in env:  # pragma: no cover - the verifier binds every dim

@@ -46,7 +46,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness, flatten
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
-    Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, TupleExpr, Var,
+    Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, TupleExpr, Var, call_dims,
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
@@ -362,18 +362,6 @@ def _lower(fn: Function, placement: Placement, names: NameSupply, types: dict[st
                                attr_locs=tuple(fn.attr_locs) + (None, None) if fn.attr_locs else ())
 
 
-def callee_dims(callee: Function, arg_types: Sequence[Type]) -> dict[str, D.Dim]:
-    """The call's dim for each plain dim of the callee's (original) parameters."""
-    env: dict[str, D.Dim] = {}
-    pleaves = [leaf for p in callee.params for leaf in tensor_leaves(p.type)]
-    aleaves = [leaf for t in arg_types for leaf in tensor_leaves(t)]
-    for p, a in zip(pleaves, aleaves):
-        for pd, ad in zip(p.shape, a.shape):
-            if isinstance(pd, D.Sym) and pd.name not in env:
-                env[pd.name] = ad
-    return env
-
-
 @dataclass(frozen=True)
 class PlanWorkspace(Pass):
     """Place every intermediate of a primitive function in its outputs or a planned workspace."""
@@ -436,7 +424,7 @@ class PlanWorkspace(Pass):
                 body.append(stmt)
                 continue
             arg_types = [types[a.name] for a in e.args if isinstance(a, Var)]
-            size = D.simplify(D.substitute(ws, callee_dims(originals[e.target], arg_types)))
+            size = D.simplify(D.substitute(ws, call_dims(originals[e.target], arg_types)))
             if D.free_vars(size) - set(fn.upper_bounds()) - _function_dim_names(fn):
                 raise PassError(f"PlanWorkspace: the workspace of @{e.target} ({D.dim_to_str(size)} bytes) "
                                 f"depends on dims this call does not bind", e.loc)

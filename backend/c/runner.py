@@ -18,7 +18,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, analyze_aliases
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.nodes import (
-    Call, CallFunc, DType, Effect, Expr, Function, Invoke, Var, expr_vars, function_dims,
+    Call, CallFunc, DType, Effect, Expr, Function, Invoke, Var, call_dims, expr_vars, function_dims,
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
@@ -478,9 +478,7 @@ def bind_callee_dims(callee: Function, arg_types: list[Type], where: str, loc: L
     for p, a in zip(pleaves, aleaves):
         if p.dtype != a.dtype or len(p.shape) != len(a.shape):
             raise RxError(f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}", loc)
-        for pd, ad in zip(p.shape, a.shape):
-            if isinstance(pd, D.Sym) and pd.name not in env:
-                env[pd.name] = ad
+    env.update(call_dims(callee, arg_types))
     for p, a in zip(pleaves, aleaves):
         for pd, ad in zip(p.shape, a.shape):
             if not D.dims_equal(D.substitute(pd, env), ad):

@@ -351,8 +351,6 @@ def test_view_c(c_check):
     c_check("feature_view_offset")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 14: a primitive function's parameter shape (2 * n,) is refused "
-                   "unless n also appears alone")
 def test_tir_var_upper_bound_with_expression_parameter_shapes(tmp_path, c_check):
     # TVM test_tir_var_upper_bound's PrimFuncs take (2 * n,) and (2 * n + 2,) buffers; the
     # same plan as without them: storage{exp, add}, storage1{relu, pad}.
