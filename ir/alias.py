@@ -103,6 +103,7 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
         return self.info.trees.get(v.name, frozenset())
 
     def new_root(self, kind: str) -> frozenset:
+        """The binding's own root, recorded as a root of ``kind``."""
         if self.name:
             self.info.kind[self.name] = kind
         return self.own
@@ -131,13 +132,11 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
 
     def visit_call_func(self, e: CallFunc) -> Tree:
         callee = self.functions.get(e.func)
-        t = self.own
+        t = self.new_root(FRESH)
         if callee is not None and not callee.is_primitive:
             for i in param_aliases_of_result(callee, self.module, self.memo):
                 if i < len(e.args):
                     t = t | flatten(self.tree(e.args[i]))
-        if self.name:
-            self.info.kind[self.name] = FRESH
         return t
 
     def visit_invoke(self, e: Invoke) -> None:
@@ -157,10 +156,9 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
             return self.new_root(STORAGE)
         if e.op == ALLOC_TENSOR:
             if self.name:
-                info.kind[self.name] = TENSOR
                 for s in flatten(self.tree(arg_vars[0])) if arg_vars else frozenset():
                     info.storage_of[self.name] = s
-            return self.own
+            return self.new_root(TENSOR)
         if e.op == STRUCT_SET:
             # The struct now refers to the buffer stored into it.
             if len(arg_vars) >= 2:
@@ -184,13 +182,11 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
         if spec.keeps_args:
             for a in passed:
                 info.escaping |= flatten(self.tree(a))
-        t = self.own
+        t = self.new_root(OBJECT)
         for i in spec.result_aliases:
             sources = passed if i < 0 else passed[i:i + 1]
             for a in sources:
                 t = t | flatten(self.tree(a))
-        if self.name:
-            info.kind[self.name] = OBJECT
         return t
 
 
