@@ -30,6 +30,8 @@ from relaxc.ir.nodes import (
     Var,
 )
 from relaxc.ir.types import type_to_str
+from relaxc.ir.vocab import is_dim
+from relaxc.ir.walk import ExprFunctor
 
 if TYPE_CHECKING:
     from .comments import Comments
@@ -57,7 +59,7 @@ def value_to_str(v: object) -> str:
         return json.dumps(v)
     if isinstance(v, DType):
         return v.name
-    if isinstance(v, (D.Sym, D.BinOp, D.DimCall)):
+    if is_dim(v):  # (ints are printed above)
         return D.dim_to_str(v)
     if isinstance(v, tuple):
         if len(v) == 1:
@@ -84,24 +86,37 @@ def _vars(vs: tuple[Var, ...]) -> str:
     return ", ".join(f"%{v.name}" for v in vs)
 
 
-def expr_to_str(e: Expr) -> str:
-    """The .rx spelling of an expression."""
-    if isinstance(e, Var):
+class _ExprPrinter(ExprFunctor[str]):
+    """The .rx spelling of each kind of expression."""
+
+    def visit_var(self, e: Var) -> str:
         return f"%{e.name}"
-    if isinstance(e, Call):
+
+    def visit_call(self, e: Call) -> str:
         return f"{e.op}({_args(e.args, e.kwargs)})"
-    if isinstance(e, CallFunc):
+
+    def visit_call_func(self, e: CallFunc) -> str:
         return f"call @{e.func}({_vars(e.args)})"
-    if isinstance(e, Invoke):
+
+    def visit_invoke(self, e: Invoke) -> str:
         target = f"@{e.target}" if e.is_func else e.target
         return f"invoke {target}({_args(e.args, e.kwargs)}) outs ({_vars(e.outs)})"
-    if isinstance(e, TupleExpr):
+
+    def visit_tuple(self, e: TupleExpr) -> str:
         if len(e.fields) == 1:
             return f"(%{e.fields[0].name},)"
         return f"({_vars(e.fields)})"
-    if isinstance(e, Project):
+
+    def visit_project(self, e: Project) -> str:
         return f"%{e.tuple_var.name}.{e.index}"
-    raise TypeError(f"not an IR expression: {e!r}")
+
+
+_PRINTER = _ExprPrinter()
+
+
+def expr_to_str(e: Expr) -> str:
+    """The .rx spelling of an expression (TypeError for anything that is not one)."""
+    return _PRINTER.visit_expr(e)
 
 
 def stmt_to_str(s: Bind | Effect) -> str:

@@ -19,6 +19,9 @@ from typing import Union
 from .nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var, expr_vars
 from .ops import REGISTRY
 from .packed import PackedSpec, packed_spec
+from .vocab import ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, STRUCT_SET
+from .vocab import CONST as CONST_OP
+from .walk import ExprFunctor, StmtVisitor
 
 Tree = Union[frozenset, tuple]
 """Roots of a value: a frozenset of root names, or a tuple of trees for a tuple value."""
@@ -56,12 +59,6 @@ class AliasInfo:
         return frozenset().union(*(self.roots(v.name) for v in expr_vars(fn.ret)))
 
 
-def _tree_of_ret(fn: Function, info: AliasInfo) -> Tree:
-    if isinstance(fn.ret, TupleExpr):
-        return tuple(info.trees.get(v.name, frozenset()) for v in fn.ret.fields)
-    return info.trees.get(fn.ret.name, frozenset())
-
-
 def param_aliases_of_result(fn: Function, module: Module, _memo: dict | None = None) -> frozenset:
     """Indices of the parameters that ``fn``'s result may alias (for interprocedural aliasing)."""
     memo = _memo if _memo is not None else {}
@@ -78,93 +75,119 @@ def param_aliases_of_result(fn: Function, module: Module, _memo: dict | None = N
 def analyze_aliases(fn: Function, module: Module, _memo: dict | None = None) -> AliasInfo:
     """Map every value of ``fn`` to the roots it may refer to."""
     info = AliasInfo()
-    memo = _memo if _memo is not None else {}
-    functions = {f.name: f for f in module.functions}
     for p in fn.params:
         info.trees[p.name] = frozenset({p.name})
         info.kind[p.name] = PARAM
-
-    def tree(v: Var) -> Tree:
-        return info.trees.get(v.name, frozenset())
-
-    for stmt in fn.body:
-        e = stmt.value
-        name = stmt.name if isinstance(stmt, Bind) else None
-        own = frozenset({name}) if name else frozenset()
-        if isinstance(e, Var):
-            t: Tree = tree(e)
-        elif isinstance(e, TupleExpr):
-            t = tuple(tree(v) for v in e.fields)
-        elif isinstance(e, Project):
-            src = tree(e.tuple_var)
-            t = src[e.index] if isinstance(src, tuple) and e.index < len(src) else flatten(src)
-        elif isinstance(e, CallFunc):
-            callee = functions.get(e.func)
-            t = own
-            if callee is not None and not callee.is_primitive:
-                for i in param_aliases_of_result(callee, module, memo):
-                    if i < len(e.args):
-                        t = t | flatten(tree(e.args[i]))
-            if name:
-                info.kind[name] = FRESH
-        elif isinstance(e, Invoke):
-            continue
-        elif isinstance(e, Call):
-            op = REGISTRY.get(e.op)
-            arg_vars = [a for a in e.args if isinstance(a, Var)]
-            if op is None:
-                t = own
-            elif op.is_view:
-                t = flatten(tree(arg_vars[0])) if arg_vars else own
-            elif e.op == "const":
-                t = own
-                if name:
-                    info.kind[name] = CONST
-            elif e.op == "memory.alloc_storage":
-                t = own
-                if name:
-                    info.kind[name] = STORAGE
-            elif e.op == "memory.alloc_tensor":
-                t = own
-                if name:
-                    info.kind[name] = TENSOR
-                    storage_roots = flatten(tree(arg_vars[0])) if arg_vars else frozenset()
-                    for s in storage_roots:
-                        info.storage_of[name] = s
-            elif e.op == "tir.struct_set":
-                # The struct now refers to the buffer stored into it.
-                if len(arg_vars) >= 2:
-                    h, v = arg_vars[0], arg_vars[-1]
-                    info.trees[h.name] = flatten(tree(h)) | flatten(tree(v))
-                continue
-            elif op.category == "runtime":
-                spec = packed_spec(e.args[0] if e.args else None)
-                callee = functions.get(e.args[0]) if e.op == "call_cpacked" and e.args and isinstance(
-                    e.args[0], str) else None
-                if callee is not None and callee.is_primitive:
-                    spec = KERNEL  # a kernel called packed: it writes its outputs and keeps nothing
-                passed = [a for a in e.args[1:] if isinstance(a, Var)]
-                if spec.keeps_args:
-                    for a in passed:
-                        info.escaping |= flatten(tree(a))
-                t = own
-                for i in spec.result_aliases:
-                    sources = passed if i < 0 else passed[i:i + 1]
-                    for a in sources:
-                        t = t | flatten(tree(a))
-                if name:
-                    info.kind[name] = OBJECT
-            elif op.category == "memory":
-                continue  # kills
-            else:
-                t = own
-                if name:
-                    info.kind[name] = FRESH
-        else:  # pragma: no cover
-            t = own
-        if name:
-            info.trees[name] = t
+    walker = _AliasWalker(info, module, _memo if _memo is not None else {})
+    walker.visit_function(fn)
     return info
+
+
+class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
+    """Gives each binding its tree of roots, statement by statement.
+
+    The ``visit_*`` methods of expressions return the tree of the value (``None``: the
+    statement binds nothing that holds memory, and the name gets no tree) and record the
+    kind of a new root in ``info.kind``.
+    """
+
+    def __init__(self, info: AliasInfo, module: Module, memo: dict):
+        self.info = info
+        self.module = module
+        self.memo = memo
+        self.functions = {f.name: f for f in module.functions}
+        self.name: str | None = None  # the name the current statement binds
+        self.own: frozenset = frozenset()  # the root that name would be
+
+    def tree(self, v: Var) -> Tree:
+        return self.info.trees.get(v.name, frozenset())
+
+    def new_root(self, kind: str) -> frozenset:
+        """The binding's own root, recorded as a root of ``kind``."""
+        if self.name:
+            self.info.kind[self.name] = kind
+        return self.own
+
+    # -- statements ---------------------------------------------------------------------
+    def visit_bind(self, stmt: Bind) -> None:
+        self.name, self.own = stmt.name, frozenset({stmt.name})
+        t = self.visit_expr(stmt.value)
+        if t is not None:
+            self.info.trees[stmt.name] = t
+
+    def visit_effect(self, stmt: Effect) -> None:
+        self.name, self.own = None, frozenset()
+        self.visit_expr(stmt.value)
+
+    # -- expressions --------------------------------------------------------------------
+    def visit_var(self, e: Var) -> Tree:
+        return self.tree(e)
+
+    def visit_tuple(self, e: TupleExpr) -> Tree:
+        return tuple(self.tree(v) for v in e.fields)
+
+    def visit_project(self, e: Project) -> Tree:
+        src = self.tree(e.tuple_var)
+        return src[e.index] if isinstance(src, tuple) and e.index < len(src) else flatten(src)
+
+    def visit_call_func(self, e: CallFunc) -> Tree:
+        callee = self.functions.get(e.func)
+        t = self.new_root(FRESH)
+        if callee is not None and not callee.is_primitive:
+            for i in param_aliases_of_result(callee, self.module, self.memo):
+                if i < len(e.args):
+                    t = t | flatten(self.tree(e.args[i]))
+        return t
+
+    def visit_invoke(self, e: Invoke) -> None:
+        return None  # writes into its outs, which already have their roots
+
+    def visit_call(self, e: Call) -> Tree | None:
+        info = self.info
+        op = REGISTRY.get(e.op)
+        arg_vars = [a for a in e.args if isinstance(a, Var)]
+        if op is None:
+            return self.own
+        if op.is_view:
+            return flatten(self.tree(arg_vars[0])) if arg_vars else self.own
+        if e.op == CONST_OP:
+            return self.new_root(CONST)
+        if e.op == ALLOC_STORAGE:
+            return self.new_root(STORAGE)
+        if e.op == ALLOC_TENSOR:
+            if self.name:
+                for s in flatten(self.tree(arg_vars[0])) if arg_vars else frozenset():
+                    info.storage_of[self.name] = s
+            return self.new_root(TENSOR)
+        if e.op == STRUCT_SET:
+            # The struct now refers to the buffer stored into it.
+            if len(arg_vars) >= 2:
+                h, v = arg_vars[0], arg_vars[-1]
+                info.trees[h.name] = flatten(self.tree(h)) | flatten(self.tree(v))
+            return None
+        if op.category == "runtime":
+            return self._runtime_call(e)
+        if op.category == "memory":
+            return None  # kills
+        return self.new_root(FRESH)
+
+    def _runtime_call(self, e: Call) -> Tree:
+        info = self.info
+        spec = packed_spec(e.args[0] if e.args else None)
+        callee = self.functions.get(e.args[0]) if e.op == CALL_CPACKED and e.args and isinstance(
+            e.args[0], str) else None
+        if callee is not None and callee.is_primitive:
+            spec = KERNEL  # a kernel called packed: it writes its outputs and keeps nothing
+        passed = [a for a in e.args[1:] if isinstance(a, Var)]
+        if spec.keeps_args:
+            for a in passed:
+                info.escaping |= flatten(self.tree(a))
+        t = self.new_root(OBJECT)
+        for i in spec.result_aliases:
+            sources = passed if i < 0 else passed[i:i + 1]
+            for a in sources:
+                t = t | flatten(self.tree(a))
+        return t
 
 
 @dataclass

@@ -20,22 +20,19 @@ from __future__ import annotations
 
 from .alias import CONST, PARAM, analyze_aliases
 from .diagnostics import Loc, RxError
-from .nodes import Call, Effect, Function, Module, Var, expr_vars
+from .nodes import Function, Module, Stmt, Var, expr_vars
 from .objects import object_groups, returned_objects, same_object
+from .vocab import KILL_OBJECT, KILL_STORAGE, KILL_TENSOR, kill_of, killed_var
 
-KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
 
-
-def _kill_target(stmt: object) -> tuple[str, Var] | None:
-    if isinstance(stmt, Effect) and isinstance(stmt.value, Call) and stmt.value.op in KILL_OPS:
-        args = stmt.value.args
-        if args and isinstance(args[0], Var):
-            return stmt.value.op, args[0]
-    return None
+def _kill_target(stmt: Stmt) -> tuple[str, Var] | None:
+    """The kill op of a kill statement and the variable it ends (None for other statements)."""
+    kill, target = kill_of(stmt), killed_var(stmt)
+    return (kill.op, target) if kill is not None and target is not None else None
 
 
 def has_kills(fn: Function) -> bool:
-    return any(_kill_target(s) is not None for s in fn.body)
+    return any(killed_var(s) is not None for s in fn.body)
 
 
 def check_kills(fn: Function, module: Module) -> None:
@@ -59,7 +56,7 @@ def check_kills(fn: Function, module: Module) -> None:
             if target.name in killed_names:
                 raise RxError(f"%{target.name} is killed twice (first{line(killed_names[target.name])})", target.loc)
             roots = info.roots(target.name) | {target.name}
-            if op != "vm.kill_object":
+            if op != KILL_OBJECT:
                 foreign = roots & owned_elsewhere
                 if foreign:
                     what = "a parameter" if any(info.kind.get(r) == PARAM for r in foreign) else "a constant"
@@ -67,7 +64,7 @@ def check_kills(fn: Function, module: Module) -> None:
                                   "which this function does not own", target.loc)
                 if roots & returned:
                     raise RxError(f"{op}(%{target.name}) frees memory that the function returns", target.loc)
-            if op == "vm.kill_object":
+            if op == KILL_OBJECT:
                 names = same_object(groups, target.name)
                 if target.name in released:
                     by, where = released[target.name]
@@ -84,10 +81,10 @@ def check_kills(fn: Function, module: Module) -> None:
                     if n != target.name:
                         released[n] = (target.name, stmt.loc or target.loc)
             killed_names[target.name] = stmt.loc or target.loc
-            if op == "memory.kill_tensor":
+            if op == KILL_TENSOR:
                 for r in roots:
                     dead_roots.setdefault(r, (target.name, stmt.loc or target.loc))
-            elif op == "memory.kill_storage":
+            elif op == KILL_STORAGE:
                 # The storage itself (through any alias of it) and every tensor carved from it.
                 for r in roots:
                     dead_roots.setdefault(r, (target.name, stmt.loc or target.loc))

@@ -203,25 +203,25 @@ class Module:
         return iter(self.functions)
 
 
+def _arg_vars(args: tuple) -> list[Var]:
+    return [a for a in args if isinstance(a, Var)]
+
+
+_VARS_OF: dict[type, Callable[[Any], "tuple[Var, ...] | list[Var]"]] = {
+    Var: lambda e: (e,),
+    Call: lambda e: _arg_vars(e.args),
+    CallFunc: lambda e: e.args,
+    Invoke: lambda e: _arg_vars(e.args) + list(e.outs),
+    TupleExpr: lambda e: e.fields,
+    Project: lambda e: (e.tuple_var,),
+}
+"""The variables each kind of expression reads (a table, not a chain: this runs per binding)."""
+
+
 def expr_vars(expr: Expr) -> Iterator[Var]:
     """Every variable an expression reads, in order (``invoke`` outs included)."""
-    if isinstance(expr, Var):
-        yield expr
-    elif isinstance(expr, Call):
-        for a in expr.args:
-            if isinstance(a, Var):
-                yield a
-    elif isinstance(expr, CallFunc):
-        yield from expr.args
-    elif isinstance(expr, Invoke):
-        for a in expr.args:
-            if isinstance(a, Var):
-                yield a
-        yield from expr.outs
-    elif isinstance(expr, TupleExpr):
-        yield from expr.fields
-    elif isinstance(expr, Project):
-        yield expr.tuple_var
+    of = _VARS_OF.get(type(expr))
+    return iter(of(expr) if of is not None else ())
 
 
 def stmt_expr(stmt: Stmt) -> Expr:

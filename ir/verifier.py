@@ -39,6 +39,8 @@ from .ops import REGISTRY
 from .ops.memory import UNIT
 from .registry import OpDef, OpError, Registry, bind_args
 from .types import OBJECT, TensorType, TupleType, Type, dtype_nbytes, type_free_vars, type_to_str, types_equal
+from .vocab import CONST, call_of
+from .walk import ExprFunctor, StmtVisitor
 
 MAX_TENSOR_BYTES = 1 << 40
 """The largest tensor (1 TiB) relaxc accepts; anything larger is surely a typo."""
@@ -90,13 +92,27 @@ def verify_function(fn: Function, module: Module, registry: Registry = REGISTRY)
     return types
 
 
+class _Callee(ExprFunctor["str | None"]):
+    """The function an expression calls (``call @f``, ``invoke @f``), or None."""
+
+    def visit_default(self, e: Expr) -> None:
+        return None
+
+    def visit_call_func(self, e: CallFunc) -> str:
+        return e.func
+
+    def visit_invoke(self, e: Invoke) -> str | None:
+        return e.target if e.is_func else None
+
+
+_CALLEE = _Callee()
+
+
 def _callees(fn: Function) -> Iterable[tuple[str, Loc | None]]:
     for s in fn.body:
-        v = s.value
-        if isinstance(v, CallFunc):
-            yield v.func, v.loc
-        elif isinstance(v, Invoke) and v.is_func:
-            yield v.target, v.loc
+        callee = _CALLEE.visit_expr(s.value)
+        if callee is not None:
+            yield callee, s.value.loc
 
 
 def _check_call_graph(module: Module, table: Mapping[str, Function]) -> None:
@@ -124,8 +140,12 @@ def _suggest(name: str, candidates: Iterable[str]) -> str:
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
-class _FunctionChecker:
-    """Walks one function in order, keeping the type of every defined name."""
+class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
+    """Walks one function in order, keeping the type of every defined name.
+
+    The statement methods check each statement; the expression methods return the type
+    of the value.
+    """
 
     def __init__(self, fn: Function, table: Mapping[str, Function], registry: Registry):
         self.fn = fn
@@ -152,12 +172,8 @@ class _FunctionChecker:
         for p in fn.params:
             self._check_type_sane(p.type, p.loc, f"%{p.name}")
         self._check_type_sane(fn.ret_type, fn.loc, "return type")
-        for stmt in fn.body:
-            if isinstance(stmt, Bind):
-                self._bind(stmt)
-            else:
-                self._effect(stmt)
-        ret_t = self._expr_type(fn.ret, fn.ret.loc)
+        self.visit_function(fn)
+        ret_t = self.visit_expr(fn.ret)
         if not types_equal(ret_t, fn.ret_type):
             raise RxError(
                 f"@{fn.name} returns {type_to_str(ret_t)} but is declared to return {type_to_str(fn.ret_type)}",
@@ -267,7 +283,7 @@ class _FunctionChecker:
         self.types[name] = t
         self.def_loc[name] = loc
 
-    def _bind(self, stmt: Bind) -> None:
+    def visit_bind(self, stmt: Bind) -> None:
         value = stmt.value
         if isinstance(value, Invoke):
             raise RxError("invoke writes into its outs and returns nothing; write it as a statement", stmt.loc)
@@ -275,10 +291,11 @@ class _FunctionChecker:
         if annotated is not None:
             self._check_type_sane(annotated, stmt.loc, f"%{stmt.name}")
             self._check_bound_dims(type_free_vars(annotated), stmt.loc)
-        if isinstance(value, Call) and value.op == "const" and annotated is not None:
-            t = self._const_annotated(value, annotated)
+        const = call_of(value, CONST)
+        if const is not None and annotated is not None:
+            t = self._const_annotated(const, annotated)
         else:
-            t = self._expr_type(value, value.loc if value.loc else stmt.loc)
+            t = self.visit_expr(value)
             if t.__class__ is TupleType and t == UNIT and isinstance(value, Call):
                 raise RxError(f"{value.op} returns nothing; write it as a statement without '%{stmt.name} ='", stmt.loc)
             if annotated is not None:
@@ -294,15 +311,15 @@ class _FunctionChecker:
             self._check_type_sane(t, stmt.loc, f"%{stmt.name}")
         self._define(stmt.name, t, stmt.loc)
 
-    def _effect(self, stmt: Effect) -> None:
+    def visit_effect(self, stmt: Effect) -> None:
         value = stmt.value
         if isinstance(value, Invoke):
             self._invoke(value)
         else:
-            self._expr_type(value, value.loc or stmt.loc)
+            self.visit_expr(value)
 
     def _const_annotated(self, call: Call, annotated: Type) -> Type:
-        op = self.registry.get("const")
+        op = self.registry.get(CONST)
         assert op is not None
         bound = self._bind_op(op, call)
         if not isinstance(annotated, TensorType):
@@ -327,26 +344,25 @@ class _FunctionChecker:
             raise RxError(f"%{v.name} is not defined{_suggest(v.name, self.types)}", v.loc)
         return t
 
-    def _expr_type(self, e: Expr, loc: Loc | None) -> Type:
-        if isinstance(e, Var):
-            return self._use(e)
-        if isinstance(e, Call):
-            return self._call(e)
-        if isinstance(e, CallFunc):
-            return self._callfunc(e)
-        if isinstance(e, TupleExpr):
-            return TupleType(tuple(self._use(v) for v in e.fields))
-        if isinstance(e, Project):
-            t = self._use(e.tuple_var)
-            if not isinstance(t, TupleType):
-                raise RxError(f"%{e.tuple_var.name} is not a tuple; it has type {type_to_str(t)}", e.loc)
-            if not 0 <= e.index < len(t.fields):
-                raise RxError(
-                    f"tuple index {e.index} is out of range for %{e.tuple_var.name} with {len(t.fields)} field(s)",
-                    e.loc,
-                )
-            return t.fields[e.index]
-        raise RxError("invoke returns nothing and cannot be used as a value", loc)
+    visit_var = _use
+
+    def visit_tuple(self, e: TupleExpr) -> Type:
+        return TupleType(tuple(self._use(v) for v in e.fields))
+
+    def visit_project(self, e: Project) -> Type:
+        t = self._use(e.tuple_var)
+        if not isinstance(t, TupleType):
+            raise RxError(f"%{e.tuple_var.name} is not a tuple; it has type {type_to_str(t)}", e.loc)
+        if not 0 <= e.index < len(t.fields):
+            raise RxError(
+                f"tuple index {e.index} is out of range for %{e.tuple_var.name} with {len(t.fields)} field(s)",
+                e.loc,
+            )
+        return t.fields[e.index]
+
+    def visit_invoke(self, e: Invoke) -> Type:
+        # Statements handle invoke themselves (visit_bind refuses one, visit_effect checks it).
+        raise RxError("invoke returns nothing and cannot be used as a value", e.loc)
 
     def _lookup_op(self, name: str, loc: Loc | None) -> OpDef:
         op = self.registry.get(name)
@@ -384,7 +400,7 @@ class _FunctionChecker:
             self._inferred[key] = t
         return t
 
-    def _call(self, call: Call) -> Type:
+    def visit_call(self, call: Call) -> Type:
         op = self._lookup_op(call.op, call.loc)
         if self.fn.is_primitive and not (op.is_kernel or op.category == "constant"):
             raise RxError(
@@ -426,7 +442,7 @@ class _FunctionChecker:
             raise RxError(f"function @{name} is not defined{_suggest(name, self.table)}", loc)
         return callee
 
-    def _callfunc(self, call: CallFunc) -> Type:
+    def visit_call_func(self, call: CallFunc) -> Type:
         if self.fn.is_primitive:
             raise RxError(f"primitive function @{self.fn.name} may not call other functions", call.loc)
         callee = self._callee(call.func, call.loc)

@@ -2,7 +2,7 @@
 
 Stages (per non-primitive function):
 
-1. **Analysis.** Alias-aware liveness per buffer (:mod:`relaxc.passes.alias`). A value
+1. **Analysis.** Alias-aware liveness per buffer (:mod:`relaxc.ir.alias`). A value
    refers to a set of root buffers; it may be killed only after the last use of *every*
    value sharing one of those buffers: ``%y = %x``, views, tuples and their projections,
    values stored into tuples, results of functions that return their argument, and values
@@ -13,8 +13,9 @@ Stages (per non-primitive function):
 
 Never killed: parameters, constants, anything returned, and any tensor or storage aliased
 to one of those. Tuples and objects are released with ``vm.kill_object``, which frees no
-memory, right after the last use of their own name; values that already have a kill (placed by PlanMemory or an earlier run), so
-running the pass twice changes nothing.
+memory, right after the last use of their own name. Values that already have a kill
+(placed by PlanMemory or an earlier run) are left alone, so running the pass twice changes
+nothing.
 
 This is the pass that, in Apache TVM, broke an LLM build on its first day: a register was
 killed while another name still referred to it (memory-bug-classes.md, class 1).
@@ -25,34 +26,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from relaxc.ir.alias import CONST, PARAM, analyze_aliases, buffer_liveness
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
 from relaxc.ir.objects import object_groups, returned_objects, same_object
 from relaxc.ir.types import StorageType, TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.vocab import KILL_OBJECT, KILL_STORAGE, KILL_TENSOR, killed_var
+from relaxc.ir.walk import map_functions, with_body
 
-from relaxc.ir.alias import CONST, PARAM, analyze_aliases, buffer_liveness
 from .base import Pass
-
-KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
 
 
 def kill_op_for(t: Type) -> str:
     """The kill that fits a value of type ``t``."""
     if isinstance(t, TensorType):
-        return "memory.kill_tensor"
+        return KILL_TENSOR
     if isinstance(t, StorageType):
-        return "memory.kill_storage"
-    return "vm.kill_object"
+        return KILL_STORAGE
+    return KILL_OBJECT
 
 
 def existing_kills(fn: Function) -> set[str]:
     """Names that some kill statement of ``fn`` already frees."""
-    out = set()
-    for s in fn.body:
-        v = s.value
-        if isinstance(s, Effect) and isinstance(v, Call) and v.op in KILL_OPS and v.args and isinstance(v.args[0], Var):
-            out.add(v.args[0].name)
-    return out
+    return {v.name for v in map(killed_var, fn.body) if v is not None}
 
 
 @dataclass(frozen=True)
@@ -64,10 +60,7 @@ class KillAfterLastUse(Pass):
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         types = types if types is not None else verify_module(module)
-        return Module(
-            tuple(fn if fn.is_primitive else self._function(fn, module, types[fn.name]) for fn in module.functions),
-            module.loc,
-        )
+        return map_functions(module, lambda fn: fn if fn.is_primitive else self._function(fn, module, types[fn.name]))
 
     def _function(self, fn: Function, module: Module, types: dict[str, Type]) -> Function:
         info = analyze_aliases(fn, module)
@@ -90,8 +83,8 @@ class KillAfterLastUse(Pass):
                 continue
             roots = info.roots(stmt.name) | {stmt.name}
             # vm.kill_object only releases the name (a tuple, an object), never memory: a tuple
-            # is released after the last use of the name itself, whatever its fields hold.
-            if kill_op_for(t) == "vm.kill_object":
+            # is released after the last use of its names, whatever its fields hold.
+            if kill_op_for(t) == KILL_OBJECT:
                 # Only the object's register is released, but every name of the object
                 # (``%u = %t``) is that register: kill it once, after the last use of any of
                 # them, and never when one of them is returned.
@@ -114,4 +107,4 @@ class KillAfterLastUse(Pass):
             # Tensors and objects first, then the storages they live in.
             for name in sorted(kills_after.get(i, []), key=lambda n: isinstance(types[n], StorageType)):
                 body.append(Effect(Call(kill_op_for(types[name]), (Var(name),))))
-        return Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
+        return with_body(fn, body)

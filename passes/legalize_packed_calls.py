@@ -41,16 +41,21 @@ raw pointers.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Iterable
 
 from relaxc.ir import dims as D
-from relaxc.ir.nodes import call_dims, function_dims
-from relaxc.ir.nodes import Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, Var
+from relaxc.ir.names import NameSupply
+from relaxc.ir.nodes import (
+    Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, Var, call_dims, function_dims,
+)
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import TensorType, TupleType, Type, type_to_str, tensor_leaves
+from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves, type_to_str
 from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.vocab import CALL_CPACKED, STACK_ALLOCA, STRUCT_SET
+from relaxc.ir.walk import FunctionRewriter
 
 from .base import Pass, PassError
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
@@ -59,22 +64,9 @@ KDL_CPU = 1
 """DLPack's device type of the host CPU."""
 
 
-
-
-
-class _Names:
-    """Fresh names among a set of used ones: ``base``, ``base_1``, ``base_2``, ..."""
-
-    def __init__(self, used: set[str]):
-        self.used = set(used)
-
-    def fresh(self, base: str) -> str:
-        name, i = base, 1
-        while name in self.used:
-            name = f"{base}_{i}"
-            i += 1
-        self.used.add(name)
-        return name
+def _invoke_of(stmt: Stmt) -> Invoke | None:
+    """The invoke of an ``invoke ...`` statement, else None."""
+    return stmt.value if isinstance(stmt, Effect) and isinstance(stmt.value, Invoke) else None
 
 
 def _generalize(types: list[TensorType]) -> tuple[list[TensorType], dict[str, D.Dim]]:
@@ -86,7 +78,7 @@ def _generalize(types: list[TensorType]) -> tuple[list[TensorType], dict[str, D.
     env: dict[str, D.Dim] = {}
     compound: dict[str, str] = {}  # canonical text of a compound dim -> its name
     taken = {n for t in types for d in t.shape for n in D.free_vars(d)}
-    names = _Names(taken)
+    names = NameSupply(taken)
     out = []
     for t in types:
         shape: list[D.Dim] = []
@@ -129,45 +121,54 @@ class LegalizePackedCalls(Pass):
         state = _State(module)
         functions = [self._function(fn, types[fn.name], state) if not fn.is_primitive else fn
                      for fn in module.functions]
-        return Module(tuple(state.new_functions) + tuple(functions), module.loc)
+        return dataclasses.replace(module, functions=tuple(state.new_functions) + tuple(functions))
 
     # -- per runner ---------------------------------------------------------------------
     def _function(self, fn: Function, types: dict[str, Type], state: "_State") -> Function:
-        if not any(isinstance(s, Effect) and isinstance(s.value, Invoke) for s in fn.body):
+        if not any(_invoke_of(s) is not None for s in fn.body):
             return fn
-        names = _Names({p.name for p in fn.params} | {s.name for s in fn.body if isinstance(s, Bind)})
-        params = {p.name for p in fn.params}
+        return _RunnerRewriter(fn, types, state).rewrite_function(fn)
+
+
+class _RunnerRewriter(FunctionRewriter):
+    """Turns each ``invoke`` of one runner into argument structs and a ``call_cpacked``."""
+
+    def __init__(self, fn: Function, types: dict[str, Type], state: "_State"):
+        self.types = types
+        self.state = state
+        self.names = NameSupply.for_function(fn)
+        self.params = {p.name for p in fn.params}
+
+    def rewrite_stmt(self, stmt: Stmt) -> Iterable[Stmt]:
+        inv = _invoke_of(stmt)
+        if inv is None:
+            return (stmt,)
+        types = self.types
+        callee, inputs = self.state.callee(inv, types)
         body: list[Stmt] = []
-        for stmt in fn.body:
-            inv = stmt.value
-            if not (isinstance(stmt, Effect) and isinstance(inv, Invoke)):
-                body.append(stmt)
+        args: list = []
+        wrapped: dict[str, Var] = {}
+        loc = inv.loc
+        for v in list(inputs) + list(inv.outs):
+            t = types.get(v.name)
+            if not isinstance(t, TensorType):
+                raise PassError(
+                    f"LegalizePackedCalls: argument %{v.name} of {_what(inv)} is "
+                    f"{type_to_str(t) if t is not None else 'untyped'}; only tensors can be packed", v.loc or loc)
+            if v.name in self.params:
+                args.append(v)  # the runner's own parameters pass through
                 continue
-            callee, inputs = state.callee(inv, types)
-            args: list = []
-            wrapped: dict[str, Var] = {}
-            loc = inv.loc
-            for v in list(inputs) + list(inv.outs):
-                t = types.get(v.name)
-                if not isinstance(t, TensorType):
-                    raise PassError(
-                        f"LegalizePackedCalls: argument %{v.name} of {_what(inv)} is "
-                        f"{type_to_str(t) if t is not None else 'untyped'}; only tensors can be packed", v.loc or loc)
-                if v.name in params:
-                    args.append(v)  # the runner's own parameters pass through
-                    continue
-                if v.name not in wrapped:
-                    handle = names.fresh(f"{v.name}_arg")
-                    wrapped[v.name] = Var(handle, v.loc)
-                    body.append(Bind(handle, None, Call("tir.stack_alloca", ("array", 1), (), loc), stmt.loc))
-                    for fld, value in (("data", Var(v.name, v.loc)), ("device_type", KDL_CPU), ("device_id", 0),
-                                       ("ndim", len(t.shape)), ("dtype", DType(t.dtype)), ("shape", tuple(t.shape))):
-                        body.append(Effect(Call("tir.struct_set", (Var(handle, v.loc), 0, fld, value), (), loc),
-                                           stmt.loc))
-                args.append(wrapped[v.name])
-            args.extend(_dim_values(callee, [types[v.name] for v in inputs], inv))
-            body.append(Effect(Call("call_cpacked", (callee.name, *args), (), loc), stmt.loc))
-        return Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
+            if v.name not in wrapped:
+                handle = self.names.fresh(f"{v.name}_arg")
+                wrapped[v.name] = Var(handle, v.loc)
+                body.append(Bind(handle, None, Call(STACK_ALLOCA, ("array", 1), (), loc), stmt.loc))
+                for fld, value in (("data", Var(v.name, v.loc)), ("device_type", KDL_CPU), ("device_id", 0),
+                                   ("ndim", len(t.shape)), ("dtype", DType(t.dtype)), ("shape", tuple(t.shape))):
+                    body.append(Effect(Call(STRUCT_SET, (Var(handle, v.loc), 0, fld, value), (), loc), stmt.loc))
+            args.append(wrapped[v.name])
+        args.extend(_dim_values(callee, [types[v.name] for v in inputs], inv))
+        body.append(Effect(Call(CALL_CPACKED, (callee.name, *args), (), loc), stmt.loc))
+        return body
 
 
 def _what(inv: Invoke) -> str:
@@ -190,7 +191,7 @@ class _State:
 
     def __init__(self, module: Module):
         self.module = module
-        self.names = _Names({f.name for f in module.functions})
+        self.names = NameSupply(f.name for f in module.functions)
         self.by_key: dict[tuple, Function] = {}
         self.new_functions: list[Function] = []
 
@@ -238,7 +239,7 @@ class _State:
         op = REGISTRY.get(op_name)
         assert op is not None
         input_names = list(op.input_names) if len(op.input_names) >= len(param_types) else []
-        pnames = _Names(set())
+        pnames = NameSupply()
         params = tuple(Param(pnames.fresh(input_names[i] if input_names else f"x{i}"), t)
                        for i, t in enumerate(param_types))
         try:

@@ -33,14 +33,19 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from relaxc.ir import dims as D
+from relaxc.ir.alias import analyze_aliases
+from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
+    Arg,
     Bind,
     Call,
     CallFunc,
     DType,
     Effect,
+    Expr,
     Function,
     Invoke,
+    KwArgs,
     Module,
     Stmt,
     TupleExpr,
@@ -51,8 +56,9 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import MAX_ALIGN
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
 from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR
+from relaxc.ir.walk import ExprFunctor, map_functions, with_body
 
-from relaxc.ir.alias import analyze_aliases
 from .base import Pass, PassError
 from .properties import EXPLICIT_MEMORY
 
@@ -60,6 +66,34 @@ from .properties import EXPLICIT_MEMORY
 # The pass makes several nodes per allocation: build them without the frozen __init__'s cost.
 _Bind, _Call, _Var, _Effect, _Invoke, _TupleExpr = map(
     direct_constructor, (Bind, Call, Var, Effect, Invoke, TupleExpr))
+
+KernelCall = tuple[str, bool, tuple[Arg, ...], KwArgs]
+"""What an ``invoke`` of a computation calls: (target, is_func, args, kwargs)."""
+
+
+class _FindKernel(ExprFunctor["KernelCall | None"]):
+    """The kernel an expression computes with, or None if it allocates nothing.
+
+    A kernel op becomes ``invoke op(...)``, a call of a primitive function
+    ``invoke @f(...)``; every other expression is left as it is.
+    """
+
+    def __init__(self, primitive: set[str]):
+        self.primitive = primitive
+
+    def visit_default(self, e: Expr) -> None:
+        return None
+
+    def visit_call(self, e: Call) -> KernelCall | None:
+        op = REGISTRY.get(e.op)
+        if op is not None and op.category == "kernel":
+            return e.op, False, e.args, e.kwargs
+        return None
+
+    def visit_call_func(self, e: CallFunc) -> KernelCall | None:
+        if e.func in self.primitive:
+            return e.func, True, tuple(e.args), ()
+        return None
 
 
 def round_up(nbytes: D.Dim, align: int) -> D.Dim:
@@ -74,22 +108,6 @@ def round_up(nbytes: D.Dim, align: int) -> D.Dim:
 def tensor_bytes(t: TensorType) -> D.Dim:
     """Bytes of a tensor of type ``t``: elements × element size (bool counts one byte)."""
     return D.mul(D.product(t.shape), dtype_nbytes(t.dtype))
-
-
-class _Names:
-    """Hands out fresh value names that collide with nothing in the function."""
-
-    def __init__(self, fn: Function):
-        self.used = {p.name for p in fn.params} | {s.name for s in fn.body if isinstance(s, Bind)}
-
-    def fresh(self, base: str) -> str:
-        name = base
-        i = 1
-        while name in self.used:
-            name = f"{base}_{i}"
-            i += 1
-        self.used.add(name)
-        return name
 
 
 @dataclass(frozen=True)
@@ -108,32 +126,23 @@ class ManifestAlloc(Pass):
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         types = types if types is not None else verify_module(module)
-        primitive = {f.name for f in module.functions if f.is_primitive}
-        out = []
-        for fn in module.functions:
-            if fn.is_primitive:
-                out.append(fn)
-            else:
-                out.append(self._function(fn, module, types[fn.name], primitive))
-        return Module(tuple(out), module.loc)
+        find_kernel = _FindKernel({f.name for f in module.functions if f.is_primitive})
+        return map_functions(
+            module, lambda fn: fn if fn.is_primitive else self._function(fn, module, types[fn.name], find_kernel))
 
-    def _function(self, fn: Function, module: Module, types: dict[str, Type], primitive: set[str]) -> Function:
-        names = _Names(fn)
+    def _function(self, fn: Function, module: Module, types: dict[str, Type], find_kernel: _FindKernel) -> Function:
+        names = NameSupply.for_function(fn)
         sizes: dict[TensorType, D.Dim] = {}  # most values share a few types: simplify each once
         body: list[Stmt] = []
         storage_at: dict[str, int] = {}  # tensor made here -> index in body of its alloc_storage
         for stmt in fn.body:
-            e = stmt.value
-            computes = (
-                isinstance(e, Call) and (op := REGISTRY.get(e.op)) is not None and op.category == "kernel"
-            ) or (isinstance(e, CallFunc) and e.func in primitive)
-            if not computes:
+            kernel = find_kernel.visit_expr(stmt.value)
+            if kernel is None:
                 body.append(stmt)
-                continue
-            if isinstance(stmt, Effect):
-                continue  # a kernel result nobody reads: pure, so nothing to compute
-            body += self._manifest(stmt, stmt.name, types[stmt.name], names, sizes, storage_at, len(body))
-        out = Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
+            elif isinstance(stmt, Bind):
+                body += self._manifest(stmt, kernel, types[stmt.name], names, sizes, storage_at, len(body))
+            # else: a kernel result nobody reads: pure, so nothing to compute
+        out = with_body(fn, body)
         # Step 2: only what reaches the return is the caller's. Alias analysis of the new body
         # sees each tuple field as its own tensor, so a field nobody returns (a kernel's
         # scratch, a dead split output) stays an intermediate, planned and counted.
@@ -147,11 +156,11 @@ class ManifestAlloc(Pass):
             call = alloc.value
             body[k] = _Bind(alloc.name, alloc.type, _Call(call.op, call.args, call.kwargs + (("external", True),),
                                                           call.loc), alloc.loc)
-        return Function(fn.name, fn.params, fn.ret_type, fn.attrs, tuple(body), fn.ret, fn.loc)
+        return with_body(fn, body)
 
-    def _manifest(self, stmt: Stmt, name: str, t: Type, names: _Names, sizes: dict[TensorType, D.Dim],
+    def _manifest(self, stmt: Bind, kernel: KernelCall, t: Type, names: NameSupply, sizes: dict[TensorType, D.Dim],
                   storage_at: dict[str, int], start: int) -> list[Stmt]:
-        e = stmt.value
+        name = stmt.name
         loc = stmt.loc
         if isinstance(t, TensorType):
             leaves = [(name, t)]
@@ -168,17 +177,13 @@ class ManifestAlloc(Pass):
             size = sizes.get(leaf)
             if size is None:
                 size = sizes[leaf] = round_up(tensor_bytes(leaf), self.align)
-            out.append(_Bind(storage, None, _Call("memory.alloc_storage", (size,), kwargs, loc), loc))
-            ann = stmt.type if (isinstance(stmt, Bind) and leaf_name == name) else None
+            out.append(_Bind(storage, None, _Call(ALLOC_STORAGE, (size,), kwargs, loc), loc))
+            ann = stmt.type if leaf_name == name else None
             out.append(_Bind(leaf_name, ann, _Call(
-                "memory.alloc_tensor", (_Var(storage, loc), 0, tuple(leaf.shape), DType(leaf.dtype)), (), loc), loc))
+                ALLOC_TENSOR, (_Var(storage, loc), 0, tuple(leaf.shape), DType(leaf.dtype)), (), loc), loc))
             outs.append(_Var(leaf_name, loc))
-        if isinstance(e, Call):
-            inv = _Invoke(e.op, False, e.args, e.kwargs, tuple(outs), e.loc)
-        else:
-            assert isinstance(e, CallFunc)
-            inv = _Invoke(e.func, True, tuple(e.args), (), tuple(outs), e.loc)
-        out.append(_Effect(inv, loc))
+        target, is_func, inv_args, inv_kwargs = kernel
+        out.append(_Effect(_Invoke(target, is_func, inv_args, inv_kwargs, tuple(outs), stmt.value.loc), loc))
         if isinstance(t, TupleType):
-            out.append(Bind(name, stmt.type if isinstance(stmt, Bind) else None, TupleExpr(tuple(outs), loc), loc))
+            out.append(Bind(name, stmt.type, TupleExpr(tuple(outs), loc), loc))
         return out

@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from relaxc.ir import dims as D
-from relaxc.ir.nodes import Bind, Call, Function, Module
+from relaxc.ir.alias import analyze_aliases, buffer_liveness
+from relaxc.ir.nodes import Bind, Function, Module
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, shape_to_str, tensor_leaves
 from relaxc.ir.verifier import verify_module
+from relaxc.ir.vocab import ALLOC_TENSOR, CONST, call_of
 
-from relaxc.ir.alias import analyze_aliases, buffer_liveness
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
 
@@ -112,25 +113,25 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
     arenas = {s.name: s for s in all_storages if s.arena}
     rep.input_bytes = _sum([_bytes(p.type, bounds) for p in fn.params])
     rep.output_bytes = _bytes(fn.ret_type, bounds)
-    for s in fn.body:
-        if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "const":
+    binds = [s for s in fn.body if isinstance(s, Bind)]
+    for s in binds:
+        if call_of(s.value, CONST):
             rep.constant_bytes += int(_bytes(types[s.name], bounds) or 0)
     for a in arenas.values():
         size = a.size if isinstance(a.size, int) else D.upper_bound(a.size, bounds) or 0
         rep.arenas.append({"name": a.name, "scope": a.scope, "bytes": size, "align": a.align})
         rep.arena_bytes += size
     planned_buffers: list[Buffer] = []
-    for s in fn.body:
-        if not (isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_tensor"):
-            continue
+    for s in binds:
+        carve = call_of(s.value, ALLOC_TENSOR)
         storage = info.storage_of.get(s.name)
-        if storage not in arenas:
+        if carve is None or storage not in arenas:
             continue
         t = types[s.name]
         assert isinstance(t, TensorType)
         nbytes = _bytes(t, bounds)
         nbytes = nbytes if isinstance(nbytes, int) else 0
-        offset = s.value.args[1] if len(s.value.args) > 1 else 0
+        offset = carve.args[1] if len(carve.args) > 1 else 0
         offset = offset if isinstance(offset, int) else D.upper_bound(offset, bounds) or 0
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)

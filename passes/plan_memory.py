@@ -3,7 +3,7 @@
 Stages (per non-primitive function, each function on its own — no sharing across
 functions):
 
-1. **Analysis.** Alias-aware liveness per buffer (:mod:`relaxc.passes.alias`): a storage is
+1. **Analysis.** Alias-aware liveness per buffer (:mod:`relaxc.ir.alias`): a storage is
    live from its ``alloc_storage`` until the last use of any tensor carved from it or of
    any value that may refer to one (views, aliases, tuples, projections, function results,
    packed calls). Candidates are the ``alloc_storage`` bindings that are not ``external``
@@ -29,23 +29,25 @@ LegalizePackedCalls). Freeing dynamic allocations is left to KillAfterLastUse.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 from relaxc.ir import dims as D
-from relaxc.ir.diagnostics import InternalError
-from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var, expr_vars
-from relaxc.ir.verifier import ModuleTypes, verify_module
-
 from relaxc.ir.alias import AliasInfo, Liveness, analyze_aliases, buffer_liveness
+from relaxc.ir.diagnostics import InternalError
+from relaxc.ir.names import NameSupply
+from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
+from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, KILL_STORAGE, KILL_TENSOR, call_of, kill_of, killed_var
+from relaxc.ir.walk import map_functions
+
 from .base import Pass
 from .planning.checker import check_plan
 from .planning.model import Buffer
 from .planning.planners import plan_buffers
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
-
-KILL_OPS = ("memory.kill_tensor", "memory.kill_storage", "vm.kill_object")
 
 
 @dataclass(frozen=True)
@@ -62,8 +64,8 @@ class StorageInfo:
 
 
 def storage_info(stmt: Bind, index: int) -> StorageInfo:
-    call = stmt.value
-    assert isinstance(call, Call)
+    call = call_of(stmt.value, ALLOC_STORAGE)
+    assert call is not None
     attrs: dict = {"size": call.args[0] if call.args else None, "align": 64, "scope": "global",
                    "external": False, "arena": False}
     names = ("size", "align", "scope", "external", "arena")
@@ -78,7 +80,7 @@ def storages(fn: Function) -> list[StorageInfo]:
     """Every ``memory.alloc_storage`` binding of ``fn``, in order."""
     return [
         storage_info(s, i) for i, s in enumerate(fn.body)
-        if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_storage"
+        if isinstance(s, Bind) and call_of(s.value, ALLOC_STORAGE)
     ]
 
 
@@ -123,20 +125,19 @@ class PlanMemory(Pass):
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         if types is None:
             verify_module(module)  # valid IR in: the analysis below relies on it
-        return Module(tuple(self._function(fn, module) for fn in module.functions), module.loc)
+        return map_functions(module, lambda fn: self._function(fn, module))
 
     # -- per function -------------------------------------------------------------------
     def _function(self, fn: Function, module: Module) -> Function:
         if fn.is_primitive:
             return fn
-        attrs = tuple((k, v) for k, v in fn.attrs if k != "planned") + (("planned", True),)
         if self.planner == "none":
-            return _with(fn, fn.body, attrs)
+            return _planned(fn, fn.body)
         info = analyze_aliases(fn, module)
         live = buffer_liveness(fn, info)
         plan = self._plan(fn, info, live)
         body = _rewrite(fn, plan, info, live)
-        return _with(fn, body, attrs)
+        return _planned(fn, body)
 
     def _plan(self, fn: Function, info: AliasInfo, live: Liveness) -> FunctionPlan:
         bounds = fn.upper_bounds()
@@ -161,7 +162,7 @@ class PlanMemory(Pass):
             end = live.last_use.get(s.name, start) + 1
             buf = Buffer(start, end, round_up(size, s.align), s.align, s.name)
             by_scope.setdefault(s.scope, []).append((s, buf))
-        used = {p.name for p in fn.params} | {st.name for st in fn.body if isinstance(st, Bind)}
+        names = NameSupply.for_function(fn)
         for scope in sorted(by_scope):
             items = by_scope[scope]
             buffers = [b for _, b in items]
@@ -170,7 +171,7 @@ class PlanMemory(Pass):
                 problems = check_plan(buffers, result.offsets, result.size)
                 if problems:
                     raise InternalError(f"PlanMemory ({result.algorithm}) made an invalid plan: " + "; ".join(problems))
-            name = _fresh("arena" if scope == "global" else f"arena_{_ident(scope)}", used)
+            name = names.fresh("arena" if scope == "global" else f"arena_{_ident(scope)}")
             align = max(b.align for b in buffers)
             plan.arenas[scope] = (name, round_up(result.size, align), align)
             for (s, _), off in zip(items, result.offsets):
@@ -181,15 +182,6 @@ class PlanMemory(Pass):
 
 def _ident(text: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in text)
-
-
-def _fresh(base: str, used: set[str]) -> str:
-    name, i = base, 1
-    while name in used:
-        name = f"{base}_{i}"
-        i += 1
-    used.add(name)
-    return name
 
 
 def _reuse_equal_dynamic(dynamic: list[StorageInfo], live: Liveness) -> dict[str, str]:
@@ -212,8 +204,13 @@ def _reuse_equal_dynamic(dynamic: list[StorageInfo], live: Liveness) -> dict[str
     return reused
 
 
-def _with(fn: Function, body: tuple[Stmt, ...] | list[Stmt], attrs: tuple) -> Function:
-    return Function(fn.name, fn.params, fn.ret_type, attrs, tuple(body), fn.ret, fn.loc)
+def _planned(fn: Function, body: tuple[Stmt, ...] | list[Stmt]) -> Function:
+    """``fn`` with ``body`` and the attribute ``planned = true`` (last, replacing any earlier one)."""
+    attrs = tuple((k, v) for k, v in fn.attrs if k != "planned") + (("planned", True),)
+    locs: tuple = ()
+    if len(fn.attr_locs) == len(fn.attrs):  # keep each remaining attribute's location with it
+        locs = tuple(loc for (k, _), loc in zip(fn.attrs, fn.attr_locs) if k != "planned") + (None,)
+    return dataclasses.replace(fn, body=tuple(body), attrs=attrs, attr_locs=locs)
 
 
 def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) -> tuple[Stmt, ...]:
@@ -222,23 +219,19 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
     moved = {s: plan.reused[s] for s in plan.reused}  # dynamic storage -> physical storage
     # Tensors carved from planned storages, and the arena they end up in.
     planned_tensors = {t: placed[s][0] for t, s in info.storage_of.items() if s in placed}
-    killed_already = {
-        st.value.args[0].name for st in fn.body
-        if isinstance(st, Effect) and isinstance(st.value, Call) and st.value.op in KILL_OPS
-        and st.value.args and isinstance(st.value.args[0], Var)
-    }
+    killed_already = {v.name for v in map(killed_var, fn.body) if v is not None}
     # Where each kill goes: after the last use of the value.
     kills_after: dict[int, list[Stmt]] = {}
     end = len(fn.body)
     for t in sorted(planned_tensors, key=lambda t: (live.last_use.get(t, -1), t)):
         last = live.last_use.get(t, live.defined.get(t, 0))
         if t not in killed_already and last < end:
-            kills_after.setdefault(last, []).append(Effect(Call("memory.kill_tensor", (Var(t),))))
+            kills_after.setdefault(last, []).append(Effect(Call(KILL_TENSOR, (Var(t),))))
     for scope, (arena, _, _) in sorted(plan.arenas.items()):
         members = [t for t, a in planned_tensors.items() if a == arena]
         last = max((live.last_use.get(t, live.defined.get(t, 0)) for t in members), default=-1)
         if 0 <= last < end:
-            kills_after.setdefault(last, []).append(Effect(Call("memory.kill_storage", (Var(arena),))))
+            kills_after.setdefault(last, []).append(Effect(Call(KILL_STORAGE, (Var(arena),))))
     # Dynamic storages that now share: the reused one's kill moves after the last sharer.
     last_of_physical: dict[str, int] = {}
     for s, p in moved.items():
@@ -247,33 +240,43 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
     physical_kills: dict[int, list[Stmt]] = {}
     for p, last in sorted(last_of_physical.items()):
         if p in killed_already:
-            physical_kills.setdefault(last, []).append(Effect(Call("memory.kill_storage", (Var(p),))))
+            physical_kills.setdefault(last, []).append(Effect(Call(KILL_STORAGE, (Var(p),))))
     body: list[Stmt] = []
     for scope, (arena, size, align) in sorted(plan.arenas.items()):
         kwargs = (("align", align), ("scope", scope), ("arena", True))
-        body.append(Bind(arena, None, Call("memory.alloc_storage", (size,), kwargs)))
+        body.append(Bind(arena, None, Call(ALLOC_STORAGE, (size,), kwargs)))
     for i, st in enumerate(fn.body):
-        v = st.value
-        if isinstance(st, Bind) and isinstance(v, Call) and v.op == "memory.alloc_storage" and (
-                st.name in placed or st.name in moved):
-            pass  # the arena (or the reused storage) replaces it
-        elif isinstance(st, Effect) and isinstance(v, Call) and v.op == "memory.kill_storage" and v.args and \
-                isinstance(v.args[0], Var) and (v.args[0].name in placed or v.args[0].name in moved
-                                                or v.args[0].name in last_of_physical):
-            pass  # kills of storages that no longer exist, or whose life got longer, are re-placed
-        elif isinstance(st, Bind) and isinstance(v, Call) and v.op == "memory.alloc_tensor" and v.args and \
-                isinstance(v.args[0], Var) and (v.args[0].name in placed or v.args[0].name in moved):
-            src = v.args[0].name
-            if src in placed:
-                arena, off = placed[src]
-                offset = v.args[1] if len(v.args) > 1 else dict(v.kwargs).get("offset", 0)
-                new_off = D.add(off, offset) if not isinstance(offset, int) else off + offset
-                args = (Var(arena, v.args[0].loc), new_off) + tuple(v.args[2:])
+        if isinstance(st, Bind):
+            if call_of(st.value, ALLOC_STORAGE) and (st.name in placed or st.name in moved):
+                pass  # the arena (or the reused storage) replaces it
             else:
-                args = (Var(moved[src], v.args[0].loc),) + tuple(v.args[1:])
-            body.append(Bind(st.name, st.type, Call(v.op, args, v.kwargs, v.loc), st.loc))
+                body.append(_carve_from_plan(st, placed, moved))
         else:
-            body.append(st)
+            kill, storage = kill_of(st), killed_var(st)
+            if (kill is not None and kill.op == KILL_STORAGE and storage is not None
+                    and (storage.name in placed or storage.name in moved or storage.name in last_of_physical)):
+                pass  # kills of storages that no longer exist, or whose life got longer, are re-placed
+            else:
+                body.append(st)
         body.extend(kills_after.get(i, []))
         body.extend(physical_kills.get(i, []))
     return tuple(body)
+
+
+def _carve_from_plan(st: Bind, placed: dict[str, tuple[str, int]], moved: dict[str, str]) -> Bind:
+    """``st``, or, if it carves a tensor from a planned or reused storage, the same tensor
+    carved from the arena at the storage's offset (or from the storage it reuses)."""
+    v = call_of(st.value, ALLOC_TENSOR)
+    if v is None or not v.args or not isinstance(v.args[0], Var):
+        return st
+    src = v.args[0].name
+    if src in placed:
+        arena, off = placed[src]
+        offset = v.args[1] if len(v.args) > 1 else dict(v.kwargs).get("offset", 0)
+        new_off = D.add(off, offset) if not isinstance(offset, int) else off + offset
+        args = (Var(arena, v.args[0].loc), new_off) + tuple(v.args[2:])
+    elif src in moved:
+        args = (Var(moved[src], v.args[0].loc),) + tuple(v.args[1:])
+    else:
+        return st
+    return Bind(st.name, st.type, Call(v.op, args, v.kwargs, v.loc), st.loc)

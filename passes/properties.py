@@ -6,12 +6,16 @@ any pass and fed back in has the same properties it had in the pipeline.
 
 from __future__ import annotations
 
-from relaxc.ir.nodes import Call, CallFunc, Module
+from relaxc.ir.nodes import CallFunc, Module
 from relaxc.ir.ops import REGISTRY
+from relaxc.ir.vocab import CALL_CPACKED, STACK_ALLOCA, STRUCT_SET, call_of
 
 EXPLICIT_MEMORY = "explicit-memory"
 PLANNED = "planned-memory"
 PACKED_CALLS = "packed-calls"
+
+_PACKED_CALL_PARTS = (STRUCT_SET, CALL_CPACKED, STACK_ALLOCA)
+"""The ops LegalizePackedCalls writes: any of them in a runner means packed calls."""
 
 PROPERTIES = {
     EXPLICIT_MEMORY: "explicit memory (every computed value written into an allocated tensor)",
@@ -33,15 +37,15 @@ def detect_properties(module: Module) -> set[str]:
         if fn.is_primitive:
             continue
         for s in fn.body:
-            v = s.value
-            if isinstance(v, Call):
-                op = REGISTRY.get(v.op)
+            call = call_of(s.value)
+            if call is not None:
+                op = REGISTRY.get(call.op)
                 if op is not None and op.category == "kernel":
                     explicit = False
-                if v.op in ("tir.struct_set", "call_cpacked", "tir.stack_alloca"):
+                if call.op in _PACKED_CALL_PARTS:
                     packed = True
-            elif isinstance(v, CallFunc) and v.func in primitive:
-                explicit = False
+            elif isinstance(s.value, CallFunc) and s.value.func in primitive:
+                explicit = False  # a primitive function called, not invoked
     if explicit:
         props.add(EXPLICIT_MEMORY)
     if planned:
