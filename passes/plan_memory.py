@@ -32,10 +32,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Callable, ClassVar, Literal
 
 from relaxc.ir import dims as D
-from relaxc.ir.alias import AliasInfo, Liveness, analyze_aliases, buffer_liveness
+from relaxc.ir.alias import STORAGE, AliasInfo, Liveness, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import InternalError
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
@@ -241,6 +241,15 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
     for p, last in sorted(last_of_physical.items()):
         if p in killed_already:
             physical_kills.setdefault(last, []).append(Effect(Call(KILL_STORAGE, (Var(p),))))
+    def storage_root(name: str) -> str:
+        """The storage a name is (``%s2 = %s`` is ``%s``), or the name itself."""
+        roots = info.roots(name)
+        if len(roots) == 1:
+            (r,) = roots
+            if info.kind.get(r) == STORAGE:
+                return r
+        return name
+
     body: list[Stmt] = []
     for scope, (arena, size, align) in sorted(plan.arenas.items()):
         kwargs = (("align", align), ("scope", scope), ("arena", True))
@@ -249,12 +258,18 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
         if isinstance(st, Bind):
             if call_of(st.value, ALLOC_STORAGE) and (st.name in placed or st.name in moved):
                 pass  # the arena (or the reused storage) replaces it
+            elif isinstance(st.value, Var) and ((r := storage_root(st.value.name)) in placed or r in moved):
+                # An alias of a planned storage names what replaced it; the tensors carved
+                # from it are re-carved through their root, at the storage's offset.
+                target = placed[r][0] if r in placed else moved[r]
+                body.append(Bind(st.name, st.type, Var(target, st.value.loc), st.loc))
             else:
-                body.append(_carve_from_plan(st, placed, moved))
+                body.append(_carve_from_plan(st, placed, moved, storage_root))
         else:
             kill, storage = kill_of(st), killed_var(st)
-            if (kill is not None and kill.op == KILL_STORAGE and storage is not None
-                    and (storage.name in placed or storage.name in moved or storage.name in last_of_physical)):
+            root = storage_root(storage.name) if storage is not None else None
+            if (kill is not None and kill.op == KILL_STORAGE and root is not None
+                    and (root in placed or root in moved or root in last_of_physical)):
                 pass  # kills of storages that no longer exist, or whose life got longer, are re-placed
             else:
                 body.append(st)
@@ -263,13 +278,15 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
     return tuple(body)
 
 
-def _carve_from_plan(st: Bind, placed: dict[str, tuple[str, int]], moved: dict[str, str]) -> Bind:
-    """``st``, or, if it carves a tensor from a planned or reused storage, the same tensor
-    carved from the arena at the storage's offset (or from the storage it reuses)."""
+def _carve_from_plan(st: Bind, placed: dict[str, tuple[str, int]], moved: dict[str, str],
+                     storage_root: Callable[[str], str]) -> Bind:
+    """``st``, or, if it carves a tensor from a planned or reused storage (or an alias of
+    one), the same tensor carved from the arena at the storage's offset (or from the storage
+    it reuses)."""
     v = call_of(st.value, ALLOC_TENSOR)
     if v is None or not v.args or not isinstance(v.args[0], Var):
         return st
-    src = v.args[0].name
+    src = storage_root(v.args[0].name)
     if src in placed:
         arena, off = placed[src]
         offset = v.args[1] if len(v.args) > 1 else dict(v.kwargs).get("offset", 0)

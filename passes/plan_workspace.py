@@ -372,7 +372,7 @@ class PlanWorkspace(Pass):
     requires: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
     forbids: ClassVar[frozenset[str]] = frozenset({PLANNED, PACKED_CALLS})
     hints: ClassVar[dict[str, str]] = {
-        EXPLICIT_MEMORY: "run ManifestAlloc first",
+        EXPLICIT_MEMORY: "run ManifestAlloc before it",
         PLANNED: "run it before PlanMemory, which plans the workspaces it adds",
         PACKED_CALLS: "run it before LegalizePackedCalls",
     }

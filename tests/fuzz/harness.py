@@ -54,6 +54,7 @@ from relaxc.passes.legalize_packed_calls import LegalizePackedCalls
 from relaxc.passes.manifest_alloc import ManifestAlloc
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 from relaxc.passes.plan_memory import PlanMemory
+from relaxc.passes.plan_workspace import PlanWorkspace
 from relaxc.passes.planning.checker import check_plan
 from relaxc.passes.planning.model import Buffer
 from relaxc.passes.planning.planners import PLANNERS
@@ -72,8 +73,8 @@ FAST = ["-std=c99", "-O0", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 # the whole vm pipeline; the C target runs the c pipeline (packed and unpacked) and the vm
 # pipeline. ("c" cannot run on the VM: packed-call structs are the C target's.)
 assert set(PIPELINES) == {"vm", "c", "none"}, "a new named pipeline: teach tests/fuzz/harness.py to run it"
-assert PIPELINES["vm"] == ("ManifestAlloc", "PlanMemory", "KillAfterLastUse")
-assert PIPELINES["c"] == ("ManifestAlloc", "PlanMemory", "LegalizePackedCalls")
+assert PIPELINES["vm"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse")
+assert PIPELINES["c"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls")
 
 C_REFUSALS = (
     # What the C target refuses by design (docs/c.md), and the generator may still produce.
@@ -191,6 +192,10 @@ def compile_all(prog: GenProgram, module: Module, types: ModuleTypes, planners: 
     manifest, mtypes = _run_pass(prog, ManifestAlloc(), module, types, "ManifestAlloc")
     if thorough:
         out.vm["ManifestAlloc"] = (manifest, mtypes)
+    lowered, ltypes = _run_pass(prog, PlanWorkspace(), manifest, mtypes, "PlanWorkspace")
+    if thorough and lowered != manifest:
+        out.vm["PlanWorkspace"] = (lowered, ltypes)
+    manifest, mtypes = lowered, ltypes
     plans: list[tuple[str, Module]] = []
     for planner in planners:
         what = f"PlanMemory{{planner={planner}}}"

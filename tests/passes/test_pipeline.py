@@ -30,6 +30,7 @@ from relaxc.passes.pipeline import (
     check_order,
 )
 from relaxc.passes.plan_memory import PlanMemory
+from relaxc.passes.plan_workspace import PlanWorkspace
 from relaxc.passes.properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED, detect_properties
 from relaxc.passes.registry import PASSES, PIPELINES
 from relaxc.passes.spec import SpecError, apply_pass_config, kebab, parse_pipeline
@@ -44,10 +45,16 @@ fn @main(%x: Tensor[(4, 4), f32]) -> Tensor[(4, 4), f32] {
 """
 
 VM = [ManifestAlloc, PlanMemory, KillAfterLastUse]
+VM_PIPELINE = [ManifestAlloc, PlanWorkspace, PlanMemory, KillAfterLastUse]
 
 
 def vm_passes() -> list[Pass]:
     return [ManifestAlloc(), PlanMemory(), KillAfterLastUse()]
+
+
+def default_vm_passes() -> list[Pass]:
+    """The vm pipeline as the registry names it."""
+    return [ManifestAlloc(), PlanWorkspace(), PlanMemory(), KillAfterLastUse()]
 
 
 def module() -> Module:
@@ -449,12 +456,12 @@ def test_pass_config_value_the_pass_refuses_is_a_spec_error(item: str) -> None:
 
 @pytest.mark.parametrize("target", ["vm", "ir"])
 def test_target_default_pipelines(target: str) -> None:
-    assert assemble_pipeline(target) == vm_passes()
+    assert assemble_pipeline(target) == default_vm_passes()
 
 
 def test_named_pipelines_are_registered() -> None:
     assert set(PIPELINES) >= {"vm", "c", "none"}
-    assert PIPELINES["vm"] == ("ManifestAlloc", "PlanMemory", "KillAfterLastUse")
+    assert PIPELINES["vm"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse")
     assert PIPELINES["none"] == ()
     c = PIPELINES["c"]
     assert c.index("PlanMemory") < c.index("LegalizePackedCalls")  # plan first, legalize after
@@ -464,11 +471,11 @@ def test_named_pipelines_are_registered() -> None:
 
 def test_c_pipeline_with_legalize() -> None:
     got = [p.name for p in assemble_pipeline("c")]
-    assert got == ["ManifestAlloc", "PlanMemory", "LegalizePackedCalls"]
+    assert got == ["ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls"]
 
 
 @pytest.mark.parametrize("passes, want", [
-    ("none", []), (" none ", []), ("vm", VM), (" vm", VM),
+    ("none", []), (" none ", []), ("vm", VM_PIPELINE), (" vm", VM_PIPELINE),
     ("", []), ("ManifestAlloc", [ManifestAlloc]), ("plan-memory,manifest-alloc", [PlanMemory, ManifestAlloc]),
 ])
 def test_passes_overrides_the_target(passes: str, want: list[type]) -> None:
@@ -482,11 +489,11 @@ def test_spec_options_survive_assembly() -> None:
 
 def test_configs_apply_to_the_named_pipeline() -> None:
     got = assemble_pipeline("vm", None, (), ("PlanMemory.planner=greedy-size", "ManifestAlloc.align=16"))
-    assert got == [ManifestAlloc(align=16), PlanMemory(planner="greedy-size"), KillAfterLastUse()]
+    assert got == [ManifestAlloc(align=16), PlanWorkspace(), PlanMemory(planner="greedy-size"), KillAfterLastUse()]
 
 
 def test_named_pipeline_gives_fresh_default_passes() -> None:
-    assert named_pipeline("vm") == vm_passes()
+    assert named_pipeline("vm") == default_vm_passes()
     assert named_pipeline("none") == []
 
 
@@ -495,13 +502,14 @@ def test_named_pipeline_gives_fresh_default_passes() -> None:
 
 
 def test_disable_removes_the_pass() -> None:
-    assert [type(p) for p in assemble_pipeline("vm", None, ("KillAfterLastUse",))] == [ManifestAlloc, PlanMemory]
+    got = [type(p) for p in assemble_pipeline("vm", None, ("KillAfterLastUse",))]
+    assert got == [ManifestAlloc, PlanWorkspace, PlanMemory]
 
 
 @pytest.mark.parametrize("disable", [("kill-after-last-use,plan-memory",), ("KillAfterLastUse", "plan-memory"),
                                      (" KillAfterLastUse , PlanMemory ",), ("KillAfterLastUse,,", "PlanMemory")])
 def test_disable_lists_and_repeats(disable: tuple[str, ...]) -> None:
-    assert [type(p) for p in assemble_pipeline("vm", None, disable)] == [ManifestAlloc]
+    assert [type(p) for p in assemble_pipeline("vm", None, disable)] == [ManifestAlloc, PlanWorkspace]
 
 
 def test_disable_every_occurrence() -> None:
@@ -510,7 +518,7 @@ def test_disable_every_occurrence() -> None:
 
 
 def test_disable_everything_leaves_an_empty_pipeline() -> None:
-    assert assemble_pipeline("vm", None, ("ManifestAlloc,PlanMemory,KillAfterLastUse",)) == []
+    assert assemble_pipeline("vm", None, ("ManifestAlloc,PlanWorkspace,PlanMemory,KillAfterLastUse",)) == []
 
 
 def test_disable_pass_not_in_pipeline() -> None:

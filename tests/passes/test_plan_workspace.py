@@ -267,3 +267,27 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
     np.testing.assert_allclose(Interpreter(good).run("main", [x]), want, rtol=1e-6)
     got = Interpreter(bad, types=verify_module(good)).run("main", [x])  # the same types, unverified
     assert not np.allclose(got, want)  # tanh overwrote exp's result: the rejected placement is wrong
+
+
+def test_c_static_memory_is_the_report_workspaces_included(tmp_path: Path) -> None:
+    """The .bss of the C object is the planned arena, which holds the workspaces: nothing the
+    binary holds is missing from the report."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    src = tmp_path / "w.rx"
+    src.write_text(TWO_LIVE)
+    r = CliRunner().invoke(cli, ["build", str(src), "-t", "c", "-o", str(tmp_path / "c"), "-q"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(cli, ["report", str(src), "-t", "c", "--json"])
+    assert r.exit_code == 0, r.output
+    arena = next(f for f in json.loads(r.output)["functions"] if f["name"] == "main")["arena_bytes"]
+    assert arena >= 64  # at least the workspace
+    subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", "w.c"],
+                   cwd=tmp_path / "c", check=True)
+    sizes = subprocess.run(["size", "-A", "w.o"], cwd=tmp_path / "c", capture_output=True, text=True).stdout
+    bss = next(int(line.split()[1]) for line in sizes.splitlines() if line.startswith(".bss"))
+    assert bss == arena

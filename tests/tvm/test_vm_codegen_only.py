@@ -58,9 +58,6 @@ def test_preserve_trivial_bindings_kill_then_use_alias_is_refused():
         verify_module(parse_module(text, "k.rx"))
 
 
-@pytest.mark.xfail(strict=True, reason="found by this port: PlanMemory replaces a planned storage by the arena "
-                   "but leaves '%storage_alias = %storage' naming the removed storage (internal error: "
-                   "PassBrokeIR: pass PlanMemory produced invalid IR: %storage is not defined)")
 def test_preserve_trivial_bindings_storage_alias(tmp_path, c_check):
     memory_safe("codegen_preserve_trivial_bindings", tmp_path)
     c_check("codegen_preserve_trivial_bindings")
