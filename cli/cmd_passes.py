@@ -23,8 +23,8 @@ def list_passes() -> None:
     table = Table(title="passes", show_lines=True)
     table.add_column("pass", no_wrap=True)
     table.add_column("what it does", ratio=2)
-    table.add_column("options", ratio=2)
-    table.add_column("needs / gives", ratio=2)
+    table.add_column("options", ratio=3, overflow="fold")
+    table.add_column("needs / gives", ratio=2, overflow="fold")
     for name, cls in PASSES.items():
         opts = "\n".join(f"{o} = {d}  ({t.replace('|', ' | ')})" for o, t, d in describe_options(cls)) or "-"
         conds = []

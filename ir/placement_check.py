@@ -78,12 +78,6 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
                 regions[stmt.name] = Region(stmt.name, src, offset, _nbytes(t), t, stmt.loc)
                 refers[stmt.name] = {stmt.name}
                 continue
-            inner = refers.get(src, set())
-            if len(inner) == 1 and (r := regions[next(iter(inner))]) is not None:
-                regions[stmt.name] = Region(stmt.name, r.base, D.simplify(D.add(r.offset, offset)), _nbytes(t), t,
-                                            stmt.loc)
-                refers[stmt.name] = {stmt.name}
-                continue
         refs: set[str] = set()
         if isinstance(e, (Var, TupleExpr, Project)) or (isinstance(e, Call) and (op := registry.get(e.op)) is not None
                                                       and op.is_view):

@@ -240,7 +240,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                           where)
         outs = fn.params[len(fn.params) - k:]
         ret = [fn.ret] if isinstance(fn.ret, Var) else list(fn.ret.fields)
-        if [v.name for v in ret] != [p.name for p in outs] or (k > 1) != isinstance(fn.ret, TupleExpr):
+        if [v.name for v in ret] != [p.name for p in outs] or isinstance(fn.ret, TupleExpr) != isinstance(
+                fn.ret_type, TupleType):
             raise RxError(f"a lowered primitive function returns its output parameters "
                           f"({', '.join('%' + p.name for p in outs)})", fn.ret.loc or where)
         ws = fn.attr("workspace", 0)

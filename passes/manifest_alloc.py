@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from relaxc.ir import dims as D
-from relaxc.ir.alias import analyze_aliases
+from relaxc.ir.alias import analyze_aliases, flatten
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
     Arg,
@@ -54,7 +54,7 @@ from relaxc.ir.nodes import (
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import MAX_ALIGN
-from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
+from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR
 from relaxc.ir.walk import ExprFunctor, map_functions, with_body
@@ -135,19 +135,30 @@ class ManifestAlloc(Pass):
         sizes: dict[TensorType, D.Dim] = {}  # most values share a few types: simplify each once
         body: list[Stmt] = []
         storage_at: dict[str, int] = {}  # tensor made here -> index in body of its alloc_storage
+        leaf_types: dict[str, TensorType] = {}
         for stmt in fn.body:
             kernel = find_kernel.visit_expr(stmt.value)
             if kernel is None:
                 body.append(stmt)
             elif isinstance(stmt, Bind):
-                body += self._manifest(stmt, kernel, types[stmt.name], names, sizes, storage_at, len(body))
+                body += self._manifest(stmt, kernel, types[stmt.name], names, sizes, storage_at, len(body), leaf_types)
             # else: a kernel result nobody reads: pure, so nothing to compute
         out = with_body(fn, body)
         # Step 2: only what reaches the return is the caller's. Alias analysis of the new body
         # sees each tuple field as its own tensor, so a field nobody returns (a kernel's
         # scratch, a dead split output) stays an intermediate, planned and counted.
-        returned = analyze_aliases(out, module).returned(out)
-        external = sorted(storage_at[t] for t in returned if t in storage_at)
+        info = analyze_aliases(out, module)
+        whole: set[str] = set()  # tensors the return hands over whole (not a part of, by memory.view)
+        for v in ([out.ret] if isinstance(out.ret, Var) else list(out.ret.fields)):
+            leaves = tensor_leaves(types.get(v.name) or TupleType(()))
+            trees = info.trees.get(v.name, frozenset())
+            per_leaf = list(trees) if isinstance(trees, tuple) else [trees]
+            for leaf, tree in zip(leaves, per_leaf if len(per_leaf) == len(leaves) else [trees] * len(leaves)):
+                for r in flatten(tree):
+                    rt = leaf_types.get(r)
+                    if rt is not None and D.dims_equal(tensor_bytes(rt), tensor_bytes(leaf)):
+                        whole.add(r)
+        external = sorted(storage_at[t] for t in info.returned(out) if t in storage_at and t in whole)
         if not external:
             return out
         for k in external:
@@ -159,7 +170,7 @@ class ManifestAlloc(Pass):
         return with_body(fn, body)
 
     def _manifest(self, stmt: Bind, kernel: KernelCall, t: Type, names: NameSupply, sizes: dict[TensorType, D.Dim],
-                  storage_at: dict[str, int], start: int) -> list[Stmt]:
+                  storage_at: dict[str, int], start: int, leaf_types: dict[str, TensorType]) -> list[Stmt]:
         name = stmt.name
         loc = stmt.loc
         if isinstance(t, TensorType):
@@ -174,6 +185,7 @@ class ManifestAlloc(Pass):
             storage = names.fresh(f"{leaf_name}_storage")
             kwargs: tuple = (("align", self.align), ("scope", "global"))
             storage_at[leaf_name] = start + len(out)
+            leaf_types[leaf_name] = leaf
             size = sizes.get(leaf)
             if size is None:
                 size = sizes[leaf] = round_up(tensor_bytes(leaf), self.align)

@@ -28,7 +28,9 @@ Stages, per primitive function that computes at least one value it does not retu
    passed as its last input.
 
 Primitive functions without intermediates are left as they are: each output is written
-by the function's one computation, with nothing to decide.
+by the function's one computation, with nothing to decide. Planned or legalized IR with
+nothing to lower passes through unchanged; lowering in such IR is refused (it must come
+before PlanMemory, which plans the workspaces it adds).
 
 Left to later passes: the workspace storages are ordinary storages, placed in the arena by
 PlanMemory (whose lower bound, report and ``--max-arena`` therefore count them) and freed
@@ -57,7 +59,7 @@ from .base import Pass, PassError
 from .manifest_alloc import round_up, tensor_bytes
 from .planning.model import Buffer
 from .planning.planners import plan_buffers
-from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
+from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED, detect_properties
 
 WORKSPACE = "workspace"
 COPY_OP = "cast"  # a cast to the same dtype copies exactly, on every backend
@@ -91,6 +93,10 @@ class Placement:
     workspace: D.Dim  # bytes
     copies: list[tuple[int, Var]]  # outputs written by a copy at the end: (index, source)
     out_types: list[TensorType]
+
+
+class _Unplaceable(Exception):
+    """A primitive function whose values the pass cannot place provably (left as it is)."""
 
 
 class _Planner:
@@ -158,6 +164,9 @@ class _Planner:
     # -- the plan --------------------------------------------------------------------------
     def place(self) -> Placement | None:
         fn = self.fn
+        rt = fn.ret_type
+        if isinstance(rt, TupleType) and not all(isinstance(f, TensorType) for f in rt.fields):
+            return None  # a nested tuple result: its outputs have no flat parameter list to name
         computed = self.computed()
         out_types = [leaf for leaf in tensor_leaves(fn.ret_type)]
         roots = self.out_roots()
@@ -212,7 +221,10 @@ class _Planner:
                     break
             else:
                 workspace_items.append((stmt.name, t, d, u))
-        workspace = self._pack(workspace_items, slots)
+        try:
+            workspace = self._pack(workspace_items, slots)
+        except _Unplaceable:
+            return None
         return Placement(slots, fields, workspace, copies, out_types)
 
     def _ret_leaf_vars(self) -> list[Var]:
@@ -263,7 +275,9 @@ class _Planner:
                     break
             tail[group[name]] = name
         spans: dict[str, list[Any]] = {}
+        itemtype: dict[str, str] = {}
         for name, t, d, u in items:
+            itemtype.setdefault(group[name], t.dtype)
             g = group[name]
             if g not in spans:
                 spans[g] = [tensor_bytes(t), d, u]
@@ -272,6 +286,10 @@ class _Planner:
                 spans[g][2] = max(spans[g][2], u)
         static = [g for g, (size, _d, _u) in spans.items() if is_int(size)]
         symbolic = [g for g, (size, _d, _u) in spans.items() if not is_int(size)]
+        if any(D.interval(spans[g][0], {})[0] < 0 for g in symbolic):
+            # A size negative for some dims (a window taller than its input): such dims never
+            # run, but no layout of it is provably inside the workspace. Left unlowered.
+            raise _Unplaceable()
         offsets: dict[str, D.Dim] = {}
         top: D.Dim = 0
         if static:
@@ -281,8 +299,11 @@ class _Planner:
             for g, off in zip(static, plan.offsets):
                 offsets[g] = off
             top = plan.size
-        for g in symbolic:  # no bound to plan them by: one after another
-            top = D.simplify(round_up(top, self.align))
+        # Slots of symbolic size have no bound to plan them by: one after another, after the
+        # static block, largest element first so that every offset stays a multiple of its
+        # dtype's size without padding (which keeps every end provably inside the total).
+        top = round_up(top, self.align) if is_int(top) else top
+        for g in sorted(symbolic, key=lambda g: -dtype_nbytes(itemtype[g])):
             offsets[g] = top
             top = D.simplify(D.add(top, spans[g][0]))
         for name in span:
@@ -319,9 +340,10 @@ def _lower(fn: Function, placement: Placement, names: NameSupply, types: dict[st
             ot = placement.out_types[slot.index]
             if t == ot and slot.offset == 0:
                 return Bind(name, None, base, at)
-        else:
-            assert ws_var is not None
+        elif ws_var is not None:
             base = ws_var
+        else:  # an empty workspace holds only empty tensors: any buffer can carry zero bytes
+            base = out_vars[0]
         return _view(name, base, slot.offset, t, at)
 
     body: list[Stmt] = []
@@ -367,15 +389,9 @@ class PlanWorkspace(Pass):
     """Place every intermediate of a primitive function in its outputs or a planned workspace."""
 
     name: ClassVar[str] = "PlanWorkspace"
-    summary: ClassVar[str] = "decide where each primitive function's intermediates live (outputs or a workspace " \
-                             "the caller allocates)"
+    summary: ClassVar[str] = "place kernels' intermediates (outputs or a workspace)"
     requires: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
-    forbids: ClassVar[frozenset[str]] = frozenset({PLANNED, PACKED_CALLS})
-    hints: ClassVar[dict[str, str]] = {
-        EXPLICIT_MEMORY: "run ManifestAlloc before it",
-        PLANNED: "run it before PlanMemory, which plans the workspaces it adds",
-        PACKED_CALLS: "run it before LegalizePackedCalls",
-    }
+    hints: ClassVar[dict[str, str]] = {EXPLICIT_MEMORY: "run ManifestAlloc before it"}
 
     align: int = 64
 
@@ -398,7 +414,13 @@ class PlanWorkspace(Pass):
             originals[fn.name] = fn
             lowered[fn.name] = _lower(fn, placement, names, ftypes)
         if not lowered:
-            return module
+            return module  # nothing to place (planned or legalized IR passes through unchanged)
+        props = detect_properties(module)
+        if PLANNED in props or PACKED_CALLS in props:
+            what = "planned memory" if PLANNED in props else "packed calls"
+            raise PassError(f"PlanWorkspace cannot lower @{next(iter(lowered))} in IR with {what}: run it before "
+                            "PlanMemory, which plans the workspaces it adds (and before LegalizePackedCalls)",
+                            next(iter(originals.values())).loc)
         out = []
         for fn in module.functions:
             if fn.name in lowered:

@@ -40,7 +40,7 @@ from relaxc.passes.spec import describe_options, kebab
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
 SAMPLES = ["relay_memory", "mlp", "cnn", "transformer"]
-VM = ["ManifestAlloc", "PlanMemory", "KillAfterLastUse"]
+VM = ["ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse"]
 
 MLP_SUMMARY = ("@main: arena 8.0 KiB (8,192 B), 1.00x the lower bound 8.0 KiB (8,192 B), "
                "51% less than without reuse (16.3 KiB (16,704 B))")
@@ -237,7 +237,7 @@ def test_dump_after_plan_memory(samples: Path) -> None:
     result = invoke("passes", samples / "mlp.rx", "--dump-after", "PlanMemory")
     assert result.exit_code == 0, result.output
     sections = split_dumps(result.stdout)
-    assert [(w, p, n) for w, p, n, _ in sections] == [("after", "PlanMemory", 2)]
+    assert [(w, p, n) for w, p, n, _ in sections] == [("after", "PlanMemory", 3)]
     m = parses(sections[0][3])
     assert m.get("main").attr("planned") is True
     assert "arena=true" in sections[0][3]
@@ -287,7 +287,7 @@ def test_dumps_fed_back_in_give_the_same_result(samples: Path, tmp_path: Path) -
     final = invoke("passes", path).stdout
     s = split_dumps(invoke("passes", path, "--dump-after", "ManifestAlloc").stdout)
     dumped = write(tmp_path / "after_manifest.rx", s[0][3])
-    result = invoke("passes", dumped, "-p", "PlanMemory,KillAfterLastUse")
+    result = invoke("passes", dumped, "-p", "PlanWorkspace,PlanMemory,KillAfterLastUse")
     assert result.exit_code == 0, result.output
     assert result.stdout == final
 
@@ -303,7 +303,7 @@ def test_dump_of_pass_not_in_pipeline(samples: Path, flag: str) -> None:
 def test_dump_of_unknown_pass(samples: Path) -> None:
     result = invoke("passes", samples / "mlp.rx", "--dump-after", "PlanMemroy")
     assert_user_error(result, "unknown pass 'PlanMemroy'; did you mean 'PlanMemory'?",
-                      "passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory")
+                      "passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory, PlanWorkspace")
 
 
 def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path) -> None:
@@ -312,14 +312,14 @@ def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path
                     "--dump-after", "all", "--dump-dir", dumps)
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert f"wrote 6 dump(s) to {dumps}" in result.stderr
+    assert f"wrote 8 dump(s) to {dumps}" in result.stderr
     want = [f"{k:03d}_{w}_{p}.rx" for k, (w, p) in
             enumerate([(w, p) for p in VM for w in ("before", "after")], start=1)]
     assert files_in(dumps) == want
     for name in want:
         parses((dumps / name).read_text(), name)
     final = invoke("passes", samples / "transformer.rx").stdout
-    assert (dumps / "006_after_KillAfterLastUse.rx").read_text() == final
+    assert (dumps / "008_after_KillAfterLastUse.rx").read_text() == final
 
 
 def test_dump_dir_only_the_asked_passes(samples: Path, tmp_path: Path) -> None:

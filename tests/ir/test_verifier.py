@@ -255,12 +255,12 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
 }
 """, 2, 3, '%y', "symbolic dim 'm' is not bound by any parameter of @main"),
     "dim_not_alone": ("""\
-fn @main(%x: Tensor[(n * 2,), f32]) -> Tensor[(n * 2,), f32] {
+fn @main(%x: Tensor[(n * n,), f32]) -> Tensor[(n * n,), f32] {
   return %x
 }
 """, 1, 10, '%x', (
         "symbolic dim 'n' of %x must also appear alone as a dimension of some parameter, "
-        "so its value can be read from the inputs")),
+        "or in one of the form a * n + b, so its value can be read from the inputs")),
     "kill_param": ("""\
 fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %y = exp(%x)
@@ -316,7 +316,7 @@ def test_rejects_with_a_located_message(name: str) -> None:
 
 def test_notes_list_the_alternatives() -> None:
     err = rejection(REJECTED["unknown_attr"][0])
-    assert err.notes == ("known attributes: planned, primitive, upper_bounds",)
+    assert err.notes == ("known attributes: outputs, planned, primitive, upper_bounds, workspace",)
     err = rejection(REJECTED["upper_bounds"][0])
     assert err.notes == ("symbolic dims of @main: n",)
 

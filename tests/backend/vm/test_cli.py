@@ -233,7 +233,7 @@ def test_disasm_lists_functions_constants_and_instructions(rxb: Path) -> None:
     assert out.startswith(f"{rxb}: relaxc bytecode format 1, {rxb.stat().st_size:,} bytes, sha256 ")
     assert "constants: 17 (195.3 KiB (199,940 B))" in out
     assert "ln1.gamma" in out and "(inline)" in out
-    assert "#0   @scaled_softmax           primitive params 1   registers 4     instructions 4" in out
+    assert "#0   @scaled_softmax           primitive params 2   registers 5     instructions 6" in out
     assert "fn @main(r0:%x: Tensor[(n, 64), f32]) -> Tensor[(n, 64), f32] attrs {upper_bounds = {n = 128}, " \
            "planned = true}" in out
     assert 'alloc_storage r1:%arena = memory.alloc_storage(557056, align=64, scope="global", arena=true)' in out
