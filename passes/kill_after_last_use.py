@@ -18,7 +18,7 @@ memory, right after the last use of their own name. Values that already have a k
 nothing.
 
 This is the pass that, in Apache TVM, broke an LLM build on its first day: a register was
-killed while another name still referred to it (memory-bug-classes.md, class 1).
+killed while another name still referred to it (class 1 of the design notes' memory bug classes).
 """
 
 from __future__ import annotations

@@ -220,7 +220,7 @@ fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 
 
 
 # ---------------------------------------------------------------------------------------
-# Preconditions: plan first, legalize after (memory-bug-classes.md, class 21).
+# Preconditions: plan first, legalize after (class 21 of the design notes' memory bug classes).
 
 
 def manifested() -> Module:
