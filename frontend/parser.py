@@ -26,8 +26,9 @@ from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.nodes import Module
 
 from .ir_builder import IRBuilder
-from .lalr import LalrSyntaxError, LalrTables
+from .lalr import _SKIP, LalrSyntaxError, LalrTables
 from .lexer import LexError, line_col
+from .out_of_scope import out_of_scope
 
 
 def _grammar() -> str:
@@ -98,8 +99,12 @@ def parse_module(text: str, filename: str = "<input>") -> Module:
         raise RxError(f"unexpected character {shown}{hint}", loc) from None
     except LalrSyntaxError as e:
         expected = sorted({_describe(t, tables.lark) for t in tables.expected(e.stack)})
-        hint = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
         m = e.match
+        tokens = _tokens_to(tables, text, len(text) if m is None else m.start())
+        refused = out_of_scope(tokens, len(tokens) - (m is not None), expected, filename, text)
+        if refused is not None:
+            raise refused from None
+        hint = ", ".join(expected[:8]) + (", ..." if len(expected) > 8 else "")
         if m is None:
             line, col = _end_position(text)
             shown, width = "end of file", 1
@@ -134,6 +139,20 @@ def _cycle_collector_paused() -> Iterator[None]:
             gc.freeze()
             gc.unfreeze()
         gc.enable()
+
+
+def _tokens_to(tables: LalrTables, text: str, pos: int) -> list[tuple[str, int]]:
+    """``(text, offset)`` of the tokens of ``text`` that start at or before ``pos`` (lexed
+    again only on this error path)."""
+    out = []
+    group_token = tables.group_token
+    for m in tables.master.finditer(text):
+        start = m.start()
+        if start > pos:
+            break
+        if group_token[m.lastindex] != _SKIP:  # (not whitespace or a comment)
+            out.append((text[start : m.end(m.lastindex)], start))
+    return out
 
 
 def _end_position(text: str) -> tuple[int, int]:

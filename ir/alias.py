@@ -14,7 +14,7 @@ runtime function that may keep them, live to the end of the function.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterator, Union
 
 from .nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var, expr_vars
 from .ops import REGISTRY
@@ -60,16 +60,57 @@ class AliasInfo:
 
 
 def param_aliases_of_result(fn: Function, module: Module, _memo: dict | None = None) -> frozenset:
-    """Indices of the parameters that ``fn``'s result may alias (for interprocedural aliasing)."""
-    memo = _memo if _memo is not None else {}
+    """Indices of the parameters that ``fn``'s result may alias (for interprocedural aliasing).
+
+    The functions ``fn`` calls are analysed first, callees before callers, in an order found
+    with an explicit stack (not Python's): so analysing one function never recurses into
+    another, and a chain of thousands of calls is analysed like a short one.
+    """
+    memo = _memo if _memo is not None else _module_memo(module)
     if fn.name in memo:
         return memo[fn.name]
-    memo[fn.name] = frozenset()  # no recursion in verified modules; guard anyway
-    info = analyze_aliases(fn, module, memo)
-    params = [p.name for p in fn.params]
-    result = frozenset(i for i, p in enumerate(params) if p in info.returned(fn))
-    memo[fn.name] = result
-    return result
+    functions = {f.name: f for f in module.functions}
+    order: list[Function] = []  # callees before their callers
+    seen = {fn.name}
+    stack = [(fn, iter(_called(fn)))]
+    while stack:
+        f, callees = stack[-1]
+        for name in callees:
+            g = functions.get(name)
+            if g is None or g.is_primitive or name in memo or name in seen:
+                continue  # (seen again: recursion, which the verifier refuses; guarded anyway)
+            seen.add(name)
+            stack.append((g, iter(_called(g))))
+            break
+        else:
+            stack.pop()
+            order.append(f)
+    for f in order:
+        memo[f.name] = frozenset()  # no recursion in verified modules; guard anyway
+        info = analyze_aliases(f, module, memo)
+        returned = info.returned(f)
+        memo[f.name] = frozenset(i for i, p in enumerate(f.params) if p.name in returned)
+    return memo[fn.name]
+
+
+_last_memo: tuple[Module | None, dict] = (None, {})
+
+
+def _module_memo(module: Module) -> dict:
+    """The memo of :func:`param_aliases_of_result` for ``module``, kept for the last module
+    asked about (modules are immutable): every pass analyses each function of one module, and
+    without it each would analyse again all the functions it calls, down to the leaves."""
+    global _last_memo
+    if _last_memo[0] is not module:
+        _last_memo = (module, {})
+    return _last_memo[1]
+
+
+def _called(fn: Function) -> Iterator[str]:
+    """Names of the functions ``fn`` calls with ``call @f(...)``."""
+    for s in fn.body:
+        if isinstance(s.value, CallFunc):
+            yield s.value.func
 
 
 def analyze_aliases(fn: Function, module: Module, _memo: dict | None = None) -> AliasInfo:
@@ -78,7 +119,7 @@ def analyze_aliases(fn: Function, module: Module, _memo: dict | None = None) -> 
     for p in fn.params:
         info.trees[p.name] = frozenset({p.name})
         info.kind[p.name] = PARAM
-    walker = _AliasWalker(info, module, _memo if _memo is not None else {})
+    walker = _AliasWalker(info, module, _memo if _memo is not None else _module_memo(module))
     walker.visit_function(fn)
     return info
 

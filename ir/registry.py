@@ -102,6 +102,9 @@ class OpDef:
     """For an elementwise op whose every backend computes one formula: that formula, over
     ``x0``, ``x1``, ... (the inputs' elements), in the common syntax of C and Python
     (``x0 + x1``); None where the op's semantics need more (integer division, NaN rules)."""
+    example: str | None = None
+    """A call of the op written in full (``memory.alloc_tensor(%s, 0, (2, 3), f32)``): a call
+    missing its leading inputs is told which one (``input_names``) and shown this."""
 
     @property
     def is_view(self) -> bool:
@@ -242,6 +245,8 @@ def bind_args(op: OpDef, args: Sequence[Any], kwargs: Sequence[tuple[str, Any]])
     while n < len(args) and isinstance(args[n], Var):
         n += 1
     inputs = tuple(args[:n])
+    if n < op.min_inputs and op.example is not None and n < len(op.input_names):
+        raise OpError(f"{op.name} needs its {op.input_names[n]} first, as in {op.example}")
     if n < op.min_inputs or (op.max_inputs is not None and n > op.max_inputs):
         raise OpError(f"{op.name} takes {_arity(op)}, got {n}")
     given: dict[str, Any] = {}

@@ -116,23 +116,32 @@ def _callees(fn: Function) -> Iterable[tuple[str, Loc | None]]:
 
 
 def _check_call_graph(module: Module, table: Mapping[str, Function]) -> None:
+    """Refuse recursion. A depth-first walk with its own stack (not Python's), so a chain of
+    thousands of functions calling each other is checked like any other."""
     state: dict[str, int] = {}  # 1 = on the stack, 2 = done
 
-    def visit(name: str, path: list[str]) -> None:
-        state[name] = 1
-        for callee, loc in _callees(table[name]):
-            if callee not in table:
-                continue  # reported by the function checker with a did-you-mean
-            if state.get(callee) == 1:
-                cycle = " -> ".join("@" + p for p in path[path.index(callee):] + [callee])
-                raise RxError(f"recursive call: {cycle} (relaxc programs have no recursion)", loc)
-            if callee not in state:
-                visit(callee, path + [callee])
-        state[name] = 2
-
     for fn in module.functions:
-        if fn.name not in state:
-            visit(fn.name, [fn.name])
+        if fn.name in state:
+            continue
+        state[fn.name] = 1
+        path = [fn.name]
+        stack = [iter(_callees(fn))]
+        while stack:
+            for callee, loc in stack[-1]:
+                if callee not in table:
+                    continue  # reported by the function checker with a did-you-mean
+                if state.get(callee) == 1:
+                    cycle = " -> ".join("@" + p for p in path[path.index(callee):] + [callee])
+                    message = f"recursive call: {cycle} (relaxc programs have no recursion)"
+                    raise RxError(message, loc)
+                if callee not in state:
+                    state[callee] = 1
+                    path.append(callee)
+                    stack.append(iter(_callees(table[callee])))
+                    break
+            else:
+                state[path.pop()] = 2
+                stack.pop()
 
 
 def _suggest(name: str, candidates: Iterable[str]) -> str:
@@ -348,7 +357,10 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
     visit_var = _use
 
     def visit_tuple(self, e: TupleExpr) -> Type:
-        return TupleType(tuple(self._use(v) for v in e.fields))
+        t = TupleType(tuple(self._use(v) for v in e.fields))
+        if any(isinstance(f, TupleType) for f in t.fields):
+            _check_tuple_depth(t, e.loc, "this tuple")
+        return t
 
     def visit_project(self, e: Project) -> Type:
         t = self._use(e.tuple_var)
@@ -514,6 +526,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
 
     # -- sanity of sizes --------------------------------------------------------------
     def _check_type_sane(self, t: Type, loc: Loc | None, what: str) -> None:
+        if isinstance(t, TupleType):
+            _check_tuple_depth(t, loc, f"the type of {what}")
         # Most values share a handful of types, and the size bound needs a symbolic product,
         # so a tensor type that passed is remembered (while the bounds stay the same). Only
         # types of plain dims are: equal ones are then identical, and check the same.
@@ -642,6 +656,25 @@ def _divides_by_zero(d: D.Dim) -> bool:
     if isinstance(d, D.DimCall):
         return any(_divides_by_zero(a) for a in d.args)
     return False
+
+
+MAX_TUPLE_DEPTH = 256
+"""How deeply tuples may nest in a type (the analyses and backends walk types recursively)."""
+
+
+def _check_tuple_depth(t: TupleType, loc: Loc | None, what: str) -> None:
+    """Refuse a tuple type nested deeper than MAX_TUPLE_DEPTH (counted level by level, with
+    no recursion, and only as far as the limit)."""
+    depth, level = 1, list(t.fields)
+    while True:
+        level = [f for x in level if isinstance(x, TupleType) for f in x.fields]
+        if not level:
+            return
+        depth += 1
+        if depth > MAX_TUPLE_DEPTH:
+            raise RxError(f"{what} nests tuples more than {MAX_TUPLE_DEPTH} levels deep (the most "
+                          "relaxc allows); keep the inner tuples in values of their own, or "
+                          "flatten them", loc)
 
 
 def _tensor_types(t: Type) -> list[TensorType]:

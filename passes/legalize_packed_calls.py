@@ -240,7 +240,10 @@ class _State:
         assert op is not None
         input_names = list(op.input_names) if len(op.input_names) >= len(param_types) else []
         pnames = NameSupply()
-        params = tuple(Param(pnames.fresh(input_names[i] if input_names else f"x{i}"), t)
+        # The kernel function is made for this invoke: what it is made of carries the invoke's
+        # location, so a refusal of the C target (the op on a dtype it lacks) points at the call.
+        loc = inv.loc
+        params = tuple(Param(pnames.fresh(input_names[i] if input_names else f"x{i}"), t, loc)
                        for i, t in enumerate(param_types))
         try:
             ret = op.infer(param_types, attrs)
@@ -253,9 +256,10 @@ class _State:
                 f"LegalizePackedCalls: {op_name} has symbolic dims in its attributes ({', '.join(loose)}) that "
                 f"no tensor argument carries, so it cannot be called packed; build with --unpacked", inv.loc)
         result = pnames.fresh("out")
-        call = Call(op_name, tuple(Var(p.name) for p in params) + literals, inv.kwargs)
+        call = Call(op_name, tuple(Var(p.name, loc) for p in params) + literals, inv.kwargs, loc)
         name = self.names.fresh(op_name.replace(".", "_"))
-        fn = Function(name, params, ret, (("primitive", True),), (Bind(result, None, call),), Var(result))
+        fn = Function(name, params, ret, (("primitive", True),), (Bind(result, None, call, loc),),
+                      Var(result, loc), loc)
         self.new_functions.append(fn)
         return fn
 

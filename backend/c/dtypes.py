@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from relaxc.ir.diagnostics import RxError
+from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.types import DTYPES
 
 C_TYPE = {
@@ -22,11 +22,12 @@ SUPPORTED = frozenset(C_TYPE)
 """Dtypes the C target can store; bf16 (storage-only in relaxc) is not among them."""
 
 
-def c_type(dtype: str, what: str = "") -> str:
+def c_type(dtype: str, what: str = "", loc: Loc | None = None) -> str:
+    """The C type of ``dtype``; an RxError (about ``what``, located at ``loc``) if C has none."""
     t = C_TYPE.get(dtype)
     if t is None:
         where = f" ({what})" if what else ""
-        raise RxError(f"the C target does not support dtype {dtype}{where}")
+        raise RxError(f"the C target does not support dtype {dtype}{where}", loc)
     return t
 
 

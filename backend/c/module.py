@@ -64,7 +64,7 @@ class ModuleEmitter:
         except OpError as e:
             raise RxError(str(e), call.loc) from None
         value = bound.attrs["value"]
-        T.c_type(t.dtype, f"constant %{name}")
+        T.c_type(t.dtype, f"constant %{name}", call.loc)
         if isinstance(value, str):
             key: tuple = ("weight", value, t)
             if key in self.constants:

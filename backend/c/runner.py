@@ -90,7 +90,7 @@ class RunnerEmitter(BodyEmitter):
             for i, leaf in enumerate(leaves):
                 ir = p.name if isinstance(p.type, TensorType) else f"{p.name}.{i}"
                 name = self.api_name(ir, "in_")
-                params.append(f"const {T.c_type(leaf.dtype, f'input %{ir}')} *{name}")
+                params.append(f"const {T.c_type(leaf.dtype, f'input %{ir}', p.loc)} *{name}")
                 self.inputs.append(Port(name, ir, leaf))
                 vals.append(CTensor(name, leaf, const=True))
             self.values[p.name] = vals[0] if isinstance(p.type, TensorType) else rebuild(p.type, iter(vals))
@@ -106,7 +106,7 @@ class RunnerEmitter(BodyEmitter):
             label = ir if ir not in seen else f"{ir}_out"
             seen.add(ir)
             name = self.api_name(label, "out_")
-            params.append(f"{T.c_type(leaf.dtype, f'output %{ir}')} *{name}")
+            params.append(f"{T.c_type(leaf.dtype, f'output %{ir}', fn.ret.loc)} *{name}")
             self.outputs.append(Port(name, ir, leaf))
         dim_names = function_dims(fn)
         err = 1

@@ -208,7 +208,8 @@ def register_all(reg: Registry) -> None:
     ))
     reg.register(OpDef(
         "memory.alloc_tensor", "carve a tensor out of a storage at an offset", "memory",
-        _infer_alloc_tensor, min_inputs=1, max_inputs=1, effectful=True,
+        _infer_alloc_tensor, min_inputs=1, max_inputs=1, effectful=True, input_names=("storage",),
+        example="memory.alloc_tensor(%s, 0, (2, 3), f32) (%s from memory.alloc_storage)",
         attrs=(AttrSpec("offset", "dim"), AttrSpec("shape", "shape"), AttrSpec("dtype", "dtype")),
     ))
     reg.register(OpDef(

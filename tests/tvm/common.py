@@ -32,7 +32,3 @@ def assert_clear_refusal(text: str, tmp: Path, what: str) -> None:
     line = refusal(text, tmp)
     assert CLEAR.search(line), f"unclear refusal of {what}: {line}"
 
-
-def unclear(what: str, wanted: str):
-    return pytest.mark.xfail(strict=True, reason=f"issue 14 (keep refusing cleanly): {what} is refused "
-                             f"by a bare parse error; wanted: {wanted}")

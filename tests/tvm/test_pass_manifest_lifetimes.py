@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .common import assert_clear_refusal, memory_safe, unclear
+from .common import assert_clear_refusal, memory_safe
 from .harness import compiled, kills, refusal
 from .test_kill_after_last_use import invoke_of, kill_at
 
@@ -68,11 +68,9 @@ def test_control_flow_is_refused(text, tmp_path):
     refusal(text, tmp_path)
 
 
-@unclear("if", "'if/else is not supported: relaxc function bodies are straight-line'")
 def test_simple_if(tmp_path):
     assert_clear_refusal(SIMPLE_IF, tmp_path, "if")
 
 
-@unclear("match and algebraic data types", "'type declarations and match are not supported'")
 def test_simple_match(tmp_path):
     assert_clear_refusal(SIMPLE_MATCH, tmp_path, "match")

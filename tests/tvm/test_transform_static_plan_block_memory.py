@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from .common import assert_clear_refusal, memory_safe, unclear
+from .common import assert_clear_refusal, memory_safe
 from .harness import (arena_bytes, invoke, assert_reuse_at_least_tvm, function, kills, placements, program,
                       refusal, report, shares, storages, tvm_bytes)
 
@@ -118,22 +118,18 @@ def test_out_of_scope_is_refused_with_a_location(case, tmp_path):
     refusal(OUT_OF_SCOPE[case], tmp_path)
 
 
-@unclear("if/else", "'if/else is not supported: relaxc function bodies are straight-line'")
 def test_if_cond(tmp_path):
     assert_clear_refusal(IF_COND, tmp_path, "if/else")
 
 
-@unclear("if/else", "'if/else is not supported: relaxc function bodies are straight-line'")
 def test_if_then_else(tmp_path):
     assert_clear_refusal(IF_THEN_ELSE, tmp_path, "if/else")
 
 
-@unclear("if/else", "'if/else is not supported: relaxc function bodies are straight-line'")
 def test_cross_block_use(tmp_path):
     assert_clear_refusal(CROSS_BLOCK_USE, tmp_path, "if/else")
 
 
-@unclear("dataflow blocks", "'dataflow blocks are not supported (a relaxc body is already one straight-line block)'")
 def test_with_dataflow(tmp_path):
     assert_clear_refusal(WITH_DATAFLOW, tmp_path, "dataflow blocks")
 
@@ -359,7 +355,6 @@ def test_tir_var_upper_bound_with_expression_parameter_shapes(tmp_path, c_check)
     c_check("feature_expr_param_shapes")
 
 
-@unclear("an R.Shape parameter", "'Shape parameters are not supported: shapes are dims of tensor parameters'")
 def test_call_tir_dyn_shape_parameter(tmp_path):
     # TVM's test_call_tir_dyn and its two variants take main(s: R.Shape(["n"])).
     assert_clear_refusal(SHAPE_PARAM, tmp_path, "Shape parameters")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import assert_clear_refusal, memory_safe, unclear
+from .common import assert_clear_refusal, memory_safe
 from .harness import kills, refusal, storages
 
 
@@ -38,7 +38,6 @@ def test_vm_reshape_may_be_var_is_refused(tmp_path):
     refusal(RESHAPE_SHAPE_VAR, tmp_path)
 
 
-@unclear("an R.Shape parameter", "'Shape parameters are not supported: shapes are dims of tensor parameters'")
 def test_vm_reshape_may_be_var(tmp_path):
     assert_clear_refusal(RESHAPE_SHAPE_VAR, tmp_path, "Shape parameters")
 
