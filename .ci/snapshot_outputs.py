@@ -27,7 +27,11 @@ ROOT = Path(__file__).resolve().parents[1]
 def digest_tree(path: Path) -> dict[str, str]:
     if path.is_file():
         return {path.name: hashlib.sha256(path.read_bytes()).hexdigest()}
-    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(path.iterdir()) if p.is_file()}
+    return {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(path.iterdir())
+        if p.is_file()
+    }
 
 
 def run(args: list[str], cwd: Path) -> tuple[int, str]:
@@ -51,7 +55,10 @@ def builds(rx: Path, work: Path, with_c: bool, out: dict, key: str) -> None:
         ]
     for name, args, target in variants:
         code, log = run(["build", rx.name, "-q", *args], work)
-        out[f"{key}/{name}"] = {"exit": code, "files": digest_tree(target) if target.exists() else {}}
+        out[f"{key}/{name}"] = {
+            "exit": code,
+            "files": digest_tree(target) if target.exists() else {},
+        }
         print(f"{key}/{name}: exit {code}", file=sys.stderr, flush=True)
     code, log = run(["report", rx.name, "--json"], work)
     out[f"{key}/report"] = {"exit": code, "output": log}

@@ -14,14 +14,25 @@ import numpy as np
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Bind, Function, Module
-from relaxc.ir.types import DTYPES, TensorType, Type, TupleType, dtype_from_numpy, numpy_dtype, type_to_str, tensor_leaves
+from relaxc.ir.types import (
+    DTYPES,
+    TensorType,
+    Type,
+    TupleType,
+    dtype_from_numpy,
+    numpy_dtype,
+    type_to_str,
+    tensor_leaves,
+)
 from relaxc.ir.verifier import ModuleTypes
 
 MAX_RUNTIME_BYTES = 1 << 34
 """The largest single allocation (16 GiB) the interpreter and VM will attempt."""
 
 
-def bind_dims(fn: Function, args: Sequence[object], given: Mapping[str, int] | None = None) -> dict[str, int]:
+def bind_dims(
+    fn: Function, args: Sequence[object], given: Mapping[str, int] | None = None
+) -> dict[str, int]:
     """Check ``args`` against ``fn``'s parameters and return the value of every symbolic dim.
 
     ``given`` (from ``--dim n=...``) must agree with the shapes of the inputs.
@@ -48,7 +59,9 @@ def _bind_value(t: Type, a: object, what: str, env: dict[str, int], source: dict
         if not isinstance(a, np.ndarray):
             raise RxError(f"input {what} must be an array of type {type_to_str(t)}")
         if a.ndim != len(t.shape):
-            raise RxError(f"input {what} has rank {a.ndim} (shape {a.shape}) but {type_to_str(t)} has rank {len(t.shape)}")
+            raise RxError(
+                f"input {what} has rank {a.ndim} (shape {a.shape}) but {type_to_str(t)} has rank {len(t.shape)}"
+            )
         for i, (d, n) in enumerate(zip(t.shape, a.shape)):
             if isinstance(d, D.Sym):
                 if d.name in env and env[d.name] != n:
@@ -65,7 +78,9 @@ def _bind_value(t: Type, a: object, what: str, env: dict[str, int], source: dict
             _bind_value(f, x, f"{what}.{i}", env, source)
 
 
-def _bind_affine(t: Type, a: object, what: str, env: dict[str, int], source: dict[str, str]) -> None:
+def _bind_affine(
+    t: Type, a: object, what: str, env: dict[str, int], source: dict[str, str]
+) -> None:
     """Dims that appear only in a dimension ``a * n + b``: ``n`` from that dimension's size."""
     if isinstance(t, TensorType):
         assert isinstance(a, np.ndarray)
@@ -75,8 +90,10 @@ def _bind_affine(t: Type, a: object, what: str, env: dict[str, int], source: dic
                 continue
             name, k, b = aff
             if (size - b) % k or (size - b) // k < 0:
-                raise RxError(f"input {what} has {size} in dimension {i}, which is not {D.dim_to_str(d)} for any "
-                              f"'{name}' of 0 or more")
+                raise RxError(
+                    f"input {what} has {size} in dimension {i}, which is not {D.dim_to_str(d)} for any "
+                    f"'{name}' of 0 or more"
+                )
             env[name] = (size - b) // k
             source[name] = f"input {what}"
     elif isinstance(t, TupleType) and isinstance(a, tuple):
@@ -92,7 +109,9 @@ def _check_value(t: Type, a: object, what: str, env: Mapping[str, int]) -> None:
             raise RxError(f"input {what} has dtype {a.dtype}, but {type_to_str(t)} needs {t.dtype}")
         shape = concrete_shape(t.shape, env)
         if tuple(a.shape) != shape:
-            raise RxError(f"input {what} has shape {tuple(a.shape)}, expected {shape} for {type_to_str(t)}")
+            raise RxError(
+                f"input {what} has shape {tuple(a.shape)}, expected {shape} for {type_to_str(t)}"
+            )
     elif isinstance(t, TupleType):
         for i, (f, x) in enumerate(zip(t.fields, a)):  # type: ignore[arg-type]
             _check_value(f, x, f"{what}.{i}", env)
@@ -157,14 +176,19 @@ def check_ranks(module: Module, types: ModuleTypes) -> None:
         for name, t, loc in named:
             for leaf in tensor_leaves(t) if t is not None else ():
                 if len(leaf.shape) > NUMPY_MAX_RANK:
-                    raise RxError(f"%{name} has a tensor of rank {len(leaf.shape)}; relaxc runs tensors of rank at "
-                                  f"most {NUMPY_MAX_RANK} (numpy's limit)", loc)
+                    raise RxError(
+                        f"%{name} has a tensor of rank {len(leaf.shape)}; relaxc runs tensors of rank at "
+                        f"most {NUMPY_MAX_RANK} (numpy's limit)",
+                        loc,
+                    )
 
 
 def check_alloc_size(nbytes: int, what: str) -> None:
     """Refuse to allocate absurd sizes before numpy tries."""
     if nbytes > MAX_RUNTIME_BYTES:
-        raise RxError(f"{what} needs {nbytes:,} bytes, more than the {MAX_RUNTIME_BYTES:,}-byte limit")
+        raise RxError(
+            f"{what} needs {nbytes:,} bytes, more than the {MAX_RUNTIME_BYTES:,}-byte limit"
+        )
 
 
 def resolve_dims(fn: Function, given: Mapping[str, int]) -> dict[str, int]:
@@ -179,7 +203,9 @@ def resolve_dims(fn: Function, given: Mapping[str, int]) -> dict[str, int]:
     unknown = sorted(set(given) - set(names))
     if unknown:
         have = ", ".join(names) or "none"
-        raise RxError(f"--dim {unknown[0]}=...: @{fn.name} has no symbolic dim '{unknown[0]}' (it has: {have})")
+        raise RxError(
+            f"--dim {unknown[0]}=...: @{fn.name} has no symbolic dim '{unknown[0]}' (it has: {have})"
+        )
     bounds = fn.upper_bounds()
     env: dict[str, int] = {}
     for name in names:
@@ -195,8 +221,6 @@ def resolve_dims(fn: Function, given: Mapping[str, int]) -> dict[str, int]:
             raise RxError(f"--dim {name}={env[name]}: a dimension cannot be negative")
     check_bounds(fn, env)
     return env
-
-
 
 
 def random_inputs(fn: Function, env: Mapping[str, int], seed: int = 0) -> list[object]:

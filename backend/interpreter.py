@@ -38,7 +38,15 @@ from relaxc.ir.nodes import (
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import OpError, Registry, bind_args
-from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
+from relaxc.ir.types import (
+    DTYPES,
+    TensorType,
+    TupleType,
+    Type,
+    numpy_dtype,
+    type_to_str,
+    tensor_leaves,
+)
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.ops.memory import view_bytes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, CONST, KILL_OBJECT, KILL_OPS, MEMORY_VIEW
@@ -61,7 +69,7 @@ class Storage:
         # Over-allocate so the data pointer itself honours the requested alignment.
         raw = np.empty(nbytes + align, dtype=np.uint8)
         shift = (-raw.ctypes.data) % align
-        self.buf = raw[shift:shift + nbytes]
+        self.buf = raw[shift : shift + nbytes]
         self.nbytes = nbytes
         self.align = align
 
@@ -115,14 +123,18 @@ class Interpreter:
         self.functions = {f.name: f for f in module.functions}
         self.stats = MemoryStats()
 
-    def run(self, fn_name: str = "main", args: Sequence[Any] = (), dims: Mapping[str, int] | None = None) -> Any:
+    def run(
+        self, fn_name: str = "main", args: Sequence[Any] = (), dims: Mapping[str, int] | None = None
+    ) -> Any:
         """Call ``fn_name`` with ``args`` (numpy arrays); returns an array or a tuple."""
         fn = self.functions.get(fn_name)
         if fn is None:
             raise RxError(f"the module has no function @{fn_name}")
         args = [copy_value(a) for a in args]
         env = bind_dims(fn, args, dims)
-        with np.errstate(all="ignore"):  # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn
+        with np.errstate(
+            all="ignore"
+        ):  # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn
             result, held = self._call(fn, args, env)
         self.stats.free(held)  # the caller gets copies; the program holds nothing any more
         return copy_value(result)
@@ -252,7 +264,9 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         self._own(bind, result)
         return result
 
-    def kernel(self, op: Any, inputs: list, attrs: dict, expected: Type | None, loc: Loc | None) -> Any:
+    def kernel(
+        self, op: Any, inputs: list, attrs: dict, expected: Type | None, loc: Loc | None
+    ) -> Any:
         if expected is not None:
             for leaf in tensor_leaves(expected):
                 shape = concrete_shape(leaf.shape, self.dims)
@@ -268,15 +282,27 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
     def check_result(self, what: str, result: Any, expected: Type) -> None:
         if isinstance(expected, TupleType):
             if not isinstance(result, tuple) or len(result) != len(expected.fields):
-                raise InternalError(f"{what} returned {type(result).__name__}, expected a {len(expected.fields)}-tuple")
+                raise InternalError(
+                    f"{what} returned {type(result).__name__}, expected a {len(expected.fields)}-tuple"
+                )
             for r, t in zip(result, expected.fields):
                 self.check_result(what, r, t)
             return
         if isinstance(expected, TensorType):
             shape = concrete_shape(expected.shape, self.dims)
-            if not isinstance(result, np.ndarray) or result.shape != shape or result.dtype != numpy_dtype(expected.dtype):
-                got = f"{result.dtype}{result.shape}" if isinstance(result, np.ndarray) else type(result).__name__
-                raise InternalError(f"kernel {what} produced {got}, expected {type_to_str(expected)} = {shape}")
+            if (
+                not isinstance(result, np.ndarray)
+                or result.shape != shape
+                or result.dtype != numpy_dtype(expected.dtype)
+            ):
+                got = (
+                    f"{result.dtype}{result.shape}"
+                    if isinstance(result, np.ndarray)
+                    else type(result).__name__
+                )
+                raise InternalError(
+                    f"kernel {what} produced {got}, expected {type_to_str(expected)} = {shape}"
+                )
 
     def view(self, name: str, inputs: list, attrs: dict, bind: Bind | None) -> np.ndarray:
         x = inputs[0]
@@ -303,7 +329,9 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         if isinstance(value, str):
             arr = self.interp.weights.get(value)
             if arr is None:
-                raise RxError(f"weight '{value}' was not provided (no .npz, or it lacks this array)", e.loc)
+                raise RxError(
+                    f"weight '{value}' was not provided (no .npz, or it lacks this array)", e.loc
+                )
             return arr
         dtype = bound.attrs["dtype"]
         if bind is not None and isinstance(self.types.get(bind.name), TensorType):
@@ -319,7 +347,11 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         shape = tuple(int(d) for d in self.concrete(bound.attrs["shape"]))
         dtype = bound.attrs["dtype"]
         # Storage-only dtypes (bf16) are held as raw unsigned integers of the same width.
-        dt = numpy_dtype(dtype) if DTYPES[dtype].numpy is not None else np.dtype(f"u{DTYPES[dtype].nbytes}")
+        dt = (
+            numpy_dtype(dtype)
+            if DTYPES[dtype].numpy is not None
+            else np.dtype(f"u{DTYPES[dtype].nbytes}")
+        )
         count = math.prod(shape)
         nbytes = count * dt.itemsize
         if offset < 0 or offset + nbytes > storage.nbytes:
@@ -329,15 +361,19 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
                 e.loc,
             )
         if offset % dt.itemsize:
-            raise RxError(f"memory.alloc_tensor: offset {offset} is not a multiple of {dt.itemsize}", e.loc)
-        return storage.buf[offset:offset + nbytes].view(dt).reshape(shape)
+            raise RxError(
+                f"memory.alloc_tensor: offset {offset} is not a multiple of {dt.itemsize}", e.loc
+            )
+        return storage.buf[offset : offset + nbytes].view(dt).reshape(shape)
 
     def invoke(self, e: Invoke) -> None:
         outs = [self.read(v) for v in e.outs]
         if e.is_func:
             callee = self.interp.functions[e.target]
             args = [self.read(a) for a in e.args]  # type: ignore[arg-type]
-            if callee.attr("outputs") is not None:  # lowered: it writes the outs, its last parameters
+            if (
+                callee.attr("outputs") is not None
+            ):  # lowered: it writes the outs, its last parameters
                 args += outs
             result, held = self.interp._call(callee, args, bind_dims(callee, args))
             self.interp.stats.free(held)  # copied into the outs below
@@ -368,8 +404,12 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         if self.interp.poison and e.op != KILL_OBJECT:
             if isinstance(value, Storage):
                 value.buf.fill(POISON_BYTE)
-            elif isinstance(value, np.ndarray) and value.flags.writeable and value.flags.c_contiguous:
-                value.reshape(-1).view(np.uint8).fill(POISON_BYTE)  # reshape: a 0-d array cannot change its itemsize
+            elif (
+                isinstance(value, np.ndarray) and value.flags.writeable and value.flags.c_contiguous
+            ):
+                value.reshape(-1).view(np.uint8).fill(
+                    POISON_BYTE
+                )  # reshape: a 0-d array cannot change its itemsize
         self.values[target.name] = Killed(target.name, e.loc)
         n = self.owned.pop(target.name, 0)
         if n:
@@ -382,7 +422,9 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         impl = PACKED_IMPLS.get(fname) if isinstance(fname, str) else None
         if impl is None:
             known = ", ".join(sorted(PACKED_IMPLS))
-            raise RxError(f"{e.op}: no runtime function named {fname!r}", e.loc, notes=(f"known: {known}",))
+            raise RxError(
+                f"{e.op}: no runtime function named {fname!r}", e.loc, notes=(f"known: {known}",)
+            )
         args = [self.read(a) if isinstance(a, Var) else self.concrete(a) for a in e.args[1:]]
         return impl(PackedContext(self.dims), args)
 

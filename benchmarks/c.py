@@ -97,19 +97,30 @@ def best_cpu(fn: Callable[[], Any], repeat: int, number: int) -> float:
 def driver(info: Any, env: dict[str, int]) -> str:
     decls, fills, args = [], [], []
     for i, port in enumerate(info.inputs + info.outputs):
-        n = int(np.prod([int(d) if isinstance(d, int) else env[d.name] for d in port.type.shape], dtype=np.int64))
+        n = int(
+            np.prod(
+                [int(d) if isinstance(d, int) else env[d.name] for d in port.type.shape],
+                dtype=np.int64,
+            )
+        )
         assert port.type.dtype == "f32", "the driver feeds f32 tensors only"
         decls.append(f"    float *b{i} = (float *)malloc({max(n, 1)} * sizeof(float));")
         if i < len(info.inputs):
             fills.append(f"    fill(b{i}, {n});")
         args.append(f"b{i}")
     args += [str(env[ir]) for ir, _, _ in info.dims]
-    return DRIVER.format(p=info.prefix, decls="\n".join(decls), fills="\n".join(fills),
-                         call=f"{info.prefix}_run({', '.join(args)})")
+    return DRIVER.format(
+        p=info.prefix,
+        decls="\n".join(decls),
+        fills="\n".join(fills),
+        call=f"{info.prefix}_run({', '.join(args)})",
+    )
 
 
 def section_sizes(obj: Path) -> dict[str, int]:
-    out = subprocess.run(["size", "-A", str(obj)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["size", "-A", str(obj)], capture_output=True, text=True, check=True
+    ).stdout
     sizes: dict[str, int] = {}
     for line in out.splitlines():
         parts = line.split()
@@ -129,12 +140,33 @@ def main() -> None:
         sys.exit(f"no C compiler '{args.cc}'")
     from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes
 
-    times = Table(title=f"time: generated C (cc -O2) vs the VM, best of {args.repeat} x {args.number} runs, CPU time")
-    for col in ("model", "build", "C lines", "emit s", "cc -O2 s", "C run", "VM run", "VM / C", "interpreter"):
+    times = Table(
+        title=f"time: generated C (cc -O2) vs the VM, best of {args.repeat} x {args.number} runs, CPU time"
+    )
+    for col in (
+        "model",
+        "build",
+        "C lines",
+        "emit s",
+        "cc -O2 s",
+        "C run",
+        "VM run",
+        "VM / C",
+        "interpreter",
+    ):
         times.add_column(col, justify="left" if col in ("model", "build") else "right")
     memory = Table(title="static memory of the object file (size -A) vs the memory report (bytes)")
-    for col in ("model", "build", "report arena", ".bss", "report constants", "C constants", ".rodata", ".text",
-                "agree"):
+    for col in (
+        "model",
+        "build",
+        "report arena",
+        ".bss",
+        "report constants",
+        "C constants",
+        ".rodata",
+        ".text",
+        "agree",
+    ):
         memory.add_column(col, justify="left" if col in ("model", "build") else "right")
     failed = False
     with tempfile.TemporaryDirectory() as tmp:
@@ -145,8 +177,12 @@ def main() -> None:
             env = resolve_dims(fn, dims)
             inputs = random_inputs(fn, env, 0)
             label = stem + (f" (n={dims['n']})" if dims else "")
-            vm = VirtualMachine(load_bytes(compile_module(Pipeline(assemble_pipeline("vm")).run(source), weights),
-                                           f"{stem}.rxb"))
+            vm = VirtualMachine(
+                load_bytes(
+                    compile_module(Pipeline(assemble_pipeline("vm")).run(source), weights),
+                    f"{stem}.rxb",
+                )
+            )
             t_vm = best_cpu(lambda: vm.run("main", inputs), args.repeat, args.number)
             interp = Interpreter(source, weights, poison=False)
             t_int = best_cpu(lambda: interp.run("main", inputs, env), min(args.repeat, 3), 2)
@@ -165,30 +201,61 @@ def main() -> None:
                     (folder / name).write_text(text)
                 (folder / "bench.c").write_text(driver(sources.info, env))
                 t0 = time.perf_counter()
-                subprocess.run([args.cc, *CFLAGS, "-c", f"{stem}.c", "-o", f"{stem}.o"], cwd=folder, check=True)
+                subprocess.run(
+                    [args.cc, *CFLAGS, "-c", f"{stem}.c", "-o", f"{stem}.o"], cwd=folder, check=True
+                )
                 t_cc = time.perf_counter() - t0
-                subprocess.run([args.cc, *CFLAGS, "bench.c", f"{stem}.o", "-lm", "-o", "bench"], cwd=folder,
-                               check=True)
-                out = subprocess.run(["./bench", str(args.repeat), str(args.number)], cwd=folder, check=True,
-                                     capture_output=True, text=True).stdout
+                subprocess.run(
+                    [args.cc, *CFLAGS, "bench.c", f"{stem}.o", "-lm", "-o", "bench"],
+                    cwd=folder,
+                    check=True,
+                )
+                out = subprocess.run(
+                    ["./bench", str(args.repeat), str(args.number)],
+                    cwd=folder,
+                    check=True,
+                    capture_output=True,
+                    text=True,
+                ).stdout
                 t_c = float(out)
                 lines = sources.files[f"{stem}.c"].count("\n")
-                times.add_row(label, build, f"{lines:,}", f"{t_emit:.2f}", f"{t_cc:.2f}", f"{t_c * 1e3:.3f} ms",
-                              f"{t_vm * 1e3:.3f} ms", f"{t_vm / t_c:.2f}x", f"{t_int * 1e3:.1f} ms")
+                times.add_row(
+                    label,
+                    build,
+                    f"{lines:,}",
+                    f"{t_emit:.2f}",
+                    f"{t_cc:.2f}",
+                    f"{t_c * 1e3:.3f} ms",
+                    f"{t_vm * 1e3:.3f} ms",
+                    f"{t_vm / t_c:.2f}x",
+                    f"{t_int * 1e3:.1f} ms",
+                )
                 sec = section_sizes(folder / f"{stem}.o")
                 info = sources.info
-                agree = (sec.get(".bss", 0) == report.arena_bytes + report.unplanned_static_bytes
-                         and info.workspace_bytes == report.arena_bytes
-                         and report.constant_bytes <= sec.get(".rodata", 0))
+                agree = (
+                    sec.get(".bss", 0) == report.arena_bytes + report.unplanned_static_bytes
+                    and info.workspace_bytes == report.arena_bytes
+                    and report.constant_bytes <= sec.get(".rodata", 0)
+                )
                 failed |= not agree
-                memory.add_row(label, build, f"{report.arena_bytes:,}", f"{sec.get('.bss', 0):,}",
-                               f"{report.constant_bytes:,}", f"{info.constant_bytes:,}",
-                               f"{sec.get('.rodata', 0):,}", f"{sec.get('.text', 0):,}", "yes" if agree else "NO")
+                memory.add_row(
+                    label,
+                    build,
+                    f"{report.arena_bytes:,}",
+                    f"{sec.get('.bss', 0):,}",
+                    f"{report.constant_bytes:,}",
+                    f"{info.constant_bytes:,}",
+                    f"{sec.get('.rodata', 0):,}",
+                    f"{sec.get('.text', 0):,}",
+                    "yes" if agree else "NO",
+                )
     console = Console(width=150)
     console.print(times)
     console.print(memory)
-    console.print("C constants = the report's constants of @main plus the literals of primitive functions; "
-                  ".rodata adds the float literals of the kernels and the error strings.")
+    console.print(
+        "C constants = the report's constants of @main plus the literals of primitive functions; "
+        ".rodata adds the float literals of the kernels and the error strings."
+    )
     if failed:
         sys.exit(1)
 

@@ -41,7 +41,9 @@ def layered_program(n_bindings: int, seed: int = 0, width: int = 16) -> str:
         elif kind < 0.8:
             lines.append(f"  %{name} = call @fused_scale_add(%{a}, %{b})")
         elif kind < 0.9:
-            lines.append(f"  %{name}_t: Tuple[Tensor[(b, {width}), f32], Tensor[(b, {width}), f32]] = (%{a}, %{b})")
+            lines.append(
+                f"  %{name}_t: Tuple[Tensor[(b, {width}), f32], Tensor[(b, {width}), f32]] = (%{a}, %{b})"
+            )
             lines.append(f"  %{name} = %{name}_t.1")
             count += 1
         else:

@@ -37,7 +37,9 @@ def programs() -> list[tuple[str, str]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--time-limit", type=float, default=2.0, help="time budget of the 'best' planner (s)")
+    ap.add_argument(
+        "--time-limit", type=float, default=2.0, help="time budget of the 'best' planner (s)"
+    )
     args = ap.parse_args()
     table = Table(title="planned memory per planner (bytes)")
     for col in ("program", "planner", "arena", "lower bound", "ratio", "naive", "saving", "plan s"):
@@ -54,10 +56,15 @@ def main() -> None:
             naive = sum(r.naive_bytes for r in reps)
             if planner == "none":  # nothing placed: the arena is every storage on its own
                 arena = naive = sum(r.unplanned_static_bytes for r in reps)
-                lb = sum(r.lower_bound for r in memory_report(PlanMemory(planner="greedy-size")(explicit)))
+                lb = sum(
+                    r.lower_bound
+                    for r in memory_report(PlanMemory(planner="greedy-size")(explicit))
+                )
             ratio = f"{arena / lb:.3f}" if lb else "-"
             saving = f"{1 - arena / naive:.0%}" if naive else "-"
-            table.add_row(name, planner, f"{arena:,}", f"{lb:,}", ratio, f"{naive:,}", saving, f"{secs:.2f}")
+            table.add_row(
+                name, planner, f"{arena:,}", f"{lb:,}", ratio, f"{naive:,}", saving, f"{secs:.2f}"
+            )
         table.add_section()
     Console(width=140).print(table)
 

@@ -16,15 +16,15 @@ SAMPLES = ROOT / "samples"
 
 def _block_lines() -> list[str]:
     text = (SAMPLES / "transformer.rx").read_text()
-    main = text[text.index("fn @main"):]
-    body = main[main.index("{\n") + 2:main.rindex("return")]
+    main = text[text.index("fn @main") :]
+    body = main[main.index("{\n") + 2 : main.rindex("return")]
     return [ln.strip() for ln in body.splitlines() if ln.strip() and not ln.strip().startswith("#")]
 
 
 def decoder(layers: int, bounded: bool = False) -> str:
     """Text of a ``layers``-deep decoder; the primitive softmax function is shared."""
     text = (SAMPLES / "transformer.rx").read_text()
-    prelude = text[:text.index("fn @main")]
+    prelude = text[: text.index("fn @main")]
     block = _block_lines()
     attrs = "\n    attrs {upper_bounds = {n = 128}}" if bounded else ""
     out = [prelude + f"fn @main(%x: Tensor[(n, 64), f32]) -> Tensor[(n, 64), f32]{attrs} {{"]
@@ -48,4 +48,8 @@ def decoder(layers: int, bounded: bool = False) -> str:
 
 def unbounded_transformer() -> str:
     """The transformer sample without its upper bound: every allocation is dynamic."""
-    return (SAMPLES / "transformer.rx").read_text().replace("\n    attrs {upper_bounds = {n = 128}}", "")
+    return (
+        (SAMPLES / "transformer.rx")
+        .read_text()
+        .replace("\n    attrs {upper_bounds = {n = 128}}", "")
+    )

@@ -45,7 +45,9 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - t0, result
 
 
-def measure(sizes: list[int], repeat: int, generate: Callable[[int], str]) -> list[dict[str, float]]:
+def measure(
+    sizes: list[int], repeat: int, generate: Callable[[int], str]
+) -> list[dict[str, float]]:
     """Best-of-``repeat`` times of parse, verify and print of each generated module.
 
     The runs go round-robin over the sizes (all sizes once, ``repeat`` times), so that a
@@ -69,13 +71,19 @@ def measure(sizes: list[int], repeat: int, generate: Callable[[int], str]) -> li
             if n not in bindings:
                 bindings[n] = sum(len(f.body) for f in module.functions)
                 if parse_module(out, "<bench>") != module:  # a sanity check, not timed
-                    raise SystemExit(f"size {n}: the printed module does not parse back to the same module")
+                    raise SystemExit(
+                        f"size {n}: the printed module does not parse back to the same module"
+                    )
             for phase, t in times.items():
                 best[n, phase] = min(best.get((n, phase), float("inf")), t)
             module = out = None
     rows = []
     for n in sizes:
-        row = {"size": n, "bindings": bindings[n], **{p: best[n, p] for p in ("parse", "verify", "print")}}
+        row = {
+            "size": n,
+            "bindings": bindings[n],
+            **{p: best[n, p] for p in ("parse", "verify", "print")},
+        }
         row["rate"] = row["bindings"] / (row["parse"] + row["verify"])
         rows.append(row)
     return rows
@@ -97,7 +105,14 @@ def main(argv: list[str] | None = None) -> int:
     from rich.table import Table
 
     table = Table(title=f"parse / verify / print (best of {args.repeat})")
-    for col in ("bindings", "parse s", "verify s", "print s", "parse+verify bindings/s", "linearity"):
+    for col in (
+        "bindings",
+        "parse s",
+        "verify s",
+        "print s",
+        "parse+verify bindings/s",
+        "linearity",
+    ):
         table.add_column(col, justify="right")
     for r in rows:
         per = (r["parse"] + r["verify"]) / r["bindings"]

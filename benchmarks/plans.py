@@ -68,7 +68,10 @@ def default_files(workdir: Path) -> list[Path]:
         light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
         files += sorted(light.glob("light_*.onnx"))
     except ImportError:
-        print("onnx is not installed (pip install 'relaxc[onnx]'): ONNX models skipped", file=sys.stderr)
+        print(
+            "onnx is not installed (pip install 'relaxc[onnx]'): ONNX models skipped",
+            file=sys.stderr,
+        )
     else:
         try:
             from tests.frontend.onnx.models import attention_block
@@ -90,8 +93,15 @@ def load(path: Path, bounds: dict[str, int]):
         from relaxc.frontend.onnx.model import load_model
 
         model = load_model(path)
-        syms = {d.dim_param for i in model.graph.input for d in i.type.tensor_type.shape.dim if d.dim_param}
-        result = import_onnx(model, upper_bounds={k: v for k, v in bounds.items() if k in syms} or None)
+        syms = {
+            d.dim_param
+            for i in model.graph.input
+            for d in i.type.tensor_type.shape.dim
+            if d.dim_param
+        }
+        result = import_onnx(
+            model, upper_bounds={k: v for k, v in bounds.items() if k in syms} or None
+        )
         return result.module, result.weights, "onnx"
     module = parse_module(path.read_text(), str(path))
     weights_path = default_weights_path(path)
@@ -119,7 +129,8 @@ def measure(path: Path, bounds: dict[str, int], time_limit: float, with_tvm: boo
         for fuse in (False, True):
             try:
                 row.tvm["fused" if fuse else "unfused"] = tvm_plan.tvm_planned_bytes(
-                    str(path), fuse=fuse, upper_bounds=bounds or None)
+                    str(path), fuse=fuse, upper_bounds=bounds or None
+                )
             except Exception as e:  # noqa: BLE001 - report TVM's failure in the table, go on
                 row.tvm["fused" if fuse else "unfused"] = f"failed: {type(e).__name__}"
     return row
@@ -130,9 +141,14 @@ def mib(n: int) -> str:
 
 
 def render(rows: list[Row], with_tvm: bool, time_limit: float) -> Table:
-    table = Table(title=f"planned intermediate memory, MiB (PlanMemory time limit {time_limit:g} s)")
-    cols = ["model", "bindings", "naive", "lower bound"] + [f"{p}" for p in PLANNERS] + \
-        ["best / bound", "plan s (best)", "build s"]
+    table = Table(
+        title=f"planned intermediate memory, MiB (PlanMemory time limit {time_limit:g} s)"
+    )
+    cols = (
+        ["model", "bindings", "naive", "lower bound"]
+        + [f"{p}" for p in PLANNERS]
+        + ["best / bound", "plan s (best)", "build s"]
+    )
     if with_tvm:
         cols += ["TVM unfused", "TVM fused", "TVM s"]
     for c in cols:
@@ -140,9 +156,15 @@ def render(rows: list[Row], with_tvm: bool, time_limit: float) -> Table:
     for r in rows:
         lb = r.lower_bound
         cells = [f"{r.name} ({r.kind})", f"{r.bindings:,}", mib(r.naive), mib(lb)]
-        cells += [f"{mib(r.arenas[p])} ({r.arenas[p] / lb:.2f}x)" if lb else mib(r.arenas[p]) for p in PLANNERS]
-        cells += [f"{r.arenas['best'] / lb:.3f}" if lb else "-", f"{r.plan_seconds['best']:.2f}",
-                  f"{r.build_seconds:.2f}"]
+        cells += [
+            f"{mib(r.arenas[p])} ({r.arenas[p] / lb:.2f}x)" if lb else mib(r.arenas[p])
+            for p in PLANNERS
+        ]
+        cells += [
+            f"{r.arenas['best'] / lb:.3f}" if lb else "-",
+            f"{r.plan_seconds['best']:.2f}",
+            f"{r.build_seconds:.2f}",
+        ]
         if with_tvm:
             for key in ("unfused", "fused"):
                 t = r.tvm.get(key)
@@ -154,7 +176,9 @@ def render(rows: list[Row], with_tvm: bool, time_limit: float) -> Table:
                     extra = f" +{t.n_dynamic} dyn" if t.n_dynamic else ""
                     cells.append(f"{mib(t.storage_bytes)}{extra}")
             fused = r.tvm.get("fused")
-            cells.append(f"{fused.seconds:.1f}" if fused is not None and not isinstance(fused, str) else "-")
+            cells.append(
+                f"{fused.seconds:.1f}" if fused is not None and not isinstance(fused, str) else "-"
+            )
         table.add_row(*cells)
     return table
 
@@ -169,16 +193,30 @@ def parse_bounds(items: list[str]) -> dict[str, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="*", type=Path, help=".onnx and .rx files (default: the model zoo + samples)")
-    ap.add_argument("--time-limit", type=float, default=2.0, help="time budget of the 'best' planner (s)")
-    ap.add_argument("--bound", action="append", default=[], metavar="NAME=N",
-                    help="upper bound of a symbolic dim of the ONNX models (default: seq=128)")
-    ap.add_argument("--no-tvm", action="store_true", help="skip the TVM columns even if tvm is installed")
+    ap.add_argument(
+        "files", nargs="*", type=Path, help=".onnx and .rx files (default: the model zoo + samples)"
+    )
+    ap.add_argument(
+        "--time-limit", type=float, default=2.0, help="time budget of the 'best' planner (s)"
+    )
+    ap.add_argument(
+        "--bound",
+        action="append",
+        default=[],
+        metavar="NAME=N",
+        help="upper bound of a symbolic dim of the ONNX models (default: seq=128)",
+    )
+    ap.add_argument(
+        "--no-tvm", action="store_true", help="skip the TVM columns even if tvm is installed"
+    )
     args = ap.parse_args()
     bounds = parse_bounds(args.bound) or {"seq": 128}
     with_tvm = not args.no_tvm and tvm_plan.available()
     if not args.no_tvm and not with_tvm:
-        print("apache-tvm is not installed: no TVM columns (see docs/benchmarks-tvm.md)", file=sys.stderr)
+        print(
+            "apache-tvm is not installed: no TVM columns (see docs/benchmarks-tvm.md)",
+            file=sys.stderr,
+        )
     with tempfile.TemporaryDirectory() as tmp:
         files = args.files or default_files(Path(tmp))
         rows = []
@@ -187,9 +225,11 @@ def main() -> None:
             rows.append(measure(path, bounds, args.time_limit, with_tvm))
     Console(width=220).print(render(rows, with_tvm, args.time_limit))
     if with_tvm:
-        print(f"TVM {tvm_plan.tvm_version()}: StaticPlanBlockMemory storage after the default lowering "
-              "(docs/benchmarks-tvm.md); 'fused' runs FuseOps/FuseTIR first, so fused intermediates need "
-              "no memory at all, which relaxc (no fusion) cannot match.")
+        print(
+            f"TVM {tvm_plan.tvm_version()}: StaticPlanBlockMemory storage after the default lowering "
+            "(docs/benchmarks-tvm.md); 'fused' runs FuseOps/FuseTIR first, so fused intermediates need "
+            "no memory at all, which relaxc (no fusion) cannot match."
+        )
 
 
 if __name__ == "__main__":

@@ -164,8 +164,9 @@ class _Sizer:
         for v in found:
             if v.name in self.bounds:
                 dtype = str(getattr(v.ty, "dtype", "int64"))
-                self._analyzer.bind(v, tvm.tirx.IntImm(dtype, self.bounds[v.name]),
-                                    allow_override=True)
+                self._analyzer.bind(
+                    v, tvm.tirx.IntImm(dtype, self.bounds[v.name]), allow_override=True
+                )
         r = self._analyzer.simplify(e)
         return int(r.value) if isinstance(r, tvm.tirx.IntImm) else None
 
@@ -341,8 +342,11 @@ def prefold_constant_of_shape(model):
             arr = np.full(shape, value.reshape(-1)[0], dtype=value.dtype)
             model.graph.initializer.append(numpy_helper.from_array(arr, node.output[0]))
             if model.ir_version < 4:  # initializers must be graph inputs there too
-                model.graph.input.append(helper.make_tensor_value_info(
-                    node.output[0], helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape))
+                model.graph.input.append(
+                    helper.make_tensor_value_info(
+                        node.output[0], helper.np_dtype_to_tensor_dtype(arr.dtype), arr.shape
+                    )
+                )
             n += 1
         else:
             keep.append(node)
@@ -479,16 +483,33 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("models", nargs="+", help="ONNX model files")
     ap.add_argument("--fuse", choices=["yes", "no", "both"], default="both")
-    ap.add_argument("--shape", action="append", metavar="NAME=D0,D1,...",
-                    help="static input shape (a non-integer dim stays symbolic)")
-    ap.add_argument("--bound", "--upper-bound", dest="upper_bound", action="append",
-                    metavar="VAR=N",
-                    help="upper bound of a symbolic dim, for StaticPlanBlockMemory")
-    ap.add_argument("--prefold", action="store_true",
-                    help="fold ConstantOfShape weights in the ONNX graph first (faster)")
+    ap.add_argument(
+        "--shape",
+        action="append",
+        metavar="NAME=D0,D1,...",
+        help="static input shape (a non-integer dim stays symbolic)",
+    )
+    ap.add_argument(
+        "--bound",
+        "--upper-bound",
+        dest="upper_bound",
+        action="append",
+        metavar="VAR=N",
+        help="upper bound of a symbolic dim, for StaticPlanBlockMemory",
+    )
+    ap.add_argument(
+        "--prefold",
+        action="store_true",
+        help="fold ConstantOfShape weights in the ONNX graph first (faster)",
+    )
     ap.add_argument("--bytes", action="store_true", help="print bytes, not MiB")
-    ap.add_argument("--max-dynamic", type=int, default=4, metavar="N",
-                    help="list at most N symbolic allocations per row")
+    ap.add_argument(
+        "--max-dynamic",
+        type=int,
+        default=4,
+        metavar="N",
+        help="list at most N symbolic allocations per row",
+    )
     args = ap.parse_args(argv)
     if not available():
         print("tvm is not importable; see docs/benchmarks-tvm.md", file=sys.stderr)
@@ -500,8 +521,10 @@ def main(argv: list[str] | None = None) -> int:
     fmt = (lambda n: f"{n:12d}") if args.bytes else _mib
     w = 12 if args.bytes else 10
     print(f"TVM {tvm_version()} StaticPlanBlockMemory (main function; sizes in {unit})")
-    head = (f"{'model':28s} {'fused':5s} {'storage':>{w}s} {'#st':>4s} {'unplanned':>{w}s} "
-            f"{'naive':>{w}s} {'tir-scratch':>{w}s} {'dyn':>3s} {'plan s':>7s} {'total s':>8s}")
+    head = (
+        f"{'model':28s} {'fused':5s} {'storage':>{w}s} {'#st':>4s} {'unplanned':>{w}s} "
+        f"{'naive':>{w}s} {'tir-scratch':>{w}s} {'dyn':>3s} {'plan s':>7s} {'total s':>8s}"
+    )
     print(head)
     print("-" * len(head))
     status = 0
@@ -509,21 +532,26 @@ def main(argv: list[str] | None = None) -> int:
         for fuse in fuses:
             name = os.path.basename(path).removesuffix(".onnx")
             try:
-                p = tvm_planned_bytes(path, shapes, fuse=fuse, upper_bounds=bounds,
-                                      prefold=args.prefold)
+                p = tvm_planned_bytes(
+                    path, shapes, fuse=fuse, upper_bounds=bounds, prefold=args.prefold
+                )
             except Exception as e:  # report and go on with the next model
                 msg = str(e).strip().splitlines()
-                print(f"{name:28s} {'yes' if fuse else 'no':5s} FAILED: "
-                      f"{type(e).__name__}: {msg[0] if msg else ''}"[:200])
+                print(
+                    f"{name:28s} {'yes' if fuse else 'no':5s} FAILED: "
+                    f"{type(e).__name__}: {msg[0] if msg else ''}"[:200]
+                )
                 status = 1
                 continue
-            print(f"{name:28s} {'yes' if fuse else 'no':5s} {fmt(p.storage_bytes)} "
-                  f"{p.n_storages:4d} {fmt(p.unplanned_bytes)} {fmt(p.naive_bytes)} "
-                  f"{fmt(p.tir_scratch_bytes)} {p.n_dynamic:3d} {p.plan_seconds:7.3f} "
-                  f"{p.seconds:8.2f}")
+            print(
+                f"{name:28s} {'yes' if fuse else 'no':5s} {fmt(p.storage_bytes)} "
+                f"{p.n_storages:4d} {fmt(p.unplanned_bytes)} {fmt(p.naive_bytes)} "
+                f"{fmt(p.tir_scratch_bytes)} {p.n_dynamic:3d} {p.plan_seconds:7.3f} "
+                f"{p.seconds:8.2f}"
+            )
             if p.storage_expr:
                 print(f"{'':34s} storage (symbolic): {p.storage_expr}")
-            for d in p.dynamic[:args.max_dynamic]:
+            for d in p.dynamic[: args.max_dynamic]:
                 print(f"{'':34s} dynamic: {d}")
             if len(p.dynamic) > args.max_dynamic:
                 print(f"{'':34s} ... {len(p.dynamic) - args.max_dynamic} more dynamic")

@@ -174,14 +174,24 @@ def dispatch_table(k: int, repeat: int, number: int) -> Table:
     x = np.ones(1, np.float32)
     loop = plain_loop(source, {}, {})
     n_instr = sum(len(f.instrs) for f in exe.functions)
-    t_vm, t_loop = best_times([lambda: vm.run("main", [x, x]), lambda: loop([x, x])], repeat, number)
+    t_vm, t_loop = best_times(
+        [lambda: vm.run("main", [x, x]), lambda: loop([x, x])], repeat, number
+    )
     table = Table(title=f"dispatch: a chain of {k:,} tiny adds ({n_instr:,} VM instructions)")
     for col in ("", "per run", "per source op", "per VM instruction"):
         table.add_column(col, justify="left" if not col else "right")
-    table.add_row("VM", f"{t_vm * 1e3:.2f} ms", f"{t_vm / k * 1e6:.2f} us", f"{t_vm / n_instr * 1e6:.2f} us")
-    table.add_row("plain loop (kernels only)", f"{t_loop * 1e3:.2f} ms", f"{t_loop / k * 1e6:.2f} us", "-")
-    table.add_row("VM overhead", f"{(t_vm - t_loop) * 1e3:.2f} ms", f"{(t_vm - t_loop) / k * 1e6:.2f} us",
-                  f"{(t_vm - t_loop) / n_instr * 1e6:.2f} us")
+    table.add_row(
+        "VM", f"{t_vm * 1e3:.2f} ms", f"{t_vm / k * 1e6:.2f} us", f"{t_vm / n_instr * 1e6:.2f} us"
+    )
+    table.add_row(
+        "plain loop (kernels only)", f"{t_loop * 1e3:.2f} ms", f"{t_loop / k * 1e6:.2f} us", "-"
+    )
+    table.add_row(
+        "VM overhead",
+        f"{(t_vm - t_loop) * 1e3:.2f} ms",
+        f"{(t_vm - t_loop) / k * 1e6:.2f} us",
+        f"{(t_vm - t_loop) / n_instr * 1e6:.2f} us",
+    )
     return table
 
 
@@ -199,18 +209,35 @@ def end_to_end_table(repeat: int, number: int) -> Table:
         args = random_inputs(fn, env, 0)
         loop = plain_loop(source, weights, env)
         np.testing.assert_array_equal(vm.run("main", args), loop(args))
-        t_vm, t_loop = best_times([lambda: vm.run("main", args), lambda: loop(args)], repeat, number)
+        t_vm, t_loop = best_times(
+            [lambda: vm.run("main", args), lambda: loop(args)], repeat, number
+        )
         ratio = t_vm / t_loop
         label = stem + (f" (n={dims['n']})" if dims else "")
-        table.add_row(label, f"{t_vm * 1e3:.3f} ms", f"{t_loop * 1e3:.3f} ms", f"{ratio:.2f}x",
-                      "met" if ratio <= 1.3 else "NOT met")
+        table.add_row(
+            label,
+            f"{t_vm * 1e3:.3f} ms",
+            f"{t_loop * 1e3:.3f} ms",
+            f"{ratio:.2f}x",
+            "met" if ratio <= 1.3 else "NOT met",
+        )
     return table
 
 
 def memory_table(ns: list[int]) -> Table:
     weights = load_npz(SAMPLES / "transformer.npz")
-    table = Table(title="peak bytes of working memory measured by the VM (all allocations dynamic; outputs apart)")
-    for col in ("model", "n", "ManifestAlloc", "+ PlanMemory", "+ KillAfterLastUse", "predicted", "saved by kills"):
+    table = Table(
+        title="peak bytes of working memory measured by the VM (all allocations dynamic; outputs apart)"
+    )
+    for col in (
+        "model",
+        "n",
+        "ManifestAlloc",
+        "+ PlanMemory",
+        "+ KillAfterLastUse",
+        "predicted",
+        "saved by kills",
+    ):
         table.add_column(col, justify="left" if col == "model" else "right")
     models = [("transformer (n unbounded)", unbounded_transformer())]
     models += [(f"decoder, {k} layers", decoder(k)) for k in (8, 16)]
@@ -226,8 +253,13 @@ def memory_table(ns: list[int]) -> Table:
                 vm.run("main", [x])
                 peaks.append(vm.stats.working_peak)
             pred = predict_memory(builds[-1], "main", {"n": n}).peak
-            table.add_row(name, str(n), *(f"{p:,}" for p in peaks), f"{pred:,}",
-                          f"{1 - peaks[2] / peaks[1]:.0%}" if peaks[1] else "-")
+            table.add_row(
+                name,
+                str(n),
+                *(f"{p:,}" for p in peaks),
+                f"{pred:,}",
+                f"{1 - peaks[2] / peaks[1]:.0%}" if peaks[1] else "-",
+            )
     return table
 
 

@@ -31,25 +31,69 @@ def default_output(path: Path, target: str) -> Path:
 
 @click.command("build")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="Output file (--target ir: the transformed .rx, '-' for stdout; vm: the .rxb; c: a folder).")
-@click.option("-t", "--target", type=click.Choice(TARGETS), default="vm", show_default=True,
-              help="vm: bytecode for relaxc's VM; c: C99 source; ir: the transformed .rx.")
-@click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
-@click.option("--json", "as_json", is_flag=True, help="Print the memory report as JSON instead of the summary.")
-@click.option("--max-arena", type=ByteSize(), metavar="BYTES",
-              help="Fail (exit 1, nothing written) if a function's arena is larger, e.g. 256KiB.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="Output file (--target ir: the transformed .rx, '-' for stdout; vm: the .rxb; c: a folder).",
+)
+@click.option(
+    "-t",
+    "--target",
+    type=click.Choice(TARGETS),
+    default="vm",
+    show_default=True,
+    help="vm: bytecode for relaxc's VM; c: C99 source; ir: the transformed .rx.",
+)
+@click.option(
+    "--params",
+    type=click.Path(path_type=Path),
+    help="Weights .npz (default: FILE with .npz suffix).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the memory report as JSON instead of the summary.",
+)
+@click.option(
+    "--max-arena",
+    type=ByteSize(),
+    metavar="BYTES",
+    help="Fail (exit 1, nothing written) if a function's arena is larger, e.g. 256KiB.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the memory summary.")
-@click.option("--unpacked", is_flag=True,
-              help="--target c: call kernels directly with raw pointers (leaves out LegalizePackedCalls).")
-@click.option("--emit-main", is_flag=True,
-              help="--target c: also write PREFIX_main.c, a main() that runs the model on raw little-endian files.")
-@click.option("--prefix", metavar="NAME", help="--target c: prefix of the C names and files (default: FILE's stem).")
+@click.option(
+    "--unpacked",
+    is_flag=True,
+    help="--target c: call kernels directly with raw pointers (leaves out LegalizePackedCalls).",
+)
+@click.option(
+    "--emit-main",
+    is_flag=True,
+    help="--target c: also write PREFIX_main.c, a main() that runs the model on raw little-endian files.",
+)
+@click.option(
+    "--prefix",
+    metavar="NAME",
+    help="--target c: prefix of the C names and files (default: FILE's stem).",
+)
 @pipeline_options
 @click.pass_obj
-def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: Path | None, as_json: bool,
-              max_arena: int | None, quiet: bool, unpacked: bool, emit_main: bool, prefix: str | None,
-              **kw) -> None:
+def build_cmd(
+    obj: dict,
+    file: Path,
+    output: Path | None,
+    target: str,
+    params: Path | None,
+    as_json: bool,
+    max_arena: int | None,
+    quiet: bool,
+    unpacked: bool,
+    emit_main: bool,
+    prefix: str | None,
+    **kw,
+) -> None:
     """Compile FILE: run the pass pipeline of the target, check the memory budget, write the
     result and print a one-line memory summary per function (relaxc report shows it all).
 
@@ -58,14 +102,18 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         if as_json and output is not None and str(output) == "-":
-            raise click.UsageError("--json prints the report to stdout, so the program cannot go there too (-o -)")
+            raise click.UsageError(
+                "--json prints the report to stdout, so the program cannot go there too (-o -)"
+            )
         prefix = _c_options(target, unpacked, emit_main, prefix, file, kw)
         req = PipelineRequest(target=target, **kw)
         prog = load_program(file, sources, params, need_weights=target != "ir")
         out_path = output if output is not None else default_output(file, target)
         if str(out_path) != "-":
             refuse_overwriting_inputs(out_path, [file, prog.weights_path])
-        module, timing, _ = run_pipeline(prog.module, req, file.stem, prog.types, [file, prog.weights_path])
+        module, timing, _ = run_pipeline(
+            prog.module, req, file.stem, prog.types, [file, prog.weights_path]
+        )
         if kw["time_passes"]:
             print_timings(timing)
         reports = memory_report(module)
@@ -87,7 +135,9 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
             from relaxc.backend.vm import compile_module
 
             if str(out_path) == "-":
-                raise RxError("bytecode is binary and is not written to stdout; give a file with -o")
+                raise RxError(
+                    "bytecode is binary and is not written to stdout; give a file with -o"
+                )
             data = compile_module(module, prog.weights)
             write_atomic(out_path, data)
             click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
@@ -100,13 +150,19 @@ def build_cmd(obj: dict, file: Path, output: Path | None, target: str, params: P
         )
 
 
-def _c_options(target: str, unpacked: bool, emit_main: bool, prefix: str | None, file: Path, kw: dict) -> str:
+def _c_options(
+    target: str, unpacked: bool, emit_main: bool, prefix: str | None, file: Path, kw: dict
+) -> str:
     """Check the C-only options; with --unpacked, leave LegalizePackedCalls out of the pipeline."""
     from relaxc.backend.c import check_prefix, default_prefix
     from relaxc.passes.assemble import assemble_pipeline
 
     if target != "c":
-        for flag, given in (("--unpacked", unpacked), ("--emit-main", emit_main), ("--prefix", prefix is not None)):
+        for flag, given in (
+            ("--unpacked", unpacked),
+            ("--emit-main", emit_main),
+            ("--prefix", prefix is not None),
+        ):
             if given:
                 raise click.UsageError(f"{flag} is only for --target c")
         return ""

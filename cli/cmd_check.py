@@ -15,7 +15,11 @@ from .loading import load_program
 
 @click.command("check")
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
+@click.option(
+    "--params",
+    type=click.Path(path_type=Path),
+    help="Weights .npz (default: FILE with .npz suffix).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
 @click.pass_obj
 def check_cmd(obj: dict, files: tuple[Path, ...], params: Path | None, quiet: bool) -> None:
@@ -37,7 +41,9 @@ def check_cmd(obj: dict, files: tuple[Path, ...], params: Path | None, quiet: bo
                 if not quiet:
                     n = sum(len(f.body) for f in prog.module.functions)
                     extra = f", weights {prog.weights_path}" if prog.weights_path else ""
-                    click.echo(f"{path}: ok ({len(prog.module.functions)} function(s), {n} statement(s){extra})")
+                    click.echo(
+                        f"{path}: ok ({len(prog.module.functions)} function(s), {n} statement(s){extra})"
+                    )
         except SystemExit as e:
             if e.code not in (0, None):
                 failed = max(failed, int(e.code))

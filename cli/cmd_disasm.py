@@ -14,7 +14,12 @@ from .errors import Sources, reported_errors
 
 @click.command("disasm")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--ir", "as_ir", is_flag=True, help="Print the program the bytecode encodes as .rx text instead.")
+@click.option(
+    "--ir",
+    "as_ir",
+    is_flag=True,
+    help="Print the program the bytecode encodes as .rx text instead.",
+)
 @click.pass_obj
 def disasm_cmd(obj: dict, file: Path, as_ir: bool) -> None:
     """Print FILE (an .rxb made by relaxc build): its header, constant pool, function table

@@ -29,7 +29,9 @@ def canonical_text(path: Path, sources: Sources) -> tuple[str, str]:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--check", is_flag=True, help="Change nothing; exit 1 if a file is not canonical.")
 @click.option("--diff", is_flag=True, help="With --check, show what would change.")
-@click.option("--stdout", "to_stdout", is_flag=True, help="Print the canonical text instead of rewriting.")
+@click.option(
+    "--stdout", "to_stdout", is_flag=True, help="Print the canonical text instead of rewriting."
+)
 @click.pass_obj
 def fmt_cmd(obj: dict, files: tuple[Path, ...], check: bool, diff: bool, to_stdout: bool) -> None:
     """Rewrite each FILE in the canonical .rx format, in place and atomically.
@@ -51,8 +53,14 @@ def fmt_cmd(obj: dict, files: tuple[Path, ...], check: bool, diff: bool, to_stdo
                         unformatted.append(path)
                         click.echo(f"{path}: would reformat", err=True)
                         if diff:
-                            sys.stdout.writelines(difflib.unified_diff(
-                                old.splitlines(True), new.splitlines(True), str(path), f"{path} (formatted)"))
+                            sys.stdout.writelines(
+                                difflib.unified_diff(
+                                    old.splitlines(True),
+                                    new.splitlines(True),
+                                    str(path),
+                                    f"{path} (formatted)",
+                                )
+                            )
                 elif old != new:
                     write_atomic(path, new)
                     click.echo(f"reformatted {path}", err=True)

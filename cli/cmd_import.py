@@ -21,19 +21,23 @@ def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
     for item in values:
         name, sep, dims = item.rpartition("=")
         if not sep or not name:
-            raise click.BadParameter(f"'{item}' is not NAME=D1,D2,... (for example x=1,3,224,224)",
-                                     param_hint="--shape")
+            raise click.BadParameter(
+                f"'{item}' is not NAME=D1,D2,... (for example x=1,3,224,224)", param_hint="--shape"
+            )
         parsed: list[int | str] = []
         for part in (p.strip() for p in dims.split(",")) if dims.strip() else ():
             if part.lstrip("-").isdigit():
                 if int(part) < 0:
-                    raise click.BadParameter(f"'{item}': a dimension cannot be negative", param_hint="--shape")
+                    raise click.BadParameter(
+                        f"'{item}': a dimension cannot be negative", param_hint="--shape"
+                    )
                 parsed.append(int(part))
             elif part.isidentifier():
                 parsed.append(part)
             else:
-                raise click.BadParameter(f"'{item}': {part!r} is neither a size nor a dim name",
-                                         param_hint="--shape")
+                raise click.BadParameter(
+                    f"'{item}': {part!r} is neither a size nor a dim name", param_hint="--shape"
+                )
         if name in out:
             raise click.BadParameter(f"input '{name}' given twice", param_hint="--shape")
         out[name] = parsed
@@ -42,18 +46,38 @@ def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
 
 @click.command("import")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("-o", "--output", type=click.Path(path_type=Path),
-              help="The .rx to write (default: FILE with .rx suffix); the weights go beside it as .npz.")
-@click.option("--shape", "shapes", multiple=True, metavar="NAME=D1,D2,...",
-              help="Shape of an input, overriding the model's (repeatable); a name is a symbolic dim, "
-                   "e.g. --shape input_ids=1,seq.")
-@click.option("--bound", "bounds", multiple=True, metavar="NAME=N",
-              help="Upper bound of a symbolic dim (repeatable): PlanMemory then plans its tensors "
-                   "statically, e.g. --bound seq=512.")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(path_type=Path),
+    help="The .rx to write (default: FILE with .rx suffix); the weights go beside it as .npz.",
+)
+@click.option(
+    "--shape",
+    "shapes",
+    multiple=True,
+    metavar="NAME=D1,D2,...",
+    help="Shape of an input, overriding the model's (repeatable); a name is a symbolic dim, "
+    "e.g. --shape input_ids=1,seq.",
+)
+@click.option(
+    "--bound",
+    "bounds",
+    multiple=True,
+    metavar="NAME=N",
+    help="Upper bound of a symbolic dim (repeatable): PlanMemory then plans its tensors "
+    "statically, e.g. --bound seq=512.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not print what was written.")
 @click.pass_obj
-def import_cmd(obj: dict, file: Path, output: Path | None, shapes: tuple[str, ...], bounds: tuple[str, ...],
-               quiet: bool) -> None:
+def import_cmd(
+    obj: dict,
+    file: Path,
+    output: Path | None,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
+    quiet: bool,
+) -> None:
     """Import FILE, an ONNX model (opsets 7 to 21), as an .rx program with its weights.
 
     Initializers and everything computed only from constants are folded into named weights
@@ -68,17 +92,24 @@ def import_cmd(obj: dict, file: Path, output: Path | None, shapes: tuple[str, ..
         upper = parse_dims(bounds, "--bound")
         rx_path = output if output is not None else file.with_suffix(".rx")
         if rx_path.suffix != ".rx":
-            raise RxError(f"the output {rx_path} must end in .rx (the weights go beside it as .npz)")
+            raise RxError(
+                f"the output {rx_path} must end in .rx (the weights go beside it as .npz)"
+            )
         npz_path = rx_path.with_suffix(".npz")
         refuse_overwriting_inputs(rx_path, [file])
         refuse_overwriting_inputs(npz_path, [file])
         result = import_onnx(file, input_shapes=input_shapes, upper_bounds=upper)
         text = result.header(file.name) + print_module(result.module)
-        write_all_atomic([(npz_path, npz_bytes(result.weights)), (rx_path, text)])  # both or neither
+        write_all_atomic(
+            [(npz_path, npz_bytes(result.weights)), (rx_path, text)]
+        )  # both or neither
         if not quiet:
             fn = result.module.functions[0]
             nbytes = sum(int(a.nbytes) for a in result.weights.values())
-            click.echo(f"wrote {rx_path} ({len(fn.body)} bindings) and {npz_path} "
-                       f"({len(result.weights)} weights, {nbytes:,} bytes)", err=True)
+            click.echo(
+                f"wrote {rx_path} ({len(fn.body)} bindings) and {npz_path} "
+                f"({len(result.weights)} weights, {nbytes:,} bytes)",
+                err=True,
+            )
             for note in result.notes:
                 click.echo(f"note: {note}", err=True)

@@ -26,7 +26,10 @@ def list_passes() -> None:
     table.add_column("options", ratio=3, overflow="fold")
     table.add_column("needs / gives", ratio=2, overflow="fold")
     for name, cls in PASSES.items():
-        opts = "\n".join(f"{o} = {d}  ({t.replace('|', ' | ')})" for o, t, d in describe_options(cls)) or "-"
+        opts = (
+            "\n".join(f"{o} = {d}  ({t.replace('|', ' | ')})" for o, t, d in describe_options(cls))
+            or "-"
+        )
         conds = []
         conds += [f"needs {r}" for r in sorted(cls.requires)]
         conds += [f"refuses {r}" for r in sorted(cls.forbids)]
@@ -45,9 +48,19 @@ def list_passes() -> None:
 
 @click.command("passes")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
-@click.option("-t", "--target", type=click.Choice(TARGETS), default="vm", show_default=True,
-              help="Whose default pipeline to run.")
-@click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
+@click.option(
+    "-t",
+    "--target",
+    type=click.Choice(TARGETS),
+    default="vm",
+    show_default=True,
+    help="Whose default pipeline to run.",
+)
+@click.option(
+    "--params",
+    type=click.Path(path_type=Path),
+    help="Weights .npz (default: FILE with .npz suffix).",
+)
 @pipeline_options
 @click.pass_obj
 def passes_cmd(obj: dict, file: Path | None, target: str, params: Path | None, **kw) -> None:
@@ -64,7 +77,9 @@ def passes_cmd(obj: dict, file: Path | None, target: str, params: Path | None, *
     with reported_errors(sources, obj["debug"]):
         req = PipelineRequest(target=target, **kw)
         prog = load_program(file, sources, params, need_weights=False)
-        module, timing, dumps = run_pipeline(prog.module, req, file.stem, prog.types, [file, prog.weights_path])
+        module, timing, dumps = run_pipeline(
+            prog.module, req, file.stem, prog.types, [file, prog.weights_path]
+        )
         if kw["time_passes"]:
             print_timings(timing)
         if not kw["dump_before"] and not kw["dump_after"]:

@@ -27,27 +27,65 @@ def check_budget(reports: list[FunctionReport], max_arena: int | None) -> None:
     over = [r for r in reports if r.workspace_bytes > max_arena]
     if over:
         parts = [f"@{r.name} needs {format_bytes(r.workspace_bytes)}" for r in over]
-        raise RxError(f"memory budget exceeded: {'; '.join(parts)}; the budget (--max-arena) is {format_bytes(max_arena)}")
+        raise RxError(
+            f"memory budget exceeded: {'; '.join(parts)}; the budget (--max-arena) is {format_bytes(max_arena)}"
+        )
 
 
 def reports_json(path: Path, reports: list[FunctionReport]) -> str:
-    return json.dumps({"file": str(path), "functions": [r.to_json() for r in reports]}, indent=2, sort_keys=True) + "\n"
+    return (
+        json.dumps(
+            {"file": str(path), "functions": [r.to_json() for r in reports]},
+            indent=2,
+            sort_keys=True,
+        )
+        + "\n"
+    )
 
 
 @click.command("report")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("-t", "--target", type=click.Choice(TARGETS), default="vm", show_default=True,
-              help="Whose default pipeline plans the memory.")
-@click.option("--params", type=click.Path(path_type=Path), help="Weights .npz (default: FILE with .npz suffix).")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for CI) instead of tables.")
-@click.option("--svg", type=click.Path(path_type=Path), help="Also write the memory map as an SVG picture.")
-@click.option("--html", type=click.Path(path_type=Path), help="Also write the report as an HTML page.")
-@click.option("--max-arena", type=ByteSize(), metavar="BYTES",
-              help="Fail (exit 1) if a function's arena is larger, e.g. 256KiB.")
+@click.option(
+    "-t",
+    "--target",
+    type=click.Choice(TARGETS),
+    default="vm",
+    show_default=True,
+    help="Whose default pipeline plans the memory.",
+)
+@click.option(
+    "--params",
+    type=click.Path(path_type=Path),
+    help="Weights .npz (default: FILE with .npz suffix).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the report as JSON (for CI) instead of tables."
+)
+@click.option(
+    "--svg", type=click.Path(path_type=Path), help="Also write the memory map as an SVG picture."
+)
+@click.option(
+    "--html", type=click.Path(path_type=Path), help="Also write the report as an HTML page."
+)
+@click.option(
+    "--max-arena",
+    type=ByteSize(),
+    metavar="BYTES",
+    help="Fail (exit 1) if a function's arena is larger, e.g. 256KiB.",
+)
 @pipeline_options
 @click.pass_obj
-def report_cmd(obj: dict, file: Path, target: str, params: Path | None, as_json: bool, svg: Path | None,
-               html: Path | None, max_arena: int | None, **kw) -> None:
+def report_cmd(
+    obj: dict,
+    file: Path,
+    target: str,
+    params: Path | None,
+    as_json: bool,
+    svg: Path | None,
+    html: Path | None,
+    max_arena: int | None,
+    **kw,
+) -> None:
     """Plan FILE's memory and report it per function: arena, lower bound, ratio, naive total
     and saving, inputs/outputs/constants, dynamic allocations, every placed buffer and a
     memory map. Run on already planned IR with -p none."""
@@ -58,7 +96,9 @@ def report_cmd(obj: dict, file: Path, target: str, params: Path | None, as_json:
         for out in (svg, html):
             if out is not None:
                 refuse_overwriting_inputs(out, [file, prog.weights_path])
-        module, timing, _ = run_pipeline(prog.module, req, file.stem, prog.types, [file, prog.weights_path])
+        module, timing, _ = run_pipeline(
+            prog.module, req, file.stem, prog.types, [file, prog.weights_path]
+        )
         if kw["time_passes"]:
             print_timings(timing)
         reports = memory_report(module)

@@ -29,7 +29,9 @@ def entry_function(module, name: str):
     fn = module.get(name)
     if fn is None:
         names = ", ".join("@" + f.name for f in module.functions) or "none"
-        raise RxError(f"the module has no function @{name} (functions: {names}); choose one with --entry")
+        raise RxError(
+            f"the module has no function @{name} (functions: {names}); choose one with --entry"
+        )
     return fn
 
 
@@ -40,11 +42,21 @@ def outputs_table(named: list[tuple[str, np.ndarray]]) -> Table:
     for name, arr in named:
         flat = arr.reshape(-1)
         if flat.size and arr.dtype.kind in "biuf":
-            stats = [f"{flat.min():.6g}", f"{flat.max():.6g}", f"{flat.astype(np.float64).mean():.6g}"]
+            stats = [
+                f"{flat.min():.6g}",
+                f"{flat.max():.6g}",
+                f"{flat.astype(np.float64).mean():.6g}",
+            ]
         else:
             stats = ["-", "-", "-"]
         head = ", ".join(f"{x:.4g}" if arr.dtype.kind == "f" else str(x) for x in flat[:4])
-        table.add_row(name, str(tuple(arr.shape)), str(arr.dtype), *stats, head + (" ..." if flat.size > 4 else ""))
+        table.add_row(
+            name,
+            str(tuple(arr.shape)),
+            str(arr.dtype),
+            *stats,
+            head + (" ..." if flat.size > 4 else ""),
+        )
     return table
 
 
@@ -62,23 +74,37 @@ def is_bytecode(path: Path) -> bool:
 def stats_table(fn_name: str, env: dict, stats, pred) -> Table:
     """What the VM measured next to what PlanMemory promised."""
     where = ", ".join(f"{k}={v}" for k, v in sorted(env.items()))
-    table = Table(title=f"memory of @{fn_name} on the VM" + (f" ({where})" if where else ""), show_edge=False)
+    table = Table(
+        title=f"memory of @{fn_name} on the VM" + (f" ({where})" if where else ""), show_edge=False
+    )
     for col in ("", "peak", "arena", "dynamic peak", "outputs"):
         table.add_column(col, justify="left" if not col else "right")
+
     def b(n: int) -> str:
         return f"{n:,} B"
 
-    table.add_row("measured", b(stats.working_peak), b(stats.kind_peak["arena"]), b(stats.kind_peak["dynamic"]),
-                  b(stats.kind_peak["external"]))
-    table.add_row("promised", b(pred.peak), b(pred.arena_bytes), b(pred.dynamic_peak), b(pred.output_bytes))
+    table.add_row(
+        "measured",
+        b(stats.working_peak),
+        b(stats.kind_peak["arena"]),
+        b(stats.kind_peak["dynamic"]),
+        b(stats.kind_peak["external"]),
+    )
+    table.add_row(
+        "promised", b(pred.peak), b(pred.arena_bytes), b(pred.dynamic_peak), b(pred.output_bytes)
+    )
     return table
 
 
 def stats_verdict(stats, pred) -> list[str]:
-    lines = [f"allocator: {stats.allocations} allocation(s), {stats.reuses} from the pool, {stats.frees} freed; "
-             f"{format_bytes(stats.handed_over)} handed over with the outputs"]
+    lines = [
+        f"allocator: {stats.allocations} allocation(s), {stats.reuses} from the pool, {stats.frees} freed; "
+        f"{format_bytes(stats.handed_over)} handed over with the outputs"
+    ]
     if stats.kind_peak["result"]:
-        lines.append(f"kernel results without destination passing: peak {format_bytes(stats.kind_peak['result'])}")
+        lines.append(
+            f"kernel results without destination passing: peak {format_bytes(stats.kind_peak['result'])}"
+        )
     diff = stats.working_peak - pred.peak
     if diff == 0:
         lines.append("the run held exactly the memory the plan promised")
@@ -87,34 +113,77 @@ def stats_verdict(stats, pred) -> list[str]:
     else:
         lines.append(f"the run held {format_bytes(-diff)} less than the plan promised")
     if not pred.complete:
-        lines.append("note: the promise covers the function's own storages only, not " + " or ".join(pred.missing))
+        lines.append(
+            "note: the promise covers the function's own storages only, not "
+            + " or ".join(pred.missing)
+        )
     return lines
 
 
 @click.command("run")
 @click.argument("file", type=click.Path(path_type=Path))
-@click.option("--inputs", "inputs_path", type=click.Path(path_type=Path),
-              help="An .npz with one array per parameter, named after it (default: random inputs).")
-@click.option("-o", "--output", "output_path", type=click.Path(path_type=Path),
-              help="Write the outputs to this .npz (output, or output_0, output_1 ... for tuples).")
-@click.option("--params", type=click.Path(path_type=Path),
-              help="Weights .npz of an .rx FILE or of --source (default: its .npz beside it).")
+@click.option(
+    "--inputs",
+    "inputs_path",
+    type=click.Path(path_type=Path),
+    help="An .npz with one array per parameter, named after it (default: random inputs).",
+)
+@click.option(
+    "-o",
+    "--output",
+    "output_path",
+    type=click.Path(path_type=Path),
+    help="Write the outputs to this .npz (output, or output_0, output_1 ... for tuples).",
+)
+@click.option(
+    "--params",
+    type=click.Path(path_type=Path),
+    help="Weights .npz of an .rx FILE or of --source (default: its .npz beside it).",
+)
 @click.option("--entry", default="main", show_default=True, help="The function to run.")
-@click.option("--seed", default=0, show_default=True, type=click.IntRange(min=0), help="Seed of the random inputs.")
+@click.option(
+    "--seed",
+    default=0,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Seed of the random inputs.",
+)
 @dim_option
-@click.option("--stats", is_flag=True,
-              help="Print the peak memory the VM measured next to what PlanMemory promised (an .rx FILE "
-                   "is compiled with the vm pipeline and run on the VM too).")
-@click.option("--check", is_flag=True,
-              help="Also run the reference interpreter on the same inputs and compare the outputs; a "
-                   "difference beyond the dtype's tolerance is an error.")
-@click.option("--source", type=click.Path(path_type=Path),
-              help="With an .rxb FILE and --check: also compare with the interpreter running this original .rx.")
-@click.option("--poison", is_flag=True, help="VM: overwrite freed and killed memory with 0xFF bytes.")
+@click.option(
+    "--stats",
+    is_flag=True,
+    help="Print the peak memory the VM measured next to what PlanMemory promised (an .rx FILE "
+    "is compiled with the vm pipeline and run on the VM too).",
+)
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Also run the reference interpreter on the same inputs and compare the outputs; a "
+    "difference beyond the dtype's tolerance is an error.",
+)
+@click.option(
+    "--source",
+    type=click.Path(path_type=Path),
+    help="With an .rxb FILE and --check: also compare with the interpreter running this original .rx.",
+)
+@click.option(
+    "--poison", is_flag=True, help="VM: overwrite freed and killed memory with 0xFF bytes."
+)
 @click.pass_obj
-def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path | None, params: Path | None,
-            entry: str, seed: int, dims: tuple[str, ...], stats: bool, check: bool, source: Path | None,
-            poison: bool) -> None:
+def run_cmd(
+    obj: dict,
+    file: Path,
+    inputs_path: Path | None,
+    output_path: Path | None,
+    params: Path | None,
+    entry: str,
+    seed: int,
+    dims: tuple[str, ...],
+    stats: bool,
+    check: bool,
+    source: Path | None,
+    poison: bool,
+) -> None:
     """Run FILE: an .rx program with the reference interpreter, or an .rxb (made by relaxc
     build) with the VM.
 
@@ -127,14 +196,20 @@ def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path |
     if source is not None and not (bytecode and check):
         raise click.UsageError("--source needs an .rxb FILE and --check")
     if bytecode and params is not None and source is None:
-        raise click.UsageError("--params gives the weights of an .rx file; an .rxb holds its own "
-                               "(with --source, --params gives the weights of the source)")
+        raise click.UsageError(
+            "--params gives the weights of an .rx file; an .rxb holds its own "
+            "(with --source, --params gives the weights of the source)"
+        )
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         if output_path is not None:
             guarded = [file, inputs_path, params, source]
             if params is None:  # then the weights are the .npz beside the .rx (FILE, or --source)
-                guarded += [default_weights_path(p) for p in ([source] if bytecode else [file]) if p is not None]
+                guarded += [
+                    default_weights_path(p)
+                    for p in ([source] if bytecode else [file])
+                    if p is not None
+                ]
             refuse_overwriting_inputs(output_path, guarded)
         if bytecode:
             exe = load_file(file)
@@ -154,7 +229,9 @@ def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path |
             vm = VirtualMachine(exe, poison=poison)
             result = vm.run(fn.name, args, dim_values or None)
         else:
-            result = Interpreter(module, weights, types=types).run(fn.name, args, dim_values or None)
+            result = Interpreter(module, weights, types=types).run(
+                fn.name, args, dim_values or None
+            )
         named = flatten_outputs(result)
         console = Console(soft_wrap=True)
         console.print(outputs_table(named))
@@ -167,16 +244,31 @@ def run_cmd(obj: dict, file: Path, inputs_path: Path | None, output_path: Path |
             vm = VirtualMachine(exe, poison=poison)
             vm_result = vm.run(fn.name, args, dim_values or None)
             if check:
-                report_check(console, vm_result, result, "the VM running the compiled program",
-                             "the reference interpreter")
+                report_check(
+                    console,
+                    vm_result,
+                    result,
+                    "the VM running the compiled program",
+                    "the reference interpreter",
+                )
         elif check:
             ref = Interpreter(module, weights, types=types).run(fn.name, args, dim_values or None)
-            report_check(console, result, ref, "the VM", f"the reference interpreter running the program in {file}")
+            report_check(
+                console,
+                result,
+                ref,
+                "the VM",
+                f"the reference interpreter running the program in {file}",
+            )
             if source is not None:
                 src = load_program(source, sources, params)
                 entry_function(src.module, entry)
-                ref = Interpreter(src.module, src.weights, types=src.types).run(fn.name, args, dim_values or None)
-                report_check(console, result, ref, "the VM", f"the reference interpreter running {source}")
+                ref = Interpreter(src.module, src.weights, types=src.types).run(
+                    fn.name, args, dim_values or None
+                )
+                report_check(
+                    console, result, ref, "the VM", f"the reference interpreter running {source}"
+                )
         if stats:
             assert vm is not None
             pred = predict_memory(vm.exe.module, fn.name, env)
@@ -193,5 +285,11 @@ def report_check(console: Console, got, want, who: str, reference: str) -> None:
     cmp = compare_outputs(got, want)
     if cmp.problem is not None:
         raise RxError(f"check failed: {who} and {reference} disagree: {cmp.problem}")
-    how = "bit-identical" if cmp.identical else f"within tolerance, max abs difference {cmp.max_abs_diff:.3g}"
-    console.print(f"check: {cmp.outputs} output(s) of {who} match {reference} ({how})", highlight=False)
+    how = (
+        "bit-identical"
+        if cmp.identical
+        else f"within tolerance, max abs difference {cmp.max_abs_diff:.3g}"
+    )
+    console.print(
+        f"check: {cmp.outputs} output(s) of {who} match {reference} ({how})", highlight=False
+    )

@@ -38,8 +38,10 @@ def printable(text: str) -> str:
     text = _ASCII_CONTROL.sub("\ufffd", text)
     if text.isascii():
         return text
-    return "".join("\ufffd" if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
-                   for c in text)
+    return "".join(
+        "\ufffd" if c not in "\n\t" and unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp") else c
+        for c in text
+    )
 
 
 _BRACKET = re.compile(r'#[^\n]*|"(?:[^"\\\n]|\\.)*"|[(\[{]|[)\]}]')
@@ -67,10 +69,15 @@ def _too_deep(sources: Sources) -> RxError:
     if deepest >= _DEEP:
         line = text.count("\n", 0, at) + 1
         col = at - text.rfind("\n", 0, at)
-        return RxError(f"brackets nest {deepest:,} levels deep (level {_DEEP} opens here), more than relaxc can "
-                       "handle (split the expression or type into several bindings)", Loc(name, line, col))
-    return RxError(f"{name}: the program nests too deeply for relaxc (a very long chain of + - * / in a "
-                   "dimension expression?); split it into several bindings")
+        return RxError(
+            f"brackets nest {deepest:,} levels deep (level {_DEEP} opens here), more than relaxc can "
+            "handle (split the expression or type into several bindings)",
+            Loc(name, line, col),
+        )
+    return RxError(
+        f"{name}: the program nests too deeply for relaxc (a very long chain of + - * / in a "
+        "dimension expression?); split it into several bindings"
+    )
 
 
 @contextmanager

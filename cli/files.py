@@ -32,24 +32,34 @@ def read_source(path: Path, keep_newlines: bool = False) -> str:
     try:
         size = path.stat().st_size
         if size > MAX_SOURCE_BYTES:
-            raise RxError(f"{path} is {size:,} bytes; .rx files over {MAX_SOURCE_BYTES:,} bytes are refused")
+            raise RxError(
+                f"{path} is {size:,} bytes; .rx files over {MAX_SOURCE_BYTES:,} bytes are refused"
+            )
         data = _read_bounded(path, MAX_SOURCE_BYTES)
     except OSError as e:
         raise RxError(f"cannot read {path}: {e.strerror or e}") from None
     if b"\x00" in data:
         raise RxError(f"{path} is a binary file, not .rx text (it contains NUL bytes)")
     if len(data) > MAX_SOURCE_BYTES:
-        raise RxError(f"{path} is larger than {MAX_SOURCE_BYTES:,} bytes; such .rx files are refused")
+        raise RxError(
+            f"{path} is larger than {MAX_SOURCE_BYTES:,} bytes; such .rx files are refused"
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         start = data.rfind(b"\n", 0, e.start) + 1
         end = data.find(b"\n", e.start)
         line = data.count(b"\n", 0, e.start) + 1
-        col = len(data[start:e.start].decode("utf-8")) + 1  # characters, not bytes
-        shown = data[start:end if end >= 0 else len(data)].decode("utf-8", "replace").rstrip("\r").replace("\t", " ")
+        col = len(data[start : e.start].decode("utf-8")) + 1  # characters, not bytes
+        shown = (
+            data[start : end if end >= 0 else len(data)]
+            .decode("utf-8", "replace")
+            .rstrip("\r")
+            .replace("\t", " ")
+        )
         raise RxError(
-            f"not UTF-8 text: invalid byte 0x{data[e.start]:02x}", Loc(str(path), line, col),
+            f"not UTF-8 text: invalid byte 0x{data[e.start]:02x}",
+            Loc(str(path), line, col),
             snippet=("  " + shown, "  " + " " * (col - 1) + "^"),
         ) from None
     if not keep_newlines:

@@ -36,7 +36,9 @@ def parse_file(path: Path, sources: Sources) -> Module:
     return parse_module(text, str(path))
 
 
-def load_program(path: Path, sources: Sources, params: Path | None = None, need_weights: bool = True) -> Program:
+def load_program(
+    path: Path, sources: Sources, params: Path | None = None, need_weights: bool = True
+) -> Program:
     """Parse and verify ``path`` and load its weights (``--params`` or the same-stem .npz)."""
     with gc_paused():
         module = parse_file(path, sources)
@@ -46,6 +48,10 @@ def load_program(path: Path, sources: Sources, params: Path | None = None, need_
     if weights_path is not None:
         weights = load_npz(weights_path, "weights")
     if need_weights and named_constants(module):
-        source = str(weights_path) if weights_path else f"the weights (no {path.with_suffix('.npz').name} beside the model; use --params)"
+        source = (
+            str(weights_path)
+            if weights_path
+            else f"the weights (no {path.with_suffix('.npz').name} beside the model; use --params)"
+        )
         check_weights(module, weights, source)
     return Program(path, module, types, weights, weights_path)

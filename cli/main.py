@@ -26,8 +26,12 @@ def _version() -> str:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(_version(), "--version", prog_name="relaxc", message="%(prog)s %(version)s")
-@click.option("--debug", is_flag=True, envvar="RELAXC_DEBUG",
-              help="Show Python tracebacks for errors (also RELAXC_DEBUG=1).")
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="RELAXC_DEBUG",
+    help="Show Python tracebacks for errors (also RELAXC_DEBUG=1).",
+)
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """relaxc: a compiler driver for tensor programs whose subject is memory.

@@ -12,11 +12,15 @@ def parse_dims(values: tuple[str, ...], hint: str = "--dim") -> dict[str, int]:
         name, sep, num = item.partition("=")
         name = name.strip()
         if not sep or not name.isidentifier():
-            raise click.BadParameter(f"'{item}' is not NAME=VALUE (for example n=128)", param_hint=hint)
+            raise click.BadParameter(
+                f"'{item}' is not NAME=VALUE (for example n=128)", param_hint=hint
+            )
         try:
             value = int(num)
         except ValueError:
-            raise click.BadParameter(f"'{item}': {num!r} is not an integer", param_hint=hint) from None
+            raise click.BadParameter(
+                f"'{item}': {num!r} is not an integer", param_hint=hint
+            ) from None
         if value < 0:
             raise click.BadParameter(f"'{item}': a dimension cannot be negative", param_hint=hint)
         if name in out:
@@ -26,6 +30,9 @@ def parse_dims(values: tuple[str, ...], hint: str = "--dim") -> dict[str, int]:
 
 
 dim_option = click.option(
-    "--dim", "dims", multiple=True, metavar="NAME=N",
+    "--dim",
+    "dims",
+    multiple=True,
+    metavar="NAME=N",
     help="Value of a symbolic dim (repeatable), e.g. --dim n=128.",
 )

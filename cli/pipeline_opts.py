@@ -27,20 +27,48 @@ TARGETS = ("vm", "c", "ir")
 def pipeline_options(f: Callable) -> Callable:
     """Decorate a command with the pipeline, dump and timing options."""
     opts = [
-        click.option("-p", "--passes", "passes", metavar="LIST",
-                     help="Passes to run, e.g. 'ManifestAlloc,PlanMemory{planner=greedy-size}', "
-                          "or a named pipeline: vm, c, none (default: the target's pipeline)."),
-        click.option("--disable-pass", "disable", multiple=True, metavar="LIST",
-                     help="Remove these passes from the pipeline (comma list, repeatable)."),
-        click.option("--pass-config", "configs", multiple=True, metavar="NAME.KEY=VALUE",
-                     help="Set a pass option, e.g. --pass-config PlanMemory.planner=greedy-size (repeatable)."),
-        click.option("--dump-before", multiple=True, metavar="P|all",
-                     help="Print the IR before these passes (comma list or 'all')."),
-        click.option("--dump-after", multiple=True, metavar="P|all",
-                     help="Print the IR after these passes (comma list or 'all')."),
-        click.option("--dump-dir", type=click.Path(path_type=Path),
-                     help="Write dumps as numbered .rx files in this folder instead of printing them."),
-        click.option("--time-passes", is_flag=True, help="Print the time each pass took (to stderr)."),
+        click.option(
+            "-p",
+            "--passes",
+            "passes",
+            metavar="LIST",
+            help="Passes to run, e.g. 'ManifestAlloc,PlanMemory{planner=greedy-size}', "
+            "or a named pipeline: vm, c, none (default: the target's pipeline).",
+        ),
+        click.option(
+            "--disable-pass",
+            "disable",
+            multiple=True,
+            metavar="LIST",
+            help="Remove these passes from the pipeline (comma list, repeatable).",
+        ),
+        click.option(
+            "--pass-config",
+            "configs",
+            multiple=True,
+            metavar="NAME.KEY=VALUE",
+            help="Set a pass option, e.g. --pass-config PlanMemory.planner=greedy-size (repeatable).",
+        ),
+        click.option(
+            "--dump-before",
+            multiple=True,
+            metavar="P|all",
+            help="Print the IR before these passes (comma list or 'all').",
+        ),
+        click.option(
+            "--dump-after",
+            multiple=True,
+            metavar="P|all",
+            help="Print the IR after these passes (comma list or 'all').",
+        ),
+        click.option(
+            "--dump-dir",
+            type=click.Path(path_type=Path),
+            help="Write dumps as numbered .rx files in this folder instead of printing them.",
+        ),
+        click.option(
+            "--time-passes", is_flag=True, help="Print the time each pass took (to stderr)."
+        ),
         click.option("--no-verify", is_flag=True, help="Do not verify the IR after every pass."),
     ]
     for opt in reversed(opts):
@@ -70,7 +98,9 @@ class _Dumps:
         self.count = 0
         self.written: list[Path] = []
 
-    def planned_paths(self, passes: Sequence[Pass], before: frozenset[str], after: frozenset[str]) -> list[Path]:
+    def planned_paths(
+        self, passes: Sequence[Pass], before: frozenset[str], after: frozenset[str]
+    ) -> list[Path]:
         """The files a run of ``passes`` will write, in order (none when dumps are printed)."""
         if self.folder is None:
             return []
@@ -94,8 +124,13 @@ class _Dumps:
             self.written.append(path)
 
 
-def run_pipeline(module: Module, req: PipelineRequest, stem: str, types: "ModuleTypes | None" = None,
-                 inputs: Sequence[Path | None] = ()) -> tuple[Module, TimingInstrument, _Dumps]:
+def run_pipeline(
+    module: Module,
+    req: PipelineRequest,
+    stem: str,
+    types: "ModuleTypes | None" = None,
+    inputs: Sequence[Path | None] = (),
+) -> tuple[Module, TimingInstrument, _Dumps]:
     """Assemble the requested pipeline and run it with the requested instruments.
 
     A dump that would land on one of ``inputs`` is refused before any pass runs."""
@@ -104,13 +139,17 @@ def run_pipeline(module: Module, req: PipelineRequest, stem: str, types: "Module
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
     if req.dump_dir is not None:
         if not (before or after):
-            raise RxError("--dump-dir needs --dump-before or --dump-after to say which passes to dump")
+            raise RxError(
+                "--dump-dir needs --dump-before or --dump-after to say which passes to dump"
+            )
         if req.dump_dir.exists() and not req.dump_dir.is_dir():
             raise RxError(f"--dump-dir {req.dump_dir}: it exists and is not a folder")
         try:
             req.dump_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise RxError(f"--dump-dir {req.dump_dir}: cannot create it ({e.strerror or e})") from None
+            raise RxError(
+                f"--dump-dir {req.dump_dir}: cannot create it ({e.strerror or e})"
+            ) from None
     dumps = _Dumps(req.dump_dir, stem)
     for path in dumps.planned_paths(passes, before, after):
         refuse_overwriting_inputs(path, inputs)

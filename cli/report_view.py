@@ -25,8 +25,16 @@ def summary_line(rep: FunctionReport) -> str:
         if rep.unplanned_static_bytes:
             text += f", {format_bytes(rep.unplanned_static_bytes)} in unplanned allocations"
     else:
-        ratio = f"{rep.ratio:.2f}x the lower bound {format_bytes(rep.lower_bound)}" if rep.ratio else "no lower bound"
-        saving = f", {rep.saving:.0%} less than without reuse ({format_bytes(rep.naive_bytes)})" if rep.saving is not None else ""
+        ratio = (
+            f"{rep.ratio:.2f}x the lower bound {format_bytes(rep.lower_bound)}"
+            if rep.ratio
+            else "no lower bound"
+        )
+        saving = (
+            f", {rep.saving:.0%} less than without reuse ({format_bytes(rep.naive_bytes)})"
+            if rep.saving is not None
+            else ""
+        )
         text = f"@{rep.name}: arena {format_bytes(rep.arena_bytes)}, {ratio}{saving}"
     if rep.dynamic:
         text += f"; {len(rep.dynamic)} dynamic allocation(s)"
@@ -74,9 +82,20 @@ def full_report(rep: FunctionReport) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
-    facts.add_row("arena", format_bytes(rep.arena_bytes) + (
-        "  (" + ", ".join(f"{a['name']}: {a['scope']}, align {a['align']}" for a in rep.arenas) + ")" if rep.arenas else ""))
-    facts.add_row("lower bound", format_bytes(rep.lower_bound) + "  (most bytes live at any program point)")
+    facts.add_row(
+        "arena",
+        format_bytes(rep.arena_bytes)
+        + (
+            "  ("
+            + ", ".join(f"{a['name']}: {a['scope']}, align {a['align']}" for a in rep.arenas)
+            + ")"
+            if rep.arenas
+            else ""
+        ),
+    )
+    facts.add_row(
+        "lower bound", format_bytes(rep.lower_bound) + "  (most bytes live at any program point)"
+    )
     facts.add_row("ratio", f"{rep.ratio:.3f}" if rep.ratio else "-")
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
@@ -84,7 +103,9 @@ def full_report(rep: FunctionReport) -> Group:
     facts.add_row("outputs", _b(rep.output_bytes))
     facts.add_row("constants", format_bytes(rep.constant_bytes))
     if rep.unplanned_static_bytes:
-        facts.add_row("unplanned", format_bytes(rep.unplanned_static_bytes) + "  (bounded, not in the arena)")
+        facts.add_row(
+            "unplanned", format_bytes(rep.unplanned_static_bytes) + "  (bounded, not in the arena)"
+        )
     parts: list = [facts]
     if rep.dynamic:
         dyn = Table(title="dynamic allocations (sized at run time)", show_edge=False)
@@ -96,10 +117,20 @@ def full_report(rep: FunctionReport) -> Group:
     if rep.buffers:
         bufs = Table(title="placed buffers", show_edge=False)
         for col in ("", "tensor", "shape", "dtype", "bytes", "offset", "first", "last"):
-            bufs.add_column(col, justify="right" if col in ("bytes", "offset", "first", "last") else "left")
+            bufs.add_column(
+                col, justify="right" if col in ("bytes", "offset", "first", "last") else "left"
+            )
         for k, b in enumerate(rep.buffers):
-            bufs.add_row(MARKS[k % len(MARKS)], b.name, b.shape, b.dtype, f"{b.bytes:,}", f"{b.offset:,}",
-                         str(b.first), str(b.last))
+            bufs.add_row(
+                MARKS[k % len(MARKS)],
+                b.name,
+                b.shape,
+                b.dtype,
+                f"{b.bytes:,}",
+                f"{b.offset:,}",
+                str(b.first),
+                str(b.last),
+            )
         parts.append(bufs)
         parts.append(Text("memory map (offset against program point)", style="bold"))
         parts.append(memory_map(rep))

@@ -25,7 +25,9 @@ def inputs_from_npz(fn: Function, path: Path) -> list[np.ndarray]:
         if missing:
             parts.append("missing " + ", ".join(missing))
         if extra:  # an array name may be anything, even empty
-            parts.append("unexpected " + ", ".join(n if n.isidentifier() else repr(n) for n in extra))
+            parts.append(
+                "unexpected " + ", ".join(n if n.isidentifier() else repr(n) for n in extra)
+            )
         raise RxError(
             f"inputs file {path} does not match @{fn.name}: " + "; ".join(parts),
             notes=(f"@{fn.name} takes: " + (", ".join(names) or "nothing"),),

@@ -8,9 +8,20 @@ from fractions import Fraction
 import click
 
 _UNITS = {
-    "": 1, "b": 1,
-    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
-    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "ki": 1024, "mi": 1024**2, "gi": 1024**3,
+    "": 1,
+    "b": 1,
+    "k": 1000,
+    "kb": 1000,
+    "m": 1000**2,
+    "mb": 1000**2,
+    "g": 1000**3,
+    "gb": 1000**3,
+    "kib": 1024,
+    "mib": 1024**2,
+    "gib": 1024**3,
+    "ki": 1024,
+    "mi": 1024**2,
+    "gi": 1024**3,
 }
 
 
@@ -20,9 +31,13 @@ def parse_bytes(text: str) -> int:
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"'{text}' is not a size (examples: 4096, 256KiB, 1.5MB, 2GiB)")
     try:
-        value = Fraction(m.group(1)) * _UNITS[m.group(2).lower()]  # exact: no rounding, no overflow to inf
+        value = (
+            Fraction(m.group(1)) * _UNITS[m.group(2).lower()]
+        )  # exact: no rounding, no overflow to inf
     except ValueError:  # more digits than Python converts
-        raise ValueError(f"'{text[:40]}...' is not a size relaxc can use (too many digits)") from None
+        raise ValueError(
+            f"'{text[:40]}...' is not a size relaxc can use (too many digits)"
+        ) from None
     if value.denominator != 1:
         raise ValueError(f"'{text}' is not a whole number of bytes")
     return int(value)

@@ -45,8 +45,12 @@ _NEWLINE = re.compile("\n")
 
 def _int_fold(op: str, a: D.Dim, b: D.Dim) -> D.Dim:
     """Fold ``a op b`` when both are integers; keep the user's expression otherwise."""
-    if (isinstance(a, int) and isinstance(b, int)
-            and not isinstance(a, bool) and not isinstance(b, bool)):
+    if (
+        isinstance(a, int)
+        and isinstance(b, int)
+        and not isinstance(a, bool)
+        and not isinstance(b, bool)
+    ):
         if op in ("/", "%") and b == 0:
             return D.BinOp(op, a, b)
         return D._apply(op, a, b)
@@ -58,8 +62,17 @@ _DIM_TYPES = (int, D.Sym, D.BinOp, D.DimCall)
 
 _NODES = (Loc, Var, Call, CallFunc, Invoke, TupleExpr, Project, Bind, Effect, Param, Function)
 (
-    _new_Loc, _new_Var, _new_Call, _new_CallFunc, _new_Invoke, _new_TupleExpr, _new_Project,
-    _new_Bind, _new_Effect, _new_Param, _new_Function,
+    _new_Loc,
+    _new_Var,
+    _new_Call,
+    _new_CallFunc,
+    _new_Invoke,
+    _new_TupleExpr,
+    _new_Project,
+    _new_Bind,
+    _new_Effect,
+    _new_Param,
+    _new_Function,
 ) = map(direct_constructor, _NODES)
 _new_TensorType, _new_TupleType, _new_Sym = map(direct_constructor, (TensorType, TupleType, D.Sym))
 
@@ -118,8 +131,16 @@ class IRBuilder:
             i += 2
         body = tuple(c[i:-1])
         ret = c[-1]
-        return _new_Function(name_tok[0][1:], tuple(params), ret_type, attrs, body, ret,
-                             self._loc(name_tok), attr_locs)
+        return _new_Function(
+            name_tok[0][1:],
+            tuple(params),
+            ret_type,
+            attrs,
+            body,
+            ret,
+            self._loc(name_tok),
+            attr_locs,
+        )
 
     def param(self, c: list) -> Param:
         return _new_Param(c[0][0][1:], c[1], self._loc(c[0]))
@@ -152,11 +173,19 @@ class IRBuilder:
                 last_kw = a
             else:
                 if kw:
-                    loc = (a.loc if isinstance(a, Var)
-                           else last_kw.loc if last_kw is not None else None)
+                    loc = (
+                        a.loc
+                        if isinstance(a, Var)
+                        else last_kw.loc
+                        if last_kw is not None
+                        else None
+                    )
                     what = f"%{a.name}" if isinstance(a, Var) else "a value"
-                    raise RxError(f"positional argument after a keyword argument ({what} after "
-                                  f"'{last_kw.key if last_kw else '?'}=')", loc)
+                    raise RxError(
+                        f"positional argument after a keyword argument ({what} after "
+                        f"'{last_kw.key if last_kw else '?'}=')",
+                        loc,
+                    )
                 pos.append(a)
         return tuple(pos), tuple(kw)
 
@@ -190,8 +219,9 @@ class IRBuilder:
         try:
             return int(c[0][0])
         except ValueError:  # longer than Python converts (4300 digits)
-            raise RxError(f"integer literal of {len(c[0][0])} digits is too long",
-                          self._loc(c[0])) from None
+            raise RxError(
+                f"integer literal of {len(c[0][0])} digits is too long", self._loc(c[0])
+            ) from None
 
     def name(self, c: list) -> Any:
         text = c[0][0]
@@ -205,8 +235,9 @@ class IRBuilder:
             self._last_non_dim = (v, c[0])
             return v
         if "." in text:
-            raise RxError(f"'{text}' is not a valid value (a symbolic dim has no dots)",
-                          self._loc(c[0]))
+            raise RxError(
+                f"'{text}' is not a valid value (a symbolic dim has no dots)", self._loc(c[0])
+            )
         return _new_Sym(text)
 
     def dimcall(self, c: list) -> D.Dim:
@@ -230,8 +261,11 @@ class IRBuilder:
         last = self._last_non_dim
         loc = self._loc(last[1]) if last is not None and last[0] is v else None
         what = f"'{v.name}' is a dtype" if isinstance(v, DType) else f"'{v}' is a number"
-        raise RxError(f"{what}, not a dimension (dimension expressions combine integers and "
-                      "symbolic names with + - * / % and max/min)", loc)
+        raise RxError(
+            f"{what}, not a dimension (dimension expressions combine integers and "
+            "symbolic names with + - * / % and max/min)",
+            loc,
+        )
 
     def _arith(self, op: str, c: list) -> D.Dim:
         a, b = c[0], c[1]

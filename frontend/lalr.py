@@ -117,7 +117,10 @@ class LalrTables:
         self.name_token = token[KEYWORD_OR_NAME]
         self.keywords = {text: token[name] for text, name in lexer.keywords.items()}
         special = {
-            SKIP: _SKIP, KEYWORD_OR_NAME: _NAME_OR_KEYWORD, BAD_CHAR: _BAD_CHAR, None: _BAD_CHAR,
+            SKIP: _SKIP,
+            KEYWORD_OR_NAME: _NAME_OR_KEYWORD,
+            BAD_CHAR: _BAD_CHAR,
+            None: _BAD_CHAR,
         }
         self.group_token = [special[k] if k in special else token[k] for k in lexer.group_kinds]
 
@@ -253,7 +256,7 @@ class LalrTables:
                 return True
             n, lhs = (1, _UNIT - a) if a <= _UNIT else (self.rules[~a][0], self.rules[~a][2])
             if n:
-                del stack[len(stack) - n:]
+                del stack[len(stack) - n :]
             state = self.goto[stack[-1]][lhs]
             if state is None:
                 return False

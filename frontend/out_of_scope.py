@@ -29,24 +29,42 @@ from relaxc.ir.diagnostics import Loc, RxError
 from .lexer import line_col
 
 _IF = "if/else is not supported: relaxc function bodies are straight-line, with no control flow"
-_MATCH = ("match is not supported: relaxc function bodies are straight-line, and relaxc has no "
-          "algebraic data types")
-_TYPE_DECL = ("type declarations and match are not supported: relaxc has no algebraic data types "
-              "(values are tensors, tuples of them, storages and objects)")
-_DATAFLOW = ("dataflow blocks are not supported (a relaxc body is already one straight-line "
-             "block): write the block's bindings directly in the function body")
-_SHAPE_PARAM = ("Shape parameters are not supported: shapes are dims of tensor parameters "
-                "(write the dims in a tensor's type, e.g. %x: Tensor[(n, 4), f32], and use n)")
-_SHAPE_TYPE = ("Shape types are not supported: a shape is the dims of a tensor type, symbolic ones "
-               "included (e.g. Tensor[(n, 4), f32])")
+_MATCH = (
+    "match is not supported: relaxc function bodies are straight-line, and relaxc has no "
+    "algebraic data types"
+)
+_TYPE_DECL = (
+    "type declarations and match are not supported: relaxc has no algebraic data types "
+    "(values are tensors, tuples of them, storages and objects)"
+)
+_DATAFLOW = (
+    "dataflow blocks are not supported (a relaxc body is already one straight-line "
+    "block): write the block's bindings directly in the function body"
+)
+_SHAPE_PARAM = (
+    "Shape parameters are not supported: shapes are dims of tensor parameters "
+    "(write the dims in a tensor's type, e.g. %x: Tensor[(n, 4), f32], and use n)"
+)
+_SHAPE_TYPE = (
+    "Shape types are not supported: a shape is the dims of a tensor type, symbolic ones "
+    "included (e.g. Tensor[(n, 4), f32])"
+)
 
-_BLOCK_WORDS = {"if": _IF, "else": _IF, "match": _MATCH, "dataflow": _DATAFLOW,
-                "R.dataflow": _DATAFLOW}
+_BLOCK_WORDS = {
+    "if": _IF,
+    "else": _IF,
+    "match": _MATCH,
+    "dataflow": _DATAFLOW,
+    "R.dataflow": _DATAFLOW,
+}
 _SHAPE_WORDS = ("Shape", "R.Shape")
 
 
 def out_of_scope(
-    tokens: list[tuple[str, int]], error_at: int, expected: Collection[str], filename: str,
+    tokens: list[tuple[str, int]],
+    error_at: int,
+    expected: Collection[str],
+    filename: str,
     text: str,
 ) -> RxError | None:
     """The refusal of an unsupported construct the parser stopped at, or None.
@@ -56,6 +74,7 @@ def out_of_scope(
     ``tokens`` (``len(tokens)`` at the end of the input), ``expected`` the descriptions of the
     tokens the parser could have taken there (as in its message: ``"'Tensor'"``, ``"'fn'"``).
     """
+
     def at(i: int, message: str) -> RxError:
         word, pos = tokens[i]
         line, col = line_col(text, pos)

@@ -142,7 +142,12 @@ class _CommentSink:
 
     def trailing(self, loc: object) -> str:
         line = getattr(loc, "line", None)
-        if self.c is None or line is None or ("t", line) in self.used or line not in self.c.trailing:
+        if (
+            self.c is None
+            or line is None
+            or ("t", line) in self.used
+            or line not in self.c.trailing
+        ):
             return ""
         self.used.add(("t", line))
         return "  " + self.c.trailing[line]

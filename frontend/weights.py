@@ -47,7 +47,9 @@ def load_npz(path: Path, what: str = "weights") -> Weights:
     except OSError as e:
         raise RxError(f"cannot read {what} file {path}: {e.strerror or e}") from None
     if magic.startswith(b"\x93NUMPY"):
-        raise RxError(f"{what} file {path} is a single .npy array, not an .npz archive (use numpy.savez)")
+        raise RxError(
+            f"{what} file {path} is a single .npy array, not an .npz archive (use numpy.savez)"
+        )
     if magic[:4] not in _ZIP_MAGIC:
         raise RxError(f"{what} file {path} is not a readable .npz archive (it is not a zip file)")
     try:
@@ -59,11 +61,17 @@ def load_npz(path: Path, what: str = "weights") -> Weights:
     except RxError:
         raise
     except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as e:
-        raise RxError(f"{what} file {path} is not a readable .npz archive ({_first_line(e)})") from None
+        raise RxError(
+            f"{what} file {path} is not a readable .npz archive ({_first_line(e)})"
+        ) from None
     except ValueError as e:
-        raise RxError(f"{what} file {path} holds an array relaxc cannot load safely ({_first_line(e)})") from None
+        raise RxError(
+            f"{what} file {path} holds an array relaxc cannot load safely ({_first_line(e)})"
+        ) from None
     except MemoryError:
-        raise RxError(f"{what} file {path} holds arrays too large for the memory of this machine") from None
+        raise RxError(
+            f"{what} file {path} holds arrays too large for the memory of this machine"
+        ) from None
 
 
 def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> None:
@@ -82,13 +90,17 @@ def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> Non
                 raise ValueError(f"unknown .npy format version {version[0]}.{version[1]}")
             holds = info.file_size - f.tell()
     except (ValueError, EOFError) as e:
-        raise RxError(f"{where}: {name} is not a .npy array relaxc can read ({_first_line(e)})") from None
+        raise RxError(
+            f"{where}: {name} is not a .npy array relaxc can read ({_first_line(e)})"
+        ) from None
     if dtype.hasobject:
         raise RxError(f"{where}: {name} holds Python objects (a pickle), which relaxc never loads")
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > holds:
-        raise RxError(f"{where}: {name} declares shape {tuple(shape)} of {dtype} ({nbytes:,} bytes) but holds only "
-                      f"{max(holds, 0):,} bytes")
+        raise RxError(
+            f"{where}: {name} declares shape {tuple(shape)} of {dtype} ({nbytes:,} bytes) but holds only "
+            f"{max(holds, 0):,} bytes"
+        )
 
 
 def _first_line(e: BaseException) -> str:
@@ -108,20 +120,25 @@ def named_constants(module: Module) -> list[tuple[str, Bind]]:
     return out
 
 
-def check_weights(module: Module, weights: Mapping[str, np.ndarray], source: str = "the weights") -> None:
+def check_weights(
+    module: Module, weights: Mapping[str, np.ndarray], source: str = "the weights"
+) -> None:
     """Check every named constant exists in ``weights`` with the declared shape and dtype."""
     for name, bind in named_constants(module):
         t = bind.type
         if name not in weights:
             have = ", ".join(sorted(weights)[:8]) or "none"
-            raise RxError(f"weight '{name}' is not in {source}", bind.loc, notes=(f"weights present: {have}",))
+            raise RxError(
+                f"weight '{name}' is not in {source}", bind.loc, notes=(f"weights present: {have}",)
+            )
         arr = weights[name]
         if not isinstance(t, TensorType):
             continue
         dtype = dtype_from_numpy(arr.dtype)
         if dtype != t.dtype:
             raise RxError(
-                f"weight '{name}' has dtype {arr.dtype} in {source} but is declared {type_to_str(t)}", bind.loc
+                f"weight '{name}' has dtype {arr.dtype} in {source} but is declared {type_to_str(t)}",
+                bind.loc,
             )
         if not t.is_static() or tuple(arr.shape) != tuple(t.shape):
             raise RxError(
@@ -144,6 +161,8 @@ def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
             info = zipfile.ZipInfo(f"{name}.npy", date_time=(1980, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             member = io.BytesIO()
-            np.lib.format.write_array(member, np.asarray(arrays[name], order="C"), allow_pickle=False)
+            np.lib.format.write_array(
+                member, np.asarray(arrays[name], order="C"), allow_pickle=False
+            )
             zf.writestr(info, member.getvalue())
     return buf.getvalue()

@@ -16,7 +16,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Union
 
-from .nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var, expr_vars
+from .nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    Effect,
+    Function,
+    Invoke,
+    Module,
+    Project,
+    TupleExpr,
+    Var,
+    expr_vars,
+)
 from .ops import REGISTRY
 from .packed import PackedSpec, packed_spec
 from .vocab import ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, STRUCT_SET
@@ -26,7 +38,14 @@ from .walk import ExprFunctor, StmtVisitor
 Tree = Union[frozenset, tuple]
 """Roots of a value: a frozenset of root names, or a tuple of trees for a tuple value."""
 
-PARAM, CONST, FRESH, STORAGE, TENSOR, OBJECT = "param", "const", "fresh", "storage", "tensor", "object"
+PARAM, CONST, FRESH, STORAGE, TENSOR, OBJECT = (
+    "param",
+    "const",
+    "fresh",
+    "storage",
+    "tensor",
+    "object",
+)
 
 KERNEL = PackedSpec("a primitive function called packed (call_cpacked): destination passing")
 """What ``call_cpacked("f", ...)`` of a primitive function ``@f`` does with its arguments: it
@@ -47,8 +66,12 @@ class AliasInfo:
     """Roots of every value of one function."""
 
     trees: dict[str, Tree] = field(default_factory=dict)
-    kind: dict[str, str] = field(default_factory=dict)  # root -> PARAM | CONST | FRESH | STORAGE | TENSOR | OBJECT
-    storage_of: dict[str, str] = field(default_factory=dict)  # alloc_tensor root -> its storage root
+    kind: dict[str, str] = field(
+        default_factory=dict
+    )  # root -> PARAM | CONST | FRESH | STORAGE | TENSOR | OBJECT
+    storage_of: dict[str, str] = field(
+        default_factory=dict
+    )  # alloc_tensor root -> its storage root
     escaping: set[str] = field(default_factory=set)  # roots kept by a runtime function
 
     def roots(self, name: str) -> frozenset:
@@ -215,8 +238,11 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
     def _runtime_call(self, e: Call) -> Tree:
         info = self.info
         spec = packed_spec(e.args[0] if e.args else None)
-        callee = self.functions.get(e.args[0]) if e.op == CALL_CPACKED and e.args and isinstance(
-            e.args[0], str) else None
+        callee = (
+            self.functions.get(e.args[0])
+            if e.op == CALL_CPACKED and e.args and isinstance(e.args[0], str)
+            else None
+        )
         if callee is not None and callee.is_primitive:
             spec = KERNEL  # a kernel called packed: it writes its outputs and keeps nothing
         passed = [a for a in e.args[1:] if isinstance(a, Var)]
@@ -225,7 +251,7 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
                 info.escaping |= flatten(self.tree(a))
         t = self.new_root(OBJECT)
         for i in spec.result_aliases:
-            sources = passed if i < 0 else passed[i:i + 1]
+            sources = passed if i < 0 else passed[i : i + 1]
             for a in sources:
                 t = t | flatten(self.tree(a))
         return t

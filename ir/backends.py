@@ -75,7 +75,9 @@ class BackendTable(Generic[F]):
         if unknown:
             problems.append(f"entries for ops the registry does not have: {', '.join(unknown)}")
         if problems:
-            raise RuntimeError(f"{self.backend} backend out of step with the op registry: " + "; ".join(problems))
+            raise RuntimeError(
+                f"{self.backend} backend out of step with the op registry: " + "; ".join(problems)
+            )
 
 
 __all__ = ["BackendTable", "Refusal"]

@@ -32,13 +32,19 @@ class RxError(Exception):
     """
 
     def __init__(
-        self, message: str, loc: Loc | None = None, notes: tuple[str, ...] = (), snippet: tuple[str, ...] = ()
+        self,
+        message: str,
+        loc: Loc | None = None,
+        notes: tuple[str, ...] = (),
+        snippet: tuple[str, ...] = (),
     ):
         super().__init__(message)
         self.message = message
         self.loc = loc
         self.notes = tuple(notes)
-        self.snippet = tuple(snippet)  # lines shown verbatim under the message (e.g. an option and a caret)
+        self.snippet = tuple(
+            snippet
+        )  # lines shown verbatim under the message (e.g. an option and a caret)
 
     def __str__(self) -> str:
         prefix = f"{self.loc}: " if self.loc is not None else ""

@@ -360,8 +360,11 @@ def interval(d: Dim, ranges: Mapping[str, tuple[int, int | None]]) -> tuple[int,
             # An unbounded factor times one that may be negative has no lower bound either
             # (n * -1 for n in [0, inf) is (-inf, 0]); the ends are products of the ends.
             inf = float("inf")
-            ends = [0.0 if 0 in (x, y) else x * y
-                    for x in (alo, inf if ahi is None else ahi) for y in (blo, inf if bhi is None else bhi)]
+            ends = [
+                0.0 if 0 in (x, y) else x * y
+                for x in (alo, inf if ahi is None else ahi)
+                for y in (blo, inf if bhi is None else bhi)
+            ]
             lo_f, hi_f = min(ends), max(ends)
             lo = _NEG_INF if lo_f == -inf else max(int(lo_f), _NEG_INF)
             return lo, (None if hi_f == inf else int(hi_f))

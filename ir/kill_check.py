@@ -43,7 +43,9 @@ def check_kills(fn: Function, module: Module) -> None:
     groups = object_groups(fn)
     ret_names = returned_objects(fn, groups)
     killed_names: dict[str, Loc | None] = {}
-    released: dict[str, tuple[str, Loc | None]] = {}  # every name of a released object -> (killed name, where)
+    released: dict[
+        str, tuple[str, Loc | None]
+    ] = {}  # every name of a released object -> (killed name, where)
     dead_roots: dict[str, tuple[str, Loc | None]] = {}  # root -> (name killed, where)
 
     def line(loc: Loc | None) -> str:
@@ -54,29 +56,48 @@ def check_kills(fn: Function, module: Module) -> None:
         if kill is not None:
             op, target = kill
             if target.name in killed_names:
-                raise RxError(f"%{target.name} is killed twice (first{line(killed_names[target.name])})", target.loc)
+                raise RxError(
+                    f"%{target.name} is killed twice (first{line(killed_names[target.name])})",
+                    target.loc,
+                )
             roots = info.roots(target.name) | {target.name}
             if op != KILL_OBJECT:
                 foreign = roots & owned_elsewhere
                 if foreign:
-                    what = "a parameter" if any(info.kind.get(r) == PARAM for r in foreign) else "a constant"
-                    raise RxError(f"{op}(%{target.name}) frees memory of {what} (%{sorted(foreign)[0]}), "
-                                  "which this function does not own", target.loc)
+                    what = (
+                        "a parameter"
+                        if any(info.kind.get(r) == PARAM for r in foreign)
+                        else "a constant"
+                    )
+                    raise RxError(
+                        f"{op}(%{target.name}) frees memory of {what} (%{sorted(foreign)[0]}), "
+                        "which this function does not own",
+                        target.loc,
+                    )
                 if roots & returned:
-                    raise RxError(f"{op}(%{target.name}) frees memory that the function returns", target.loc)
+                    raise RxError(
+                        f"{op}(%{target.name}) frees memory that the function returns", target.loc
+                    )
             if op == KILL_OBJECT:
                 names = same_object(groups, target.name)
                 if target.name in released:
                     by, where = released[target.name]
-                    raise RxError(f"vm.kill_object(%{target.name}) releases again the object that the kill of "
-                                  f"%{by}{line(where)} released (%{target.name} = %{by} is the same object)",
-                                  target.loc)
+                    raise RxError(
+                        f"vm.kill_object(%{target.name}) releases again the object that the kill of "
+                        f"%{by}{line(where)} released (%{target.name} = %{by} is the same object)",
+                        target.loc,
+                    )
                 if names & ret_names:
                     held = names & ret_names
                     direct = held & {v.name for v in expr_vars(fn.ret)}
-                    other = sorted(direct - {target.name} or direct or held - {target.name} or held)[0]
-                    raise RxError(f"vm.kill_object(%{target.name}) releases an object the function returns "
-                                  f"(as %{other})", target.loc)
+                    other = sorted(
+                        direct - {target.name} or direct or held - {target.name} or held
+                    )[0]
+                    raise RxError(
+                        f"vm.kill_object(%{target.name}) releases an object the function returns "
+                        f"(as %{other})",
+                        target.loc,
+                    )
                 for n in names:
                     if n != target.name:
                         released[n] = (target.name, stmt.loc or target.loc)
@@ -102,8 +123,11 @@ def check_kills(fn: Function, module: Module) -> None:
 def _check_released(v: Var, released: dict, line) -> None:
     if v.name in released:
         by, where = released[v.name]
-        raise RxError(f"%{v.name} is used after the kill of %{by}{line(where)} released it "
-                      f"(%{v.name} and %{by} are the same object)", v.loc)
+        raise RxError(
+            f"%{v.name} is used after the kill of %{by}{line(where)} released it "
+            f"(%{v.name} and %{by} are the same object)",
+            v.loc,
+        )
 
 
 def _check_use(v: Var, killed_names: dict, dead_roots: dict, roots: frozenset, line) -> None:
@@ -113,5 +137,6 @@ def _check_use(v: Var, killed_names: dict, dead_roots: dict, roots: frozenset, l
         if r in dead_roots:
             by, where = dead_roots[r]
             raise RxError(
-                f"%{v.name} is used after its memory was freed by the kill of %{by}{line(where)}", v.loc
+                f"%{v.name} is used after its memory was freed by the kill of %{by}{line(where)}",
+                v.loc,
             )

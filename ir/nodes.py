@@ -159,7 +159,9 @@ class Function:
     body: tuple[Stmt, ...]
     ret: Union[Var, TupleExpr]
     loc: Loc | None = field(default=None, compare=False, repr=False)
-    attr_locs: tuple[Loc | None, ...] = field(default=(), compare=False, repr=False)  # of each attrs key
+    attr_locs: tuple[Loc | None, ...] = field(
+        default=(), compare=False, repr=False
+    )  # of each attrs key
 
     def attr(self, key: str, default: Value | None = None) -> Value | None:
         for k, v in self.attrs:
@@ -249,11 +251,17 @@ def direct_constructor(cls: type) -> Callable[..., Any]:
         return cls
     fields = dataclasses.fields(cls)
     if not all(
-        f.init and not getattr(f, "kw_only", False) and isinstance(cls.__dict__.get(f.name), types.MemberDescriptorType)
+        f.init
+        and not getattr(f, "kw_only", False)
+        and isinstance(cls.__dict__.get(f.name), types.MemberDescriptorType)
         for f in fields
     ):
         return cls
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_MISSING": dataclasses.MISSING}
+    namespace: dict[str, Any] = {
+        "_new": object.__new__,
+        "_cls": cls,
+        "_MISSING": dataclasses.MISSING,
+    }
     params: list[str] = []
     body = ["    obj = _new(_cls)"]
     for i, f in enumerate(fields):  # same parameters and defaults as the generated __init__
@@ -306,8 +314,11 @@ def call_dims(callee: Function, arg_types: "list[Type]") -> dict:
     from .dims import solve_affine
 
     env: dict = {}
-    pairs = [(pl, al) for p, t in zip(callee.params, arg_types)
-             for pl, al in zip(tensor_leaves(p.type), tensor_leaves(t))]
+    pairs = [
+        (pl, al)
+        for p, t in zip(callee.params, arg_types)
+        for pl, al in zip(tensor_leaves(p.type), tensor_leaves(t))
+    ]
     for pl, al in pairs:
         for pd, ad in zip(pl.shape, al.shape):
             if isinstance(pd, Sym) and pd.name not in env:

@@ -54,10 +54,14 @@ def object_groups(fn: Function) -> dict[str, frozenset[str]]:
     members: dict[str, set[str]] = {}
     for name in list(uf.parent):
         members.setdefault(uf.find(name), set()).add(name)
-    return {name: frozenset(group) for group in members.values() if len(group) > 1 for name in group}
+    return {
+        name: frozenset(group) for group in members.values() if len(group) > 1 for name in group
+    }
 
 
-def _built_tuple(name: str, fields: dict[str, tuple[str, ...]], uf: _UnionFind) -> tuple[str, ...] | None:
+def _built_tuple(
+    name: str, fields: dict[str, tuple[str, ...]], uf: _UnionFind
+) -> tuple[str, ...] | None:
     if name in fields:
         return fields[name]
     root = uf.find(name)

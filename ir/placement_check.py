@@ -54,7 +54,7 @@ def _intersect(a: Region, b: Region) -> bool:
 def check_placement(fn: Function, types: dict[str, Type], registry: Registry) -> None:
     """RxError at the first pair of regions of ``fn`` that may overlap while both are live."""
     params = {p.name for p in fn.params}
-    outs = {p.name for p in fn.params[len(fn.params) - int(fn.attr("outputs")):]}  # type: ignore[arg-type]
+    outs = {p.name for p in fn.params[len(fn.params) - int(fn.attr("outputs")) :]}  # type: ignore[arg-type]
     regions: dict[str, Region] = {}
     refers: dict[str, set[str]] = {}  # value -> regions it may refer to
     for p in fn.params:
@@ -79,8 +79,9 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
                 refers[stmt.name] = {stmt.name}
                 continue
         refs: set[str] = set()
-        if isinstance(e, (Var, TupleExpr, Project)) or (isinstance(e, Call) and (op := registry.get(e.op)) is not None
-                                                      and op.is_view):
+        if isinstance(e, (Var, TupleExpr, Project)) or (
+            isinstance(e, Call) and (op := registry.get(e.op)) is not None and op.is_view
+        ):
             for v in expr_vars(e):
                 refs |= refers.get(v.name, set())
         refers[stmt.name] = refs
@@ -104,7 +105,10 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
             last[r] = end
     for p in sorted(outs):
         if p not in written:
-            raise RxError(f"lowered primitive function @{fn.name} never writes its output %{p}", fn.ret.loc or fn.loc)
+            raise RxError(
+                f"lowered primitive function @{fn.name} never writes its output %{p}",
+                fn.ret.loc or fn.loc,
+            )
     spans = {r: (written.get(r, -1), last.get(r, written.get(r, -1))) for r in regions}
     by_base: dict[str, list[str]] = {}
     for r, reg in regions.items():
@@ -113,7 +117,7 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
         names.sort(key=lambda r: spans[r])
         for i, a in enumerate(names):
             wa, ua = spans[a]
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 wb, ub = spans[b]
                 if wb > ua:
                     break
@@ -129,7 +133,9 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
                 )
 
 
-def _in_place(fn: Function, at: int, a: Region, b: Region, refers: dict[str, set[str]], registry: Registry) -> bool:
+def _in_place(
+    fn: Function, at: int, a: Region, b: Region, refers: dict[str, set[str]], registry: Registry
+) -> bool:
     """The statement at ``at`` writes ``b`` in place over its input ``a``, as its op allows."""
     stmt = fn.body[at]
     e = stmt.value

@@ -56,7 +56,19 @@ class _Required:
 
 REQUIRED: Any = _Required()
 
-ATTR_KINDS = ("int", "float", "bool", "str", "dtype", "ints", "axes", "shape", "dim", "value", "pad")
+ATTR_KINDS = (
+    "int",
+    "float",
+    "bool",
+    "str",
+    "dtype",
+    "ints",
+    "axes",
+    "shape",
+    "dim",
+    "value",
+    "pad",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,10 +267,14 @@ def bind_args(op: OpDef, args: Sequence[Any], kwargs: Sequence[tuple[str, Any]])
         bad = rest[len(op.attrs)]
         if isinstance(bad, Var):
             raise OpError(f"{op.name}: tensor argument %{bad.name} after its attributes")
-        raise OpError(f"{op.name} takes at most {len(op.attrs)} attribute(s) after its inputs, got {len(rest)}")
+        raise OpError(
+            f"{op.name} takes at most {len(op.attrs)} attribute(s) after its inputs, got {len(rest)}"
+        )
     for spec, v in zip(op.attrs, rest):
         if isinstance(v, Var):
-            raise OpError(f"{op.name}: tensor argument %{v.name} where attribute '{spec.name}' is expected")
+            raise OpError(
+                f"{op.name}: tensor argument %{v.name} where attribute '{spec.name}' is expected"
+            )
         given[spec.name] = v
     for k, v in kwargs:
         spec = op.attr_spec(k)

@@ -74,7 +74,11 @@ def check_tensors_fit_storage(fn: Function) -> None:
         storage = call.args[0] if call.args else None
         if not isinstance(storage, Var) or storage.name not in sizes:
             continue
-        offset, shape, dtype = _arg(call, 1, "offset"), _arg(call, 2, "shape"), _arg(call, 3, "dtype")
+        offset, shape, dtype = (
+            _arg(call, 1, "offset"),
+            _arg(call, 2, "shape"),
+            _arg(call, 3, "dtype"),
+        )
         if offset is None or shape is None or dtype is None:
             continue  # the op's own checks report a malformed call
         size = sizes[storage.name]
@@ -83,8 +87,8 @@ def check_tensors_fit_storage(fn: Function) -> None:
             raise RxError(
                 f"memory.alloc_tensor: %{stmt.name} ends at byte {D.dim_to_str(end)}, past the end of "
                 f"storage %{storage.name} ({D.dim_to_str(size)} bytes), for some allowed dim value"
-                if not (is_int(end) and is_int(size)) else
-                f"memory.alloc_tensor: %{stmt.name} at bytes [{D.dim_to_str(offset)}, {end}) does not fit in "
+                if not (is_int(end) and is_int(size))
+                else f"memory.alloc_tensor: %{stmt.name} at bytes [{D.dim_to_str(offset)}, {end}) does not fit in "
                 f"storage %{storage.name} of {size} bytes",
                 call.loc or stmt.loc,
             )

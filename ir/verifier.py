@@ -38,7 +38,16 @@ from .nodes import (
 from .ops import REGISTRY
 from .ops.memory import UNIT
 from .registry import OpDef, OpError, Registry, bind_args
-from .types import OBJECT, TensorType, TupleType, Type, dtype_nbytes, type_free_vars, type_to_str, types_equal
+from .types import (
+    OBJECT,
+    TensorType,
+    TupleType,
+    Type,
+    dtype_nbytes,
+    type_free_vars,
+    type_to_str,
+    types_equal,
+)
 from .vocab import CONST, call_of
 from .walk import ExprFunctor, StmtVisitor
 
@@ -57,7 +66,9 @@ FunctionTypes = dict[str, Type]
 ModuleTypes = dict[str, FunctionTypes]
 
 
-def verify_module(module: Module, registry: Registry = REGISTRY, *, kills: bool = True) -> ModuleTypes:
+def verify_module(
+    module: Module, registry: Registry = REGISTRY, *, kills: bool = True
+) -> ModuleTypes:
     """Verify ``module``; return every value's type per function, or raise RxError.
 
     With ``kills`` (the default) the kill checker also runs (:mod:`relaxc.ir.kill_check`).
@@ -131,7 +142,7 @@ def _check_call_graph(module: Module, table: Mapping[str, Function]) -> None:
                 if callee not in table:
                     continue  # reported by the function checker with a did-you-mean
                 if state.get(callee) == 1:
-                    cycle = " -> ".join("@" + p for p in path[path.index(callee):] + [callee])
+                    cycle = " -> ".join("@" + p for p in path[path.index(callee) :] + [callee])
                     message = f"recursive call: {cycle} (relaxc programs have no recursion)"
                     raise RxError(message, loc)
                 if callee not in state:
@@ -230,8 +241,10 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             if key == "outputs":
                 self._check_lowered(value)
             if key == "workspace" and fn.attr("outputs") is None:
-                raise RxError("attribute 'workspace' belongs to a lowered primitive function (with 'outputs')",
-                              fn.attr_loc(key))
+                raise RxError(
+                    "attribute 'workspace' belongs to a lowered primitive function (with 'outputs')",
+                    fn.attr_loc(key),
+                )
             if key == "upper_bounds":
                 self._check_upper_bounds(value)
 
@@ -245,30 +258,45 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         if not fn.is_primitive:
             raise RxError("attribute 'outputs' belongs to a primitive function", where)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > len(fn.params):
-            raise RxError(f"attribute 'outputs' must be a count from 1 to {len(fn.params)} (the output parameters)",
-                          where)
-        outs = fn.params[len(fn.params) - k:]
+            raise RxError(
+                f"attribute 'outputs' must be a count from 1 to {len(fn.params)} (the output parameters)",
+                where,
+            )
+        outs = fn.params[len(fn.params) - k :]
         ret = [fn.ret] if isinstance(fn.ret, Var) else list(fn.ret.fields)
-        if [v.name for v in ret] != [p.name for p in outs] or isinstance(fn.ret, TupleExpr) != isinstance(
-                fn.ret_type, TupleType):
-            raise RxError(f"a lowered primitive function returns its output parameters "
-                          f"({', '.join('%' + p.name for p in outs)})", fn.ret.loc or where)
+        if [v.name for v in ret] != [p.name for p in outs] or isinstance(
+            fn.ret, TupleExpr
+        ) != isinstance(fn.ret_type, TupleType):
+            raise RxError(
+                f"a lowered primitive function returns its output parameters "
+                f"({', '.join('%' + p.name for p in outs)})",
+                fn.ret.loc or where,
+            )
         ws = fn.attr("workspace", 0)
         if not _plain_dim(ws) and not isinstance(ws, (D.Sym, D.BinOp, D.DimCall)):
             raise RxError("attribute 'workspace' must be a byte count", fn.attr_loc("workspace"))
         if ws != 0:
             if len(fn.params) <= k:
-                raise RxError("a lowered primitive function with a workspace takes it as a parameter before "
-                              "its outputs", where)
+                raise RxError(
+                    "a lowered primitive function with a workspace takes it as a parameter before "
+                    "its outputs",
+                    where,
+                )
             p = fn.params[len(fn.params) - k - 1]
             want = TensorType((ws,), "u8")
             if not types_equal(p.type, want):
-                raise RxError(f"parameter %{p.name} must be the workspace, {type_to_str(want)}", p.loc or where)
+                raise RxError(
+                    f"parameter %{p.name} must be the workspace, {type_to_str(want)}",
+                    p.loc or where,
+                )
 
     def _check_upper_bounds(self, value: Any) -> None:
         fn = self.fn
         if not isinstance(value, DictLit):
-            raise RxError("attribute 'upper_bounds' must be a mapping such as {n = 64}", fn.attr_loc("upper_bounds"))
+            raise RxError(
+                "attribute 'upper_bounds' must be a mapping such as {n = 64}",
+                fn.attr_loc("upper_bounds"),
+            )
         locs = value.locs if len(value.locs) == len(value.items) else (None,) * len(value.items)
         for (name, bound), loc in zip(value.items, locs):
             loc = loc or fn.attr_loc("upper_bounds")
@@ -296,7 +324,9 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
     def visit_bind(self, stmt: Bind) -> None:
         value = stmt.value
         if isinstance(value, Invoke):
-            raise RxError("invoke writes into its outs and returns nothing; write it as a statement", stmt.loc)
+            raise RxError(
+                "invoke writes into its outs and returns nothing; write it as a statement", stmt.loc
+            )
         annotated = stmt.type
         if annotated is not None:
             self._check_type_sane(annotated, stmt.loc, f"%{stmt.name}")
@@ -307,7 +337,10 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         else:
             t = self.visit_expr(value)
             if t.__class__ is TupleType and t == UNIT and isinstance(value, Call):
-                raise RxError(f"{value.op} returns nothing; write it as a statement without '%{stmt.name} ='", stmt.loc)
+                raise RxError(
+                    f"{value.op} returns nothing; write it as a statement without '%{stmt.name} ='",
+                    stmt.loc,
+                )
             if annotated is not None:
                 if t == OBJECT and isinstance(value, Call):
                     t = annotated  # runtime calls return what their annotation says
@@ -365,7 +398,9 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
     def visit_project(self, e: Project) -> Type:
         t = self._use(e.tuple_var)
         if not isinstance(t, TupleType):
-            raise RxError(f"%{e.tuple_var.name} is not a tuple; it has type {type_to_str(t)}", e.loc)
+            raise RxError(
+                f"%{e.tuple_var.name} is not a tuple; it has type {type_to_str(t)}", e.loc
+            )
         if not 0 <= e.index < len(t.fields):
             raise RxError(
                 f"tuple index {e.index} is out of range for %{e.tuple_var.name} with {len(t.fields)} field(s)",
@@ -381,7 +416,9 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         op = self.registry.get(name)
         if op is None:
             if name in self.table:
-                raise RxError(f"unknown op '{name}'; to call function @{name} write 'call @{name}(...)'", loc)
+                raise RxError(
+                    f"unknown op '{name}'; to call function @{name} write 'call @{name}(...)'", loc
+                )
             raise RxError(f"unknown op '{name}'{_suggest(name, self.registry.names())}", loc)
         return op
 
@@ -391,7 +428,9 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         except OpError as e:
             raise RxError(str(e), call.loc) from None
 
-    def _infer(self, op: OpDef, inputs: list[Type], attrs: Mapping[str, Any], loc: Loc | None) -> Type:
+    def _infer(
+        self, op: OpDef, inputs: list[Type], attrs: Mapping[str, Any], loc: Loc | None
+    ) -> Type:
         # Inference is a pure function of the input types and attributes, and a big module
         # calls the same op on the same types over and over: remember each result.
         tokens = self._tokens
@@ -417,11 +456,15 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         op = self._lookup_op(call.op, call.loc)
         if self.fn.is_primitive and not (op.is_kernel or op.category == "constant"):
             raise RxError(
-                f"primitive function @{self.fn.name} may only contain kernel ops, not {call.op}", call.loc
+                f"primitive function @{self.fn.name} may only contain kernel ops, not {call.op}",
+                call.loc,
             )
         if self._lowered and op.category == "kernel":
-            raise RxError(f"lowered primitive function @{self.fn.name} computes {call.op} by destination passing "
-                          f"only (invoke {call.op}(...) outs (...))", call.loc)
+            raise RxError(
+                f"lowered primitive function @{self.fn.name} computes {call.op} by destination passing "
+                f"only (invoke {call.op}(...) outs (...))",
+                call.loc,
+            )
         bound = self._bind_op(op, call)
         inputs = [self._use(v) for v in bound.inputs]
         attrs: Mapping[str, Any] = bound.attrs
@@ -434,7 +477,7 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
 
     def _check_attr_dims(self, attrs: Mapping[str, Any], loc: Loc | None) -> None:
         for v in attrs.values():
-            for x in (v if isinstance(v, tuple) else (v,)):
+            for x in v if isinstance(v, tuple) else (v,):
                 if isinstance(x, (D.Sym, D.BinOp, D.DimCall)):
                     self._check_bound_dims(D.free_vars(x), loc)
                     if _divides_by_zero(x):
@@ -457,14 +500,21 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
 
     def visit_call_func(self, call: CallFunc) -> Type:
         if self.fn.is_primitive:
-            raise RxError(f"primitive function @{self.fn.name} may not call other functions", call.loc)
+            raise RxError(
+                f"primitive function @{self.fn.name} may not call other functions", call.loc
+            )
         callee = self._callee(call.func, call.loc)
         if callee.attr("outputs") is not None:
-            raise RxError(f"@{callee.name} is a lowered primitive function (it writes its outputs): "
-                          f"invoke @{callee.name}(...) outs (...)", call.loc)
+            raise RxError(
+                f"@{callee.name} is a lowered primitive function (it writes its outputs): "
+                f"invoke @{callee.name}(...) outs (...)",
+                call.loc,
+            )
         return self._apply_signature(callee, [self._use(v) for v in call.args], call.args, call.loc)
 
-    def _apply_signature(self, callee: Function, arg_types: list[Type], args: tuple, loc: Loc | None) -> Type:
+    def _apply_signature(
+        self, callee: Function, arg_types: list[Type], args: tuple, loc: Loc | None
+    ) -> Type:
         if len(arg_types) != len(callee.params):
             raise RxError(
                 f"@{callee.name} takes {len(callee.params)} argument(s), got {len(arg_types)}", loc
@@ -482,12 +532,17 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
 
     def _invoke(self, inv: Invoke) -> None:
         if self.fn.is_primitive and (not self._lowered or inv.is_func):
-            raise RxError(f"primitive function @{self.fn.name} may not contain invoke"
-                          + (" of a function" if self._lowered else ""), inv.loc)
+            raise RxError(
+                f"primitive function @{self.fn.name} may not contain invoke"
+                + (" of a function" if self._lowered else ""),
+                inv.loc,
+            )
         out_types = [self._use(v) for v in inv.outs]
         for v, t in zip(inv.outs, out_types):
             if not isinstance(t, TensorType):
-                raise RxError(f"output %{v.name} of invoke must be a tensor, not {type_to_str(t)}", v.loc)
+                raise RxError(
+                    f"output %{v.name} of invoke must be a tensor, not {type_to_str(t)}", v.loc
+                )
         if inv.is_func:
             callee = self._callee(inv.target, inv.loc)
             if not callee.is_primitive:
@@ -497,16 +552,26 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                     inv.loc,
                 )
             if inv.kwargs or any(not isinstance(a, Var) for a in inv.args):
-                raise RxError(f"invoke @{inv.target}: a function takes only %var arguments", inv.loc)
+                raise RxError(
+                    f"invoke @{inv.target}: a function takes only %var arguments", inv.loc
+                )
             if callee.attr("outputs") is not None:  # lowered: the outs are its last parameters
-                result = self._apply_signature(callee, [self._use(a) for a in inv.args] + out_types,
-                                               inv.args + inv.outs, inv.loc)
+                result = self._apply_signature(
+                    callee,
+                    [self._use(a) for a in inv.args] + out_types,
+                    inv.args + inv.outs,
+                    inv.loc,
+                )
             else:
-                result = self._apply_signature(callee, [self._use(a) for a in inv.args], inv.args, inv.loc)
+                result = self._apply_signature(
+                    callee, [self._use(a) for a in inv.args], inv.args, inv.loc
+                )
         else:
             op = self._lookup_op(inv.target, inv.loc)
             if not op.is_kernel or op.is_view:
-                raise RxError(f"invoke needs a kernel op; {inv.target} is a {op.category} op", inv.loc)
+                raise RxError(
+                    f"invoke needs a kernel op; {inv.target} is a {op.category} op", inv.loc
+                )
             bound = self._bind_op(op, inv)
             self._check_attr_dims(bound.attrs, inv.loc)
             result = self._infer(op, [self._use(v) for v in bound.inputs], bound.attrs, inv.loc)
@@ -672,9 +737,12 @@ def _check_tuple_depth(t: TupleType, loc: Loc | None, what: str) -> None:
             return
         depth += 1
         if depth > MAX_TUPLE_DEPTH:
-            raise RxError(f"{what} nests tuples more than {MAX_TUPLE_DEPTH} levels deep (the most "
-                          "relaxc allows); keep the inner tuples in values of their own, or "
-                          "flatten them", loc)
+            raise RxError(
+                f"{what} nests tuples more than {MAX_TUPLE_DEPTH} levels deep (the most "
+                "relaxc allows); keep the inner tuples in values of their own, or "
+                "flatten them",
+                loc,
+            )
 
 
 def _tensor_types(t: Type) -> list[TensorType]:

@@ -81,11 +81,30 @@ def kernel_io(fn: Function) -> tuple[list[TensorType], list[TensorType]]:
     params = [leaf for p in fn.params for leaf in tensor_leaves(p.type)]
     if k is None:
         return params, tensor_leaves(fn.ret_type)
-    return params[:len(params) - k], params[len(params) - k:]
+    return params[: len(params) - k], params[len(params) - k :]
 
 
 __all__ = [
-    "ALLOC_OPS", "ALLOC_STORAGE", "ALLOC_TENSOR", "CALL_CPACKED", "CALL_PACKED", "CONST",
-    "KILL_OBJECT", "KILL_OPS", "KILL_STORAGE", "KILL_TENSOR", "MEMORY_VIEW", "PACKED_CALL_OPS", "STACK_ALLOCA",
-    "STRUCT_SET", "call_of", "kernel_io", "lowered_outputs", "is_dim", "is_int", "is_kill", "kill_of", "killed_var",
+    "ALLOC_OPS",
+    "ALLOC_STORAGE",
+    "ALLOC_TENSOR",
+    "CALL_CPACKED",
+    "CALL_PACKED",
+    "CONST",
+    "KILL_OBJECT",
+    "KILL_OPS",
+    "KILL_STORAGE",
+    "KILL_TENSOR",
+    "MEMORY_VIEW",
+    "PACKED_CALL_OPS",
+    "STACK_ALLOCA",
+    "STRUCT_SET",
+    "call_of",
+    "kernel_io",
+    "lowered_outputs",
+    "is_dim",
+    "is_int",
+    "is_kill",
+    "kill_of",
+    "killed_var",
 ]

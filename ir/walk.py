@@ -12,7 +12,20 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Generic, Iterable, TypeVar
 
-from .nodes import Bind, Call, CallFunc, Effect, Expr, Function, Invoke, Module, Project, Stmt, TupleExpr, Var
+from .nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    Effect,
+    Expr,
+    Function,
+    Invoke,
+    Module,
+    Project,
+    Stmt,
+    TupleExpr,
+    Var,
+)
 
 R = TypeVar("R")
 
@@ -36,7 +49,9 @@ class ExprFunctor(Generic[R]):
         return getattr(self, method)(expr)
 
     def visit_default(self, expr: Expr) -> R:
-        raise NotImplementedError(f"{type(self).__name__} does not handle {type(expr).__name__} expressions")
+        raise NotImplementedError(
+            f"{type(self).__name__} does not handle {type(expr).__name__} expressions"
+        )
 
     def visit_var(self, expr: Var) -> R:
         return self.visit_default(expr)

@@ -17,7 +17,9 @@ def named_pipeline(name: str) -> list[Pass]:
     for pass_name in PIPELINES[name]:
         cls = PASSES.get(pass_name)
         if cls is None:
-            raise SpecError(f"pipeline '{name}' needs pass {pass_name}, which this build of relaxc does not have yet")
+            raise SpecError(
+                f"pipeline '{name}' needs pass {pass_name}, which this build of relaxc does not have yet"
+            )
         passes.append(cls())
     return passes
 
@@ -48,7 +50,9 @@ def assemble_pipeline(
     return apply_pass_config(pipeline, configs, PASSES)
 
 
-def resolve_dump_names(values: Sequence[str], pipeline: Sequence[Pass], flag: str) -> frozenset[str]:
+def resolve_dump_names(
+    values: Sequence[str], pipeline: Sequence[Pass], flag: str
+) -> frozenset[str]:
     """Canonical names from ``--dump-after`` style values (comma lists, ``all``)."""
     out: set[str] = set()
     for item in values:

@@ -54,7 +54,11 @@ class Pass:
 
     def spec(self) -> str:
         """The pass as it would be written in a pipeline: ``Name{opt=value ...}``."""
-        opts = [f"{f.name}={_fmt(getattr(self, f.name))}" for f in fields(self) if getattr(self, f.name) != f.default]
+        opts = [
+            f"{f.name}={_fmt(getattr(self, f.name))}"
+            for f in fields(self)
+            if getattr(self, f.name) != f.default
+        ]
         return self.name + ("{" + " ".join(opts) + "}" if opts else "")
 
 
@@ -69,7 +73,9 @@ def check_properties(p: Pass, props: set[str]) -> None:
     for need in sorted(p.requires - props):
         raise PassError(f"{p.name} needs {describe(need)}; {p.hints.get(need, '')}".rstrip("; "))
     for bad in sorted(p.forbids & props):
-        raise PassError(f"{p.name} cannot run on IR with {describe(bad)}; {p.hints.get(bad, '')}".rstrip("; "))
+        raise PassError(
+            f"{p.name} cannot run on IR with {describe(bad)}; {p.hints.get(bad, '')}".rstrip("; ")
+        )
 
 
 def describe(prop: str) -> str:

@@ -56,23 +56,31 @@ class KillAfterLastUse(Pass):
     """Insert kills after the last use of each value, alias-aware."""
 
     name: ClassVar[str] = "KillAfterLastUse"
-    summary: ClassVar[str] = "free each value after the last use of any alias of it (kill_tensor/storage/object)"
+    summary: ClassVar[str] = (
+        "free each value after the last use of any alias of it (kill_tensor/storage/object)"
+    )
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         types = types if types is not None else verify_module(module)
-        return map_functions(module, lambda fn: fn if fn.is_primitive else self._function(fn, module, types[fn.name]))
+        return map_functions(
+            module, lambda fn: fn if fn.is_primitive else self._function(fn, module, types[fn.name])
+        )
 
     def _function(self, fn: Function, module: Module, types: dict[str, Type]) -> Function:
         info = analyze_aliases(fn, module)
         live = buffer_liveness(fn, info)
         end = len(fn.body)
         returned = info.returned(fn)
-        protected = {r for r, k in info.kind.items() if k in (PARAM, CONST)} | set(returned) | info.escaping
+        protected = (
+            {r for r, k in info.kind.items() if k in (PARAM, CONST)} | set(returned) | info.escaping
+        )
         # A storage holding a returned or protected tensor is protected too.
         protected |= {s for t, s in info.storage_of.items() if t in protected}
         done = existing_kills(fn)
         groups = object_groups(fn)
-        order = {p.name: -1 for p in fn.params} | {s.name: k for k, s in enumerate(fn.body) if isinstance(s, Bind)}
+        order = {p.name: -1 for p in fn.params} | {
+            s.name: k for k, s in enumerate(fn.body) if isinstance(s, Bind)
+        }
         ret_names = returned_objects(fn, groups)
         kills_after: dict[int, list[str]] = {}
         for i, stmt in enumerate(fn.body):
@@ -89,7 +97,11 @@ class KillAfterLastUse(Pass):
                 # (``%u = %t``) is that register: kill it once, after the last use of any of
                 # them, and never when one of them is returned.
                 names = same_object(groups, stmt.name)
-                if names & ret_names or names & done or min(names, key=order.__getitem__) != stmt.name:
+                if (
+                    names & ret_names
+                    or names & done
+                    or min(names, key=order.__getitem__) != stmt.name
+                ):
                     continue
                 last = max(live.last_use.get(n, i) for n in names)
             elif roots & protected:
@@ -105,6 +117,8 @@ class KillAfterLastUse(Pass):
         for i, stmt in enumerate(fn.body):
             body.append(stmt)
             # Tensors and objects first, then the storages they live in.
-            for name in sorted(kills_after.get(i, []), key=lambda n: isinstance(types[n], StorageType)):
+            for name in sorted(
+                kills_after.get(i, []), key=lambda n: isinstance(types[n], StorageType)
+            ):
                 body.append(Effect(Call(kill_op_for(types[name]), (Var(name),))))
         return with_body(fn, body)

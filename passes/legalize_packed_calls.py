@@ -48,7 +48,18 @@ from typing import ClassVar, Iterable
 from relaxc.ir import dims as D
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
-    Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, Var, call_dims, function_dims,
+    Bind,
+    Call,
+    DType,
+    Effect,
+    Function,
+    Invoke,
+    Module,
+    Param,
+    Stmt,
+    Var,
+    call_dims,
+    function_dims,
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
@@ -119,8 +130,10 @@ class LegalizePackedCalls(Pass):
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         types = types if types is not None else verify_module(module)
         state = _State(module)
-        functions = [self._function(fn, types[fn.name], state) if not fn.is_primitive else fn
-                     for fn in module.functions]
+        functions = [
+            self._function(fn, types[fn.name], state) if not fn.is_primitive else fn
+            for fn in module.functions
+        ]
         return dataclasses.replace(module, functions=tuple(state.new_functions) + tuple(functions))
 
     # -- per runner ---------------------------------------------------------------------
@@ -154,7 +167,9 @@ class _RunnerRewriter(FunctionRewriter):
             if not isinstance(t, TensorType):
                 raise PassError(
                     f"LegalizePackedCalls: argument %{v.name} of {_what(inv)} is "
-                    f"{type_to_str(t) if t is not None else 'untyped'}; only tensors can be packed", v.loc or loc)
+                    f"{type_to_str(t) if t is not None else 'untyped'}; only tensors can be packed",
+                    v.loc or loc,
+                )
             if v.name in self.params:
                 args.append(v)  # the runner's own parameters pass through
                 continue
@@ -162,9 +177,19 @@ class _RunnerRewriter(FunctionRewriter):
                 handle = self.names.fresh(f"{v.name}_arg")
                 wrapped[v.name] = Var(handle, v.loc)
                 body.append(Bind(handle, None, Call(STACK_ALLOCA, ("array", 1), (), loc), stmt.loc))
-                for fld, value in (("data", Var(v.name, v.loc)), ("device_type", KDL_CPU), ("device_id", 0),
-                                   ("ndim", len(t.shape)), ("dtype", DType(t.dtype)), ("shape", tuple(t.shape))):
-                    body.append(Effect(Call(STRUCT_SET, (Var(handle, v.loc), 0, fld, value), (), loc), stmt.loc))
+                for fld, value in (
+                    ("data", Var(v.name, v.loc)),
+                    ("device_type", KDL_CPU),
+                    ("device_id", 0),
+                    ("ndim", len(t.shape)),
+                    ("dtype", DType(t.dtype)),
+                    ("shape", tuple(t.shape)),
+                ):
+                    body.append(
+                        Effect(
+                            Call(STRUCT_SET, (Var(handle, v.loc), 0, fld, value), (), loc), stmt.loc
+                        )
+                    )
             args.append(wrapped[v.name])
         args.extend(_dim_values(callee, [types[v.name] for v in inputs], inv))
         body.append(Effect(Call(CALL_CPACKED, (callee.name, *args), (), loc), stmt.loc))
@@ -181,7 +206,9 @@ def _dim_values(callee: Function, arg_types: list[Type], inv: Invoke) -> list[D.
     out = []
     for name in function_dims(callee):
         if name not in env:  # pragma: no cover - the verifier binds every dim
-            raise PassError(f"LegalizePackedCalls: cannot bind dim '{name}' of @{callee.name}", inv.loc)
+            raise PassError(
+                f"LegalizePackedCalls: cannot bind dim '{name}' of @{callee.name}", inv.loc
+            )
         out.append(D.simplify(env[name]))
     return out
 
@@ -200,7 +227,9 @@ class _State:
         if inv.is_func:
             fn = self.module.get(inv.target)
             if fn is None or not fn.is_primitive:  # pragma: no cover - the verifier refuses these
-                raise PassError(f"LegalizePackedCalls: invoke @{inv.target} needs a primitive function", inv.loc)
+                raise PassError(
+                    f"LegalizePackedCalls: invoke @{inv.target} needs a primitive function", inv.loc
+                )
             return fn, tuple(a for a in inv.args if isinstance(a, Var))
         op = REGISTRY.get(inv.target)
         assert op is not None
@@ -212,7 +241,10 @@ class _State:
         for v in bound.inputs:
             t = types.get(v.name)
             if not isinstance(t, TensorType):
-                raise PassError(f"LegalizePackedCalls: input %{v.name} of invoke {op.name} must be a tensor", v.loc)
+                raise PassError(
+                    f"LegalizePackedCalls: input %{v.name} of invoke {op.name} must be a tensor",
+                    v.loc,
+                )
             in_types.append(t)
         param_types, env = _generalize(in_types)
         literals = tuple(a for a in inv.args if not isinstance(a, Var))
@@ -227,15 +259,22 @@ class _State:
         for v, t in zip(inv.outs, got):
             want = types.get(v.name)
             assert isinstance(t, TensorType)
-            if not (isinstance(want, TensorType) and want.dtype == t.dtype and len(want.shape) == len(t.shape)
-                    and all(D.dims_equal(D.substitute(a, env), b) for a, b in zip(t.shape, want.shape))):
+            if not (
+                isinstance(want, TensorType)
+                and want.dtype == t.dtype
+                and len(want.shape) == len(t.shape)
+                and all(D.dims_equal(D.substitute(a, env), b) for a, b in zip(t.shape, want.shape))
+            ):
                 raise PassError(
                     f"LegalizePackedCalls: cannot make a kernel function for {op.name}: its result "
-                    f"{type_to_str(t)} does not provably match output %{v.name}", inv.loc)
+                    f"{type_to_str(t)} does not provably match output %{v.name}",
+                    inv.loc,
+                )
         return fn, bound.inputs
 
-    def _make(self, op_name: str, param_types: list[TensorType], literals: tuple, inv: Invoke,
-              attrs: dict) -> Function:
+    def _make(
+        self, op_name: str, param_types: list[TensorType], literals: tuple, inv: Invoke, attrs: dict
+    ) -> Function:
         op = REGISTRY.get(op_name)
         assert op is not None
         input_names = list(op.input_names) if len(op.input_names) >= len(param_types) else []
@@ -243,23 +282,44 @@ class _State:
         # The kernel function is made for this invoke: what it is made of carries the invoke's
         # location, so a refusal of the C target (the op on a dtype it lacks) points at the call.
         loc = inv.loc
-        params = tuple(Param(pnames.fresh(input_names[i] if input_names else f"x{i}"), t, loc)
-                       for i, t in enumerate(param_types))
+        params = tuple(
+            Param(pnames.fresh(input_names[i] if input_names else f"x{i}"), t, loc)
+            for i, t in enumerate(param_types)
+        )
         try:
             ret = op.infer(param_types, attrs)
         except OpError as e:
-            raise PassError(f"LegalizePackedCalls: cannot make a kernel function for {op_name}: {e}", inv.loc) from None
-        bound = {n for p in params for leaf in tensor_leaves(p.type) for d in leaf.shape for n in D.free_vars(d)}
-        loose = sorted({n for leaf in tensor_leaves(ret) for d in leaf.shape for n in D.free_vars(d)} - bound)
+            raise PassError(
+                f"LegalizePackedCalls: cannot make a kernel function for {op_name}: {e}", inv.loc
+            ) from None
+        bound = {
+            n
+            for p in params
+            for leaf in tensor_leaves(p.type)
+            for d in leaf.shape
+            for n in D.free_vars(d)
+        }
+        loose = sorted(
+            {n for leaf in tensor_leaves(ret) for d in leaf.shape for n in D.free_vars(d)} - bound
+        )
         if loose:
             raise PassError(
                 f"LegalizePackedCalls: {op_name} has symbolic dims in its attributes ({', '.join(loose)}) that "
-                f"no tensor argument carries, so it cannot be called packed; build with --unpacked", inv.loc)
+                f"no tensor argument carries, so it cannot be called packed; build with --unpacked",
+                inv.loc,
+            )
         result = pnames.fresh("out")
         call = Call(op_name, tuple(Var(p.name, loc) for p in params) + literals, inv.kwargs, loc)
         name = self.names.fresh(op_name.replace(".", "_"))
-        fn = Function(name, params, ret, (("primitive", True),), (Bind(result, None, call, loc),),
-                      Var(result, loc), loc)
+        fn = Function(
+            name,
+            params,
+            ret,
+            (("primitive", True),),
+            (Bind(result, None, call, loc),),
+            Var(result, loc),
+            loc,
+        )
         self.new_functions.append(fn)
         return fn
 

@@ -65,7 +65,8 @@ from .properties import EXPLICIT_MEMORY
 
 # The pass makes several nodes per allocation: build them without the frozen __init__'s cost.
 _Bind, _Call, _Var, _Effect, _Invoke, _TupleExpr = map(
-    direct_constructor, (Bind, Call, Var, Effect, Invoke, TupleExpr))
+    direct_constructor, (Bind, Call, Var, Effect, Invoke, TupleExpr)
+)
 
 KernelCall = tuple[str, bool, tuple[Arg, ...], KwArgs]
 """What an ``invoke`` of a computation calls: (target, is_func, args, kwargs)."""
@@ -115,7 +116,9 @@ class ManifestAlloc(Pass):
     """Give every computed value its own storage and write it by destination passing."""
 
     name: ClassVar[str] = "ManifestAlloc"
-    summary: ClassVar[str] = "allocate storage for every computed value; kernels write into it (invoke ... outs)"
+    summary: ClassVar[str] = (
+        "allocate storage for every computed value; kernels write into it (invoke ... outs)"
+    )
     provides: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
 
     align: int = 64
@@ -128,9 +131,15 @@ class ManifestAlloc(Pass):
         types = types if types is not None else verify_module(module)
         find_kernel = _FindKernel({f.name for f in module.functions if f.is_primitive})
         return map_functions(
-            module, lambda fn: fn if fn.is_primitive else self._function(fn, module, types[fn.name], find_kernel))
+            module,
+            lambda fn: (
+                fn if fn.is_primitive else self._function(fn, module, types[fn.name], find_kernel)
+            ),
+        )
 
-    def _function(self, fn: Function, module: Module, types: dict[str, Type], find_kernel: _FindKernel) -> Function:
+    def _function(
+        self, fn: Function, module: Module, types: dict[str, Type], find_kernel: _FindKernel
+    ) -> Function:
         names = NameSupply.for_function(fn)
         sizes: dict[TensorType, D.Dim] = {}  # most values share a few types: simplify each once
         body: list[Stmt] = []
@@ -141,36 +150,57 @@ class ManifestAlloc(Pass):
             if kernel is None:
                 body.append(stmt)
             elif isinstance(stmt, Bind):
-                body += self._manifest(stmt, kernel, types[stmt.name], names, sizes, storage_at, len(body), leaf_types)
+                body += self._manifest(
+                    stmt, kernel, types[stmt.name], names, sizes, storage_at, len(body), leaf_types
+                )
             # else: a kernel result nobody reads: pure, so nothing to compute
         out = with_body(fn, body)
         # Step 2: only what reaches the return is the caller's. Alias analysis of the new body
         # sees each tuple field as its own tensor, so a field nobody returns (a kernel's
         # scratch, a dead split output) stays an intermediate, planned and counted.
         info = analyze_aliases(out, module)
-        whole: set[str] = set()  # tensors the return hands over whole (not a part of, by memory.view)
-        for v in ([out.ret] if isinstance(out.ret, Var) else list(out.ret.fields)):
+        whole: set[str] = (
+            set()
+        )  # tensors the return hands over whole (not a part of, by memory.view)
+        for v in [out.ret] if isinstance(out.ret, Var) else list(out.ret.fields):
             leaves = tensor_leaves(types.get(v.name) or TupleType(()))
             trees = info.trees.get(v.name, frozenset())
             per_leaf = list(trees) if isinstance(trees, tuple) else [trees]
-            for leaf, tree in zip(leaves, per_leaf if len(per_leaf) == len(leaves) else [trees] * len(leaves)):
+            for leaf, tree in zip(
+                leaves, per_leaf if len(per_leaf) == len(leaves) else [trees] * len(leaves)
+            ):
                 for r in flatten(tree):
                     rt = leaf_types.get(r)
                     if rt is not None and D.dims_equal(tensor_bytes(rt), tensor_bytes(leaf)):
                         whole.add(r)
-        external = sorted(storage_at[t] for t in info.returned(out) if t in storage_at and t in whole)
+        external = sorted(
+            storage_at[t] for t in info.returned(out) if t in storage_at and t in whole
+        )
         if not external:
             return out
         for k in external:
             alloc = body[k]
             assert isinstance(alloc, Bind) and isinstance(alloc.value, Call)
             call = alloc.value
-            body[k] = _Bind(alloc.name, alloc.type, _Call(call.op, call.args, call.kwargs + (("external", True),),
-                                                          call.loc), alloc.loc)
+            body[k] = _Bind(
+                alloc.name,
+                alloc.type,
+                _Call(call.op, call.args, call.kwargs + (("external", True),), call.loc),
+                alloc.loc,
+            )
         return with_body(fn, body)
 
-    def _manifest(self, stmt: Bind, kernel: KernelCall, t: Type, names: NameSupply, sizes: dict[TensorType, D.Dim],
-                  storage_at: dict[str, int], start: int, leaf_types: dict[str, TensorType]) -> list[Stmt]:
+    def _manifest(
+        self,
+        stmt: Bind,
+        kernel: KernelCall,
+        t: Type,
+        names: NameSupply,
+        sizes: dict[TensorType, D.Dim],
+        storage_at: dict[str, int],
+        start: int,
+        leaf_types: dict[str, TensorType],
+    ) -> list[Stmt]:
         name = stmt.name
         loc = stmt.loc
         if isinstance(t, TensorType):
@@ -191,11 +221,26 @@ class ManifestAlloc(Pass):
                 size = sizes[leaf] = round_up(tensor_bytes(leaf), self.align)
             out.append(_Bind(storage, None, _Call(ALLOC_STORAGE, (size,), kwargs, loc), loc))
             ann = stmt.type if leaf_name == name else None
-            out.append(_Bind(leaf_name, ann, _Call(
-                ALLOC_TENSOR, (_Var(storage, loc), 0, tuple(leaf.shape), DType(leaf.dtype)), (), loc), loc))
+            out.append(
+                _Bind(
+                    leaf_name,
+                    ann,
+                    _Call(
+                        ALLOC_TENSOR,
+                        (_Var(storage, loc), 0, tuple(leaf.shape), DType(leaf.dtype)),
+                        (),
+                        loc,
+                    ),
+                    loc,
+                )
+            )
             outs.append(_Var(leaf_name, loc))
         target, is_func, inv_args, inv_kwargs = kernel
-        out.append(_Effect(_Invoke(target, is_func, inv_args, inv_kwargs, tuple(outs), stmt.value.loc), loc))
+        out.append(
+            _Effect(
+                _Invoke(target, is_func, inv_args, inv_kwargs, tuple(outs), stmt.value.loc), loc
+            )
+        )
         if isinstance(t, TupleType):
             out.append(Bind(name, stmt.type, TupleExpr(tuple(outs), loc), loc))
         return out

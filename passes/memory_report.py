@@ -135,7 +135,9 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         offset = offset if isinstance(offset, int) else D.upper_bound(offset, bounds) or 0
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)
-        rep.buffers.append(BufferRow(s.name, _shape_str(t), t.dtype, nbytes, offset, first, last, storage))
+        rep.buffers.append(
+            BufferRow(s.name, _shape_str(t), t.dtype, nbytes, offset, first, last, storage)
+        )
         align = arenas[storage].align
         planned_buffers.append(Buffer(first, last + 1, round_up(nbytes, align), align, s.name))
     rep.lower_bound = lower_bound(planned_buffers)
@@ -165,4 +167,8 @@ def _sum(values: list[int | str]) -> int | str:
 def memory_report(module: Module) -> list[FunctionReport]:
     """A report for every non-primitive function of ``module``."""
     types = verify_module(module)
-    return [function_report(fn, module, types[fn.name]) for fn in module.functions if not fn.is_primitive]
+    return [
+        function_report(fn, module, types[fn.name])
+        for fn in module.functions
+        if not fn.is_primitive
+    ]

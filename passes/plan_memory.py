@@ -40,7 +40,15 @@ from relaxc.ir.diagnostics import InternalError
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
 from relaxc.ir.verifier import ModuleTypes, verify_module
-from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, KILL_STORAGE, KILL_TENSOR, call_of, kill_of, killed_var
+from relaxc.ir.vocab import (
+    ALLOC_STORAGE,
+    ALLOC_TENSOR,
+    KILL_STORAGE,
+    KILL_TENSOR,
+    call_of,
+    kill_of,
+    killed_var,
+)
 from relaxc.ir.walk import map_functions
 
 from .base import Pass
@@ -66,20 +74,33 @@ class StorageInfo:
 def storage_info(stmt: Bind, index: int) -> StorageInfo:
     call = call_of(stmt.value, ALLOC_STORAGE)
     assert call is not None
-    attrs: dict = {"size": call.args[0] if call.args else None, "align": 64, "scope": "global",
-                   "external": False, "arena": False}
+    attrs: dict = {
+        "size": call.args[0] if call.args else None,
+        "align": 64,
+        "scope": "global",
+        "external": False,
+        "arena": False,
+    }
     names = ("size", "align", "scope", "external", "arena")
     for k, v in zip(names, call.args):
         attrs[k] = v
     attrs.update(dict(call.kwargs))
-    return StorageInfo(stmt.name, index, attrs["size"], attrs["align"], attrs["scope"],
-                       bool(attrs["external"]), bool(attrs["arena"]))
+    return StorageInfo(
+        stmt.name,
+        index,
+        attrs["size"],
+        attrs["align"],
+        attrs["scope"],
+        bool(attrs["external"]),
+        bool(attrs["arena"]),
+    )
 
 
 def storages(fn: Function) -> list[StorageInfo]:
     """Every ``memory.alloc_storage`` binding of ``fn``, in order."""
     return [
-        storage_info(s, i) for i, s in enumerate(fn.body)
+        storage_info(s, i)
+        for i, s in enumerate(fn.body)
         if isinstance(s, Bind) and call_of(s.value, ALLOC_STORAGE)
     ]
 
@@ -92,9 +113,15 @@ def round_up(n: int, align: int) -> int:
 class FunctionPlan:
     """The plan of one function: what was placed where, and what stayed dynamic."""
 
-    placed: dict[str, tuple[str, int]] = field(default_factory=dict)  # storage -> (arena name, offset)
-    arenas: dict[str, tuple[str, int, int]] = field(default_factory=dict)  # scope -> (name, size, align)
-    reused: dict[str, str] = field(default_factory=dict)  # dynamic storage -> the dead one it reuses
+    placed: dict[str, tuple[str, int]] = field(
+        default_factory=dict
+    )  # storage -> (arena name, offset)
+    arenas: dict[str, tuple[str, int, int]] = field(
+        default_factory=dict
+    )  # scope -> (name, size, align)
+    reused: dict[str, str] = field(
+        default_factory=dict
+    )  # dynamic storage -> the dead one it reuses
 
 
 @dataclass(frozen=True)
@@ -102,7 +129,9 @@ class PlanMemory(Pass):
     """Plan every allocation of known or bounded size into one arena per scope."""
 
     name: ClassVar[str] = "PlanMemory"
-    summary: ClassVar[str] = "alias-aware liveness, then place bounded allocations in one arena per scope"
+    summary: ClassVar[str] = (
+        "alias-aware liveness, then place bounded allocations in one arena per scope"
+    )
     requires: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
     forbids: ClassVar[frozenset[str]] = frozenset({PACKED_CALLS})
     provides: ClassVar[frozenset[str]] = frozenset({PLANNED})
@@ -120,7 +149,9 @@ class PlanMemory(Pass):
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time_limit) or self.time_limit < 0:
-            raise ValueError(f"time_limit={self.time_limit} must be a finite number of seconds, 0 or more")
+            raise ValueError(
+                f"time_limit={self.time_limit} must be a finite number of seconds, 0 or more"
+            )
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         if types is None:
@@ -148,8 +179,14 @@ class PlanMemory(Pass):
         holds_output = {s for t, s in info.storage_of.items() if t in returned}
         kept = {s for t, s in info.storage_of.items() if t in info.escaping}
         for s in storages(fn):
-            if (s.external or s.arena or s.name in info.escaping or s.name in kept or s.name in returned
-                    or s.name in holds_output):
+            if (
+                s.external
+                or s.arena
+                or s.name in info.escaping
+                or s.name in kept
+                or s.name in returned
+                or s.name in holds_output
+            ):
                 continue  # the caller's memory, an arena already, or kept by a runtime function
             size = s.size if isinstance(s.size, int) else D.upper_bound(s.size, bounds)
             if size is None:
@@ -170,7 +207,10 @@ class PlanMemory(Pass):
             if self.check:
                 problems = check_plan(buffers, result.offsets, result.size)
                 if problems:
-                    raise InternalError(f"PlanMemory ({result.algorithm}) made an invalid plan: " + "; ".join(problems))
+                    raise InternalError(
+                        f"PlanMemory ({result.algorithm}) made an invalid plan: "
+                        + "; ".join(problems)
+                    )
             name = names.fresh("arena" if scope == "global" else f"arena_{_ident(scope)}")
             align = max(b.align for b in buffers)
             plan.arenas[scope] = (name, round_up(result.size, align), align)
@@ -193,8 +233,12 @@ def _reuse_equal_dynamic(dynamic: list[StorageInfo], live: Liveness) -> dict[str
         start = live.defined[s.name]
         end = live.last_use.get(s.name, start)
         for p in physical:
-            if (holder_end[p.name] < start and p.scope == s.scope and p.align >= s.align
-                    and D.dims_equal(p.size, s.size)):
+            if (
+                holder_end[p.name] < start
+                and p.scope == s.scope
+                and p.align >= s.align
+                and D.dims_equal(p.size, s.size)
+            ):
                 reused[s.name] = p.name
                 holder_end[p.name] = end
                 break
@@ -241,6 +285,7 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
     for p, last in sorted(last_of_physical.items()):
         if p in killed_already:
             physical_kills.setdefault(last, []).append(Effect(Call(KILL_STORAGE, (Var(p),))))
+
     def storage_root(name: str) -> str:
         """The storage a name is (``%s2 = %s`` is ``%s``), or the name itself."""
         roots = info.roots(name)
@@ -258,7 +303,9 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
         if isinstance(st, Bind):
             if call_of(st.value, ALLOC_STORAGE) and (st.name in placed or st.name in moved):
                 pass  # the arena (or the reused storage) replaces it
-            elif isinstance(st.value, Var) and ((r := storage_root(st.value.name)) in placed or r in moved):
+            elif isinstance(st.value, Var) and (
+                (r := storage_root(st.value.name)) in placed or r in moved
+            ):
                 # An alias of a planned storage names what replaced it; the tensors carved
                 # from it are re-carved through their root, at the storage's offset.
                 target = placed[r][0] if r in placed else moved[r]
@@ -268,8 +315,12 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
         else:
             kill, storage = kill_of(st), killed_var(st)
             root = storage_root(storage.name) if storage is not None else None
-            if (kill is not None and kill.op == KILL_STORAGE and root is not None
-                    and (root in placed or root in moved or root in last_of_physical)):
+            if (
+                kill is not None
+                and kill.op == KILL_STORAGE
+                and root is not None
+                and (root in placed or root in moved or root in last_of_physical)
+            ):
                 pass  # kills of storages that no longer exist, or whose life got longer, are re-placed
             else:
                 body.append(st)
@@ -278,8 +329,12 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
     return tuple(body)
 
 
-def _carve_from_plan(st: Bind, placed: dict[str, tuple[str, int]], moved: dict[str, str],
-                     storage_root: Callable[[str], str]) -> Bind:
+def _carve_from_plan(
+    st: Bind,
+    placed: dict[str, tuple[str, int]],
+    moved: dict[str, str],
+    storage_root: Callable[[str], str],
+) -> Bind:
     """``st``, or, if it carves a tensor from a planned or reused storage (or an alias of
     one), the same tensor carved from the arena at the storage's offset (or from the storage
     it reuses)."""

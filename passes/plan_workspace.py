@@ -48,7 +48,18 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness, flatten
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
-    Bind, Call, DType, Effect, Function, Invoke, Module, Param, Stmt, TupleExpr, Var, call_dims,
+    Bind,
+    Call,
+    DType,
+    Effect,
+    Function,
+    Invoke,
+    Module,
+    Param,
+    Stmt,
+    TupleExpr,
+    Var,
+    call_dims,
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
@@ -100,7 +111,9 @@ class _Unplaceable(Exception):
 
 
 class _Planner:
-    def __init__(self, fn: Function, module: Module, types: dict[str, Type], align: int, names: NameSupply):
+    def __init__(
+        self, fn: Function, module: Module, types: dict[str, Type], align: int, names: NameSupply
+    ):
         self.fn = fn
         self.types = types
         self.align = align
@@ -155,11 +168,18 @@ class _Planner:
         if op is None or not op.inplace:
             return False
         a, b = self.types.get(src), self.types.get(stmt.name)
-        if not (isinstance(a, TensorType) and isinstance(b, TensorType) and a.dtype == b.dtype
-                and len(a.shape) == len(b.shape) and all(D.dims_equal(x, y) for x, y in zip(a.shape, b.shape))):
+        if not (
+            isinstance(a, TensorType)
+            and isinstance(b, TensorType)
+            and a.dtype == b.dtype
+            and len(a.shape) == len(b.shape)
+            and all(D.dims_equal(x, y) for x, y in zip(a.shape, b.shape))
+        ):
             return False
         ins = [x for x in stmt.value.args if isinstance(x, Var)]
-        return any(k < len(ins) and self.info.roots(ins[k].name) == frozenset({src}) for k in op.inplace)
+        return any(
+            k < len(ins) and self.info.roots(ins[k].name) == frozenset({src}) for k in op.inplace
+        )
 
     # -- the plan --------------------------------------------------------------------------
     def place(self) -> Placement | None:
@@ -191,8 +211,14 @@ class _Planner:
                 break
             r = next(iter(rs)) if len(rs) == 1 else None
             t = self.types.get(r) if r is not None else None
-            if (r is not None and kinds.get(r) == FRESH and r not in slots and isinstance(t, TensorType)
-                    and r in self.producer and self._fits_exactly(t, out_types[k])):
+            if (
+                r is not None
+                and kinds.get(r) == FRESH
+                and r not in slots
+                and isinstance(t, TensorType)
+                and r in self.producer
+                and self._fits_exactly(t, out_types[k])
+            ):
                 slots[r] = Slot("out", k, 0)
                 occupants[k].append((r, self.span(r)[0], self.end))
             else:
@@ -206,7 +232,9 @@ class _Planner:
             d, u = self.span(stmt.name)
             leaves = tensor_leaves(t)
             if isinstance(t, TupleType):
-                fields[stmt.name] = [self.names.fresh(f"{stmt.name}_{j}") for j in range(len(leaves))]
+                fields[stmt.name] = [
+                    self.names.fresh(f"{stmt.name}_{j}") for j in range(len(leaves))
+                ]
                 for f, leaf in zip(fields[stmt.name], leaves):
                     self.types[f] = leaf
                     workspace_items.append((f, leaf, d, u))
@@ -258,7 +286,9 @@ class _Planner:
                 return True
         return False
 
-    def _pack(self, items: Sequence[tuple[str, TensorType, int, int]], slots: dict[str, Slot]) -> D.Dim:
+    def _pack(
+        self, items: Sequence[tuple[str, TensorType, int, int]], slots: dict[str, Slot]
+    ) -> D.Dim:
         """Place ``items`` (name, type, defined, last use) in the workspace; return its size."""
         # Values computed in place over one that dies there share its slot: walk in order,
         # and let a value join the group whose latest member it overwrites.
@@ -269,8 +299,13 @@ class _Planner:
             group[name] = name
             for src in span:
                 g = group.get(src)
-                if (g is not None and src != name and tail.get(g) == src and span[src][1] == d
-                        and self.in_place_over(src, d)):
+                if (
+                    g is not None
+                    and src != name
+                    and tail.get(g) == src
+                    and span[src][1] == d
+                    and self.in_place_over(src, d)
+                ):
                     group[name] = g
                     break
             tail[group[name]] = name
@@ -294,7 +329,10 @@ class _Planner:
         top: D.Dim = 0
         if static:
             # Statement indices are program points: a value lives over [defined, last use].
-            buffers = [Buffer(spans[g][1], spans[g][2] + 1, int(spans[g][0]), self.align, g) for g in static]
+            buffers = [
+                Buffer(spans[g][1], spans[g][2] + 1, int(spans[g][0]), self.align, g)
+                for g in static
+            ]
             plan = plan_buffers(buffers, "greedy-size")
             for g, off in zip(static, plan.offsets):
                 offsets[g] = off
@@ -316,10 +354,14 @@ class _Planner:
 
 
 def _view(name: str, base: Var, offset: D.Dim, t: TensorType, loc: Any) -> Bind:
-    return Bind(name, None, Call(MEMORY_VIEW, (base, offset, tuple(t.shape), DType(t.dtype)), (), loc), loc)
+    return Bind(
+        name, None, Call(MEMORY_VIEW, (base, offset, tuple(t.shape), DType(t.dtype)), (), loc), loc
+    )
 
 
-def _lower(fn: Function, placement: Placement, names: NameSupply, types: dict[str, Type]) -> Function:
+def _lower(
+    fn: Function, placement: Placement, names: NameSupply, types: dict[str, Type]
+) -> Function:
     loc = fn.loc
     params = list(fn.params)
     ws_var: Var | None = None
@@ -355,17 +397,34 @@ def _lower(fn: Function, placement: Placement, names: NameSupply, types: dict[st
             leaves = tensor_leaves(types[stmt.name])
             for f, leaf in zip(fs, leaves):
                 body.append(slot_binding(f, leaf, stmt.loc))
-            body.append(Effect(Invoke(e.op, False, e.args, e.kwargs, tuple(Var(f, stmt.loc) for f in fs), e.loc),
-                               stmt.loc))
-            body.append(Bind(stmt.name, stmt.type, TupleExpr(tuple(Var(f, stmt.loc) for f in fs), stmt.loc),
-                             stmt.loc))
+            body.append(
+                Effect(
+                    Invoke(
+                        e.op, False, e.args, e.kwargs, tuple(Var(f, stmt.loc) for f in fs), e.loc
+                    ),
+                    stmt.loc,
+                )
+            )
+            body.append(
+                Bind(
+                    stmt.name,
+                    stmt.type,
+                    TupleExpr(tuple(Var(f, stmt.loc) for f in fs), stmt.loc),
+                    stmt.loc,
+                )
+            )
         elif isinstance(stmt, Bind) and stmt.name in placement.slots:
             e = stmt.value
             assert isinstance(e, Call)
             t = types[stmt.name]
             assert isinstance(t, TensorType)
             body.append(slot_binding(stmt.name, t, stmt.loc))
-            body.append(Effect(Invoke(e.op, False, e.args, e.kwargs, (Var(stmt.name, stmt.loc),), e.loc), stmt.loc))
+            body.append(
+                Effect(
+                    Invoke(e.op, False, e.args, e.kwargs, (Var(stmt.name, stmt.loc),), e.loc),
+                    stmt.loc,
+                )
+            )
         else:
             body.append(stmt)
     for k, src in placement.copies:
@@ -377,11 +436,24 @@ def _lower(fn: Function, placement: Placement, names: NameSupply, types: dict[st
             body.append(Bind(name, None, Project(Var(tup, loc), int(j), loc), loc))
             src = Var(name, loc)
         t = placement.out_types[k]
-        body.append(Effect(Invoke(COPY_OP, False, (src,), (("dtype", DType(t.dtype)),), (out_vars[k],), loc), loc))
-    ret: Var | TupleExpr = out_vars[0] if isinstance(fn.ret_type, TensorType) else TupleExpr(tuple(out_vars), loc)
+        body.append(
+            Effect(
+                Invoke(COPY_OP, False, (src,), (("dtype", DType(t.dtype)),), (out_vars[k],), loc),
+                loc,
+            )
+        )
+    ret: Var | TupleExpr = (
+        out_vars[0] if isinstance(fn.ret_type, TensorType) else TupleExpr(tuple(out_vars), loc)
+    )
     attrs = tuple(fn.attrs) + (("outputs", len(out_vars)), (WORKSPACE, placement.workspace))
-    return dataclasses.replace(fn, params=tuple(params), body=tuple(body), ret=ret, attrs=attrs,
-                               attr_locs=tuple(fn.attr_locs) + (None, None) if fn.attr_locs else ())
+    return dataclasses.replace(
+        fn,
+        params=tuple(params),
+        body=tuple(body),
+        ret=ret,
+        attrs=attrs,
+        attr_locs=tuple(fn.attr_locs) + (None, None) if fn.attr_locs else (),
+    )
 
 
 @dataclass(frozen=True)
@@ -418,9 +490,11 @@ class PlanWorkspace(Pass):
         props = detect_properties(module)
         if PLANNED in props or PACKED_CALLS in props:
             what = "planned memory" if PLANNED in props else "packed calls"
-            raise PassError(f"PlanWorkspace cannot lower @{next(iter(lowered))} in IR with {what}: run it before "
-                            "PlanMemory, which plans the workspaces it adds (and before LegalizePackedCalls)",
-                            next(iter(originals.values())).loc)
+            raise PassError(
+                f"PlanWorkspace cannot lower @{next(iter(lowered))} in IR with {what}: run it before "
+                "PlanMemory, which plans the workspaces it adds (and before LegalizePackedCalls)",
+                next(iter(originals.values())).loc,
+            )
         out = []
         for fn in module.functions:
             if fn.name in lowered:
@@ -431,14 +505,24 @@ class PlanWorkspace(Pass):
                 out.append(self._callers(fn, originals, lowered, types[fn.name]))
         return dataclasses.replace(module, functions=tuple(out))
 
-    def _callers(self, fn: Function, originals: dict[str, Function], lowered: dict[str, Function],
-                 types: dict[str, Type]) -> Function:
+    def _callers(
+        self,
+        fn: Function,
+        originals: dict[str, Function],
+        lowered: dict[str, Function],
+        types: dict[str, Type],
+    ) -> Function:
         names = NameSupply.for_function(fn)
         body: list[Stmt] = []
         changed = False
         for stmt in fn.body:
             e = stmt.value
-            if not (isinstance(stmt, Effect) and isinstance(e, Invoke) and e.is_func and e.target in lowered):
+            if not (
+                isinstance(stmt, Effect)
+                and isinstance(e, Invoke)
+                and e.is_func
+                and e.target in lowered
+            ):
                 body.append(stmt)
                 continue
             ws = lowered[e.target].attr(WORKSPACE)
@@ -448,15 +532,35 @@ class PlanWorkspace(Pass):
             arg_types = [types[a.name] for a in e.args if isinstance(a, Var)]
             size = D.simplify(D.substitute(ws, call_dims(originals[e.target], arg_types)))
             if D.free_vars(size) - set(fn.upper_bounds()) - _function_dim_names(fn):
-                raise PassError(f"PlanWorkspace: the workspace of @{e.target} ({D.dim_to_str(size)} bytes) "
-                                f"depends on dims this call does not bind", e.loc)
+                raise PassError(
+                    f"PlanWorkspace: the workspace of @{e.target} ({D.dim_to_str(size)} bytes) "
+                    f"depends on dims this call does not bind",
+                    e.loc,
+                )
             loc = stmt.loc
             base = names.fresh(f"{e.target}_{WORKSPACE}")
             storage = names.fresh(f"{base}_storage")
-            body.append(Bind(storage, None, Call(ALLOC_STORAGE, (round_up(size, self.align),),
-                                                 (("align", self.align), ("scope", "global")), loc), loc))
-            body.append(Bind(base, None, Call(ALLOC_TENSOR, (Var(storage, loc), 0, (size,), DType("u8")), (), loc),
-                             loc))
+            body.append(
+                Bind(
+                    storage,
+                    None,
+                    Call(
+                        ALLOC_STORAGE,
+                        (round_up(size, self.align),),
+                        (("align", self.align), ("scope", "global")),
+                        loc,
+                    ),
+                    loc,
+                )
+            )
+            body.append(
+                Bind(
+                    base,
+                    None,
+                    Call(ALLOC_TENSOR, (Var(storage, loc), 0, (size,), DType("u8")), (), loc),
+                    loc,
+                )
+            )
             body.append(Effect(dataclasses.replace(e, args=tuple(e.args) + (Var(base, loc),)), loc))
             changed = True
         return dataclasses.replace(fn, body=tuple(body)) if changed else fn

@@ -10,7 +10,8 @@ from .plan_memory import PlanMemory
 from .plan_workspace import PlanWorkspace
 
 PASSES: dict[str, type[Pass]] = {
-    cls.name: cls for cls in (ManifestAlloc, PlanWorkspace, PlanMemory, KillAfterLastUse, LegalizePackedCalls)
+    cls.name: cls
+    for cls in (ManifestAlloc, PlanWorkspace, PlanMemory, KillAfterLastUse, LegalizePackedCalls)
 }
 """Canonical name → pass class. Kebab-case spellings are accepted by the spec parser."""
 

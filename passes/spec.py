@@ -32,7 +32,9 @@ def _caret(text: str, start: int, width: int) -> tuple[str, ...]:
     return ("  " + text, "  " + " " * start + "^" * max(1, width))
 
 
-def resolve_pass_name(name: str, registry: Mapping[str, type[Pass]], text: str = "", start: int = 0) -> type[Pass]:
+def resolve_pass_name(
+    name: str, registry: Mapping[str, type[Pass]], text: str = "", start: int = 0
+) -> type[Pass]:
     """The pass class named ``name`` (CamelCase or kebab-case), or a SpecError with alternatives."""
     if name in registry:
         return registry[name]
@@ -44,7 +46,9 @@ def resolve_pass_name(name: str, registry: Mapping[str, type[Pass]], text: str =
     hint = f"; did you mean '{close[0]}'?" if close else ""
     snippet = _caret(text, start, len(name)) if text else ()
     raise SpecError(
-        f"unknown pass '{name}'{hint}", snippet=snippet, notes=("passes: " + ", ".join(sorted(registry)),)
+        f"unknown pass '{name}'{hint}",
+        snippet=snippet,
+        notes=("passes: " + ", ".join(sorted(registry)),),
     )
 
 
@@ -65,7 +69,9 @@ def coerce_option(cls: type[Pass], key: str, raw: str) -> Any:
     if typing.get_origin(t) is Literal:
         choices = typing.get_args(t)
         if raw not in choices:
-            raise SpecError(f"{cls.name}.{key} must be one of {', '.join(map(str, choices))}; got '{raw}'")
+            raise SpecError(
+                f"{cls.name}.{key} must be one of {', '.join(map(str, choices))}; got '{raw}'"
+            )
         return raw
     if t is bool:
         low = raw.lower()
@@ -112,12 +118,23 @@ def parse_pipeline(text: str, registry: Mapping[str, type[Pass]]) -> list[Pass]:
     while pos < len(text):
         m = _ENTRY.match(text, pos)
         brace = text.find("{", pos)
-        if (m is None or m.group(2) is None) and brace != -1 and "}" not in text[brace:] and (
-                m is None or brace == m.end() or text[m.end():brace].strip() == ""):
-            raise SpecError("unclosed '{': the options of a pass end with '}'", snippet=_caret(text, brace, 1))
+        if (
+            (m is None or m.group(2) is None)
+            and brace != -1
+            and "}" not in text[brace:]
+            and (m is None or brace == m.end() or text[m.end() : brace].strip() == "")
+        ):
+            raise SpecError(
+                "unclosed '{': the options of a pass end with '}'", snippet=_caret(text, brace, 1)
+            )
         if not m or m.end() == pos:
-            raise SpecError("malformed pass pipeline", snippet=_caret(text, pos, 1), notes=(
-                "write passes separated by commas, options in braces: ManifestAlloc,PlanMemory{planner=greedy-size}",))
+            raise SpecError(
+                "malformed pass pipeline",
+                snippet=_caret(text, pos, 1),
+                notes=(
+                    "write passes separated by commas, options in braces: ManifestAlloc,PlanMemory{planner=greedy-size}",
+                ),
+            )
         cls = resolve_pass_name(m.group(1), registry, text, m.start(1))
         options: dict[str, str] = {}
         if m.group(2):
@@ -127,13 +144,17 @@ def parse_pipeline(text: str, registry: Mapping[str, type[Pass]]) -> list[Pass]:
                 item = om.group()
                 k, sep, v = item.partition("=")
                 if not sep or not k:
-                    raise SpecError(f"option '{item}' of {cls.name} is not key=value",
-                                    snippet=_caret(text, base + om.start(), len(item)))
+                    raise SpecError(
+                        f"option '{item}' of {cls.name} is not key=value",
+                        snippet=_caret(text, base + om.start(), len(item)),
+                    )
                 options[k] = v
         try:
             out.append(make_pass(cls, options))
         except SpecError as e:
-            raise SpecError(e.message, snippet=_caret(text, m.start(1), m.end() - m.start(1)), notes=e.notes) from None
+            raise SpecError(
+                e.message, snippet=_caret(text, m.start(1), m.end() - m.start(1)), notes=e.notes
+            ) from None
         pos = m.end()
         if pos < len(text):
             if text[pos] != ",":
@@ -142,14 +163,18 @@ def parse_pipeline(text: str, registry: Mapping[str, type[Pass]]) -> list[Pass]:
     return out
 
 
-def apply_pass_config(passes: Sequence[Pass], configs: Sequence[str], registry: Mapping[str, type[Pass]]) -> list[Pass]:
+def apply_pass_config(
+    passes: Sequence[Pass], configs: Sequence[str], registry: Mapping[str, type[Pass]]
+) -> list[Pass]:
     """Apply ``Name.key=value`` settings to every matching pass of ``passes``."""
     result = list(passes)
     for item in configs:
         target, sep, value = item.partition("=")
         name, dot, key = target.partition(".")
         if not sep or not dot or not name or not key:
-            raise SpecError(f"--pass-config '{item}' is not NAME.KEY=VALUE (for example PlanMemory.planner=greedy-size)")
+            raise SpecError(
+                f"--pass-config '{item}' is not NAME.KEY=VALUE (for example PlanMemory.planner=greedy-size)"
+            )
         cls = resolve_pass_name(name, registry)
         coerced = coerce_option(cls, key, value)
         if not any(type(p) is cls for p in result):
@@ -174,6 +199,12 @@ def describe_options(cls: type[Pass]) -> list[tuple[str, str, str]]:
             tname = "|".join(map(str, typing.get_args(t)))
         else:
             tname = getattr(t, "__name__", str(t))
-        default = "" if f.default is MISSING else str(f.default).lower() if isinstance(f.default, bool) else str(f.default)
+        default = (
+            ""
+            if f.default is MISSING
+            else str(f.default).lower()
+            if isinstance(f.default, bool)
+            else str(f.default)
+        )
         out.append((f.name, tname, default))
     return out

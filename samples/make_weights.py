@@ -72,7 +72,11 @@ def transformer_weights() -> dict[str, np.ndarray]:
 
 
 def main() -> None:
-    for name, make in (("mlp", mlp_weights), ("cnn", cnn_weights), ("transformer", transformer_weights)):
+    for name, make in (
+        ("mlp", mlp_weights),
+        ("cnn", cnn_weights),
+        ("transformer", transformer_weights),
+    ):
         path = HERE / f"{name}.npz"
         path.write_bytes(npz_bytes(make()))
         print(f"wrote {path}")

@@ -31,12 +31,45 @@ from relaxc.ir.nodes import (
 )
 from relaxc.ir.types import DTYPES, OBJECT, STORAGE, TensorType, TupleType
 
-KEYWORDS = {"fn", "attrs", "call", "invoke", "return", "outs", "true", "false", "Tensor", "Tuple",
-            "Storage", "Object", "inf", "nan", "max", "min"}
-RESERVED = KEYWORDS | set(DTYPES) | {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
-                                     "float16", "bfloat16", "float32", "float64"}
+KEYWORDS = {
+    "fn",
+    "attrs",
+    "call",
+    "invoke",
+    "return",
+    "outs",
+    "true",
+    "false",
+    "Tensor",
+    "Tuple",
+    "Storage",
+    "Object",
+    "inf",
+    "nan",
+    "max",
+    "min",
+}
+RESERVED = (
+    KEYWORDS
+    | set(DTYPES)
+    | {
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "float16",
+        "bfloat16",
+        "float32",
+        "float64",
+    }
+)
 
-ident = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda s: s not in RESERVED)
+ident = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True).filter(
+    lambda s: s not in RESERVED
+)
 local_name = st.from_regex(r"[A-Za-z0-9_]{1,6}", fullmatch=True)
 dotted = st.lists(ident, min_size=1, max_size=3).map(".".join)
 dtype_name = st.sampled_from(sorted(DTYPES))
@@ -46,13 +79,17 @@ def _dim_exprs() -> st.SearchStrategy:
     leaves = st.one_of(st.integers(0, 1000), ident.map(D.Sym))
 
     def extend(children: st.SearchStrategy) -> st.SearchStrategy:
-        binop = st.tuples(st.sampled_from(D.BIN_OPS), children, children).filter(
-            # The parser folds integer-only arithmetic, so such nodes never come back.
-            lambda t: not (isinstance(t[1], int) and isinstance(t[2], int))
-        ).map(lambda t: D.BinOp(*t))
-        call = st.tuples(st.sampled_from(D.DIM_FUNCS), st.lists(children, min_size=1, max_size=3)).map(
-            lambda t: D.DimCall(t[0], tuple(t[1]))
+        binop = (
+            st.tuples(st.sampled_from(D.BIN_OPS), children, children)
+            .filter(
+                # The parser folds integer-only arithmetic, so such nodes never come back.
+                lambda t: not (isinstance(t[1], int) and isinstance(t[2], int))
+            )
+            .map(lambda t: D.BinOp(*t))
         )
+        call = st.tuples(
+            st.sampled_from(D.DIM_FUNCS), st.lists(children, min_size=1, max_size=3)
+        ).map(lambda t: D.DimCall(t[0], tuple(t[1])))
         return st.one_of(binop, call)
 
     return st.recursive(leaves, extend, max_leaves=6)
@@ -62,8 +99,12 @@ dims = _dim_exprs()
 
 floats = st.floats(allow_nan=False, width=64)
 scalar_values = st.one_of(
-    st.integers(-10**6, 10**6), floats, st.booleans(), st.text(max_size=8),
-    dtype_name.map(DType), dims,
+    st.integers(-(10**6), 10**6),
+    floats,
+    st.booleans(),
+    st.text(max_size=8),
+    dtype_name.map(DType),
+    dims,
 )
 
 
@@ -84,11 +125,15 @@ values = _values()
 def _types() -> st.SearchStrategy:
     tensor = st.builds(
         lambda shape, dt: TensorType(tuple(shape), dt),
-        st.lists(dims, max_size=3), dtype_name,
+        st.lists(dims, max_size=3),
+        dtype_name,
     )
     leaves = st.one_of(tensor, st.just(STORAGE), st.just(OBJECT))
-    return st.recursive(leaves, lambda ch: st.lists(ch, max_size=3).map(lambda fs: TupleType(tuple(fs))),
-                        max_leaves=4)
+    return st.recursive(
+        leaves,
+        lambda ch: st.lists(ch, max_size=3).map(lambda fs: TupleType(tuple(fs))),
+        max_leaves=4,
+    )
 
 
 types = _types()
@@ -115,10 +160,14 @@ stmts = st.one_of(st.builds(Bind, local_name, st.one_of(st.none(), types), exprs
 
 @st.composite
 def functions(draw: st.DrawFn) -> Function:
-    params = tuple(Param(n, draw(types)) for n in draw(st.lists(local_name, max_size=3, unique=True)))
+    params = tuple(
+        Param(n, draw(types)) for n in draw(st.lists(local_name, max_size=3, unique=True))
+    )
     attrs = tuple(draw(st.dictionaries(ident, values, max_size=2)).items())
     body = tuple(draw(st.lists(stmts, max_size=6)))
-    ret = draw(st.one_of(variables, st.builds(TupleExpr, st.lists(variables, max_size=3).map(tuple))))
+    ret = draw(
+        st.one_of(variables, st.builds(TupleExpr, st.lists(variables, max_size=3).map(tuple)))
+    )
     return Function(draw(ident), params, draw(types), attrs, body, ret)
 
 
@@ -175,7 +224,11 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> GeneratedProgram:
         n_val = draw(st.integers(1, 5))
         bounded = draw(st.booleans())
         B = "n"
-        attrs = f"\n    attrs {{upper_bounds = {{n = {n_val + draw(st.integers(0, 3))}}}}}" if bounded else ""
+        attrs = (
+            f"\n    attrs {{upper_bounds = {{n = {n_val + draw(st.integers(0, 3))}}}}}"
+            if bounded
+            else ""
+        )
         dims = {"n": n_val}
     else:
         B = str(draw(st.integers(1, 4)))
@@ -202,13 +255,34 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> GeneratedProgram:
 
     n_ops = draw(st.integers(1, max_ops))
     for _ in range(n_ops):
-        choice = draw(st.sampled_from([
-            "unary", "unary", "binary", "binary", "bcast", "view", "unview", "alias", "tuple", "sum",
-            "matmul", "split", "prim", "helper", "helper_view", "const", "kill_free_chain",
-        ]))
+        choice = draw(
+            st.sampled_from(
+                [
+                    "unary",
+                    "unary",
+                    "binary",
+                    "binary",
+                    "bcast",
+                    "view",
+                    "unview",
+                    "alias",
+                    "tuple",
+                    "sum",
+                    "matmul",
+                    "split",
+                    "prim",
+                    "helper",
+                    "helper_view",
+                    "const",
+                    "kill_free_chain",
+                ]
+            )
+        )
         if choice == "unary":
             src = pick("BF")
-            op = draw(st.sampled_from(["relu", "tanh", "negative", "abs", "sigmoid", "erf", "leaky_relu"]))
+            op = draw(
+                st.sampled_from(["relu", "tanh", "negative", "abs", "sigmoid", "erf", "leaky_relu"])
+            )
             attr = ""
             if op == "leaky_relu":  # default, positional or keyword alpha
                 attr = draw(st.sampled_from(["", ", 0.2", ", alpha=-0.5", ", alpha=3"]))
@@ -242,8 +316,14 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> GeneratedProgram:
         elif choice == "matmul":
             w = f"c{counter}"
             counter += 1
-            vals = draw(st.lists(st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=f * f, max_size=f * f))
-            rows = ", ".join("[" + ", ".join(map(str, vals[i * f:(i + 1) * f])) + "]" for i in range(f))
+            vals = draw(
+                st.lists(
+                    st.sampled_from([-1.0, -0.5, 0.0, 0.5, 1.0]), min_size=f * f, max_size=f * f
+                )
+            )
+            rows = ", ".join(
+                "[" + ", ".join(map(str, vals[i * f : (i + 1) * f])) + "]" for i in range(f)
+            )
             lines.append(f"%{w} = const([{rows}], f32)")
             lines.append(f"%{new('BF')} = matmul(%{pick('BF')}, %{w})")
         elif choice == "split":
@@ -261,7 +341,9 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> GeneratedProgram:
         elif choice == "helper_view":
             lines.append(f"%{new('flat')} = call @helper_view(%{pick('BF')})")
         elif choice == "const":
-            vals = draw(st.lists(st.sampled_from([-2.0, -1.0, 0.25, 1.0, 3.0]), min_size=f, max_size=f))
+            vals = draw(
+                st.lists(st.sampled_from([-2.0, -1.0, 0.25, 1.0, 3.0]), min_size=f, max_size=f)
+            )
             lines.append(f"%{new('F')} = const([{', '.join(map(str, vals))}], f32)")
         elif choice == "kill_free_chain":
             a = pick("BF")
@@ -273,8 +355,12 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> GeneratedProgram:
             pool[kind].append(name)
         pending.clear()
     # Return one value or a tuple mixing kinds.
-    kinds = {"BF": BF, "F": f"Tensor[({f},), f32]", "B": f"Tensor[({B},), f32]",
-             "flat": f"Tensor[{flat}, f32]"}
+    kinds = {
+        "BF": BF,
+        "F": f"Tensor[({f},), f32]",
+        "B": f"Tensor[({B},), f32]",
+        "flat": f"Tensor[{flat}, f32]",
+    }
     n_ret = draw(st.integers(1, 3))
     rets = []
     for _ in range(n_ret):
@@ -285,7 +371,7 @@ def programs(draw: st.DrawFn, max_ops: int = 14) -> GeneratedProgram:
     else:
         ret_expr = "(" + ", ".join(f"%{r}" for r, _ in rets) + ")"
         ret_type = "Tuple[" + ", ".join(kinds[k] for _, k in rets) + "]"
-    head = (f"fn @main(%x: {BF}, %y: {BF}, %w: Tensor[({f},), f32]) -> {ret_type}{attrs} {{\n")
+    head = f"fn @main(%x: {BF}, %y: {BF}, %w: Tensor[({f},), f32]) -> {ret_type}{attrs} {{\n"
     body = "".join(f"  {ln}\n" for ln in lines)
     text = PRIMITIVE_PRELUDE + head + body + f"  return {ret_expr}\n}}\n"
     return GeneratedProgram(text, dims)

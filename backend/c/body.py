@@ -137,7 +137,9 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
         byte = f"(({q}unsigned char *)({q}void *){src.expr} + {self.dimc(offset)})"
         return CTensor(f"(({q}{ctype} *)({q}void *){byte})", t, src.const)
 
-    def kernel_call(self, op_name: str, args: tuple, kwargs: tuple, outs: list[CTensor], loc: Loc | None) -> None:
+    def kernel_call(
+        self, op_name: str, args: tuple, kwargs: tuple, outs: list[CTensor], loc: Loc | None
+    ) -> None:
         op = REGISTRY.get(op_name)
         if op is None or op.category != "kernel":
             raise RxError(f"the C target cannot call {op_name}: not a kernel op", loc)
@@ -152,7 +154,9 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
         attrs = tuple(sorted((k, _hashable(v)) for k, v in bound.attrs.items()))
         spec = Spec(op_name, attrs, tuple(i.type for i in ins), tuple(o.type for o in outs))
         fname = self.m.kernel(spec, loc)
-        cargs = [i.expr for i in ins] + [o.expr for o in outs] + [self.dimvars[d] for d in spec.dims()]
+        cargs = (
+            [i.expr for i in ins] + [o.expr for o in outs] + [self.dimvars[d] for d in spec.dims()]
+        )
         self.emit(f"{fname}({', '.join(cargs)});")
 
     def finish_locals(self) -> None:

@@ -10,8 +10,17 @@ from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.types import DTYPES
 
 C_TYPE = {
-    "bool": "uint8_t", "i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t",
-    "u8": "uint8_t", "u16": "uint16_t", "u32": "uint32_t", "f16": "uint16_t", "f32": "float", "f64": "double",
+    "bool": "uint8_t",
+    "i8": "int8_t",
+    "i16": "int16_t",
+    "i32": "int32_t",
+    "i64": "int64_t",
+    "u8": "uint8_t",
+    "u16": "uint16_t",
+    "u32": "uint32_t",
+    "f16": "uint16_t",
+    "f32": "float",
+    "f64": "double",
 }
 """The C type an element is stored as (bool: one byte 0/1; f16: the IEEE half bits)."""
 
@@ -92,5 +101,5 @@ def array_literal(arr: np.ndarray, dtype: str, per_line: int = 8, indent: str = 
         items = [float_literal(float(x), dtype) for x in flat]
     else:
         items = [element_literal(x, dtype) for x in flat]
-    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return "{\n" + ",\n".join(indent + ln for ln in lines) + "\n}"

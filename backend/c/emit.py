@@ -51,14 +51,23 @@ def default_prefix(stem: str) -> str:
 
 def check_prefix(prefix: str) -> str:
     if not is_identifier(prefix) or prefix.startswith("_") or len(prefix) > 32:
-        raise RxError(f"--prefix {prefix!r} is not usable as a C identifier prefix (letters, digits and single "
-                      f"underscores, starting with a letter, at most 32 characters, not a C keyword)")
+        raise RxError(
+            f"--prefix {prefix!r} is not usable as a C identifier prefix (letters, digits and single "
+            f"underscores, starting with a letter, at most 32 characters, not a C keyword)"
+        )
     return prefix
 
 
-def emit_c(module: Module, weights: Mapping[str, np.ndarray] | None = None, *, prefix: str = "model",
-           source: str = "model.rx", entry: str = "main", emit_main: bool = False,
-           types: ModuleTypes | None = None) -> CSources:
+def emit_c(
+    module: Module,
+    weights: Mapping[str, np.ndarray] | None = None,
+    *,
+    prefix: str = "model",
+    source: str = "model.rx",
+    entry: str = "main",
+    emit_main: bool = False,
+    types: ModuleTypes | None = None,
+) -> CSources:
     """Emit ``<prefix>.c`` and ``<prefix>.h`` (and ``<prefix>_main.c``) for ``module``."""
     check_prefix(prefix)
     types = types if types is not None else verify_module(module)
@@ -66,18 +75,31 @@ def emit_c(module: Module, weights: Mapping[str, np.ndarray] | None = None, *, p
     if fn is None:
         raise RxError(f"the module has no function @{entry} to compile")
     if fn.is_primitive:
-        raise RxError(f"@{entry} is a primitive function; the C target compiles a runner that calls kernels")
+        raise RxError(
+            f"@{entry} is a primitive function; the C target compiles a runner that calls kernels"
+        )
     if fn.attr("planned") is not True:
-        raise RxError(f"the C target needs planned memory, but @{entry} was not planned; build with the c "
-                      f"pipeline (ManifestAlloc,PlanMemory,LegalizePackedCalls) or include PlanMemory")
+        raise RxError(
+            f"the C target needs planned memory, but @{entry} was not planned; build with the c "
+            f"pipeline (ManifestAlloc,PlanMemory,LegalizePackedCalls) or include PlanMemory"
+        )
     m = ModuleEmitter(module, types, weights or {}, prefix)
     runner = RunnerEmitter(m, fn)
     sig, run_def = runner.run()
     # Constants nothing reads (dead bindings) are left out: an unused static array is a warning.
     code = "\n".join(m.kernel_defs + m.prim_defs + m.packed_defs + [run_def])
     m.constant_defs = [c for c in m.constant_defs if re.search(rf"\b{c[0]}\b", code)]
-    info = ModelInfo(prefix, entry, runner.inputs, runner.outputs, runner.dims, m.buffers,
-                     sum(c[2] for c in m.constant_defs), m.uses_packed, fn.upper_bounds())
+    info = ModelInfo(
+        prefix,
+        entry,
+        runner.inputs,
+        runner.outputs,
+        runner.dims,
+        m.buffers,
+        sum(c[2] for c in m.constant_defs),
+        m.uses_packed,
+        fn.upper_bounds(),
+    )
     files = {
         f"{prefix}.h": header_text(info, sig, runner.err_codes, source),
         f"{prefix}.c": model_text(m, info, run_def, runner.err_codes, source),

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 # name -> (dependencies, C definition with {p} for the prefix)
 HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
-    "floordiv": ((), """\
+    "floordiv": (
+        (),
+        """\
 static int64_t {p}_floordiv(int64_t a, int64_t b)
 {{
     int64_t q;
@@ -16,54 +18,78 @@ static int64_t {p}_floordiv(int64_t a, int64_t b)
     q = a / b;
     if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
     return q;
-}}"""),
-    "floormod": (("floordiv",), """\
+}}""",
+    ),
+    "floormod": (
+        ("floordiv",),
+        """\
 static int64_t {p}_floormod(int64_t a, int64_t b)
 {{
     if (b == 0) return 0;
     return a - {p}_floordiv(a, b) * b;
-}}"""),
-    "max64": ((), """\
+}}""",
+    ),
+    "max64": (
+        (),
+        """\
 static int64_t {p}_max64(int64_t a, int64_t b)
 {{
     return a > b ? a : b;
-}}"""),
-    "min64": ((), """\
+}}""",
+    ),
+    "min64": (
+        (),
+        """\
 static int64_t {p}_min64(int64_t a, int64_t b)
 {{
     return a < b ? a : b;
-}}"""),
-    "fmaxnan": ((), """\
+}}""",
+    ),
+    "fmaxnan": (
+        (),
+        """\
 static double {p}_fmaxnan(double a, double b)
 {{
     if (a != a) return a;
     if (b != b) return b;
     return a > b ? a : b;
-}}"""),
-    "fminnan": ((), """\
+}}""",
+    ),
+    "fminnan": (
+        (),
+        """\
 static double {p}_fminnan(double a, double b)
 {{
     if (a != a) return a;
     if (b != b) return b;
     return a < b ? a : b;
-}}"""),
-    "fmaxnan_h": ((), """\
+}}""",
+    ),
+    "fmaxnan_h": (
+        (),
+        """\
 /* numpy's maximum on f16: like fmaxnan, but a tie (-0 and +0) gives the first operand. */
 static double {p}_fmaxnan_h(double a, double b)
 {{
     if (a != a) return a;
     if (b != b) return b;
     return a >= b ? a : b;
-}}"""),
-    "fminnan_h": ((), """\
+}}""",
+    ),
+    "fminnan_h": (
+        (),
+        """\
 /* numpy's minimum on f16: a tie gives the first operand. */
 static double {p}_fminnan_h(double a, double b)
 {{
     if (a != a) return a;
     if (b != b) return b;
     return a <= b ? a : b;
-}}"""),
-    "h2f": ((), """\
+}}""",
+    ),
+    "h2f": (
+        (),
+        """\
 /* IEEE half (bits) to float, exactly. */
 static float {p}_h2f(uint16_t h)
 {{
@@ -74,8 +100,11 @@ static float {p}_h2f(uint16_t h)
     else if (e == 31) v = m ? NAN : INFINITY;
     else v = ldexpf((float)(m | 0x400), e - 25);
     return (h & 0x8000) ? -v : v;
-}}"""),
-    "f2h": ((), """\
+}}""",
+    ),
+    "f2h": (
+        (),
+        """\
 /* double to IEEE half (bits), rounding to nearest even in one step. */
 static uint16_t {p}_f2h(double x)
 {{
@@ -91,21 +120,28 @@ static uint16_t {p}_f2h(double x)
     if (m >= 1024.0) {{ m = 0.0; ex += 1; }}
     if (ex >= 31) return (uint16_t)(sign | 0x7c00u);
     return (uint16_t)(sign | (uint16_t)(ex << 10) | (uint16_t)m);
-}}"""),
-    "f2i32": ((), """\
+}}""",
+    ),
+    "f2i32": (
+        (),
+        """\
 /* double to int32 as x86 converts it (out of range and nan: INT32_MIN), never undefined. */
 static int32_t {p}_f2i32(double x)
 {{
     if (!(x > -2147483649.0 && x < 2147483648.0)) return INT32_MIN;
     return (int32_t)x;
-}}"""),
-    "f2i64": ((), """\
+}}""",
+    ),
+    "f2i64": (
+        (),
+        """\
 /* double to int64 as x86 converts it (out of range and nan: INT64_MIN), never undefined. */
 static int64_t {p}_f2i64(double x)
 {{
     if (!(x >= -9223372036854775808.0 && x < 9223372036854775808.0)) return INT64_MIN;
     return (int64_t)x;
-}}"""),
+}}""",
+    ),
 }
 
 

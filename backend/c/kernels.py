@@ -68,7 +68,10 @@ class Spec:
 def unsupported(spec: Spec, why: str = "", loc: Loc | None = None) -> RxError:
     dtypes = sorted({t.dtype for t in spec.ins + spec.outs})
     detail = f": {why}" if why else ""
-    return RxError(f"the C target does not support {spec.op} on {', '.join(dtypes) or 'no tensors'}{detail}", loc)
+    return RxError(
+        f"the C target does not support {spec.op} on {', '.join(dtypes) or 'no tensors'}{detail}",
+        loc,
+    )
 
 
 class DimC:
@@ -163,7 +166,9 @@ class Gen:
 
         body = ["    " + d for d in decls]
         text = "\n".join(self.lines)
-        body += [f"    (void){v};" for v in self.dimvar.values() if not re.search(rf"\b{v}\b", text)]
+        body += [
+            f"    (void){v};" for v in self.dimvar.values() if not re.search(rf"\b{v}\b", text)
+        ]
         return self.signature() + "\n{\n" + "\n".join(body + self.lines) + "\n}"
 
     # -- values ---------------------------------------------------------------------------
@@ -208,10 +213,14 @@ def broadcast_index(g: Gen, t: TensorType, out: TensorType, loop_vars: list[str]
 
 
 def same_shape(a: TensorType, b: TensorType) -> bool:
-    return len(a.shape) == len(b.shape) and all(D.dims_equal(x, y) for x, y in zip(a.shape, b.shape))
+    return len(a.shape) == len(b.shape) and all(
+        D.dims_equal(x, y) for x, y in zip(a.shape, b.shape)
+    )
 
 
-def loop_nest(g: Gen, extents: list[str], body: Callable[[list[str]], None], prefix: str = "i") -> list[str]:
+def loop_nest(
+    g: Gen, extents: list[str], body: Callable[[list[str]], None], prefix: str = "i"
+) -> list[str]:
     """Nested loops over ``extents`` calling ``body(vars)`` innermost; returns the vars."""
     vars_ = [g.tmp(prefix) for _ in extents]
 
@@ -363,7 +372,9 @@ def gen_elementwise(g: Gen, scalar: Callable[[list[str]], str]) -> list[str]:
     decls: list[str] = []
 
     def body(vars_: list[str]) -> None:
-        vals = [g.load(t.dtype, f"{x}[{broadcast_index(g, t, out, vars_)}]") for t, x in zip(ins, g.x)]
+        vals = [
+            g.load(t.dtype, f"{x}[{broadcast_index(g, t, out, vars_)}]") for t, x in zip(ins, g.x)
+        ]
         g.emit(f"y0[{horner(vars_, g.shape(out))}] = {g.store(out.dtype, scalar(vals))};")
 
     vars_ = loop_nest(g, g.shape(out), body)
@@ -417,14 +428,19 @@ def gen_clip(g: Gen) -> list[str]:
         def clamp(v: list[str]) -> str:  # no comparison that the type makes always false
             x = v[0]
             if lo_i > info.min:
-                x = f"({v[0]} < {lo_c} ? {lo_c} : {x})" if hi_i >= info.max else \
-                    f"({v[0]} < {lo_c} ? {lo_c} : ({v[0]} > {hi_c} ? {hi_c} : {v[0]}))"
+                x = (
+                    f"({v[0]} < {lo_c} ? {lo_c} : {x})"
+                    if hi_i >= info.max
+                    else f"({v[0]} < {lo_c} ? {lo_c} : ({v[0]} > {hi_c} ? {hi_c} : {v[0]}))"
+                )
             elif hi_i < info.max:
                 x = f"({v[0]} > {hi_c} ? {hi_c} : {v[0]})"
             return x
 
         return gen_elementwise(g, clamp)
-    return gen_elementwise(g, lambda v: f"({v[0]} < {lo_c} ? {lo_c} : ({v[0]} > {hi_c} ? {hi_c} : {v[0]}))")
+    return gen_elementwise(
+        g, lambda v: f"({v[0]} < {lo_c} ? {lo_c} : ({v[0]} > {hi_c} ? {hi_c} : {v[0]}))"
+    )
 
 
 def gen_cast(g: Gen) -> list[str]:
@@ -439,12 +455,19 @@ def gen_cast(g: Gen) -> list[str]:
             return x if ks == "float" else f"(double){x}"
         if ks == "float":  # truncate toward zero, nan -> 0, saturate at the target's range
             info = np.iinfo(np.dtype(T.DTYPES[dst].numpy))
-            lo_c, hi_c = T.float_literal(float(info.min), "f64"), T.float_literal(float(info.max), "f64")
+            lo_c, hi_c = (
+                T.float_literal(float(info.min), "f64"),
+                T.float_literal(float(info.max), "f64"),
+            )
             mn, mx = T.element_literal(int(info.min), dst), T.element_literal(int(info.max), dst)
             t = f"trunc((double){x})"
-            return (f"({x} != {x} ? ({T.c_type(dst)})0 : ({t} <= {lo_c} ? {mn} : ({t} >= {hi_c} ? {mx} : "
-                    f"({T.c_type(dst)}){t})))")
-        return _int_wrap(dst, f"(uint64_t)(int64_t){x}" if ks == "int" else f"(uint64_t){x}")  # wraps
+            return (
+                f"({x} != {x} ? ({T.c_type(dst)})0 : ({t} <= {lo_c} ? {mn} : ({t} >= {hi_c} ? {mx} : "
+                f"({T.c_type(dst)}){t})))"
+            )
+        return _int_wrap(
+            dst, f"(uint64_t)(int64_t){x}" if ks == "int" else f"(uint64_t){x}"
+        )  # wraps
 
     return gen_elementwise(g, conv)
 
@@ -476,7 +499,11 @@ def gen_fill(g: Gen) -> list[str]:
 
 def _outer_inner(g: Gen, t: TensorType, axis: int) -> tuple[str, str, str]:
     sh = g.shape(t)
-    return g.prod(sh[:axis]) if axis else "1", sh[axis], g.prod(sh[axis + 1:]) if axis + 1 < len(sh) else "1"
+    return (
+        g.prod(sh[:axis]) if axis else "1",
+        sh[axis],
+        g.prod(sh[axis + 1 :]) if axis + 1 < len(sh) else "1",
+    )
 
 
 def gen_concat(g: Gen) -> list[str]:
@@ -578,7 +605,9 @@ def gen_take(g: Gen) -> list[str]:
                 g.emit("if (k < 0) k = 0;")
                 g.emit(f"if (k > {length} - 1) k = {length} - 1;")
                 with g.loop("m", inner):
-                    g.emit(f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) * {inner} + m];")
+                    g.emit(
+                        f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) * {inner} + m];"
+                    )
 
     if length.isdigit() and int(length) > 0:
         gather()
@@ -634,14 +663,18 @@ def gen_reduce(g: Gen) -> list[str]:
         val = g.load(x.dtype, f"x0[{horner(idx, xs)}]")
         if op == "max":
             if k == "float":
-                g.emit(f"acc = first ? (double){val} : {g.h.use(_fmax(x.dtype))}(acc, (double){val});")
+                g.emit(
+                    f"acc = first ? (double){val} : {g.h.use(_fmax(x.dtype))}(acc, (double){val});"
+                )
             else:
                 g.emit(f"if (first || {val} > acc) acc = {val};")
             g.emit("first = 0;")
         elif k == "float":
             g.emit(f"acc += (double){val};")
         else:
-            g.emit(f"acc += (uint64_t){val};" if k == "uint" else f"acc += (uint64_t)(int64_t){val};")
+            g.emit(
+                f"acc += (uint64_t){val};" if k == "uint" else f"acc += (uint64_t)(int64_t){val};"
+            )
 
     def row() -> None:
         g.emit("acc = 0;")
@@ -652,7 +685,9 @@ def gen_reduce(g: Gen) -> list[str]:
         if op == "mean":
             result = f"acc / (double)({g.prod(red_ext) if red_ext else '1'})"
         oi = horner(o_vars, kept_ext) if o_vars else "0"
-        g.emit(f"y0[{oi}] = {g.store(out.dtype, result) if k == 'float' else _int_wrap(out.dtype, result)};")
+        g.emit(
+            f"y0[{oi}] = {g.store(out.dtype, result) if k == 'float' else _int_wrap(out.dtype, result)};"
+        )
 
     def nest(extents: list[str], vars_: list[str], body: Callable[[], None], i: int = 0) -> None:
         if i == len(extents):
@@ -722,7 +757,9 @@ def gen_matmul(g: Gen) -> list[str]:
                         bvv = g.load(b.dtype, f"x1[(({b_off}) * {K} + kk) * {N} + n0 + t]")
                         g.emit(f"acc[t] += av * {_widen(k, bvv)};")
                 with g.loop("t", "nt"):
-                    g.emit(f"y0[(({o_off}) * {M} + m) * {N} + n0 + t] = {_finish(g, out.dtype, 'acc[t]')};")
+                    g.emit(
+                        f"y0[(({o_off}) * {M} + m) * {N} + n0 + t] = {_finish(g, out.dtype, 'acc[t]')};"
+                    )
 
     vars_ = loop_nest(g, batch, body, "b")
     if vars_:
@@ -746,7 +783,9 @@ def gen_dense(g: Gen) -> list[str]:
             with g.loop("kk", K):
                 g.emit(f"{acc} xv = {_widen(k, g.load(x.dtype, f'x0[r * {K} + kk]'))};")
                 with g.loop("t", "nt"):
-                    g.emit(f"acc[t] += xv * {_widen(k, g.load(w.dtype, f'x1[(n0 + t) * {K} + kk]'))};")
+                    g.emit(
+                        f"acc[t] += xv * {_widen(k, g.load(w.dtype, f'x1[(n0 + t) * {K} + kk]'))};"
+                    )
             with g.loop("t", "nt"):
                 if len(g.spec.ins) == 3:
                     g.emit(f"acc[t] += {_widen(k, g.load(w.dtype, 'x2[n0 + t]'))};")
@@ -793,14 +832,18 @@ def gen_conv2d(g: Gen) -> list[str]:
                                 g.emit(f"{acc} wv = {_widen(k, wv)};")
                                 with g.loop("t", "nt"):
                                     g.emit(f"int64_t iw = (ow0 + t) * {sw} - {pl} + j * {dw};")
-                                    xv = g.load(x.dtype, f"x0[((b * {C} + ic) * {H} + ih) * {W} + iw]")
+                                    xv = g.load(
+                                        x.dtype, f"x0[((b * {C} + ic) * {H} + ih) * {W} + iw]"
+                                    )
                                     with g.block(f"if (iw >= 0 && iw < {W})"):
                                         g.emit(f"acc[t] += {_widen(k, xv)} * wv;")
                     with g.loop("t", "nt"):
                         if len(g.spec.ins) == 3:
                             g.emit(f"acc[t] += {_widen(k, g.load(w.dtype, 'x2[oc]'))};")
-                        g.emit(f"y0[((b * {O} + oc) * {OH} + oh) * {OW} + ow0 + t] = "
-                               f"{_finish(g, out.dtype, 'acc[t]')};")
+                        g.emit(
+                            f"y0[((b * {O} + oc) * {OH} + oh) * {OW} + ow0 + t] = "
+                            f"{_finish(g, out.dtype, 'acc[t]')};"
+                        )
     return ["int64_t b, oc, oh, ow0, t, c, i, j;", f"{acc} acc[{CONV_TILE}];"]
 
 
@@ -952,6 +995,7 @@ def gen_norm(g: Gen) -> list[str]:
                 return
             with g.loop(r_vars[kk], red_ext[kk]):
                 rec(kk + 1)
+
         rec(0)
 
     def ld(e: str) -> str:
@@ -973,6 +1017,7 @@ def gen_norm(g: Gen) -> list[str]:
             over_reduced(acc_var)
             g.emit(f"var /= (double)({count});")
             g.emit(f"scale = sqrt(var + {eps});")
+
             def write_ln() -> None:
                 i = index()
                 xv, gv, bv = ld(f"x0[{i}]"), ld(f"x1[{param_index}]"), ld(f"x2[{param_index}]")
@@ -989,6 +1034,7 @@ def gen_norm(g: Gen) -> list[str]:
             over_reduced(acc_sq)
             g.emit(f"var /= (double)({count});")
             g.emit(f"scale = sqrt(var + {eps});")
+
             def write_rms() -> None:
                 i = index()
                 xv, wv = ld(f"x0[{i}]"), ld(f"x1[{param_index}]")
@@ -1052,7 +1098,9 @@ def gen_lrn(g: Gen) -> list[str]:
                     g.emit("sq += v * v;")
                 at = f"(o * {L} + c) * {inner} + i"
                 xv = ld(f"x0[{at}]")
-                g.emit(f"y0[{at}] = {g.store(out.dtype, f'{xv} / pow({bias} + {coef} * sq, {beta})')};")
+                g.emit(
+                    f"y0[{at}] = {g.store(out.dtype, f'{xv} / pow({bias} + {coef} * sq, {beta})')};"
+                )
     return ["int64_t o, i, c, q;", "double sq, v;"]
 
 
@@ -1065,8 +1113,14 @@ Generator = Callable[[Gen], list[str]]
 def plain_elementwise(registry: Registry, arity: int) -> list[str]:
     """The elementwise kernel ops of ``arity`` inputs and no attributes: in C each is one
     scalar expression (:func:`unary_expr`, :func:`binary_expr`)."""
-    return [op.name for op in registry.ops() if op.category == "kernel" and op.elementwise and not op.attrs
-            and op.min_inputs == op.max_inputs == arity]
+    return [
+        op.name
+        for op in registry.ops()
+        if op.category == "kernel"
+        and op.elementwise
+        and not op.attrs
+        and op.min_inputs == op.max_inputs == arity
+    ]
 
 
 GENERATORS: dict[str, Generator] = {

@@ -33,7 +33,9 @@ from .primitive import PrimitiveEmitter
 class ModuleEmitter:
     """Collects the pieces of ``<prefix>.c`` while the runner and its callees are emitted."""
 
-    def __init__(self, module: Module, types: ModuleTypes, weights: Mapping[str, np.ndarray], prefix: str):
+    def __init__(
+        self, module: Module, types: ModuleTypes, weights: Mapping[str, np.ndarray], prefix: str
+    ):
         self.module = module
         self.types = types
         self.weights = weights
@@ -71,11 +73,19 @@ class ModuleEmitter:
                 return self.constants[key]
             arr = self.weights.get(value)
             if arr is None:
-                raise RxError(f"weight '{value}' was not provided (no .npz, or it lacks this array)", call.loc)
+                raise RxError(
+                    f"weight '{value}' was not provided (no .npz, or it lacks this array)", call.loc
+                )
             shape = tuple(int(d) for d in t.shape) if t.is_static() else None
-            if shape is None or tuple(arr.shape) != shape or str(arr.dtype) != T.DTYPES[t.dtype].numpy:
-                raise RxError(f"weight '{value}' is {arr.dtype}{tuple(arr.shape)}, but %{name} is {type_to_str(t)}",
-                              call.loc)
+            if (
+                shape is None
+                or tuple(arr.shape) != shape
+                or str(arr.dtype) != T.DTYPES[t.dtype].numpy
+            ):
+                raise RxError(
+                    f"weight '{value}' is {arr.dtype}{tuple(arr.shape)}, but %{name} is {type_to_str(t)}",
+                    call.loc,
+                )
             label = value
         else:
             arr = literal_to_array(value, t.dtype)
@@ -86,9 +96,15 @@ class ModuleEmitter:
             arr = arr.reshape(tuple(int(d) for d in t.shape))
         cname = self.scope.name(f"{self.prefix}_c_", label)
         count = max(int(arr.size), 1)
-        self.constant_defs.append((cname, f"/* {comment(label)}: {comment(type_to_str(t))} */\n"
-                                   f"static const {T.c_type(t.dtype)} {cname}[{count}] = "
-                                   f"{T.array_literal(arr, t.dtype)};", int(arr.size) * T.nbytes(t.dtype)))
+        self.constant_defs.append(
+            (
+                cname,
+                f"/* {comment(label)}: {comment(type_to_str(t))} */\n"
+                f"static const {T.c_type(t.dtype)} {cname}[{count}] = "
+                f"{T.array_literal(arr, t.dtype)};",
+                int(arr.size) * T.nbytes(t.dtype),
+            )
+        )
         self.constants[key] = cname
         return cname
 
@@ -98,8 +114,12 @@ class ModuleEmitter:
         if name is None:
             name = self.scope.name(f"{self.prefix}_k{len(self.kernels)}_", spec.op)
             text = generate(spec, name, self.helpers, loc)
-            desc = f"{spec.op}: " + ", ".join(type_to_str(t) for t in spec.ins) + " -> " + ", ".join(
-                type_to_str(t) for t in spec.outs)
+            desc = (
+                f"{spec.op}: "
+                + ", ".join(type_to_str(t) for t in spec.ins)
+                + " -> "
+                + ", ".join(type_to_str(t) for t in spec.outs)
+            )
             self.kernel_defs.append(f"/* {comment(desc, 200)} */\n{text}")
             self.kernels[spec] = name
         return name
@@ -145,8 +165,12 @@ class ModuleEmitter:
             lines.append(f"    int64_t {', '.join(dvars[d] for d in dims)};")
         if ptrs:
             lines.append(f"    void {', '.join('*' + q for q in ptrs)};")
-        lines += ["    (void)out_ret_value;", "    (void)resource_handle;", "    *out_ret_tcode = kTVMNullptr;",
-                  f"    if (num_args != {nbuf + len(dims)}) return -1;"]
+        lines += [
+            "    (void)out_ret_value;",
+            "    (void)resource_handle;",
+            "    *out_ret_tcode = kTVMNullptr;",
+            f"    if (num_args != {nbuf + len(dims)}) return -1;",
+        ]
         for j, d in enumerate(dims):
             k = nbuf + j
             lines.append(f"    if (type_codes[{k}] != kTVMArgInt) return -1;")
@@ -156,15 +180,23 @@ class ModuleEmitter:
             if t.shape:
                 shape = ", ".join(dimc(d) for d in t.shape)
                 lines.append(f"    {{ const int64_t shape[{len(t.shape)}] = {{{shape}}};")
-                lines.append(f"      p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], {len(t.shape)}, "
-                             f"{code}, {bits}, shape); }}")
+                lines.append(
+                    f"      p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], {len(t.shape)}, "
+                    f"{code}, {bits}, shape); }}"
+                )
             else:
-                lines.append(f"    p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], 0, {code}, {bits}, NULL);")
+                lines.append(
+                    f"    p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], 0, {code}, {bits}, NULL);"
+                )
             lines.append(f"    if (p{i} == NULL) return -1;")
         # Inputs are read-only, except a lowered function's workspace (its last input).
-        scratch = len(ins) - 1 if lowered_outputs(fn) is not None and fn.attr("workspace", 0) != 0 else -1
-        call_args = [f"({'const ' if i < len(ins) and i != scratch else ''}{T.c_type(t.dtype)} *)p{i}" for i, t in
-                     enumerate(ins + outs)] + [dvars[d] for d in dims]
+        scratch = (
+            len(ins) - 1 if lowered_outputs(fn) is not None and fn.attr("workspace", 0) != 0 else -1
+        )
+        call_args = [
+            f"({'const ' if i < len(ins) and i != scratch else ''}{T.c_type(t.dtype)} *)p{i}"
+            for i, t in enumerate(ins + outs)
+        ] + [dvars[d] for d in dims]
         lines.append(f"    {inner}({', '.join(call_args)});")
         lines += ["    return 0;", "}"]
         return f"/* @{comment(fn.name)}, called packed */\n" + "\n".join(lines)

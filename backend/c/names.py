@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import re
 
-C_KEYWORDS = frozenset("""
+C_KEYWORDS = frozenset(
+    """
 auto break case char const continue default do double else enum extern float for goto if
 inline int long register restrict return short signed sizeof static struct switch typedef
 union unsigned void volatile while _Bool _Complex _Imaginary _Alignas _Alignof _Atomic
 _Generic _Noreturn _Static_assert _Thread_local alignas alignof bool constexpr false
 nullptr static_assert thread_local true typeof typeof_unqual asm fortran
-""".split())
+""".split()
+)
 
-RESERVED = C_KEYWORDS | frozenset("""
+RESERVED = C_KEYWORDS | frozenset(
+    """
 main NULL EOF errno assert offsetof size_t ptrdiff_t wchar_t int8_t int16_t int32_t int64_t
 uint8_t uint16_t uint32_t uint64_t intptr_t uintptr_t intmax_t uintmax_t stdin stdout stderr
 FILE va_list setjmp longjmp jmp_buf signal raise exit abort malloc calloc realloc free
@@ -30,7 +33,8 @@ rint fmax fmin isnan isinf isfinite signbit frexp ldexp INFINITY NAN HUGE_VAL IN
 INT16_MIN INT16_MAX INT32_MIN INT32_MAX INT64_MIN INT64_MAX UINT8_MAX UINT16_MAX UINT32_MAX
 UINT64_MAX SIZE_MAX INT64_C UINT64_C TVMValue DLTensor DLDevice DLDataType kTVMArgInt kTVMArgFloat
 kTVMOpaqueHandle kTVMNullptr kTVMDLTensorHandle kDLCPU
-""".split())
+""".split()
+)
 """Names generated code must never declare: keywords (C99 to C23) and library names."""
 
 MAX_IDENT = 48
@@ -45,7 +49,11 @@ def sanitize(text: str) -> str:
 
 
 def is_identifier(text: str) -> bool:
-    return bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", text)) and "__" not in text and text not in RESERVED
+    return (
+        bool(re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", text))
+        and "__" not in text
+        and text not in RESERVED
+    )
 
 
 class Scope:

@@ -34,7 +34,11 @@ def op_list_markdown(registry: Registry = REGISTRY, table: BackendTable | None =
     inputs its output may overwrite; between :data:`BEGIN` and :data:`END`, ending with a
     newline."""
     table = table if table is not None else C_KERNELS
-    lines = [BEGIN, "| op | computes | float only | C target | output may overwrite |", "|---|---|---|---|---|"]
+    lines = [
+        BEGIN,
+        "| op | computes | float only | C target | output may overwrite |",
+        "|---|---|---|---|---|",
+    ]
     for op in registry.ops():
         if op.category != "kernel":
             continue

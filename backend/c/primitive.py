@@ -55,7 +55,9 @@ class PrimitiveEmitter(BodyEmitter):
             leaves = tensor_leaves(p.type)
             vals = []
             for i, leaf in enumerate(leaves):
-                var = self.scope.name("v_", p.name if isinstance(p.type, TensorType) else f"{p.name}_{i}")
+                var = self.scope.name(
+                    "v_", p.name if isinstance(p.type, TensorType) else f"{p.name}_{i}"
+                )
                 params.append(f"const {T.c_type(leaf.dtype, f'parameter %{p.name}')} *{var}")
                 vals.append(CTensor(var, leaf, const=True))
                 param_vars.append(var)
@@ -64,7 +66,10 @@ class PrimitiveEmitter(BodyEmitter):
             elif isinstance(p.type, TupleType):
                 self.values[p.name] = rebuild(p.type, iter(vals))
             else:
-                raise RxError(f"the C target cannot pass parameter %{p.name} of type {type_to_str(p.type)}", p.loc)
+                raise RxError(
+                    f"the C target cannot pass parameter %{p.name} of type {type_to_str(p.type)}",
+                    p.loc,
+                )
         outs = tensor_leaves(fn.ret_type)
         out_vars = []
         for leaf in outs:
@@ -93,7 +98,7 @@ class PrimitiveEmitter(BodyEmitter):
         k = lowered_outputs(fn)
         assert k is not None
         self.lowered = True
-        written = {p.name for p in fn.params[len(fn.params) - k:]}
+        written = {p.name for p in fn.params[len(fn.params) - k :]}
         if fn.attr("workspace", 0) != 0:
             written.add(fn.params[len(fn.params) - k - 1].name)
         params: list[str] = []
@@ -102,7 +107,10 @@ class PrimitiveEmitter(BodyEmitter):
             self.dimvars[d] = self.scope.name("d_", d)
         for p in fn.params:
             if not isinstance(p.type, TensorType):
-                raise RxError(f"the C target cannot pass parameter %{p.name} of type {type_to_str(p.type)}", p.loc)
+                raise RxError(
+                    f"the C target cannot pass parameter %{p.name} of type {type_to_str(p.type)}",
+                    p.loc,
+                )
             var = self.scope.name("v_", p.name)
             ctype = T.c_type(p.type.dtype, f"parameter %{p.name}")
             const = p.name not in written
@@ -133,8 +141,12 @@ class PrimitiveEmitter(BodyEmitter):
         occupants: dict[int, list[tuple[str, int, int]]] = {k: [] for k in range(len(out_vars))}
         ret = single_ret(fn)
         for _i, stmt in bindings(fn):
-            if ret is not None and bound_call(stmt) is not None and stmt.name == ret.name and isinstance(
-                    self.types.get(stmt.name), TupleType):
+            if (
+                ret is not None
+                and bound_call(stmt) is not None
+                and stmt.name == ret.name
+                and isinstance(self.types.get(stmt.name), TupleType)
+            ):
                 # A multi-output kernel whose tuple is the result: it writes every output.
                 self.direct = {k: stmt.name for k in range(len(out_vars))}
                 self.tuple_outs = {stmt.name: out_vars}
@@ -157,14 +169,20 @@ class PrimitiveEmitter(BodyEmitter):
             t = self.types.get(stmt.name)
             leaves = tensor_leaves(t) if t is not None else []
             if len(leaves) != 1:
-                raise RxError(f"the C target cannot keep the tuple %{stmt.name} inside primitive function "
-                              f"@{fn.name}", stmt.loc)
+                raise RxError(
+                    f"the C target cannot keep the tuple %{stmt.name} inside primitive function "
+                    f"@{fn.name}",
+                    stmt.loc,
+                )
             t = leaves[0]
             d, u = live.defined[stmt.name], live.last_use.get(stmt.name, live.defined[stmt.name])
             for k, out in enumerate(out_vars):
                 if not self._fits(t, out.type):
                     continue
-                if all(self._disjoint((stmt.name, d, u), occ, producer, inputs_of) for occ in occupants[k]):
+                if all(
+                    self._disjoint((stmt.name, d, u), occ, producer, inputs_of)
+                    for occ in occupants[k]
+                ):
                     occupants[k].append((stmt.name, d, u))
                     placement[stmt.name] = self._retype(out, t)  # the output's C type may differ
                     break
@@ -172,7 +190,9 @@ class PrimitiveEmitter(BodyEmitter):
                 raise RxError(
                     f"the C target cannot place %{stmt.name} ({type_to_str(t)}) inside primitive function "
                     f"@{fn.name}: no output buffer is free for its whole life, and a kernel gets no scratch "
-                    f"memory (split the function, or build the VM target)", stmt.loc)
+                    f"memory (split the function, or build the VM target)",
+                    stmt.loc,
+                )
         return placement
 
     def _ret_roots(self, info: Any) -> list[frozenset]:
@@ -189,13 +209,21 @@ class PrimitiveEmitter(BodyEmitter):
             return a <= b
         return D.dims_equal(a, b)
 
-    def _disjoint(self, a: tuple[str, int, int], b: tuple[str, int, int], producer: dict[str, int],
-                  inputs_of: dict[int, set[str]]) -> bool:
+    def _disjoint(
+        self,
+        a: tuple[str, int, int],
+        b: tuple[str, int, int],
+        producer: dict[str, int],
+        inputs_of: dict[int, set[str]],
+    ) -> bool:
         (ra, da, ua), (rb, db, ub) = a, b
         if ua < db or ub < da:
             return True
         # Touching at one statement: the later value is computed in place over the earlier one.
-        for (r1, _d1, u1), (r2, d2, _u2) in (((ra, da, ua), (rb, db, ub)), ((rb, db, ub), (ra, da, ua))):
+        for (r1, _d1, u1), (r2, d2, _u2) in (
+            ((ra, da, ua), (rb, db, ub)),
+            ((rb, db, ub), (ra, da, ua)),
+        ):
             if u1 == d2 and self._in_place(r1, r2, d2, inputs_of):
                 # and no overlap otherwise
                 return True
@@ -213,7 +241,12 @@ class PrimitiveEmitter(BodyEmitter):
         if not any(i < len(inputs) and src in self.info.roots(inputs[i].name) for i in op.inplace):
             return False
         a, b = self.types.get(src), self.types.get(dst)
-        return isinstance(a, TensorType) and isinstance(b, TensorType) and a.dtype == b.dtype and same_shape(a, b)
+        return (
+            isinstance(a, TensorType)
+            and isinstance(b, TensorType)
+            and a.dtype == b.dtype
+            and same_shape(a, b)
+        )
 
     # -- statements -----------------------------------------------------------------------
     def visit_effect(self, stmt: Effect) -> None:
@@ -225,12 +258,17 @@ class PrimitiveEmitter(BodyEmitter):
                     raise RxError(f"invoke {e.target} would write into read-only %{v.name}", v.loc)
             self.kernel_call(e.target, e.args, e.kwargs, outs, e.loc)
             return
-        raise RxError(f"the C target cannot emit this statement in primitive function @{self.fn.name}", stmt.loc)
+        raise RxError(
+            f"the C target cannot emit this statement in primitive function @{self.fn.name}",
+            stmt.loc,
+        )
 
     def visit_default(self, expr: Expr) -> CValue:
         assert self.binding is not None
-        raise RxError(f"the C target cannot emit this statement in primitive function @{self.fn.name}",
-                      self.binding.loc)
+        raise RxError(
+            f"the C target cannot emit this statement in primitive function @{self.fn.name}",
+            self.binding.loc,
+        )
 
     def visit_call(self, e: Call) -> CValue:
         assert self.binding is not None
@@ -250,7 +288,9 @@ class PrimitiveEmitter(BodyEmitter):
             return tuple(outs)
         dst = self.placement.get(name)
         if dst is None or not isinstance(t, TensorType):
-            raise RxError(f"the C target cannot place %{name} inside primitive function @{fn.name}", e.loc)
+            raise RxError(
+                f"the C target cannot place %{name} inside primitive function @{fn.name}", e.loc
+            )
         out = dst if dst.type == t and dst.type.dtype == t.dtype else self._retype(dst, t)
         self.kernel_call(e.op, e.args, e.kwargs, [out], e.loc)
         return out

@@ -18,21 +18,50 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, analyze_aliases
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.nodes import (
-    Call, CallFunc, DType, Effect, Expr, Function, Invoke, Var, call_dims, expr_vars, function_dims,
+    Call,
+    CallFunc,
+    DType,
+    Effect,
+    Expr,
+    Function,
+    Invoke,
+    Var,
+    call_dims,
+    expr_vars,
+    function_dims,
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
 from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves, type_to_str
 from relaxc.ir.vocab import (
-    kernel_io, lowered_outputs,
-    ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, CALL_PACKED, CONST, KILL_OPS, STACK_ALLOCA, STRUCT_SET, is_dim,
+    kernel_io,
+    lowered_outputs,
+    ALLOC_STORAGE,
+    ALLOC_TENSOR,
+    CALL_CPACKED,
+    CALL_PACKED,
+    CONST,
+    KILL_OPS,
+    STACK_ALLOCA,
+    STRUCT_SET,
+    is_dim,
 )
 from relaxc.ir.walk import ExprFunctor
 
 from . import dtypes as T
 from .body import BodyEmitter, bound_call, effect_call, var_args
 from .model import (
-    UNBOUNDED_DIM_LIMIT, CStorage, CStruct, CTensor, CValue, Port, flat, nbytes_dim, rebuild, ret_vars, tree_leaves,
+    UNBOUNDED_DIM_LIMIT,
+    CStorage,
+    CStruct,
+    CTensor,
+    CValue,
+    Port,
+    flat,
+    nbytes_dim,
+    rebuild,
+    ret_vars,
+    tree_leaves,
 )
 from .names import is_identifier, macro_name, sanitize
 
@@ -63,6 +92,7 @@ class RunnerEmitter(BodyEmitter):
     def api_name(self, text: str, fallback: str) -> str:
         """A readable parameter name for an input, output or dim: the IR name when it is a
         plain identifier that no generated name can take (those start with the prefix)."""
+
         def own(name: str) -> bool:
             p = self.m.prefix.lower()
             return name.lower() == p or name.lower().startswith(p + "_")
@@ -85,7 +115,10 @@ class RunnerEmitter(BodyEmitter):
         for p in fn.params:
             leaves = tensor_leaves(p.type)
             if not leaves or not isinstance(p.type, (TensorType, TupleType)):
-                raise RxError(f"the C target cannot take parameter %{p.name} of type {type_to_str(p.type)}", p.loc)
+                raise RxError(
+                    f"the C target cannot take parameter %{p.name} of type {type_to_str(p.type)}",
+                    p.loc,
+                )
             vals = []
             for i, leaf in enumerate(leaves):
                 ir = p.name if isinstance(p.type, TensorType) else f"{p.name}.{i}"
@@ -93,13 +126,18 @@ class RunnerEmitter(BodyEmitter):
                 params.append(f"const {T.c_type(leaf.dtype, f'input %{ir}', p.loc)} *{name}")
                 self.inputs.append(Port(name, ir, leaf))
                 vals.append(CTensor(name, leaf, const=True))
-            self.values[p.name] = vals[0] if isinstance(p.type, TensorType) else rebuild(p.type, iter(vals))
+            self.values[p.name] = (
+                vals[0] if isinstance(p.type, TensorType) else rebuild(p.type, iter(vals))
+            )
         ret_names = [v.name for v in ret_vars(fn)]
         out_ir: list[str] = []
         for v in ret_names:
             leaves = tensor_leaves(self.types[v])
-            out_ir += [v] if len(leaves) == 1 and isinstance(self.types[v], TensorType) else [
-                f"{v}.{i}" for i in range(len(leaves))]
+            out_ir += (
+                [v]
+                if len(leaves) == 1 and isinstance(self.types[v], TensorType)
+                else [f"{v}.{i}" for i in range(len(leaves))]
+            )
         out_leaves = tensor_leaves(fn.ret_type)
         seen: set[str] = set()
         for ir, leaf in zip(out_ir, out_leaves):
@@ -110,7 +148,9 @@ class RunnerEmitter(BodyEmitter):
             self.outputs.append(Port(name, ir, leaf))
         dim_names = function_dims(fn)
         err = 1
-        self.err_codes.append((f"{pfx}_ERR_NULL_ARGUMENT", err, "an input or output pointer is NULL"))
+        self.err_codes.append(
+            (f"{pfx}_ERR_NULL_ARGUMENT", err, "an input or output pointer is NULL")
+        )
         err += 1
         self.err_codes.append((f"{pfx}_ERR_KERNEL", err, "a packed kernel refused its arguments"))
         checks: list[str] = []
@@ -122,7 +162,11 @@ class RunnerEmitter(BodyEmitter):
             macro = m.macros.name(f"{pfx}_ERR_DIM_", macro_name(d))
             bound = bounds.get(d)
             limit = bound if bound is not None else UNBOUNDED_DIM_LIMIT
-            what = f"larger than its upper bound {bound}" if bound is not None else f"larger than {limit}"
+            what = (
+                f"larger than its upper bound {bound}"
+                if bound is not None
+                else f"larger than {limit}"
+            )
             self.err_codes.append((macro, err, f"dimension '{d}' is {what}"))
             checks.append(f"if ({cparam} > (size_t){limit}u) return {macro};")
             checks.append(f"{self.dimvars[d]} = (int64_t){cparam};")
@@ -154,7 +198,7 @@ class RunnerEmitter(BodyEmitter):
             # The structs of one packed call live in a block of their own: their stack is reused.
             self.emit("{")
             self.depth += 1
-            for stmt in fn.body[i:j + 1]:
+            for stmt in fn.body[i : j + 1]:
                 self.visit_stmt(stmt)
             self.depth -= 1
             self.emit("}")
@@ -169,11 +213,18 @@ class RunnerEmitter(BodyEmitter):
             head.append(f"    TVMValue {self.ret_value};")
             head.append(f"    int32_t {self.ret_code};")
         if ptrs:
-            head.append("    if (" + " || ".join(f"{p} == NULL" for p in ptrs) + f") return {pfx}_ERR_NULL_ARGUMENT;")
+            head.append(
+                "    if ("
+                + " || ".join(f"{p} == NULL" for p in ptrs)
+                + f") return {pfx}_ERR_NULL_ARGUMENT;"
+            )
         head += ["    " + c for c in checks]
         body_text = "\n".join(self.lines[body_start:])
-        head += [f"    (void){self.dimvars[d]};" for d in dim_names
-                 if not re.search(rf"\b{self.dimvars[d]}\b", body_text)]
+        head += [
+            f"    (void){self.dimvars[d]};"
+            for d in dim_names
+            if not re.search(rf"\b{self.dimvars[d]}\b", body_text)
+        ]
         self.lines[body_start:body_start] = head
         sig = f"int32_t {m.run_name}({', '.join(params) or 'void'})"
         return sig, sig + "\n{\n" + "\n".join(self.lines) + "\n}"
@@ -188,8 +239,12 @@ class RunnerEmitter(BodyEmitter):
             st = body[j]
             if bound_call(st, STACK_ALLOCA) is not None:
                 handles.add(st.name)  # type: ignore[union-attr]
-            elif (s := effect_call(st, STRUCT_SET)) is not None and s.args and \
-                    isinstance(s.args[0], Var) and s.args[0].name in handles:
+            elif (
+                (s := effect_call(st, STRUCT_SET)) is not None
+                and s.args
+                and isinstance(s.args[0], Var)
+                and s.args[0].name in handles
+            ):
                 pass
             else:
                 break
@@ -198,7 +253,7 @@ class RunnerEmitter(BodyEmitter):
             return None
         if effect_call(body[j], CALL_CPACKED) is None:
             return None
-        for st in body[j + 1:]:
+        for st in body[j + 1 :]:
             if any(v.name in handles for v in expr_vars(st.value)):
                 return None
         if any(v.name in handles for v in expr_vars(self.fn.ret)):
@@ -224,8 +279,11 @@ class RunnerEmitter(BodyEmitter):
         callee = self.m.module.get(e.func)
         if callee is not None and callee.is_primitive:
             raise _needs_planning(f"call @{e.func}", e.loc)
-        raise RxError(f"the C target cannot call @{e.func}: only primitive functions become C functions "
-                      f"(inline @{e.func} into its caller, or mark it primitive)", e.loc)
+        raise RxError(
+            f"the C target cannot call @{e.func}: only primitive functions become C functions "
+            f"(inline @{e.func} into its caller, or mark it primitive)",
+            e.loc,
+        )
 
     def visit_call(self, e: Call) -> CValue:
         assert self.binding is not None
@@ -249,7 +307,10 @@ class RunnerEmitter(BodyEmitter):
             if st.output is not None:
                 out = self.outputs[st.output]
                 if a["offset"] != 0 or not _fits_bytes(t, out.type):
-                    raise RxError(f"%{name} does not fit the output buffer {out.name} it is carved from", e.loc)
+                    raise RxError(
+                        f"%{name} does not fit the output buffer {out.name} it is carved from",
+                        e.loc,
+                    )
             offset = a["offset"]
             init = st.expr if offset == 0 else f"{st.expr} + {self.dimc(offset)}"
             return self.local_ptr(name, t, init)
@@ -285,19 +346,26 @@ class RunnerEmitter(BodyEmitter):
                 raise RxError(
                     f"the C target needs every allocation planned into static memory, but no upper bound "
                     f"of the size {D.dim_to_str(size)} of %{name} follows from the upper bounds of "
-                    f"@{self.fn.name}", e.loc)
+                    f"@{self.fn.name}",
+                    e.loc,
+                )
             raise RxError(
                 f"the C target needs every allocation planned into static memory, but %{name} has the "
                 f"unbounded size {D.dim_to_str(size)} ({', '.join(free)} without an upper bound); give "
-                f"@{self.fn.name} attrs {{upper_bounds = {{{free[0] if free else 'n'} = ...}}}}", e.loc)
+                f"@{self.fn.name} attrs {{upper_bounds = {{{free[0] if free else 'n'} = ...}}}}",
+                e.loc,
+            )
         cname = self.m.static_buffer(name, max(int(ub), 0), int(a["align"]), bool(a["arena"]))
         return CStorage(cname, size)
 
     def _call_packed(self, e: Call, t: Type | None) -> CValue:
         fname = e.args[0] if e.args else None
         if fname == BUILTIN_RESHAPE:
-            src = self.tensor(e.args[1], "vm.builtin.reshape") if len(e.args) > 1 and isinstance(
-                e.args[1], Var) else None
+            src = (
+                self.tensor(e.args[1], "vm.builtin.reshape")
+                if len(e.args) > 1 and isinstance(e.args[1], Var)
+                else None
+            )
             if src is None or not isinstance(t, TensorType):
                 raise RxError("vm.builtin.reshape needs a tensor and a typed result", e.loc)
             return CTensor(src.expr, t, src.const)
@@ -336,7 +404,9 @@ class RunnerEmitter(BodyEmitter):
             raise RxError('tir.struct_set expects (%handle, index, "field", value)', e.loc)
         st = self.read(e.args[0])
         if not isinstance(st, CStruct):
-            raise RxError(f"tir.struct_set: %{e.args[0].name} is not a tir.stack_alloca array", e.loc)
+            raise RxError(
+                f"tir.struct_set: %{e.args[0].name} is not a tir.stack_alloca array", e.loc
+            )
         idx, fld, value = e.args[1], e.args[2], e.args[3]
         if not isinstance(idx, int) or not 0 <= idx < st.count:
             raise RxError(f"tir.struct_set: index {idx} is outside the array of {st.count}", e.loc)
@@ -349,7 +419,9 @@ class RunnerEmitter(BodyEmitter):
         elif fld in ("device_type", "device_id", "ndim", "byte_offset"):
             if not isinstance(value, int) or isinstance(value, bool):
                 raise RxError(f"tir.struct_set: {fld} must be an integer", e.loc)
-            target = {"device_type": "device.device_type", "device_id": "device.device_id"}.get(fld, fld)
+            target = {"device_type": "device.device_type", "device_id": "device.device_id"}.get(
+                fld, fld
+            )
             self.emit(f"{at}.{target} = {T.int_literal(value)};")
         elif fld == "dtype":
             if not isinstance(value, DType):
@@ -369,15 +441,20 @@ class RunnerEmitter(BodyEmitter):
                     self.emit(f"{arr}[{i}] = {self.dimc(d)};")
                 self.emit(f"{at}.{fld} = {arr};")
         else:
-            raise RxError(f"tir.struct_set: unknown field {fld!r} (data, device_type, device_id, ndim, dtype, "
-                          f"shape, strides, byte_offset)", e.loc)
+            raise RxError(
+                f"tir.struct_set: unknown field {fld!r} (data, device_type, device_id, ndim, dtype, "
+                f"shape, strides, byte_offset)",
+                e.loc,
+            )
         st.fields[(idx, str(fld))] = value
 
     def _call_cpacked(self, e: Call) -> None:
         fname = e.args[0] if e.args else None
         callee = self.m.module.get(fname) if isinstance(fname, str) else None
         if callee is None or not callee.is_primitive:
-            raise RxError(f"call_cpacked: {fname!r} is not a primitive function of the module", e.loc)
+            raise RxError(
+                f"call_cpacked: {fname!r} is not a primitive function of the module", e.loc
+            )
         wrapper = self.m.packed_wrapper(callee.name, e.loc)
         self._packed_here = True
         args = e.args[1:]
@@ -385,8 +462,11 @@ class RunnerEmitter(BodyEmitter):
         nin, nout = len(ins), len(outs)
         ndims = len(function_dims(callee))
         if len(args) != nin + nout + ndims:
-            raise RxError(f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes {nin} input(s), "
-                          f"{nout} output(s) and {ndims} dim(s)", e.loc)
+            raise RxError(
+                f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes {nin} input(s), "
+                f"{nout} output(s) and {ndims} dim(s)",
+                e.loc,
+            )
         vals = self.scope.name("v_args")
         codes = self.scope.name("v_codes")
         n = len(args)
@@ -395,25 +475,33 @@ class RunnerEmitter(BodyEmitter):
         for i, a in enumerate(args):
             if i < nin + nout:
                 if not isinstance(a, Var):
-                    raise RxError(f"call_cpacked @{callee.name}: argument {i + 1} must be a buffer", e.loc)
+                    raise RxError(
+                        f"call_cpacked @{callee.name}: argument {i + 1} must be a buffer", e.loc
+                    )
                 v = self.read(a)
                 if isinstance(v, CStruct):
                     self.emit(f"{vals}[{i}].v_handle = (void *){v.var};")
                     self.emit(f"{codes}[{i}] = kTVMDLTensorHandle;")
                 elif isinstance(v, CTensor):
                     if i >= nin and v.const:
-                        raise RxError(f"call_cpacked @{callee.name} would write into read-only memory", e.loc)
+                        raise RxError(
+                            f"call_cpacked @{callee.name} would write into read-only memory", e.loc
+                        )
                     self.emit(f"{vals}[{i}].v_handle = (void *){v.expr};")
                     self.emit(f"{codes}[{i}] = kTVMOpaqueHandle;")
                 else:
                     raise RxError(f"call_cpacked @{callee.name}: %{a.name} is not a buffer", e.loc)
             else:
                 if not is_dim(a):
-                    raise RxError(f"call_cpacked @{callee.name}: argument {i + 1} must be a dim", e.loc)
+                    raise RxError(
+                        f"call_cpacked @{callee.name}: argument {i + 1} must be a dim", e.loc
+                    )
                 self.emit(f"{vals}[{i}].v_int64 = {self.dimc(a)};")
                 self.emit(f"{codes}[{i}] = kTVMArgInt;")
-        self.emit(f"if ({wrapper}({vals}, {codes}, {n}, &{self.ret_value}, &{self.ret_code}, NULL) != 0) "
-                  f"return {self.m.prefix.upper()}_ERR_KERNEL;")
+        self.emit(
+            f"if ({wrapper}({vals}, {codes}, {n}, &{self.ret_value}, &{self.ret_code}, NULL) != 0) "
+            f"return {self.m.prefix.upper()}_ERR_KERNEL;"
+        )
 
     def _invoke(self, inv: Invoke) -> None:
         outs = [self.tensor(v, f"invoke {inv.target}") for v in inv.outs]
@@ -468,39 +556,61 @@ class _RunnerEffect(ExprFunctor[None]):
         raise RxError("the C target cannot emit this statement", self.stmt.loc)
 
 
-def bind_callee_dims(callee: Function, arg_types: list[Type], where: str, loc: Loc | None) -> dict[str, D.Dim]:
+def bind_callee_dims(
+    callee: Function, arg_types: list[Type], where: str, loc: Loc | None
+) -> dict[str, D.Dim]:
     """The call site's dim for each dim ``callee`` binds; RxError if the types do not match."""
     env: dict[str, D.Dim] = {}
     pleaves = [leaf for p in callee.params for leaf in tensor_leaves(p.type)]
     aleaves = [leaf for t in arg_types for leaf in tensor_leaves(t)]
     if len(pleaves) != len(aleaves):
-        raise RxError(f"{where}: @{callee.name} takes {len(pleaves)} tensor(s), got {len(aleaves)}", loc)
+        raise RxError(
+            f"{where}: @{callee.name} takes {len(pleaves)} tensor(s), got {len(aleaves)}", loc
+        )
     for p, a in zip(pleaves, aleaves):
         if p.dtype != a.dtype or len(p.shape) != len(a.shape):
-            raise RxError(f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}", loc)
+            raise RxError(
+                f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}",
+                loc,
+            )
     env.update(call_dims(callee, arg_types))
     for p, a in zip(pleaves, aleaves):
         for pd, ad in zip(p.shape, a.shape):
             if not D.dims_equal(D.substitute(pd, env), ad):
-                raise RxError(f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}", loc)
+                raise RxError(
+                    f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}",
+                    loc,
+                )
     return env
 
 
-def _check_outs(callee: Function, env: Mapping[str, D.Dim], outs: list[TensorType], where: str,
-                loc: Loc | None) -> None:
+def _check_outs(
+    callee: Function, env: Mapping[str, D.Dim], outs: list[TensorType], where: str, loc: Loc | None
+) -> None:
     want = tensor_leaves(callee.ret_type)
     if len(want) != len(outs):
-        raise RxError(f"{where}: @{callee.name} returns {len(want)} tensor(s), {len(outs)} output(s) given", loc)
+        raise RxError(
+            f"{where}: @{callee.name} returns {len(want)} tensor(s), {len(outs)} output(s) given",
+            loc,
+        )
     for w, o in zip(want, outs):
-        if w.dtype != o.dtype or len(w.shape) != len(o.shape) or not all(
-                D.dims_equal(D.substitute(a, env), b) for a, b in zip(w.shape, o.shape)):
-            raise RxError(f"{where}: output {type_to_str(o)} does not fit the result {type_to_str(w)} of @{callee.name}",
-                          loc)
+        if (
+            w.dtype != o.dtype
+            or len(w.shape) != len(o.shape)
+            or not all(D.dims_equal(D.substitute(a, env), b) for a, b in zip(w.shape, o.shape))
+        ):
+            raise RxError(
+                f"{where}: output {type_to_str(o)} does not fit the result {type_to_str(w)} of @{callee.name}",
+                loc,
+            )
 
 
 def _needs_planning(what: str, loc: Loc | None) -> RxError:
-    return RxError(f"the C target needs explicit, planned memory, but {what} computes a value without an "
-                   f"allocation; build with the c pipeline (ManifestAlloc,PlanMemory[,LegalizePackedCalls])", loc)
+    return RxError(
+        f"the C target needs explicit, planned memory, but {what} computes a value without an "
+        f"allocation; build with the c pipeline (ManifestAlloc,PlanMemory[,LegalizePackedCalls])",
+        loc,
+    )
 
 
 def _storage_attrs(call: Call) -> dict:

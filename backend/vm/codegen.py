@@ -92,10 +92,14 @@ class _Constants:
             raise RxError(f"constant '{name}' has dtype {arr.dtype}, which relaxc does not support")
         what = f"weight '{name}'" if name else "the literal"
         if arr.ndim > MAX_NDIM:
-            raise _TooBig(f"{what} has rank {arr.ndim}; .rxb files hold arrays of rank at most {MAX_NDIM}")
+            raise _TooBig(
+                f"{what} has rank {arr.ndim}; .rxb files hold arrays of rank at most {MAX_NDIM}"
+            )
         if kind == 1 and arr.size > MAX_INLINE_ELEMENTS:
-            raise _TooBig(f"{what} has {arr.size:,} elements; .rxb files hold inline literals of at most "
-                          f"{MAX_INLINE_ELEMENTS:,} (make it a named weight)")
+            raise _TooBig(
+                f"{what} has {arr.size:,} elements; .rxb files hold inline literals of at most "
+                f"{MAX_INLINE_ELEMENTS:,} (make it a named weight)"
+            )
         w = self.w
         w.u8(kind)
         w.u32(self.strings(name))
@@ -147,8 +151,10 @@ def _check_terms(dims: tuple) -> None:
     try:
         shape_terms(dims)
     except TooComplex:
-        raise _TooBig(f"a dimension expression (or a shape's product) expands to more than {MAX_DIM_TERMS:,} "
-                      "terms, more than .rxb files hold") from None
+        raise _TooBig(
+            f"a dimension expression (or a shape's product) expands to more than {MAX_DIM_TERMS:,} "
+            "terms, more than .rxb files hold"
+        ) from None
 
 
 def _value(w: F.Writer, v: Any, strings: _Strings, depth: int = 0, top: bool = True) -> None:
@@ -217,7 +223,9 @@ def _type(w: F.Writer, t: Type, strings: _Strings, depth: int = 0) -> None:
     _check_depth(depth, "a type")
     if isinstance(t, TensorType):
         if len(t.shape) > MAX_NDIM:
-            raise _TooBig(f"a tensor type has rank {len(t.shape)}; .rxb files hold tensors of rank at most {MAX_NDIM}")
+            raise _TooBig(
+                f"a tensor type has rank {len(t.shape)}; .rxb files hold tensors of rank at most {MAX_NDIM}"
+            )
         _check_terms(t.shape)
         w.u8(F.T_TENSOR)
         w.u8(F.DTYPE_CODES.index(t.dtype))
@@ -269,8 +277,15 @@ class _FunctionCode(StmtVisitor, ExprFunctor[None]):
     """Encodes the body of one function into the CODE section: one instruction per
     statement, chosen by the kind of its expression (``visit_*``)."""
 
-    def __init__(self, fn: Function, funcs: dict[str, int], consts: _Constants, strings: _Strings,
-                 types: Mapping[str, Type], w: F.Writer):
+    def __init__(
+        self,
+        fn: Function,
+        funcs: dict[str, int],
+        consts: _Constants,
+        strings: _Strings,
+        types: Mapping[str, Type],
+        w: F.Writer,
+    ):
         self.fn = fn
         self.funcs = funcs
         self.consts = consts
@@ -442,8 +457,11 @@ def _at(loc: Any, fn: Function) -> Iterator[None]:
         raise RxError(f"@{fn.name} cannot be written as VM bytecode: {e}", loc) from None
 
 
-def compile_module(module: Module, weights: Mapping[str, np.ndarray] | None = None,
-                   types: ModuleTypes | None = None) -> bytes:
+def compile_module(
+    module: Module,
+    weights: Mapping[str, np.ndarray] | None = None,
+    types: ModuleTypes | None = None,
+) -> bytes:
     """The ``.rxb`` bytes of ``module`` (verified here unless ``types`` are given).
 
     Named constants are taken from ``weights``; a missing one is an RxError.

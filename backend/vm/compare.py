@@ -65,8 +65,10 @@ def compare_outputs(got: Any, want: Any) -> Comparison:
             close = np.isclose(x, y, rtol=rtol, atol=atol, equal_nan=True)
             if not close.all():
                 idx = tuple(int(i) for i in np.argwhere(~close)[0])
-                res.problem = (f"{name} differs at index {idx}: {x[idx]!r} against {y[idx]!r} "
-                               f"(tolerance for {x.dtype.name}: rtol={rtol:g}, atol={atol:g})")
+                res.problem = (
+                    f"{name} differs at index {idx}: {x[idx]!r} against {y[idx]!r} "
+                    f"(tolerance for {x.dtype.name}: rtol={rtol:g}, atol={atol:g})"
+                )
                 return res
         else:
             idx = tuple(int(i) for i in np.argwhere(x != y)[0])

@@ -9,7 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from relaxc.ir.nodes import Bind, Call, CallFunc, DType, Effect, Function, Invoke, ListLit, Param, Project, TupleExpr, Var
+from relaxc.ir.nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    DType,
+    Effect,
+    Function,
+    Invoke,
+    ListLit,
+    Param,
+    Project,
+    TupleExpr,
+    Var,
+)
 from relaxc.ir.vocab import CONST
 
 from . import format as F
@@ -26,19 +39,39 @@ def _arg(a: Any, names: tuple[str, ...]) -> Any:
     return Var(names[a.index]) if isinstance(a, Reg) else a
 
 
-def decompile_function(fn: VMFunction, exe_functions: list[VMFunction], constants: list[Constant]) -> Function:
+def decompile_function(
+    fn: VMFunction, exe_functions: list[VMFunction], constants: list[Constant]
+) -> Function:
     """The IR function the instructions of ``fn`` encode."""
     names = fn.reg_names
     body: list = []
     for ins in fn.instrs[:-1]:
         op = ins.opcode
         if op == F.INVOKE:
-            body.append(Effect(Invoke(ins.op, False, tuple(_arg(a, names) for a in ins.args), ins.kwargs,
-                                      tuple(Var(names[o]) for o in ins.outs))))
+            body.append(
+                Effect(
+                    Invoke(
+                        ins.op,
+                        False,
+                        tuple(_arg(a, names) for a in ins.args),
+                        ins.kwargs,
+                        tuple(Var(names[o]) for o in ins.outs),
+                    )
+                )
+            )
             continue
         if op == F.INVOKE_FUNC:
-            body.append(Effect(Invoke(exe_functions[ins.func].name, True, tuple(Var(names[a]) for a in ins.regs),
-                                      (), tuple(Var(names[o]) for o in ins.outs))))
+            body.append(
+                Effect(
+                    Invoke(
+                        exe_functions[ins.func].name,
+                        True,
+                        tuple(Var(names[a]) for a in ins.regs),
+                        (),
+                        tuple(Var(names[o]) for o in ins.outs),
+                    )
+                )
+            )
             continue
         if op in F.CALL_GROUP:
             e: Any = Call(ins.op, tuple(_arg(a, names) for a in ins.args), ins.kwargs)
@@ -58,6 +91,10 @@ def decompile_function(fn: VMFunction, exe_functions: list[VMFunction], constant
             e = Var(names[ins.src])
         body.append(Effect(e) if ins.dst is None else Bind(names[ins.dst], ins.ann, e))
     last = fn.instrs[-1]
-    ret: Any = TupleExpr(tuple(Var(names[a]) for a in last.regs)) if last.ret_tuple else Var(names[last.regs[0]])
+    ret: Any = (
+        TupleExpr(tuple(Var(names[a]) for a in last.regs))
+        if last.ret_tuple
+        else Var(names[last.regs[0]])
+    )
     params = tuple(Param(names[i], t) for i, t in enumerate(fn.param_types))
     return Function(fn.name, params, fn.ret_type, fn.attrs, tuple(body), ret)

@@ -105,24 +105,34 @@ def disassemble(exe: Executable, source: str = "") -> str:
     """The listing of ``exe`` (``source`` names the file in the header)."""
     out: list[str] = []
     head = f"{source}: " if source else ""
-    out.append(f"{head}relaxc bytecode format {exe.version}, {exe.size:,} bytes, sha256 {exe.digest[:16]}...")
-    out.append(f"{_n(len(exe.strings), 'string')}, {_n(len(exe.constants), 'constant')}, "
-               f"{_n(len(exe.functions), 'function')}")
+    out.append(
+        f"{head}relaxc bytecode format {exe.version}, {exe.size:,} bytes, sha256 {exe.digest[:16]}..."
+    )
+    out.append(
+        f"{_n(len(exe.strings), 'string')}, {_n(len(exe.constants), 'constant')}, "
+        f"{_n(len(exe.functions), 'function')}"
+    )
     out.append("")
     total = sum(c.array.nbytes for c in exe.constants)
     out.append(f"constants: {len(exe.constants)} ({_bytes(total)})")
     for i, c in enumerate(exe.constants):
         name = "(inline)" if c.inline else c.name
-        out.append(f"  c{i:<4} {name:<28} {c.dtype:<5} {str(tuple(c.array.shape)):<18} {_bytes(c.array.nbytes)}")
+        out.append(
+            f"  c{i:<4} {name:<28} {c.dtype:<5} {str(tuple(c.array.shape)):<18} {_bytes(c.array.nbytes)}"
+        )
     out.append("")
     out.append(f"functions: {len(exe.functions)}")
     for f in exe.functions:
         kind = "primitive" if f.is_primitive else "function"
-        out.append(f"  #{f.index:<3} @{f.name:<24} {kind:<9} params {f.nparams:<3} registers {f.nregs:<5} "
-                   f"instructions {len(f.instrs)}")
+        out.append(
+            f"  #{f.index:<3} @{f.name:<24} {kind:<9} params {f.nparams:<3} registers {f.nregs:<5} "
+            f"instructions {len(f.instrs)}"
+        )
     for f in exe.functions:
         out.append("")
-        params = ", ".join(f"r{i}:%{f.reg_names[i]}: {type_to_str(t)}" for i, t in enumerate(f.param_types))
+        params = ", ".join(
+            f"r{i}:%{f.reg_names[i]}: {type_to_str(t)}" for i, t in enumerate(f.param_types)
+        )
         attrs = ""
         if f.attrs:
             attrs = " attrs {" + ", ".join(f"{k} = {value_str(v)}" for k, v in f.attrs) + "}"

@@ -54,7 +54,20 @@ MAX_DEPTH = 48
 DTYPE_CODES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "f16", "bf16", "f32", "f64")
 
 # Value tags.
-V_FALSE, V_TRUE, V_INT, V_FLOAT, V_STR, V_TUPLE, V_LIST, V_DICT, V_DTYPE, V_SYM, V_BINOP, V_DIMCALL = range(12)
+(
+    V_FALSE,
+    V_TRUE,
+    V_INT,
+    V_FLOAT,
+    V_STR,
+    V_TUPLE,
+    V_LIST,
+    V_DICT,
+    V_DTYPE,
+    V_SYM,
+    V_BINOP,
+    V_DIMCALL,
+) = range(12)
 # Type tags.
 T_TENSOR, T_TUPLE, T_STORAGE, T_OBJECT = range(4)
 # Operand tags.
@@ -62,30 +75,44 @@ O_REG, O_VALUE = 0, 1
 
 # Opcodes. The "call" group shares one encoding:
 #   dst u32, annotation, op u32 (string), nargs u32, operand[nargs], nkw u32, (u32 key, value)[nkw]
-ALLOC_STORAGE = 1   # memory.alloc_storage: a block from the pooled allocator (or the arena)
-ALLOC_TENSOR = 2    # memory.alloc_tensor: a view of a storage at an offset
-KERNEL = 3          # a kernel op returning a fresh result (un-manifested programs, primitive bodies)
-VIEW = 4            # reshape/flatten/squeeze/expand_dims: a view of input 0
-PACKED = 5          # call_packed and the other runtime ops: a runtime builtin by name
-KILL_TENSOR = 6     # memory.kill_tensor
-KILL_STORAGE = 7    # memory.kill_storage
-KILL_OBJECT = 8     # vm.kill_object
-INVOKE = 9          # op u32, nargs, operand[nargs], nkw, kwargs, nouts u32, reg[nouts]
-INVOKE_FUNC = 10    # func u32, nargs u32, reg[nargs], nouts u32, reg[nouts]
-CALL_FUNC = 11      # dst u32, annotation, func u32, nargs u32, reg[nargs]
-CONST = 12          # dst u32, annotation, const u32
-TUPLE = 13          # dst u32, annotation, n u32, reg[n]
-PROJECT = 14        # dst u32, annotation, src reg, index u32
-MOVE = 15           # dst u32, annotation, src reg
-RET = 16            # kind u8 (0: one register, 1: a tuple), n u32, reg[n]
+ALLOC_STORAGE = 1  # memory.alloc_storage: a block from the pooled allocator (or the arena)
+ALLOC_TENSOR = 2  # memory.alloc_tensor: a view of a storage at an offset
+KERNEL = 3  # a kernel op returning a fresh result (un-manifested programs, primitive bodies)
+VIEW = 4  # reshape/flatten/squeeze/expand_dims: a view of input 0
+PACKED = 5  # call_packed and the other runtime ops: a runtime builtin by name
+KILL_TENSOR = 6  # memory.kill_tensor
+KILL_STORAGE = 7  # memory.kill_storage
+KILL_OBJECT = 8  # vm.kill_object
+INVOKE = 9  # op u32, nargs, operand[nargs], nkw, kwargs, nouts u32, reg[nouts]
+INVOKE_FUNC = 10  # func u32, nargs u32, reg[nargs], nouts u32, reg[nouts]
+CALL_FUNC = 11  # dst u32, annotation, func u32, nargs u32, reg[nargs]
+CONST = 12  # dst u32, annotation, const u32
+TUPLE = 13  # dst u32, annotation, n u32, reg[n]
+PROJECT = 14  # dst u32, annotation, src reg, index u32
+MOVE = 15  # dst u32, annotation, src reg
+RET = 16  # kind u8 (0: one register, 1: a tuple), n u32, reg[n]
 
 OPCODES = {
-    ALLOC_STORAGE: "alloc_storage", ALLOC_TENSOR: "alloc_tensor", KERNEL: "kernel", VIEW: "view",
-    PACKED: "call_packed", KILL_TENSOR: "kill_tensor", KILL_STORAGE: "kill_storage",
-    KILL_OBJECT: "kill_object", INVOKE: "invoke", INVOKE_FUNC: "invoke_func", CALL_FUNC: "call",
-    CONST: "const", TUPLE: "tuple", PROJECT: "project", MOVE: "move", RET: "ret",
+    ALLOC_STORAGE: "alloc_storage",
+    ALLOC_TENSOR: "alloc_tensor",
+    KERNEL: "kernel",
+    VIEW: "view",
+    PACKED: "call_packed",
+    KILL_TENSOR: "kill_tensor",
+    KILL_STORAGE: "kill_storage",
+    KILL_OBJECT: "kill_object",
+    INVOKE: "invoke",
+    INVOKE_FUNC: "invoke_func",
+    CALL_FUNC: "call",
+    CONST: "const",
+    TUPLE: "tuple",
+    PROJECT: "project",
+    MOVE: "move",
+    RET: "ret",
 }
-CALL_GROUP = frozenset({ALLOC_STORAGE, ALLOC_TENSOR, KERNEL, VIEW, PACKED, KILL_TENSOR, KILL_STORAGE, KILL_OBJECT})
+CALL_GROUP = frozenset(
+    {ALLOC_STORAGE, ALLOC_TENSOR, KERNEL, VIEW, PACKED, KILL_TENSOR, KILL_STORAGE, KILL_OBJECT}
+)
 FIXED_OPS = {
     ALLOC_STORAGE: vocab.ALLOC_STORAGE,
     ALLOC_TENSOR: vocab.ALLOC_TENSOR,
@@ -145,8 +172,15 @@ class Reader:
     field read, so tests can find and corrupt particular fields.
     """
 
-    def __init__(self, data: bytes, pos: int, end: int, where: Callable[[], str], trace: list | None = None,
-                 base: int = 0):
+    def __init__(
+        self,
+        data: bytes,
+        pos: int,
+        end: int,
+        where: Callable[[], str],
+        trace: list | None = None,
+        base: int = 0,
+    ):
         self.data = data
         self.pos = pos
         self.end = end
@@ -163,7 +197,9 @@ class Reader:
 
     def _take(self, n: int, what: str, kind: str) -> int:
         if n > self.end - self.pos:
-            raise self.fail(f"truncated: {what} needs {n} byte(s), {max(self.end - self.pos, 0)} remain")
+            raise self.fail(
+                f"truncated: {what} needs {n} byte(s), {max(self.end - self.pos, 0)} remain"
+            )
         p = self.pos
         if self.trace is not None:
             self.trace.append((self.base + p, n, kind))
@@ -187,7 +223,7 @@ class Reader:
 
     def raw(self, n: int, what: str) -> bytes:
         p = self._take(n, what, "bytes")
-        return bytes(self.data[p:p + n])
+        return bytes(self.data[p : p + n])
 
     def count(self, what: str, min_item_bytes: int, limit: int | None = None) -> int:
         """A u32 count of items needing at least ``min_item_bytes`` each, checked against

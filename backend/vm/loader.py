@@ -32,7 +32,16 @@ from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import DictLit, DType, ListLit, Module
 from relaxc.ir.ops import REGISTRY
-from relaxc.ir.types import DTYPES, OBJECT, STORAGE, TensorType, TupleType, Type, numpy_dtype, type_to_str
+from relaxc.ir.types import (
+    DTYPES,
+    OBJECT,
+    STORAGE,
+    TensorType,
+    TupleType,
+    Type,
+    numpy_dtype,
+    type_to_str,
+)
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import CONST, is_dim
 
@@ -71,7 +80,9 @@ class _Decoder:
 
     # -- values and types ------------------------------------------------------------------
     def string(self, r: F.Reader, what: str) -> str:
-        return self.strings[r.index(what, len(self.strings), "str", f"the string table has {len(self.strings)}")]
+        return self.strings[
+            r.index(what, len(self.strings), "str", f"the string table has {len(self.strings)}")
+        ]
 
     def value(self, r: F.Reader, depth: int = 0) -> Any:
         if depth > F.MAX_DEPTH:
@@ -95,7 +106,9 @@ class _Decoder:
             return items if tag == F.V_TUPLE else ListLit(items)
         if tag == F.V_DICT:
             n = r.count("entry count", 5)
-            return DictLit(tuple((self.string(r, "key"), self.value(r, depth + 1)) for _ in range(n)))
+            return DictLit(
+                tuple((self.string(r, "key"), self.value(r, depth + 1)) for _ in range(n))
+            )
         if tag == F.V_DTYPE:
             return DType(self.dtype(r))
         if tag in (F.V_SYM, F.V_BINOP, F.V_DIMCALL):
@@ -109,8 +122,10 @@ class _Decoder:
         try:
             shape_terms(dims)
         except TooComplex:
-            raise r.fail(f"a dimension expression (or a shape's product) expands to more than "
-                         f"{MAX_DIM_TERMS:,} terms") from None
+            raise r.fail(
+                f"a dimension expression (or a shape's product) expands to more than "
+                f"{MAX_DIM_TERMS:,} terms"
+            ) from None
 
     def dim(self, r: F.Reader, depth: int) -> D.Dim:
         if depth > F.MAX_DEPTH:
@@ -221,12 +236,18 @@ class _Decoder:
             if nbytes > r.remaining():
                 raise r.fail(f"declares {nbytes:,} bytes, but only {r.remaining():,} remain")
             if kind == 1 and math.prod(shape) > MAX_INLINE_ELEMENTS:
-                raise r.fail(f"an inline literal of {math.prod(shape):,} elements is larger than the "
-                             f"{MAX_INLINE_ELEMENTS:,} allowed")
+                raise r.fail(
+                    f"an inline literal of {math.prod(shape):,} elements is larger than the "
+                    f"{MAX_INLINE_ELEMENTS:,} allowed"
+                )
             start = r._take(nbytes, "constant data", "bytes")
             if nbytes:
-                raw = np.frombuffer(self.data, dtype=dt.newbyteorder("<"), count=math.prod(shape), offset=start)
-                arr = np.array(raw.reshape(shape), dtype=dt, order="C")  # native order, aligned, owned
+                raw = np.frombuffer(
+                    self.data, dtype=dt.newbyteorder("<"), count=math.prod(shape), offset=start
+                )
+                arr = np.array(
+                    raw.reshape(shape), dtype=dt, order="C"
+                )  # native order, aligned, owned
             else:
                 arr = np.zeros(shape, dtype=dt)
             arr.flags.writeable = False
@@ -254,16 +275,22 @@ class _Decoder:
             offset = r.u64("code offset", "size")
             length = r.u64("code length", "size")
             if offset != expected_offset or length > code_len - offset:
-                raise r.fail(f"its code [{offset:,}, {offset + length:,}) does not follow the previous "
-                             f"function's within the {code_len:,}-byte code section")
+                raise r.fail(
+                    f"its code [{offset:,}, {offset + length:,}) does not follow the previous "
+                    f"function's within the {code_len:,}-byte code section"
+                )
             expected_offset = offset + length
             ninstr = r.u32("instruction count", "count")
             if ninstr > length or ninstr == 0:
                 raise r.fail(f"{ninstr:,} instructions cannot fill {length:,} bytes of code")
-            out.append(VMFunction(i, name, attrs, reg_names, params, ret, (), offset, length, ninstr))
+            out.append(
+                VMFunction(i, name, attrs, reg_names, params, ret, (), offset, length, ninstr)
+            )
         if expected_offset != code_len:
             self.context = "function table"
-            raise r.fail(f"the functions' code covers {expected_offset:,} of the {code_len:,} bytes of the code section")
+            raise r.fail(
+                f"the functions' code covers {expected_offset:,} of the {code_len:,} bytes of the code section"
+            )
         return out
 
     def code(self, fn: VMFunction, code_start: int, nfuncs: int, nconsts: int) -> None:
@@ -278,11 +305,16 @@ class _Decoder:
                 if ins.dst < fn.nparams:
                     raise r.fail(f"it writes register {ins.dst}, a parameter")
                 if ins.dst in written:
-                    raise r.fail(f"register {ins.dst} is already written by instruction {written[ins.dst]}")
+                    raise r.fail(
+                        f"register {ins.dst} is already written by instruction {written[ins.dst]}"
+                    )
                 written[ins.dst] = pc
             if (ins.opcode == F.RET) != (pc == fn.ninstr - 1):
-                raise r.fail("a function must end with exactly one ret" if ins.opcode == F.RET
-                             else "the last instruction is not ret")
+                raise r.fail(
+                    "a function must end with exactly one ret"
+                    if ins.opcode == F.RET
+                    else "the last instruction is not ret"
+                )
             instrs.append(ins)
         self.context = f"function @{fn.name}"
         if r.remaining():
@@ -335,7 +367,9 @@ class _Decoder:
         if d == F.NONE_REG:
             return None
         if d >= nregs:
-            raise r.fail(f"destination register {d:,} is out of range (the function has {nregs} registers)")
+            raise r.fail(
+                f"destination register {d:,} is out of range (the function has {nregs} registers)"
+            )
         return d
 
     def instruction(self, r: F.Reader, nregs: int, nfuncs: int, nconsts: int) -> Instr:
@@ -352,7 +386,9 @@ class _Decoder:
             op = self.op_name(r, opcode)
             args = self.operands(r, nregs)
             kwargs = self.kwargs(r)
-            return Instr(opcode, op=op, args=args, kwargs=kwargs, outs=self.regs(r, nregs, "output count"))
+            return Instr(
+                opcode, op=op, args=args, kwargs=kwargs, outs=self.regs(r, nregs, "output count")
+            )
         if opcode == F.INVOKE_FUNC:
             func = r.index("function", nfuncs, "func", f"the program has {nfuncs} functions")
             args = self.regs(r, nregs, "argument count")
@@ -371,8 +407,12 @@ class _Decoder:
             func = r.index("function", nfuncs, "func", f"the program has {nfuncs} functions")
             return Instr(opcode, dst, ann, func=func, regs=self.regs(r, nregs, "argument count"))
         if opcode == F.CONST:
-            return Instr(opcode, dst, ann, const=r.index("constant", nconsts, "const",
-                                                         f"the constant pool has {nconsts}"))
+            return Instr(
+                opcode,
+                dst,
+                ann,
+                const=r.index("constant", nconsts, "const", f"the constant pool has {nconsts}"),
+            )
         if opcode == F.TUPLE:
             return Instr(opcode, dst, ann, regs=self.regs(r, nregs, "field count"))
         if opcode == F.PROJECT:
@@ -391,10 +431,14 @@ def _check_constants(fn: VMFunction, constants: list[Constant]) -> None:
             continue
         t = ins.ann
         want = f"{c.dtype}{tuple(c.array.shape)}"
-        if not (isinstance(t, TensorType) and t.dtype == c.dtype and t.shape == tuple(c.array.shape)):
+        if not (
+            isinstance(t, TensorType) and t.dtype == c.dtype and t.shape == tuple(c.array.shape)
+        ):
             declared = type_to_str(t) if t is not None else "no type"
-            raise F.FormatError(f"function @{fn.name}, instruction {pc}: weight '{c.name}' is {want}, "
-                                f"but the instruction declares {declared}")
+            raise F.FormatError(
+                f"function @{fn.name}, instruction {pc}: weight '{c.name}' is {want}, "
+                f"but the instruction declares {declared}"
+            )
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,22 +447,32 @@ def _check_constants(fn: VMFunction, constants: list[Constant]) -> None:
 def load_bytes(data: bytes, name: str = "the bytecode", *, trace: list | None = None) -> Executable:
     """Validate and decode ``data`` (the bytes of an .rxb file); RxError names ``name``."""
     data = bytes(data)
-    if len(data) < len(F.MAGIC) or data[:len(F.MAGIC)] != F.MAGIC:
-        raise RxError(f"{name} is not a relaxc bytecode file (it does not start with the .rxb magic bytes)")
+    if len(data) < len(F.MAGIC) or data[: len(F.MAGIC)] != F.MAGIC:
+        raise RxError(
+            f"{name} is not a relaxc bytecode file (it does not start with the .rxb magic bytes)"
+        )
     if len(data) < F.HEADER_SIZE:
-        raise RxError(f"{name} is truncated: its header needs {F.HEADER_SIZE} bytes, the file has {len(data)}")
+        raise RxError(
+            f"{name} is truncated: its header needs {F.HEADER_SIZE} bytes, the file has {len(data)}"
+        )
     _, version, flags, length, digest = F.HEADER.unpack_from(data, 0)
     if version != F.FORMAT_VERSION:
-        raise RxError(f"{name} uses bytecode format version {version}, but this relaxc reads version "
-                      f"{F.FORMAT_VERSION} only; rebuild it with relaxc build")
+        raise RxError(
+            f"{name} uses bytecode format version {version}, but this relaxc reads version "
+            f"{F.FORMAT_VERSION} only; rebuild it with relaxc build"
+        )
     if flags != 0:
         raise RxError(f"{name} sets header flags 0x{flags:x} that this relaxc does not know")
     actual = len(data) - F.HEADER_SIZE
     if length != actual:
         what = "truncated" if actual < length else "longer than its header says"
-        raise RxError(f"{name} is {what}: the header declares {length:,} bytes of contents, the file has {actual:,}")
-    if hashlib.sha256(memoryview(data)[F.HEADER_SIZE:]).digest() != digest:
-        raise RxError(f"{name} is corrupted: the SHA-256 checksum of its contents does not match its header")
+        raise RxError(
+            f"{name} is {what}: the header declares {length:,} bytes of contents, the file has {actual:,}"
+        )
+    if hashlib.sha256(memoryview(data)[F.HEADER_SIZE :]).digest() != digest:
+        raise RxError(
+            f"{name} is corrupted: the SHA-256 checksum of its contents does not match its header"
+        )
     try:
         return _decode(data, trace)
     except F.FormatError as e:
@@ -476,8 +530,15 @@ def _decode(data: bytes, trace: list | None) -> Executable:
         raise F.FormatError(f"its program does not verify: {e.message}") from None
     except RecursionError:
         raise F.FormatError("its program nests too deeply to verify") from None
-    exe = Executable(functions, constants, dec.strings, module, types, len(data),
-                     hashlib.sha256(data[F.HEADER_SIZE:]).hexdigest())
+    exe = Executable(
+        functions,
+        constants,
+        dec.strings,
+        module,
+        types,
+        len(data),
+        hashlib.sha256(data[F.HEADER_SIZE :]).hexdigest(),
+    )
     exe.by_name = {f.name: f for f in functions}
     return exe
 
@@ -503,7 +564,7 @@ def _read_stream(p: Any) -> bytes:
     that a longer stream is still refused); ``/dev/zero`` is not read forever."""
     with open(p, "rb") as f:
         head = f.read(F.HEADER_SIZE)
-        if len(head) < F.HEADER_SIZE or head[:len(F.MAGIC)] != F.MAGIC:
+        if len(head) < F.HEADER_SIZE or head[: len(F.MAGIC)] != F.MAGIC:
             return head
         want = F.HEADER.unpack_from(head, 0)[3] + 1
         chunks = [head]

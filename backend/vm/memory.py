@@ -44,7 +44,9 @@ class Block:
 
     __slots__ = ("nbytes", "align", "kind", "raw", "buf", "rc", "owners")
 
-    def __init__(self, nbytes: int, align: int, kind: str, raw: Any, buf: np.ndarray | None, owners: tuple):
+    def __init__(
+        self, nbytes: int, align: int, kind: str, raw: Any, buf: np.ndarray | None, owners: tuple
+    ):
         self.nbytes = nbytes
         self.align = align
         self.kind = kind
@@ -100,11 +102,17 @@ class MemoryStats:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "peak": self.peak, "working_peak": self.working_peak,
-            "arena_peak": self.kind_peak[ARENA], "dynamic_peak": self.kind_peak[DYNAMIC],
-            "external_peak": self.kind_peak[EXTERNAL], "result_peak": self.kind_peak[RESULT],
-            "allocations": self.allocations, "reuses": self.reuses, "results": self.results,
-            "frees": self.frees, "handed_over": self.handed_over,
+            "peak": self.peak,
+            "working_peak": self.working_peak,
+            "arena_peak": self.kind_peak[ARENA],
+            "dynamic_peak": self.kind_peak[DYNAMIC],
+            "external_peak": self.kind_peak[EXTERNAL],
+            "result_peak": self.kind_peak[RESULT],
+            "allocations": self.allocations,
+            "reuses": self.reuses,
+            "results": self.results,
+            "frees": self.frees,
+            "handed_over": self.handed_over,
         }
 
 
@@ -132,7 +140,7 @@ class PooledAllocator:
         else:
             raw = np.empty(nbytes + align, dtype=np.uint8)
             shift = (-raw.ctypes.data) % align
-            buf = raw[shift:shift + nbytes]
+            buf = raw[shift : shift + nbytes]
         blk = Block(nbytes, align, kind, raw, buf, (id(raw),))
         self.owners[id(raw)] = blk
         stats._add(kind, nbytes)

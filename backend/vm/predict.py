@@ -40,9 +40,16 @@ class MemoryPrediction:
     missing: list[str] = field(default_factory=list)  # why the prediction is not complete
 
     def to_json(self) -> dict[str, Any]:
-        return {"function": self.function, "dims": self.dims, "arena_bytes": self.arena_bytes,
-                "dynamic_peak": self.dynamic_peak, "peak": self.peak, "output_bytes": self.output_bytes,
-                "complete": self.complete, "missing": self.missing}
+        return {
+            "function": self.function,
+            "dims": self.dims,
+            "arena_bytes": self.arena_bytes,
+            "dynamic_peak": self.dynamic_peak,
+            "peak": self.peak,
+            "output_bytes": self.output_bytes,
+            "complete": self.complete,
+            "missing": self.missing,
+        }
 
 
 def predict_memory(module: Module, fn_name: str, dims: Mapping[str, int]) -> MemoryPrediction:
@@ -66,7 +73,9 @@ class _Storages(StmtVisitor, ExprFunctor[None]):
     """The storages a function allocates, each with its live interval; what it cannot
     predict goes to ``pred.missing``."""
 
-    def __init__(self, module: Module, pred: MemoryPrediction, dims: Mapping[str, int], live: Liveness):
+    def __init__(
+        self, module: Module, pred: MemoryPrediction, dims: Mapping[str, int], live: Liveness
+    ):
         self.module = module
         self.pred = pred
         self.dims = dims
@@ -91,8 +100,11 @@ class _Storages(StmtVisitor, ExprFunctor[None]):
 
     def visit_call_func(self, e: CallFunc) -> None:
         callee = self.module.get(e.func)
-        self._missing("calls of non-primitive functions" if callee is not None and not callee.is_primitive
-                      else "results of primitive calls without destination passing")
+        self._missing(
+            "calls of non-primitive functions"
+            if callee is not None and not callee.is_primitive
+            else "results of primitive calls without destination passing"
+        )
 
     def visit_call(self, e: Call) -> None:
         st = self.bind
@@ -109,14 +121,18 @@ class _Storages(StmtVisitor, ExprFunctor[None]):
         try:
             size = size if isinstance(size, int) else D.evaluate(size, self.dims)
         except D.DimError as err:
-            raise RxError(f"dimension {D.dim_to_str(attrs['size'])} cannot be evaluated: {err}") from None
+            raise RxError(
+                f"dimension {D.dim_to_str(attrs['size'])} cannot be evaluated: {err}"
+            ) from None
         if attrs["external"]:
             self.pred.output_bytes += size
             return
         if attrs["arena"]:
             self.pred.arena_bytes += size
         first = self.live.defined[st.name]
-        self.intervals.append((first, self.live.last_use.get(st.name, first), size, bool(attrs["arena"])))
+        self.intervals.append(
+            (first, self.live.last_use.get(st.name, first), size, bool(attrs["arena"]))
+        )
 
 
 def _peak(intervals: list[tuple[int, int, int, bool]], keep) -> int:

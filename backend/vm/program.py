@@ -150,6 +150,16 @@ class Executable:
 
 
 __all__ = [
-    "MAX_DIM", "MAX_DIM_TERMS", "MAX_INLINE_ELEMENTS", "MAX_NDIM", "Constant", "Executable", "Instr", "Reg",
-    "TooComplex", "VMFunction", "dim_terms", "shape_terms",
+    "MAX_DIM",
+    "MAX_DIM_TERMS",
+    "MAX_INLINE_ELEMENTS",
+    "MAX_NDIM",
+    "Constant",
+    "Executable",
+    "Instr",
+    "Reg",
+    "TooComplex",
+    "VMFunction",
+    "dim_terms",
+    "shape_terms",
 ]

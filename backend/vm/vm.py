@@ -45,7 +45,15 @@ from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import view_bytes
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, type_to_str, tensor_leaves
+from relaxc.ir.types import (
+    DTYPES,
+    TensorType,
+    TupleType,
+    Type,
+    numpy_dtype,
+    type_to_str,
+    tensor_leaves,
+)
 from relaxc.ir.vocab import ALLOC_STORAGE, MEMORY_VIEW
 
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
@@ -83,7 +91,9 @@ class VirtualMachine:
             f.specs.clear()
         return self.pool.trim()
 
-    def run(self, fn_name: str = "main", args: Sequence[Any] = (), dims: Mapping[str, int] | None = None) -> Any:
+    def run(
+        self, fn_name: str = "main", args: Sequence[Any] = (), dims: Mapping[str, int] | None = None
+    ) -> Any:
         """Call ``fn_name`` with ``args`` (numpy arrays); returns an array or a tuple."""
         vf = self.exe.function(fn_name)
         if vf is None:
@@ -169,7 +179,7 @@ class _Function:
         steps = self.steps(env)
         regs: list = [None] * self.nregs
         blks: list = [()] * self.nregs
-        regs[:self.nparams] = args
+        regs[: self.nparams] = args
         for i, bl in enumerate(argblocks):
             if bl:
                 blks[i] = bl
@@ -182,7 +192,9 @@ class _Function:
         except RxError as e:
             self._teardown(blks)
             raise self._context(e, pc) from None
-        except OpError as e:  # a kernel refused concrete inputs (as the interpreter's _run_kernel does)
+        except (
+            OpError
+        ) as e:  # a kernel refused concrete inputs (as the interpreter's _run_kernel does)
             self._teardown(blks)
             raise self._context(RxError(str(e)), pc) from None
         except BaseException:
@@ -208,7 +220,7 @@ class _Function:
         """A primitive function: its temporaries are the kernel's own business (not counted)."""
         steps = self.steps(env)
         regs: list = [None] * self.nregs
-        regs[:self.nparams] = args
+        regs[: self.nparams] = args
         pc = 0
         try:
             for pc, step in enumerate(steps):
@@ -222,7 +234,9 @@ class _Function:
 
     def _context(self, e: RxError, pc: int) -> RxError:
         ins = self.vf.instrs[pc]
-        what = F.OPCODES[ins.opcode] + (f" {ins.op}" if ins.op and ins.opcode not in F.FIXED_OPS else "")
+        what = F.OPCODES[ins.opcode] + (
+            f" {ins.op}" if ins.op and ins.opcode not in F.FIXED_OPS else ""
+        )
         note = f"in @{self.vf.name}, instruction {pc} ({what})"
         return RxError(e.message, e.loc, e.notes + (note,), e.snippet)
 
@@ -230,6 +244,7 @@ class _Function:
 def _raiser(e: RxError) -> Step:
     def fail(r: list, k: list) -> None:
         raise e
+
     return fail
 
 
@@ -313,6 +328,7 @@ class _Specializer:
                 k[d] = (blk,)
             else:  # a storage in a primitive frame (the verifier forbids it): not tracked
                 blk.rc = 0
+
         return alloc_storage
 
     def alloc_tensor(self, ins: Instr, b: Any) -> Step:
@@ -321,18 +337,25 @@ class _Specializer:
         shape = tuple(int(x) for x in self.conc(b.attrs["shape"]))
         dtype = b.attrs["dtype"]
         if DTYPES[dtype].numpy is None:
-            raise RxError(f"memory.alloc_tensor: dtype {dtype} is storage-only; the VM cannot make a tensor of it")
+            raise RxError(
+                f"memory.alloc_tensor: dtype {dtype} is storage-only; the VM cannot make a tensor of it"
+            )
         dt = numpy_dtype(dtype)
         if any(x < 0 for x in shape):
             raise RxError(f"memory.alloc_tensor: negative dimension in {shape}")
         end = offset + math.prod(shape) * dt.itemsize
         if offset % dt.itemsize:
-            raise RxError(f"memory.alloc_tensor: offset {offset} is not a multiple of {dt.itemsize}")
+            raise RxError(
+                f"memory.alloc_tensor: offset {offset} is not a multiple of {dt.itemsize}"
+            )
         d = ins.dst
         if d is None:
             return _nop
 
-        cache: list = [None, None]  # (raw memory, view): a pooled block comes back with the same memory
+        cache: list = [
+            None,
+            None,
+        ]  # (raw memory, view): a pooled block comes back with the same memory
 
         def alloc_tensor(r: list, k: list) -> None:
             st = r[s]
@@ -342,8 +365,10 @@ class _Specializer:
                 r[d] = cache[1]
             else:
                 if offset < 0 or end > st.nbytes:
-                    raise RxError(f"memory.alloc_tensor: bytes [{offset}, {end}) do not fit in a storage of "
-                                  f"{st.nbytes} bytes")
+                    raise RxError(
+                        f"memory.alloc_tensor: bytes [{offset}, {end}) do not fit in a storage of "
+                        f"{st.nbytes} bytes"
+                    )
                 r[d] = cache[1] = st.buf[offset:end].view(dt).reshape(shape)
                 cache[0] = st.raw
             if k is not None:
@@ -351,6 +376,7 @@ class _Specializer:
                 k[d] = bl
                 for x in bl:
                     x.rc += 1
+
         return alloc_tensor
 
     def kill(self, ins: Instr, b: Any) -> Step:
@@ -375,6 +401,7 @@ class _Specializer:
                         x.rc -= 1
                         if x.rc == 0:
                             release(x)
+
         return kill
 
     # -- kernels ------------------------------------------------------------------------------
@@ -390,8 +417,10 @@ class _Specializer:
         attrs = self._attrs(b)
         store = _store_outs(ins.op, ins.outs, self.names)
         if len(ins.outs) != 1:
+
             def invoke(r: list, k: list) -> None:
                 store(r, kernel([r[i] for i in inputs], attrs))
+
             return invoke
         (o0,) = ins.outs
         ndarray = np.ndarray
@@ -400,13 +429,19 @@ class _Specializer:
             res = kernel([r[i] for i in inputs], attrs)
             o = r[o0]
             # The common case: one array of the output's exact shape and dtype.
-            if type(res) is ndarray and type(o) is ndarray and res.shape == o.shape and res.dtype is o.dtype:
+            if (
+                type(res) is ndarray
+                and type(o) is ndarray
+                and res.shape == o.shape
+                and res.dtype is o.dtype
+            ):
                 try:
                     o[...] = res
                     return
                 except ValueError:
                     pass  # read-only: the slow path says so
             store(r, res)
+
         return invoke1
 
     def invoke_func(self, ins: Instr) -> Step:
@@ -423,11 +458,13 @@ class _Specializer:
             def invoke_lowered(r: list, k: list) -> None:
                 a = [r[i] for i in args] + [r[o] for o in outs]
                 callee.call_primitive(a, bind_dims(ir, a))  # type: ignore[arg-type]
+
             return invoke_lowered
 
         def invoke_func(r: list, k: list) -> None:
             a = [r[i] for i in args]
             store(r, callee.call_primitive(a, bind_dims(ir, a)))  # type: ignore[arg-type]
+
         return invoke_func
 
     def kernel(self, ins: Instr, bound: Any) -> Step:
@@ -440,7 +477,10 @@ class _Specializer:
         expected = self.expected(ins)
         check = None
         if expected is not None:
-            shapes = [(concrete_shape(leaf.shape, self.env), leaf.dtype) for leaf in tensor_leaves(expected)]
+            shapes = [
+                (concrete_shape(leaf.shape, self.env), leaf.dtype)
+                for leaf in tensor_leaves(expected)
+            ]
             for shape, dtype in shapes:
                 check_alloc_size(math.prod(shape) * DTYPES[dtype].nbytes, op.name)
             check = _result_checker(op.name, expected, self.env)
@@ -460,6 +500,7 @@ class _Specializer:
                 r[d] = res
                 if adopt is not None:
                     k[d] = adopt(res)
+
         return kernel_step
 
     def view(self, ins: Instr, b: Any) -> Step:
@@ -490,6 +531,7 @@ class _Specializer:
                 k[d] = bl
                 for y in bl:
                     y.rc += 1
+
         return view
 
     def packed(self, ins: Instr) -> Step:
@@ -498,12 +540,17 @@ class _Specializer:
         opname = ins.op
         if impl is None:
             known = ", ".join(sorted(PACKED_IMPLS))
-            err = RxError(f"{opname}: no runtime function named {fname!r}", notes=(f"known: {known}",))
+            err = RxError(
+                f"{opname}: no runtime function named {fname!r}", notes=(f"known: {known}",)
+            )
 
             def missing(r: list, k: list) -> None:
                 raise err
+
             return missing
-        args = tuple((True, a.index) if isinstance(a, Reg) else (False, self.conc(a)) for a in ins.args[1:])
+        args = tuple(
+            (True, a.index) if isinstance(a, Reg) else (False, self.conc(a)) for a in ins.args[1:]
+        )
         ctx = PackedContext(dict(self.env))
         d = ins.dst
         blocks_of = self.vm.pool.blocks_of
@@ -517,6 +564,7 @@ class _Specializer:
                     k[d] = bl
                     for y in bl:
                         y.rc += 1
+
         return packed
 
     # -- calls and values ---------------------------------------------------------------------
@@ -535,6 +583,7 @@ class _Specializer:
                     r[d] = res
                     if adopt is not None:
                         k[d] = adopt(res)
+
             return call_primitive
         release = self.vm.pool.release
 
@@ -549,6 +598,7 @@ class _Specializer:
                     x.rc -= 1
                     if x.rc == 0:
                         release(x)
+
         return call
 
     def const(self, ins: Instr) -> Step:
@@ -559,6 +609,7 @@ class _Specializer:
 
         def const(r: list, k: list) -> None:
             r[d] = value
+
         return const
 
     def tuple_(self, ins: Instr) -> Step:
@@ -574,6 +625,7 @@ class _Specializer:
                 k[d] = bl
                 for y in bl:
                     y.rc += 1
+
         return tuple_
 
     def project(self, ins: Instr) -> Step:
@@ -590,6 +642,7 @@ class _Specializer:
                 k[d] = bl
                 for y in bl:
                     y.rc += 1
+
         return project
 
     def move(self, ins: Instr) -> Step:
@@ -604,6 +657,7 @@ class _Specializer:
                 k[d] = bl
                 for y in bl:
                     y.rc += 1
+
         return move
 
 
@@ -611,27 +665,30 @@ def _nop(r: list, k: list) -> None:
     return None
 
 
-
-
 def _result_checker(what: str, expected: Type, env: Mapping[str, int]) -> Callable[[Any], None]:
     """A kernel that returns the wrong shape or dtype is a bug in relaxc (as in the interpreter)."""
+
     def spec(t: Type) -> Any:
         if isinstance(t, TupleType):
             return tuple(spec(f) for f in t.fields)
         if isinstance(t, TensorType):
             return (concrete_shape(t.shape, env), numpy_dtype(t.dtype))
         return None
+
     want = spec(expected)
 
     def check(res: Any) -> None:
         _check(what, res, want, expected)
+
     return check
 
 
 def _check(what: str, res: Any, want: Any, expected: Type) -> None:
     if isinstance(expected, TupleType):
         if not isinstance(res, tuple) or len(res) != len(expected.fields):
-            raise InternalError(f"{what} returned {type(res).__name__}, expected a {len(expected.fields)}-tuple")
+            raise InternalError(
+                f"{what} returned {type(res).__name__}, expected a {len(expected.fields)}-tuple"
+            )
         for r, w, t in zip(res, want, expected.fields):
             _check(what, r, w, t)
         return
@@ -639,11 +696,16 @@ def _check(what: str, res: Any, want: Any, expected: Type) -> None:
         shape, dt = want
         if not isinstance(res, np.ndarray) or res.shape != shape or res.dtype != dt:
             got = f"{res.dtype}{res.shape}" if isinstance(res, np.ndarray) else type(res).__name__
-            raise InternalError(f"kernel {what} produced {got}, expected {type_to_str(expected)} = {shape}")
+            raise InternalError(
+                f"kernel {what} produced {got}, expected {type_to_str(expected)} = {shape}"
+            )
 
 
-def _store_outs(target: str, outs: tuple[int, ...], names: tuple[str, ...]) -> Callable[[list, Any], None]:
+def _store_outs(
+    target: str, outs: tuple[int, ...], names: tuple[str, ...]
+) -> Callable[[list, Any], None]:
     """Copy a kernel's result(s) into the ``outs`` registers, checking shape and dtype."""
+
     def mismatch(o: Any, res: Any, reg: int) -> RxError:
         return RxError(
             f"invoke {target}: output %{names[reg]} is {getattr(o, 'dtype', '?')}{getattr(o, 'shape', '')}"
@@ -669,6 +731,7 @@ def _store_outs(target: str, outs: tuple[int, ...], names: tuple[str, ...]) -> C
                         raise InternalError(f"invoke {target}: {len(res)} results for 1 outs")
                     res = res[0]
             copy(r[o0], res, o0)
+
         return store_one
 
     def store_many(r: list, res: Any) -> None:
@@ -678,4 +741,5 @@ def _store_outs(target: str, outs: tuple[int, ...], names: tuple[str, ...]) -> C
             raise InternalError(f"invoke {target}: {len(results)} results for {len(outs)} outs")
         for reg, x in zip(outs, results):
             copy(r[reg], x, reg)
+
     return store_many

@@ -77,7 +77,8 @@ class ProgramBuilder:
             if not v.static:
                 raise ConversionError(
                     "a shape with symbolic dims is used as tensor data; relaxc folds shape "
-                    "arithmetic only into shapes (Reshape, ConstantOfShape, Expand)")
+                    "arithmetic only into shapes (Reshape, ConstantOfShape, Expand)"
+                )
             v = Folded(v.to_array(), hint)
         cached = self._materialized.get(id(v))
         if cached is not None:
@@ -87,7 +88,9 @@ class ProgramBuilder:
         if array.size <= self.inline_limit and array.dtype.kind in "fiu":
             literal = array.item() if array.ndim == 0 else _nested(array.tolist())
             name = self.fresh(v.name or hint)
-            self.body.append(Bind(name, t, Call("const", (literal,), (("dtype", _dtype_value(t.dtype)),))))
+            self.body.append(
+                Bind(name, t, Call("const", (literal,), (("dtype", _dtype_value(t.dtype)),)))
+            )
         else:
             weight = self._weight_name(v.name or hint, array)
             name = self.fresh(v.name or hint)
@@ -102,8 +105,13 @@ class ProgramBuilder:
         return Var(name)
 
     # -- ops --------------------------------------------------------------------------------
-    def emit(self, op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None,
-             hint: str = "t") -> Any:
+    def emit(
+        self,
+        op: str,
+        inputs: Sequence[Value],
+        attrs: Mapping[str, Any] | None = None,
+        hint: str = "t",
+    ) -> Any:
         """Apply ``op`` (a registered relaxc op) to ``inputs``; fold when all are known.
 
         Returns one value, or a list of values for ops with a tuple result (``split``).
@@ -126,13 +134,21 @@ class ProgramBuilder:
             outs = []
             for i, field_type in enumerate(result_type.fields):
                 assert isinstance(field_type, TensorType)
-                outs.append(Runtime(self.bind(f"{hint}_{i}", Project(var, i), field_type), field_type))
+                outs.append(
+                    Runtime(self.bind(f"{hint}_{i}", Project(var, i), field_type), field_type)
+                )
             return outs
         assert isinstance(result_type, TensorType)
         return Runtime(var, result_type)
 
-    def _fold(self, opdef: Any, inputs: Sequence[Value], attrs: Mapping[str, Any], result_type: Type,
-              hint: str) -> Any:
+    def _fold(
+        self,
+        opdef: Any,
+        inputs: Sequence[Value],
+        attrs: Mapping[str, Any],
+        result_type: Type,
+        hint: str,
+    ) -> Any:
         arrays = [v.to_array() if isinstance(v, ShapeValue) else v.array for v in inputs]  # type: ignore[union-attr]
         if opdef.is_view:
             assert isinstance(result_type, TensorType)
@@ -140,7 +156,10 @@ class ProgramBuilder:
             return Folded(np.asarray(arrays[0], order="C").reshape(shape), hint)
         result = opdef.kernel(arrays, attrs)
         if isinstance(result_type, TupleType):
-            return [Folded(_as(r, t), f"{hint}_{i}") for i, (r, t) in enumerate(zip(result, result_type.fields))]
+            return [
+                Folded(_as(r, t), f"{hint}_{i}")
+                for i, (r, t) in enumerate(zip(result, result_type.fields))
+            ]
         return Folded(_as(result, result_type), hint)
 
 

@@ -49,9 +49,13 @@ class NodeContext:
     def hint(self, k: int = 0) -> str:
         """A name hint for output ``k``: the ONNX output name."""
         outs = self.node.output
-        return str(outs[k]) if k < len(outs) and outs[k] else (self.node.name or self.op_type.lower())
+        return (
+            str(outs[k]) if k < len(outs) and outs[k] else (self.node.name or self.op_type.lower())
+        )
 
-    def emit(self, op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None, k: int = 0) -> Any:
+    def emit(
+        self, op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None, k: int = 0
+    ) -> Any:
         return self.builder.emit(op, inputs, attrs, self.hint(k))
 
     # -- values that must be known at import time --------------------------------------------
@@ -60,8 +64,10 @@ class NodeContext:
             return v.array
         if isinstance(v, ShapeValue) and v.static:
             return v.to_array()
-        raise self.fail(f"{what} must be known when the model is imported (a constant), "
-                        "but it is computed at run time")
+        raise self.fail(
+            f"{what} must be known when the model is imported (a constant), "
+            "but it is computed at run time"
+        )
 
     def ints(self, v: Value | None, what: str) -> list[int] | None:
         """A folded integer vector as a list (None stays None)."""

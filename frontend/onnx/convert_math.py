@@ -14,8 +14,15 @@ from .values import Folded, ShapeValue, Value
 Converter = Callable[[NodeContext], list]
 
 UNARY = {
-    "Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Sqrt": "sqrt", "Exp": "exp",
-    "Erf": "erf", "Abs": "abs", "Neg": "negative", "Log": "log",
+    "Relu": "relu",
+    "Sigmoid": "sigmoid",
+    "Tanh": "tanh",
+    "Sqrt": "sqrt",
+    "Exp": "exp",
+    "Erf": "erf",
+    "Abs": "abs",
+    "Neg": "negative",
+    "Log": "log",
 }
 BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide", "Pow": "power"}
 VARIADIC = {"Sum": "add", "Max": "maximum", "Min": "minimum"}
@@ -98,7 +105,9 @@ def convert_leaky_relu(ctx: NodeContext) -> list:
 
 def convert_gelu(ctx: NodeContext) -> list:
     if ctx.attr("approximate", "none") != "none":
-        raise ctx.fail(f"approximate='{ctx.attr('approximate')}' is not supported (only the exact erf form)")
+        raise ctx.fail(
+            f"approximate='{ctx.attr('approximate')}' is not supported (only the exact erf form)"
+        )
     return [ctx.emit("gelu", [ctx.input(0)])]
 
 
@@ -107,11 +116,22 @@ def convert_clip(ctx: NodeContext) -> list:
     if ctx.opset < 11:
         lo, hi = ctx.attr("min"), ctx.attr("max")
     else:
-        lo, hi = ctx.scalar(ctx.optional(1), "the min input"), ctx.scalar(ctx.optional(2), "the max input")
+        lo, hi = (
+            ctx.scalar(ctx.optional(1), "the min input"),
+            ctx.scalar(ctx.optional(2), "the max input"),
+        )
     if lo is None and hi is None:
         return [x]
-    return [ctx.emit("clip", [x], {"a_min": float("-inf") if lo is None else float(lo),
-                                   "a_max": float("inf") if hi is None else float(hi)})]
+    return [
+        ctx.emit(
+            "clip",
+            [x],
+            {
+                "a_min": float("-inf") if lo is None else float(lo),
+                "a_max": float("inf") if hi is None else float(hi),
+            },
+        )
+    ]
 
 
 def convert_cast(ctx: NodeContext) -> list:
@@ -122,7 +142,9 @@ def convert_cast(ctx: NodeContext) -> list:
     if x.type.dtype == to:
         return [x]
     if to == "bf16":
-        raise ctx.fail("casting to bfloat16 is not supported (relaxc stores bf16 but cannot compute with it)")
+        raise ctx.fail(
+            "casting to bfloat16 is not supported (relaxc stores bf16 but cannot compute with it)"
+        )
     return [ctx.emit("cast", [x], {"dtype": DType(to)})]
 
 
@@ -151,6 +173,12 @@ def table() -> dict[str, Converter]:
     out.update({k: _binary(v) for k, v in BINARY.items()})
     out.update({k: _variadic(v) for k, v in VARIADIC.items()})
     out.update({k: _reduce(op, since) for k, (op, since) in REDUCE.items()})
-    out.update({"LeakyRelu": convert_leaky_relu, "Gelu": convert_gelu, "Clip": convert_clip, "Cast": convert_cast})
+    out.update(
+        {
+            "LeakyRelu": convert_leaky_relu,
+            "Gelu": convert_gelu,
+            "Clip": convert_clip,
+            "Cast": convert_cast,
+        }
+    )
     return out
-

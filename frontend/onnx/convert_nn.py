@@ -19,7 +19,9 @@ Converter = Callable[[NodeContext], list]
 
 def _require_4d(ctx: NodeContext, x: Value) -> None:
     if rank_of(x) != 4:
-        raise ctx.fail(f"only 2-D {ctx.op_type} (4-D NCHW inputs) is supported; the input has rank {rank_of(x)}")
+        raise ctx.fail(
+            f"only 2-D {ctx.op_type} (4-D NCHW inputs) is supported; the input has rank {rank_of(x)}"
+        )
 
 
 def _pair(ctx: NodeContext, name: str, default: int) -> tuple[int, int]:
@@ -31,8 +33,13 @@ def _pair(ctx: NodeContext, name: str, default: int) -> tuple[int, int]:
     return (int(v[0]), int(v[1]))
 
 
-def _padding(ctx: NodeContext, x: Value, kernel: tuple[int, int], strides: tuple[int, int],
-             dilation: tuple[int, int]) -> tuple[int, int, int, int]:
+def _padding(
+    ctx: NodeContext,
+    x: Value,
+    kernel: tuple[int, int],
+    strides: tuple[int, int],
+    dilation: tuple[int, int],
+) -> tuple[int, int, int, int]:
     """(top, left, bottom, right) from ``pads`` or ``auto_pad``."""
     auto = ctx.attr("auto_pad", "NOTSET")
     if auto in ("NOTSET", ""):
@@ -49,7 +56,9 @@ def _padding(ctx: NodeContext, x: Value, kernel: tuple[int, int], strides: tuple
     before, after = [], []
     for size, k, s, d in zip(shape_of(x)[2:], kernel, strides, dilation):
         if not D.is_static(size):
-            raise ctx.fail(f"auto_pad={auto} needs static spatial sizes; this input has {D.dim_to_str(size)}")
+            raise ctx.fail(
+                f"auto_pad={auto} needs static spatial sizes; this input has {D.dim_to_str(size)}"
+            )
         out = math.ceil(int(size) / s)  # type: ignore[arg-type]
         total = max((out - 1) * s + (k - 1) * d + 1 - int(size), 0)  # type: ignore[arg-type]
         small, big = total // 2, total - total // 2
@@ -66,7 +75,12 @@ def convert_conv(ctx: NodeContext) -> list:
     kernel = tuple(int(d) for d in shape_of(w)[2:])  # type: ignore[arg-type]
     strides, dilation = _pair(ctx, "strides", 1), _pair(ctx, "dilations", 1)
     padding = _padding(ctx, x, kernel, strides, dilation)  # type: ignore[arg-type]
-    attrs = {"strides": strides, "padding": padding, "dilation": dilation, "groups": int(ctx.attr("group", 1))}
+    attrs = {
+        "strides": strides,
+        "padding": padding,
+        "dilation": dilation,
+        "groups": int(ctx.attr("group", 1)),
+    }
     return [ctx.emit("conv2d", [x, w] + ([b] if b is not None else []), attrs)]
 
 
@@ -77,8 +91,13 @@ def _pool_common(ctx: NodeContext, x: Value) -> dict:
         raise ctx.fail(f"kernel_shape must have 2 values, got {kernel}")
     kernel = (int(kernel[0]), int(kernel[1]))
     strides, dilation = _pair(ctx, "strides", 1), _pair(ctx, "dilations", 1)
-    return {"pool_size": kernel, "strides": strides, "padding": _padding(ctx, x, kernel, strides, dilation),
-            "dilation": dilation, "ceil_mode": bool(ctx.attr("ceil_mode", 0))}
+    return {
+        "pool_size": kernel,
+        "strides": strides,
+        "padding": _padding(ctx, x, kernel, strides, dilation),
+        "dilation": dilation,
+        "ceil_mode": bool(ctx.attr("ceil_mode", 0)),
+    }
 
 
 def convert_max_pool(ctx: NodeContext) -> list:
@@ -110,15 +129,26 @@ def convert_batch_norm(ctx: NodeContext) -> list:
     if ctx.attr("training_mode", 0):
         raise ctx.fail("training_mode=1 is not supported (relaxc compiles inference)")
     x = ctx.input(0)
-    params = [ctx.input(i, n) for i, n in enumerate(("scale", "B", "input_mean", "input_var"), start=1)]
+    params = [
+        ctx.input(i, n) for i, n in enumerate(("scale", "B", "input_mean", "input_var"), start=1)
+    ]
     if rank_of(x) < 2:
         raise ctx.fail(f"needs an input of rank 2 or more, got {rank_of(x)}")
-    return [ctx.emit("batch_norm", [x] + params, {"axis": 1, "epsilon": float(ctx.attr("epsilon", 1e-5))})]
+    return [
+        ctx.emit(
+            "batch_norm", [x] + params, {"axis": 1, "epsilon": float(ctx.attr("epsilon", 1e-5))}
+        )
+    ]
 
 
 def convert_lrn(ctx: NodeContext) -> list:
-    attrs = {"size": int(ctx.attr("size")), "axis": 1, "alpha": float(ctx.attr("alpha", 1e-4)),
-             "beta": float(ctx.attr("beta", 0.75)), "bias": float(ctx.attr("bias", 1.0))}
+    attrs = {
+        "size": int(ctx.attr("size")),
+        "axis": 1,
+        "alpha": float(ctx.attr("alpha", 1e-4)),
+        "beta": float(ctx.attr("beta", 0.75)),
+        "bias": float(ctx.attr("bias", 1.0)),
+    }
     return [ctx.emit("lrn", [ctx.input(0)], attrs)]
 
 
@@ -133,11 +163,18 @@ def convert_layer_norm(ctx: NodeContext) -> list:
     if bias is None:
         if not all(D.is_static(d) for d in normalized):
             raise ctx.fail("without a bias input the normalized dims must be static")
-        bias = Folded(np.zeros([int(d) for d in normalized], dtype=numpy_dtype(x.type.dtype)),  # type: ignore[arg-type]
-                      f"{ctx.hint()}_zero_bias")
+        bias = Folded(
+            np.zeros([int(d) for d in normalized], dtype=numpy_dtype(x.type.dtype)),  # type: ignore[arg-type]
+            f"{ctx.hint()}_zero_bias",
+        )
     bias = _broadcast_param(ctx, bias, normalized, "B")
-    return [ctx.emit("layer_norm", [x, scale, bias], {"axes": tuple(range(axis, rank)),
-                                                      "epsilon": float(ctx.attr("epsilon", 1e-5))})]
+    return [
+        ctx.emit(
+            "layer_norm",
+            [x, scale, bias],
+            {"axes": tuple(range(axis, rank)), "epsilon": float(ctx.attr("epsilon", 1e-5))},
+        )
+    ]
 
 
 def _broadcast_param(ctx: NodeContext, v: Value, shape: tuple, what: str) -> Value:
@@ -146,11 +183,15 @@ def _broadcast_param(ctx: NodeContext, v: Value, shape: tuple, what: str) -> Val
         return v
     if isinstance(v, Folded) and all(D.is_static(d) for d in shape):
         try:
-            return Folded(np.array(np.broadcast_to(v.array, [int(d) for d in shape]), order="C"), v.name)
+            return Folded(
+                np.array(np.broadcast_to(v.array, [int(d) for d in shape]), order="C"), v.name
+            )
         except ValueError:
             pass
-    raise ctx.fail(f"{what} has shape {tuple(shape_of(v))}, which does not match the normalized "
-                   f"dims {tuple(D.dim_to_str(d) for d in shape)}")
+    raise ctx.fail(
+        f"{what} has shape {tuple(shape_of(v))}, which does not match the normalized "
+        f"dims {tuple(D.dim_to_str(d) for d in shape)}"
+    )
 
 
 def convert_softmax(ctx: NodeContext) -> list:
@@ -162,7 +203,9 @@ def convert_softmax(ctx: NodeContext) -> list:
         return [ctx.emit("softmax", [x], {"axis": axis})]
     # Before opset 13 Softmax normalizes over all dims from axis on, as one flattened row.
     shape = shape_of(x)
-    rows = ctx.emit("reshape", [x], {"newshape": (D.product(shape[:axis]), D.product(shape[axis:]))})
+    rows = ctx.emit(
+        "reshape", [x], {"newshape": (D.product(shape[:axis]), D.product(shape[axis:]))}
+    )
     y = ctx.emit("softmax", [rows], {"axis": 1})
     return [ctx.emit("reshape", [y], {"newshape": tuple(shape)})]
 
@@ -177,8 +220,13 @@ def convert_gemm(ctx: NodeContext) -> list:
     # dense(x, w) is x @ w.T: w is B when transB, else B transposed (folded when B is a weight).
     w = b if ctx.attr("transB", 0) else ctx.emit("transpose", [b], {"axes": (1, 0)})
     n = shape_of(w)[0]
-    bias_fits = (c is not None and beta == 1.0 and alpha == 1.0 and len(shape_of(c)) == 1
-                 and D.dims_equal(shape_of(c)[0], n))
+    bias_fits = (
+        c is not None
+        and beta == 1.0
+        and alpha == 1.0
+        and len(shape_of(c)) == 1
+        and D.dims_equal(shape_of(c)[0], n)
+    )
     y = ctx.emit("dense", [a, w] + ([c] if bias_fits else []))  # type: ignore[list-item]
     if alpha != 1.0:
         y = ctx.emit("multiply", [y, _scalar_like(alpha, y, "alpha", ctx)])
@@ -213,8 +261,14 @@ def convert_matmul(ctx: NodeContext) -> list:
 
 def table() -> dict[str, Converter]:
     return {
-        "Conv": convert_conv, "MaxPool": convert_max_pool, "AveragePool": convert_average_pool,
-        "GlobalAveragePool": convert_global_average_pool, "BatchNormalization": convert_batch_norm,
-        "LRN": convert_lrn, "LayerNormalization": convert_layer_norm, "Softmax": convert_softmax,
-        "Gemm": convert_gemm, "MatMul": convert_matmul,
+        "Conv": convert_conv,
+        "MaxPool": convert_max_pool,
+        "AveragePool": convert_average_pool,
+        "GlobalAveragePool": convert_global_average_pool,
+        "BatchNormalization": convert_batch_norm,
+        "LRN": convert_lrn,
+        "LayerNormalization": convert_layer_norm,
+        "Softmax": convert_softmax,
+        "Gemm": convert_gemm,
+        "MatMul": convert_matmul,
     }

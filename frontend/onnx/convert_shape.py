@@ -50,13 +50,19 @@ def convert_constant(ctx: NodeContext) -> list:
     name = ctx.hint()
     if "value" in ctx.attrs:
         return [Folded(ctx.attrs["value"], name)]
-    for key, dtype, vector in (("value_float", np.float32, False), ("value_floats", np.float32, True),
-                               ("value_int", np.int64, False), ("value_ints", np.int64, True)):
+    for key, dtype, vector in (
+        ("value_float", np.float32, False),
+        ("value_floats", np.float32, True),
+        ("value_int", np.int64, False),
+        ("value_ints", np.int64, True),
+    ):
         if key in ctx.attrs:
             arr = np.array(ctx.attrs[key], dtype=dtype)
             return [Folded(arr.reshape(-1) if vector else arr.reshape(()), name)]
-    raise ctx.fail(f"a Constant given by {', '.join(ctx.attrs) or 'nothing'} is not supported "
-                   "(only numeric values)")
+    raise ctx.fail(
+        f"a Constant given by {', '.join(ctx.attrs) or 'nothing'} is not supported "
+        "(only numeric values)"
+    )
 
 
 def convert_constant_of_shape(ctx: NodeContext) -> list:
@@ -68,11 +74,24 @@ def convert_constant_of_shape(ctx: NodeContext) -> list:
     if fill.size != 1:
         raise ctx.fail(f"value must hold one element, got shape {fill.shape}")
     if shape.static:
-        return [Folded(np.full([int(d) for d in shape.dims], fill.reshape(-1)[0], dtype=fill.dtype),  # type: ignore[arg-type]
-                       ctx.hint())]
+        return [
+            Folded(
+                np.full([int(d) for d in shape.dims], fill.reshape(-1)[0], dtype=fill.dtype),  # type: ignore[arg-type]
+                ctx.hint(),
+            )
+        ]
     dtype = dtype_from_numpy(fill.dtype)
-    return [ctx.emit("full", [], {"shape": shape.dims, "fill_value": float(fill.reshape(-1)[0]),
-                                  "dtype": DType(dtype or "f32")})]
+    return [
+        ctx.emit(
+            "full",
+            [],
+            {
+                "shape": shape.dims,
+                "fill_value": float(fill.reshape(-1)[0]),
+                "dtype": DType(dtype or "f32"),
+            },
+        )
+    ]
 
 
 def convert_shape(ctx: NodeContext) -> list:
@@ -89,7 +108,9 @@ def _target_shape(ctx: NodeContext, x: Value, target: list) -> tuple:
     for i, d in enumerate(target):
         if isinstance(d, int) and d == 0 and not allowzero:
             if i >= len(src):
-                raise ctx.fail(f"shape entry {i} is 0 (copy) but the input has only {len(src)} dims")
+                raise ctx.fail(
+                    f"shape entry {i} is 0 (copy) but the input has only {len(src)} dims"
+                )
             d = src[i]
         out.append(d)
     holes = [i for i, d in enumerate(out) if isinstance(d, int) and d == -1]
@@ -98,9 +119,11 @@ def _target_shape(ctx: NodeContext, x: Value, target: list) -> tuple:
     if holes:
         inferred = _divide_dims(list(src), [d for i, d in enumerate(out) if i != holes[0]])
         if inferred is None:
-            raise ctx.fail(f"cannot infer the -1 of the target shape: the input's "
-                           f"{D.dim_to_str(D.product(src))} elements are not provably divisible by "
-                           f"{D.dim_to_str(D.product([d for i, d in enumerate(out) if i != holes[0]]))}")
+            raise ctx.fail(
+                f"cannot infer the -1 of the target shape: the input's "
+                f"{D.dim_to_str(D.product(src))} elements are not provably divisible by "
+                f"{D.dim_to_str(D.product([d for i, d in enumerate(out) if i != holes[0]]))}"
+            )
         out[holes[0]] = inferred
     return tuple(out)
 
@@ -135,13 +158,17 @@ def convert_reshape(ctx: NodeContext) -> list:
     else:
         sv = _as_shape_value(ctx.input(1, "shape"))
         if sv is None:
-            raise ctx.fail("the target shape must be known when importing (a constant or shape arithmetic)")
+            raise ctx.fail(
+                "the target shape must be known when importing (a constant or shape arithmetic)"
+            )
         target = list(sv.dims)
     if isinstance(x, ShapeValue):
         if len(x.dims) == 1 and target in ([], [1], [-1]):
             return [ShapeValue(x.dims, scalar=not target)]
     new = _target_shape(ctx, x, target)
-    if tuple(new) == tuple(shape_of(x)) and all(D.dims_equal(a, b) for a, b in zip(new, shape_of(x))):
+    if tuple(new) == tuple(shape_of(x)) and all(
+        D.dims_equal(a, b) for a, b in zip(new, shape_of(x))
+    ):
         return [x]
     return [ctx.emit("reshape", [x], {"newshape": new})]
 
@@ -154,7 +181,9 @@ def convert_flatten(ctx: NodeContext) -> list:
         raise ctx.fail(f"axis {axis} is out of range for rank {len(shape)}")
     if axis < 0:
         axis += len(shape)
-    return [ctx.emit("reshape", [x], {"newshape": (D.product(shape[:axis]), D.product(shape[axis:]))})]
+    return [
+        ctx.emit("reshape", [x], {"newshape": (D.product(shape[:axis]), D.product(shape[axis:]))})
+    ]
 
 
 def convert_transpose(ctx: NodeContext) -> list:
@@ -217,7 +246,9 @@ def convert_concat(ctx: NodeContext) -> list:
     axis = int(ctx.attr("axis", 0))
     rank = rank_of(values[0])
     axis = norm_axis(axis, rank, ctx)
-    values = [v for v in values if not (len(shape_of(v)) == rank and shape_of(v)[axis] == 0)] or values[:1]
+    values = [
+        v for v in values if not (len(shape_of(v)) == rank and shape_of(v)[axis] == 0)
+    ] or values[:1]
     if len(values) == 1:
         return [values[0]]
     return [ctx.emit("concat", values, {"axis": axis})]
@@ -260,7 +291,9 @@ def convert_gather(ctx: NodeContext) -> list:
                 raise ctx.fail(f"an index is out of range for an axis of {dim}")
             idx = np.where(idx < 0, idx + int(dim), idx)  # type: ignore[arg-type]
         elif (idx < 0).any():
-            raise ctx.fail(f"negative indices into the symbolic dim {D.dim_to_str(dim)} are not supported")
+            raise ctx.fail(
+                f"negative indices into the symbolic dim {D.dim_to_str(dim)} are not supported"
+            )
         if isinstance(data, ShapeValue):
             picked = tuple(data.dims[int(i)] for i in idx.reshape(-1))
             return [ShapeValue(picked, scalar=idx.ndim == 0)]
@@ -279,7 +312,9 @@ def convert_slice(ctx: NodeContext) -> list:
         steps = ctx.ints(ctx.optional(4), "steps")
     starts, ends = [int(s) for s in starts], [int(e) for e in ends]
     rank = rank_of(x)
-    axes = list(range(len(starts))) if axes is None else [norm_axis(int(a), rank, ctx) for a in axes]
+    axes = (
+        list(range(len(starts))) if axes is None else [norm_axis(int(a), rank, ctx) for a in axes]
+    )
     steps = [1] * len(starts) if steps is None else [int(s) for s in steps]
     if not len(starts) == len(ends) == len(axes) == len(steps):
         raise ctx.fail("starts, ends, axes and steps must have the same length")
@@ -297,8 +332,12 @@ def convert_slice(ctx: NodeContext) -> list:
         begin.append(max(-limit, min(limit, s)))
         end.append(max(-limit, min(limit, e)))
     order = sorted(range(len(axes)), key=lambda i: axes[i])
-    attrs = {"begin": tuple(begin[i] for i in order), "end": tuple(end[i] for i in order),
-             "strides": tuple(steps[i] for i in order), "axes": tuple(axes[i] for i in order)}
+    attrs = {
+        "begin": tuple(begin[i] for i in order),
+        "end": tuple(end[i] for i in order),
+        "strides": tuple(steps[i] for i in order),
+        "axes": tuple(axes[i] for i in order),
+    }
     return [ctx.emit("strided_slice", [x], attrs)]
 
 
@@ -312,7 +351,9 @@ def convert_expand(ctx: NodeContext) -> list:
         raise ctx.fail("Expand of a bool tensor is not supported")
     ones = ShapeValue(target.dims)
     if ones.static:
-        base = Folded(np.ones([int(d) for d in ones.dims], dtype=numpy_dtype(dtype)), f"{ctx.hint()}_ones")  # type: ignore[arg-type]
+        base = Folded(
+            np.ones([int(d) for d in ones.dims], dtype=numpy_dtype(dtype)), f"{ctx.hint()}_ones"
+        )  # type: ignore[arg-type]
         return [ctx.emit("multiply", [x, base])]
     filler = ctx.emit("full", [], {"shape": ones.dims, "fill_value": 1.0, "dtype": DType(dtype)})
     return [ctx.emit("multiply", [x, filler])]
@@ -320,10 +361,19 @@ def convert_expand(ctx: NodeContext) -> list:
 
 def table() -> dict[str, Converter]:
     return {
-        "Identity": convert_identity, "Dropout": convert_dropout, "Constant": convert_constant,
-        "ConstantOfShape": convert_constant_of_shape, "Shape": convert_shape, "Reshape": convert_reshape,
-        "Flatten": convert_flatten, "Transpose": convert_transpose, "Squeeze": convert_squeeze,
-        "Unsqueeze": convert_unsqueeze, "Concat": convert_concat, "Split": convert_split,
-        "Gather": convert_gather, "Slice": convert_slice, "Expand": convert_expand,
+        "Identity": convert_identity,
+        "Dropout": convert_dropout,
+        "Constant": convert_constant,
+        "ConstantOfShape": convert_constant_of_shape,
+        "Shape": convert_shape,
+        "Reshape": convert_reshape,
+        "Flatten": convert_flatten,
+        "Transpose": convert_transpose,
+        "Squeeze": convert_squeeze,
+        "Unsqueeze": convert_unsqueeze,
+        "Concat": convert_concat,
+        "Split": convert_split,
+        "Gather": convert_gather,
+        "Slice": convert_slice,
+        "Expand": convert_expand,
     }
-

@@ -22,8 +22,16 @@ from relaxc.ir.verifier import verify_module
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
 from .converters import CONVERTERS, EXTRA_OUTPUTS
-from .model import (DEFAULT_DOMAINS, default_opset, dim_symbol, load_model, node_attrs, node_label,
-                    tensor_array, value_info_type)
+from .model import (
+    DEFAULT_DOMAINS,
+    default_opset,
+    dim_symbol,
+    load_model,
+    node_attrs,
+    node_label,
+    tensor_array,
+    value_info_type,
+)
 from .values import Folded, Runtime, Value
 
 
@@ -48,10 +56,13 @@ class ImportResult:
         return "\n".join(lines) + "\n"
 
 
-def import_onnx(source: "str | Path | bytes | Any", *,
-                input_shapes: Mapping[str, Sequence[int | str]] | None = None,
-                upper_bounds: Mapping[str, int] | None = None,
-                function_name: str = "main") -> ImportResult:
+def import_onnx(
+    source: "str | Path | bytes | Any",
+    *,
+    input_shapes: Mapping[str, Sequence[int | str]] | None = None,
+    upper_bounds: Mapping[str, int] | None = None,
+    function_name: str = "main",
+) -> ImportResult:
     """Import an ONNX model (a path, file bytes or a loaded ``ModelProto``).
 
     ``input_shapes`` overrides the declared shape of inputs by name (ints or dim names);
@@ -100,8 +111,10 @@ def import_onnx(source: "str | Path | bytes | Any", *,
                 env[name] = outs[k]
             elif name in used:
                 what = EXTRA_OUTPUTS.get(node.op_type, f"output {k}")
-                raise RxError(f"node {label} ({node.op_type}): its output '{name}' ({what}) is used, "
-                              "but relaxc imports only inference outputs")
+                raise RxError(
+                    f"node {label} ({node.op_type}): its output '{name}' ({what}) is used, "
+                    "but relaxc imports only inference outputs"
+                )
 
     results: list[Runtime] = []
     try:
@@ -114,14 +127,18 @@ def import_onnx(source: "str | Path | bytes | Any", *,
     if not results:
         raise RxError("the model has no outputs")
 
-    ret: Var | TupleExpr = results[0].var if len(results) == 1 else TupleExpr(tuple(r.var for r in results))
+    ret: Var | TupleExpr = (
+        results[0].var if len(results) == 1 else TupleExpr(tuple(r.var for r in results))
+    )
     ret_type = results[0].type if len(results) == 1 else TupleType(tuple(r.type for r in results))
     fn = Function(function_name, tuple(params), ret_type, tuple(attrs), tuple(builder.body), ret)
     module = Module((fn,))
     try:
         verify_module(module)
     except RxError as e:  # a converter produced ill-typed IR: a bug in the importer
-        raise RxError(f"the imported program does not verify (a bug in relaxc's importer): {e.message}") from None
+        raise RxError(
+            f"the imported program does not verify (a bug in relaxc's importer): {e.message}"
+        ) from None
     notes = _notes(params, upper_bounds)
     return ImportResult(module, builder.weights, opset, _producer(model), notes)
 
@@ -146,11 +163,15 @@ def _check_operators(graph: Any) -> None:
         count = sum(len(v) for v in missing.values())
         parts = []
         for op, labels in sorted(missing.items()):
-            shown = ", ".join(labels[:5]) + (f" and {len(labels) - 5} more" if len(labels) > 5 else "")
+            shown = ", ".join(labels[:5]) + (
+                f" and {len(labels) - 5} more" if len(labels) > 5 else ""
+            )
             parts.append(f"{op} (node{'s' if len(labels) > 1 else ''} {shown})")
-        raise RxError(f"the model uses {len(missing)} operator{'s' if len(missing) > 1 else ''} relaxc "
-                      f"cannot import, in {count} node{'s' if count > 1 else ''}: " + "; ".join(parts),
-                      notes=(f"supported: {', '.join(sorted(CONVERTERS))}",))
+        raise RxError(
+            f"the model uses {len(missing)} operator{'s' if len(missing) > 1 else ''} relaxc "
+            f"cannot import, in {count} node{'s' if count > 1 else ''}: " + "; ".join(parts),
+            notes=(f"supported: {', '.join(sorted(CONVERTERS))}",),
+        )
 
 
 def _check_names(input_shapes: Mapping[str, Any] | None, graph: Any) -> None:
@@ -160,7 +181,9 @@ def _check_names(input_shapes: Mapping[str, Any] | None, graph: Any) -> None:
     names = [i.name for i in graph.input if i.name not in inits]
     for key in input_shapes:
         if key not in names:
-            raise RxError(f"--shape names '{key}', but the model's inputs are {', '.join(names) or 'none'}")
+            raise RxError(
+                f"--shape names '{key}', but the model's inputs are {', '.join(names) or 'none'}"
+            )
 
 
 def _used_names(graph: Any) -> set[str]:
@@ -187,8 +210,10 @@ def _topological(graph: Any, known: set[str]) -> list[tuple[int, Any]]:
         if len(rest) == len(pending):
             index, node = rest[0]
             missing = next(n for n in node.input if n and n not in defined)
-            raise RxError(f"node {node_label(node, index)} ({node.op_type}) uses '{missing}', which no "
-                          "input, initializer or node defines (or the graph has a cycle)")
+            raise RxError(
+                f"node {node_label(node, index)} ({node.op_type}) uses '{missing}', which no "
+                "input, initializer or node defines (or the graph has a cycle)"
+            )
         pending = rest
     return ordered
 
@@ -200,8 +225,10 @@ def _bounds(bounds: Mapping[str, int], params: Sequence[Param]) -> DictLit:
     bounds = {dim_symbol(k): v for k, v in bounds.items()}  # the names the dims were given
     for name, value in bounds.items():
         if name not in syms:
-            raise RxError(f"--bound names '{name}', but the inputs' symbolic dims are "
-                          f"{', '.join(sorted(syms)) or 'none'}")
+            raise RxError(
+                f"--bound names '{name}', but the inputs' symbolic dims are "
+                f"{', '.join(sorted(syms)) or 'none'}"
+            )
         if value < 1:
             raise RxError(f"--bound {name}={value}: a bound must be at least 1")
     return DictLit(tuple((k, int(bounds[k])) for k in sorted(bounds)))
@@ -213,12 +240,13 @@ def _notes(params: Sequence[Param], bounds: Mapping[str, int] | None) -> list[st
         syms |= type_free_vars(p.type)
     unbounded = sorted(syms - {dim_symbol(k) for k in bounds or {}})
     if unbounded:
-        return [f"Symbolic dims without an upper bound: {', '.join(unbounded)} "
-                "(their tensors are allocated at run time; --bound NAME=N plans them statically)."]
+        return [
+            f"Symbolic dims without an upper bound: {', '.join(unbounded)} "
+            "(their tensors are allocated at run time; --bound NAME=N plans them statically)."
+        ]
     return []
 
 
 def _producer(model: Any) -> str:
     name = model.producer_name or ""
     return f"{name} {model.producer_version}".strip() if name else ""
-

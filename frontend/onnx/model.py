@@ -30,13 +30,37 @@ DEFAULT_DOMAINS = ("", "ai.onnx")
 
 # ONNX TensorProto element type -> relaxc dtype
 DTYPES: dict[int, str] = {
-    1: "f32", 2: "u8", 3: "i8", 4: "u16", 5: "i16", 6: "i32", 7: "i64",
-    9: "bool", 10: "f16", 11: "f64", 12: "u32", 16: "bf16",
+    1: "f32",
+    2: "u8",
+    3: "i8",
+    4: "u16",
+    5: "i16",
+    6: "i32",
+    7: "i64",
+    9: "bool",
+    10: "f16",
+    11: "f64",
+    12: "u32",
+    16: "bf16",
 }
 DTYPE_NAMES: dict[int, str] = {
-    0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32",
-    7: "INT64", 8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64",
-    14: "COMPLEX64", 15: "COMPLEX128", 16: "BFLOAT16",
+    0: "UNDEFINED",
+    1: "FLOAT",
+    2: "UINT8",
+    3: "INT8",
+    4: "UINT16",
+    5: "INT16",
+    6: "INT32",
+    7: "INT64",
+    8: "STRING",
+    9: "BOOL",
+    10: "FLOAT16",
+    11: "DOUBLE",
+    12: "UINT32",
+    13: "UINT64",
+    14: "COMPLEX64",
+    15: "COMPLEX128",
+    16: "BFLOAT16",
 }
 
 
@@ -82,11 +106,15 @@ def default_opset(model: Any) -> int:
         return MIN_OPSET  # IR version 1/2 models list none; treat as the oldest supported
     version = max(versions)
     if version < MIN_OPSET:
-        raise RxError(f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
-                      f"{MAX_OPSET} (onnx.version_converter can upgrade it)")
+        raise RxError(
+            f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
+            f"{MAX_OPSET} (onnx.version_converter can upgrade it)"
+        )
     if version > MAX_OPSET:
-        raise RxError(f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
-                      f"{MAX_OPSET} (onnx.version_converter can convert it down)")
+        raise RxError(
+            f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
+            f"{MAX_OPSET} (onnx.version_converter can convert it down)"
+        )
     return version
 
 
@@ -103,7 +131,9 @@ def tensor_array(proto: Any, what: str) -> np.ndarray:
     """A TensorProto (initializer or Constant value) as a numpy array relaxc can hold."""
     relax_dtype(proto.data_type, what)
     if proto.data_type == 16:
-        raise RxError(f"{what} is a BFLOAT16 constant; relaxc cannot hold bf16 data (storage-only dtype)")
+        raise RxError(
+            f"{what} is a BFLOAT16 constant; relaxc cannot hold bf16 data (storage-only dtype)"
+        )
     try:
         array = numpy_helper.to_array(proto)
     except Exception as e:  # noqa: BLE001
@@ -111,7 +141,9 @@ def tensor_array(proto: Any, what: str) -> np.ndarray:
     return np.asarray(array, order="C")
 
 
-def value_info_type(info: Any, overrides: Mapping[str, Sequence[int | str]] | None = None) -> TensorType:
+def value_info_type(
+    info: Any, overrides: Mapping[str, Sequence[int | str]] | None = None
+) -> TensorType:
     """The relaxc type of a graph input: ``dim_param`` becomes a symbolic dim."""
     what = f"input '{info.name}'"
     ttype = info.type.tensor_type if info.type.HasField("tensor_type") else None
@@ -131,14 +163,35 @@ def value_info_type(info: Any, overrides: Mapping[str, Sequence[int | str]] | No
         elif d.HasField("dim_param") and d.dim_param:
             dims.append(D.Sym(dim_symbol(d.dim_param)))
         else:
-            raise RxError(f"{what} has an unknown dimension {i} (neither a size nor a name); "
-                          f"give its shape with --shape {info.name}=D1,D2,...")
+            raise RxError(
+                f"{what} has an unknown dimension {i} (neither a size nor a name); "
+                f"give its shape with --shape {info.name}=D1,D2,..."
+            )
     return TensorType(tuple(dims), dtype)
 
 
-_RESERVED = frozenset(DTYPE_TABLE) | frozenset(DTYPE_ALIASES) | {
-    "inf", "nan", "true", "false", "max", "min", "fn", "attrs", "call", "invoke", "outs", "return",
-    "Tensor", "Tuple", "Storage", "Object"}
+_RESERVED = (
+    frozenset(DTYPE_TABLE)
+    | frozenset(DTYPE_ALIASES)
+    | {
+        "inf",
+        "nan",
+        "true",
+        "false",
+        "max",
+        "min",
+        "fn",
+        "attrs",
+        "call",
+        "invoke",
+        "outs",
+        "return",
+        "Tensor",
+        "Tuple",
+        "Storage",
+        "Object",
+    }
+)
 """Words the .rx grammar reads as something else than a dim name."""
 
 

@@ -80,14 +80,25 @@ def pad4(v: tuple[int, ...], op: str) -> tuple[int, int, int, int]:
     elif len(v) == 4:
         p = (v[0], v[1], v[2], v[3])
     else:
-        raise OpError(f"{op}: padding needs 1, 2 or 4 integers (all / (h, w) / (top, left, bottom, right)), got {len(v)}")
+        raise OpError(
+            f"{op}: padding needs 1, 2 or 4 integers (all / (h, w) / (top, left, bottom, right)), got {len(v)}"
+        )
     if min(p) < 0:
         raise OpError(f"{op}: padding must not be negative, got {v}")
     return p
 
 
-def window_out(size: D.Dim, pad_before: int, pad_after: int, k: D.Dim, dilation: int, stride: int,
-               op: str, axis: str, ceil_mode: bool = False) -> D.Dim:
+def window_out(
+    size: D.Dim,
+    pad_before: int,
+    pad_after: int,
+    k: D.Dim,
+    dilation: int,
+    stride: int,
+    op: str,
+    axis: str,
+    ceil_mode: bool = False,
+) -> D.Dim:
     """Output length of a sliding window: ``(size + pads - dilation*(k-1) - 1) / stride + 1``.
 
     With ``ceil_mode`` the division rounds up, but (as in PyTorch) a last window that would

@@ -165,19 +165,47 @@ def register_all(reg: Registry) -> None:
     # Every elementwise op may write its output over an input of the output's type: the
     # element at a position is read before the output element there is written.
     for name, (summary, fn, scalar) in BINARY.items():
-        reg.register(OpDef(
-            name, summary, "kernel", _binary_infer(name), min_inputs=2, max_inputs=2,
-            kernel=lambda xs, attrs, fn=fn: fn(xs[0], xs[1]), elementwise=True,
-            input_names=("lhs", "rhs"), inplace=(0, 1), scalar=scalar,
-        ))
+        reg.register(
+            OpDef(
+                name,
+                summary,
+                "kernel",
+                _binary_infer(name),
+                min_inputs=2,
+                max_inputs=2,
+                kernel=lambda xs, attrs, fn=fn: fn(xs[0], xs[1]),
+                elementwise=True,
+                input_names=("lhs", "rhs"),
+                inplace=(0, 1),
+                scalar=scalar,
+            )
+        )
     for name, (summary, fn, float_only) in UNARY.items():
-        reg.register(OpDef(
-            name, summary, "kernel", _unary_infer(name, float_only),
-            kernel=lambda xs, attrs, fn=fn: fn(xs[0]), elementwise=True, input_names=("x",),
-            inplace=(0,), float_only=float_only, scalar="-x0" if name == "negative" else None,
-        ))
-    reg.register(OpDef(
-        "leaky_relu", "x if x >= 0 else alpha * x (ONNX LeakyRelu; f16 computes in f32)", "kernel",
-        _unary_infer("leaky_relu", True), kernel=_leaky_relu, elementwise=True, input_names=("x",),
-        attrs=(AttrSpec("alpha", "float", 0.01, "slope for x < 0"),), inplace=(0,), float_only=True,
-    ))
+        reg.register(
+            OpDef(
+                name,
+                summary,
+                "kernel",
+                _unary_infer(name, float_only),
+                kernel=lambda xs, attrs, fn=fn: fn(xs[0]),
+                elementwise=True,
+                input_names=("x",),
+                inplace=(0,),
+                float_only=float_only,
+                scalar="-x0" if name == "negative" else None,
+            )
+        )
+    reg.register(
+        OpDef(
+            "leaky_relu",
+            "x if x >= 0 else alpha * x (ONNX LeakyRelu; f16 computes in f32)",
+            "kernel",
+            _unary_infer("leaky_relu", True),
+            kernel=_leaky_relu,
+            elementwise=True,
+            input_names=("x",),
+            attrs=(AttrSpec("alpha", "float", 0.01, "slope for x < 0"),),
+            inplace=(0,),
+            float_only=True,
+        )
+    )

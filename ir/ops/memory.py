@@ -13,7 +13,16 @@ import numpy as np
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import ListLit
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
-from relaxc.ir.types import OBJECT, STORAGE, DTYPES, StorageType, TensorType, TupleType, Type, numpy_dtype
+from relaxc.ir.types import (
+    OBJECT,
+    STORAGE,
+    DTYPES,
+    StorageType,
+    TensorType,
+    TupleType,
+    Type,
+    numpy_dtype,
+)
 
 MAX_ALIGN = 4096
 """The largest alignment a storage may ask for (a page): larger ones are refused, since no
@@ -34,7 +43,9 @@ def literal_shape(v: Any) -> tuple[int, ...]:
         return (len(v.items),) + shapes.pop()
     if isinstance(v, (bool, int, float)):
         return ()
-    raise OpError("const: value must be a weight name (a string), a number or a nested list of numbers")
+    raise OpError(
+        "const: value must be a weight name (a string), a number or a nested list of numbers"
+    )
 
 
 def _plain(v: Any) -> Any:
@@ -68,7 +79,9 @@ def check_literal_fits(v: Any, dtype: str) -> None:
         elif info.kind in ("int", "uint"):
             if isinstance(x, float):
                 if not x.is_integer():
-                    raise OpError(f"const: {x!r} is not an integer, so dtype {dtype} cannot hold it exactly")
+                    raise OpError(
+                        f"const: {x!r} is not an integer, so dtype {dtype} cannot hold it exactly"
+                    )
                 x = int(x)
             lim = np.iinfo(numpy_dtype(dtype))
             if not lim.min <= int(x) <= lim.max:
@@ -76,14 +89,18 @@ def check_literal_fits(v: Any, dtype: str) -> None:
         elif isinstance(x, (int, float)) and not isinstance(x, bool):
             finfo = np.finfo(numpy_dtype(dtype))
             if abs(float(x)) > float(finfo.max) and abs(float(x)) != float("inf"):
-                raise OpError(f"const: {x!r} is out of range for {dtype} (largest finite value {float(finfo.max):g})")
+                raise OpError(
+                    f"const: {x!r} is out of range for {dtype} (largest finite value {float(finfo.max):g})"
+                )
 
 
 def _infer_const(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     value = attrs["value"]
     if isinstance(value, str):
-        raise OpError(f"const(\"{value}\"): a named constant needs its type written after its name, "
-                      f"as in %w: Tensor[(4, 4), f32] = const(\"{value}\")")
+        raise OpError(
+            f'const("{value}"): a named constant needs its type written after its name, '
+            f'as in %w: Tensor[(4, 4), f32] = const("{value}")'
+        )
     shape = literal_shape(value)
     dtype = attrs["dtype"]
     if DTYPES[dtype].numpy is None:
@@ -98,7 +115,9 @@ def _infer_alloc_storage(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Ty
         raise OpError(f"memory.alloc_storage: size {size} is negative")
     align = attrs["align"]
     if align <= 0 or align & (align - 1) or align > MAX_ALIGN:
-        raise OpError(f"memory.alloc_storage: align={align} is not a power of two from 1 to {MAX_ALIGN}")
+        raise OpError(
+            f"memory.alloc_storage: align={align} is not a power of two from 1 to {MAX_ALIGN}"
+        )
     return STORAGE
 
 
@@ -120,8 +139,10 @@ def view_bytes(x: np.ndarray, offset: int, shape: tuple[int, ...], dtype: str) -
     n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     raw = x.reshape(-1).view(np.uint8)
     if offset < 0 or offset + n > raw.size:
-        raise OpError(f"memory.view: bytes [{offset}, {offset + n}) are outside its input of {raw.size} bytes")
-    return raw[offset:offset + n].view(dt).reshape(shape)
+        raise OpError(
+            f"memory.view: bytes [{offset}, {offset + n}) are outside its input of {raw.size} bytes"
+        )
+    return raw[offset : offset + n].view(dt).reshape(shape)
 
 
 def _infer_view(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -136,16 +157,22 @@ def _infer_view(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     if isinstance(offset, int) and offset < 0:
         raise OpError(f"memory.view: offset {offset} is negative")
     if size > 1 and D.simplify(D.BinOp("%", offset, size)) != 0:
-        raise OpError(f"memory.view: offset {D.dim_to_str(offset)} is not a multiple of {size}, the size of {dtype}")
+        raise OpError(
+            f"memory.view: offset {D.dim_to_str(offset)} is not a multiple of {size}, the size of {dtype}"
+        )
     end = D.simplify(D.add(offset, tensor_nbytes(out)))
     if not provably_le(end, tensor_nbytes(x), {}):
-        raise OpError(f"memory.view: bytes [{D.dim_to_str(offset)}, {D.dim_to_str(end)}) may reach past its input "
-                      f"of {D.dim_to_str(tensor_nbytes(x))} bytes")
+        raise OpError(
+            f"memory.view: bytes [{D.dim_to_str(offset)}, {D.dim_to_str(end)}) may reach past its input "
+            f"of {D.dim_to_str(tensor_nbytes(x))} bytes"
+        )
     return out
 
 
 def _kernel_view(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    return view_bytes(xs[0], int(attrs["offset"]), tuple(int(d) for d in attrs["shape"]), attrs["dtype"])
+    return view_bytes(
+        xs[0], int(attrs["offset"]), tuple(int(d) for d in attrs["shape"]), attrs["dtype"]
+    )
 
 
 def _infer_kill_tensor(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -174,16 +201,29 @@ def _infer_runtime(name: str):
         args = attrs.get("args", ())
         if name in ("call_packed", "call_cpacked"):
             if not args or not isinstance(args[0], str):
-                raise OpError(f'{name}: the first argument must be the function name, as in {name}("f", %x)')
+                raise OpError(
+                    f'{name}: the first argument must be the function name, as in {name}("f", %x)'
+                )
             return OBJECT
         if name == "tir.stack_alloca":
-            if (len(args) != 2 or not isinstance(args[0], str) or not isinstance(args[1], int)
-                    or isinstance(args[1], bool) or args[1] <= 0):
-                raise OpError('tir.stack_alloca: expects a kind and a positive count, as in tir.stack_alloca("array", 1)')
+            if (
+                len(args) != 2
+                or not isinstance(args[0], str)
+                or not isinstance(args[1], int)
+                or isinstance(args[1], bool)
+                or args[1] <= 0
+            ):
+                raise OpError(
+                    'tir.stack_alloca: expects a kind and a positive count, as in tir.stack_alloca("array", 1)'
+                )
             return OBJECT
         # tir.struct_set(%handle, index, "field", value)
-        if (len(args) != 4 or not isinstance(args[1], int) or isinstance(args[1], bool)
-                or not isinstance(args[2], str)):
+        if (
+            len(args) != 4
+            or not isinstance(args[1], int)
+            or isinstance(args[1], bool)
+            or not isinstance(args[2], str)
+        ):
             raise OpError('tir.struct_set: expects (%handle, index, "field", value)')
         return UNIT
 
@@ -191,44 +231,122 @@ def _infer_runtime(name: str):
 
 
 def register_all(reg: Registry) -> None:
-    reg.register(OpDef(
-        "const", "a constant: a named weight from the side-car .npz or an inline literal",
-        "constant", _infer_const, min_inputs=0, max_inputs=0,
-        attrs=(AttrSpec("value", "value", doc="weight name (string) or literal"),
-               AttrSpec("dtype", "dtype", "f32", "dtype of an inline literal")),
-    ))
-    reg.register(OpDef(
-        "memory.alloc_storage", "allocate a block of bytes", "memory", _infer_alloc_storage,
-        min_inputs=0, max_inputs=0, effectful=True,
-        attrs=(AttrSpec("size", "dim", doc="bytes (may be symbolic)"),
-               AttrSpec("align", "int", 64, "alignment in bytes"),
-               AttrSpec("scope", "str", "global", "memory scope"),
-               AttrSpec("external", "bool", False, "true for storage the caller owns (outputs): never planned"),
-               AttrSpec("arena", "bool", False, "true for an arena made by PlanMemory")),
-    ))
-    reg.register(OpDef(
-        "memory.alloc_tensor", "carve a tensor out of a storage at an offset", "memory",
-        _infer_alloc_tensor, min_inputs=1, max_inputs=1, effectful=True, input_names=("storage",),
-        example="memory.alloc_tensor(%s, 0, (2, 3), f32) (%s from memory.alloc_storage)",
-        attrs=(AttrSpec("offset", "dim"), AttrSpec("shape", "shape"), AttrSpec("dtype", "dtype")),
-    ))
-    reg.register(OpDef(
-        "memory.view", "the bytes of a tensor from a byte offset, as another shape and dtype (a view: no copy)",
-        "view", _infer_view, kernel=_kernel_view, input_names=("x",),
-        attrs=(AttrSpec("offset", "dim", doc="byte offset into the input (a multiple of the dtype's size)"),
-               AttrSpec("shape", "shape"), AttrSpec("dtype", "dtype")),
-    ))
-    reg.register(OpDef("memory.kill_tensor", "end a tensor's lifetime", "memory",
-                       _infer_kill_tensor, effectful=True))
-    reg.register(OpDef("memory.kill_storage", "release a storage", "memory",
-                       _infer_kill_storage, effectful=True))
-    reg.register(OpDef("vm.kill_object", "release a VM register holding an object", "memory",
-                       _infer_kill_object, effectful=True))
+    reg.register(
+        OpDef(
+            "const",
+            "a constant: a named weight from the side-car .npz or an inline literal",
+            "constant",
+            _infer_const,
+            min_inputs=0,
+            max_inputs=0,
+            attrs=(
+                AttrSpec("value", "value", doc="weight name (string) or literal"),
+                AttrSpec("dtype", "dtype", "f32", "dtype of an inline literal"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "memory.alloc_storage",
+            "allocate a block of bytes",
+            "memory",
+            _infer_alloc_storage,
+            min_inputs=0,
+            max_inputs=0,
+            effectful=True,
+            attrs=(
+                AttrSpec("size", "dim", doc="bytes (may be symbolic)"),
+                AttrSpec("align", "int", 64, "alignment in bytes"),
+                AttrSpec("scope", "str", "global", "memory scope"),
+                AttrSpec(
+                    "external",
+                    "bool",
+                    False,
+                    "true for storage the caller owns (outputs): never planned",
+                ),
+                AttrSpec("arena", "bool", False, "true for an arena made by PlanMemory"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "memory.alloc_tensor",
+            "carve a tensor out of a storage at an offset",
+            "memory",
+            _infer_alloc_tensor,
+            min_inputs=1,
+            max_inputs=1,
+            effectful=True,
+            input_names=("storage",),
+            example="memory.alloc_tensor(%s, 0, (2, 3), f32) (%s from memory.alloc_storage)",
+            attrs=(
+                AttrSpec("offset", "dim"),
+                AttrSpec("shape", "shape"),
+                AttrSpec("dtype", "dtype"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "memory.view",
+            "the bytes of a tensor from a byte offset, as another shape and dtype (a view: no copy)",
+            "view",
+            _infer_view,
+            kernel=_kernel_view,
+            input_names=("x",),
+            attrs=(
+                AttrSpec(
+                    "offset",
+                    "dim",
+                    doc="byte offset into the input (a multiple of the dtype's size)",
+                ),
+                AttrSpec("shape", "shape"),
+                AttrSpec("dtype", "dtype"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "memory.kill_tensor",
+            "end a tensor's lifetime",
+            "memory",
+            _infer_kill_tensor,
+            effectful=True,
+        )
+    )
+    reg.register(
+        OpDef(
+            "memory.kill_storage",
+            "release a storage",
+            "memory",
+            _infer_kill_storage,
+            effectful=True,
+        )
+    )
+    reg.register(
+        OpDef(
+            "vm.kill_object",
+            "release a VM register holding an object",
+            "memory",
+            _infer_kill_object,
+            effectful=True,
+        )
+    )
     for name, summary in (
         ("call_packed", "call a runtime function by name (VM)"),
         ("call_cpacked", "call a packed C function by name (C target)"),
         ("tir.stack_alloca", "reserve packed-call argument structs on the stack (C target)"),
         ("tir.struct_set", "store a field of a packed-call argument struct (C target)"),
     ):
-        reg.register(OpDef(name, summary, "runtime", _infer_runtime(name), min_inputs=0,
-                           max_inputs=None, free_args=True, effectful=True))
+        reg.register(
+            OpDef(
+                name,
+                summary,
+                "runtime",
+                _infer_runtime(name),
+                min_inputs=0,
+                max_inputs=None,
+                free_args=True,
+                effectful=True,
+            )
+        )

@@ -72,7 +72,9 @@ def _cast(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
         # Float -> integer: truncate toward zero, nan -> 0, saturate at the target's range.
         info = np.iinfo(target)
         with np.errstate(invalid="ignore"):
-            t = np.trunc(np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=np.inf, neginf=-np.inf))
+            t = np.trunc(
+                np.nan_to_num(x.astype(np.float64), nan=0.0, posinf=np.inf, neginf=-np.inf)
+            )
         lo, hi = float(info.min), float(info.max)
         res = np.where(t <= lo, info.min, np.where(t >= hi, info.max, 0)).astype(target)
         inside = (t > lo) & (t < hi)
@@ -155,37 +157,90 @@ def _full(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 
 
 def register_all(reg: Registry) -> None:
-    reg.register(OpDef(
-        "clip", "clamp x into [a_min, a_max] (integer tensors round the bounds inward)", "kernel",
-        _infer_clip, kernel=_clip, elementwise=True, input_names=("x",), inplace=(0,),
-        attrs=(AttrSpec("a_min", "float", doc="lower bound (-inf for none)"),
-               AttrSpec("a_max", "float", doc="upper bound (inf for none)")),
-    ))
-    reg.register(OpDef(
-        "cast", "convert x to dtype (float -> int truncates, saturates, nan -> 0; int -> int wraps)",
-        "kernel", _infer_cast, kernel=_cast, elementwise=True, input_names=("x",),
-        attrs=(AttrSpec("dtype", "dtype", doc="target dtype"),),
-    ))
-    reg.register(OpDef(
-        "where", "cond ? x : y, broadcasting all three", "kernel", _infer_where,
-        min_inputs=3, max_inputs=3, kernel=_where, elementwise=True,
-        input_names=("cond", "x", "y"), inplace=(0, 1, 2),
-    ))
+    reg.register(
+        OpDef(
+            "clip",
+            "clamp x into [a_min, a_max] (integer tensors round the bounds inward)",
+            "kernel",
+            _infer_clip,
+            kernel=_clip,
+            elementwise=True,
+            input_names=("x",),
+            inplace=(0,),
+            attrs=(
+                AttrSpec("a_min", "float", doc="lower bound (-inf for none)"),
+                AttrSpec("a_max", "float", doc="upper bound (inf for none)"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "cast",
+            "convert x to dtype (float -> int truncates, saturates, nan -> 0; int -> int wraps)",
+            "kernel",
+            _infer_cast,
+            kernel=_cast,
+            elementwise=True,
+            input_names=("x",),
+            attrs=(AttrSpec("dtype", "dtype", doc="target dtype"),),
+        )
+    )
+    reg.register(
+        OpDef(
+            "where",
+            "cond ? x : y, broadcasting all three",
+            "kernel",
+            _infer_where,
+            min_inputs=3,
+            max_inputs=3,
+            kernel=_where,
+            elementwise=True,
+            input_names=("cond", "x", "y"),
+            inplace=(0, 1, 2),
+        )
+    )
     shape = AttrSpec("shape", "shape", doc="result shape (may be symbolic)")
     dtype = AttrSpec("dtype", "dtype", "f32", "result dtype")
-    reg.register(OpDef(
-        "zeros", "a tensor of zeros", "kernel", _infer_zeros, min_inputs=0, max_inputs=0,
-        kernel=_zeros, attrs=(shape, dtype),
-    ))
-    reg.register(OpDef(
-        "ones", "a tensor of ones", "kernel", _infer_ones, min_inputs=0, max_inputs=0,
-        kernel=_ones, attrs=(shape, dtype),
-    ))
-    reg.register(OpDef(
-        "full", "a tensor filled with fill_value", "kernel", _infer_full, min_inputs=0, max_inputs=0,
-        kernel=_full,
-        attrs=(shape, AttrSpec("fill_value", "float", doc="the value (must fit the dtype)"), dtype),
-    ))
+    reg.register(
+        OpDef(
+            "zeros",
+            "a tensor of zeros",
+            "kernel",
+            _infer_zeros,
+            min_inputs=0,
+            max_inputs=0,
+            kernel=_zeros,
+            attrs=(shape, dtype),
+        )
+    )
+    reg.register(
+        OpDef(
+            "ones",
+            "a tensor of ones",
+            "kernel",
+            _infer_ones,
+            min_inputs=0,
+            max_inputs=0,
+            kernel=_ones,
+            attrs=(shape, dtype),
+        )
+    )
+    reg.register(
+        OpDef(
+            "full",
+            "a tensor filled with fill_value",
+            "kernel",
+            _infer_full,
+            min_inputs=0,
+            max_inputs=0,
+            kernel=_full,
+            attrs=(
+                shape,
+                AttrSpec("fill_value", "float", doc="the value (must fit the dtype)"),
+                dtype,
+            ),
+        )
+    )
 
 
 __all__ = ["register_all"]

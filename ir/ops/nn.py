@@ -43,7 +43,9 @@ def _infer_matmul(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
                 f"matmul: operand {name} has rank {t.ndim}, both operands need rank >= 2 "
                 f"(use expand_dims for a vector)"
             )
-    require_dims_equal(a.shape[-1], b.shape[-2], "matmul", f"inner dimensions of {sstr(a.shape)} @ {sstr(b.shape)}")
+    require_dims_equal(
+        a.shape[-1], b.shape[-2], "matmul", f"inner dimensions of {sstr(a.shape)} @ {sstr(b.shape)}"
+    )
     batch = broadcast_shapes([a.shape[:-2], b.shape[:-2]], "matmul")
     return TensorType(batch + (a.shape[-2], b.shape[-1]), dtype)
 
@@ -62,7 +64,9 @@ def _infer_dense(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     if x.ndim < 1:
         raise OpError("dense: x must have rank at least 1")
     require_rank(w, 2, "dense", "weight (N, K)")
-    require_dims_equal(x.shape[-1], w.shape[1], "dense", f"K of x {sstr(x.shape)} and weight {sstr(w.shape)}")
+    require_dims_equal(
+        x.shape[-1], w.shape[1], "dense", f"K of x {sstr(x.shape)} and weight {sstr(w.shape)}"
+    )
     if len(ts) == 3:
         require_rank(ts[2], 1, "dense", "bias")
         require_dims_equal(ts[2].shape[0], w.shape[0], "dense", "bias length and N")
@@ -81,7 +85,9 @@ def _dense(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 # -- conv2d ------------------------------------------------------------------------------
 
 
-def _conv_params(attrs: Mapping[str, Any]) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int], int]:
+def _conv_params(
+    attrs: Mapping[str, Any],
+) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int], int]:
     strides = positive_pair(attrs["strides"], "conv2d", "strides")
     padding = pad4(attrs["padding"], "conv2d")
     dilation = positive_pair(attrs["dilation"], "conv2d", "dilation")
@@ -101,8 +107,12 @@ def _infer_conv2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     (sh, sw), (pt, pl, pb, pr), (dh, dw), groups = _conv_params(attrs)
     n, c, h, wd = x.shape
     o, i, kh, kw = w.shape
-    require_dims_equal(c, D.mul(i, groups), "conv2d",
-                       f"input channels vs weight {sstr(w.shape)} in-channels * groups={groups}")
+    require_dims_equal(
+        c,
+        D.mul(i, groups),
+        "conv2d",
+        f"input channels vs weight {sstr(w.shape)} in-channels * groups={groups}",
+    )
     if isinstance(o, int) and o % groups:
         raise OpError(f"conv2d: {o} output channels are not divisible by groups={groups}")
     if len(ts) == 3:
@@ -113,11 +123,14 @@ def _infer_conv2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     return TensorType((n, o, oh, ow), dtype)
 
 
-def _patches(xp: np.ndarray, i: int, j: int, dil: tuple[int, int], st: tuple[int, int],
-             out: tuple[int, int]) -> np.ndarray:
+def _patches(
+    xp: np.ndarray, i: int, j: int, dil: tuple[int, int], st: tuple[int, int], out: tuple[int, int]
+) -> np.ndarray:
     """The (..., OH, OW) input values kernel position (i, j) meets, from padded ``xp``."""
     hi, wi = i * dil[0], j * dil[1]
-    return xp[..., hi:hi + st[0] * (out[0] - 1) + 1:st[0], wi:wi + st[1] * (out[1] - 1) + 1:st[1]]
+    return xp[
+        ..., hi : hi + st[0] * (out[0] - 1) + 1 : st[0], wi : wi + st[1] * (out[1] - 1) + 1 : st[1]
+    ]
 
 
 def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
@@ -148,26 +161,34 @@ def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 Pair = tuple[int, int]
 
 
-def _pool_params(op: str, attrs: Mapping[str, Any]) -> tuple[Pair, Pair, tuple[int, int, int, int], Pair]:
+def _pool_params(
+    op: str, attrs: Mapping[str, Any]
+) -> tuple[Pair, Pair, tuple[int, int, int, int], Pair]:
     """(pool_size, strides, padding, dilation), checked."""
     pool = positive_pair(attrs["pool_size"], op, "pool_size")
     strides = positive_pair(attrs["strides"], op, "strides")
     padding = pad4(attrs["padding"], op)
     dilation = positive_pair(attrs["dilation"], op, "dilation")
-    for axis, (k, d, lo, hi) in (("height", (pool[0], dilation[0], padding[0], padding[2])),
-                                 ("width", (pool[1], dilation[1], padding[1], padding[3]))):
+    for axis, (k, d, lo, hi) in (
+        ("height", (pool[0], dilation[0], padding[0], padding[2])),
+        ("width", (pool[1], dilation[1], padding[1], padding[3])),
+    ):
         extent = d * (k - 1) + 1
         if max(lo, hi) >= extent:
-            raise OpError(f"{op}: {axis} padding {max(lo, hi)} is not smaller than the window extent {extent}, "
-                          f"a window would lie entirely in the padding")
+            raise OpError(
+                f"{op}: {axis} padding {max(lo, hi)} is not smaller than the window extent {extent}, "
+                f"a window would lie entirely in the padding"
+            )
     return pool, strides, padding, dilation
 
 
 def _pool_out(op: str, h: D.Dim, w: D.Dim, attrs: Mapping[str, Any]) -> tuple[D.Dim, D.Dim]:
     (kh, kw), (sh, sw), (pt, pl, pb, pr), (dh, dw) = _pool_params(op, attrs)
     ceil = attrs["ceil_mode"]
-    return (window_out(h, pt, pb, kh, dh, sh, op, "height", ceil),
-            window_out(w, pl, pr, kw, dw, sw, op, "width", ceil))
+    return (
+        window_out(h, pt, pb, kh, dh, sh, op, "height", ceil),
+        window_out(w, pl, pr, kw, dw, sw, op, "width", ceil),
+    )
 
 
 def _pool_infer(op: str):
@@ -210,13 +231,15 @@ def _max_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
 
 def _avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
-    xp, (kh, kw), st, dil, out, (pt, pl, pb, pr) = _pool_padded("avg_pool2d", x.astype(np.float64), attrs, 0.0)
+    xp, (kh, kw), st, dil, out, (pt, pl, pb, pr) = _pool_padded(
+        "avg_pool2d", x.astype(np.float64), attrs, 0.0
+    )
     h, w = x.shape[2], x.shape[3]
     counted = np.zeros(xp.shape[2:], dtype=np.float64)
     if attrs["count_include_pad"]:
-        counted[:pt + h + pb, :pl + w + pr] = 1.0
+        counted[: pt + h + pb, : pl + w + pr] = 1.0
     else:
-        counted[pt:pt + h, pl:pl + w] = 1.0
+        counted[pt : pt + h, pl : pl + w] = 1.0
     total = np.zeros(x.shape[:2] + out, dtype=np.float64)
     count = np.zeros(out, dtype=np.float64)
     for i in range(kh):
@@ -252,7 +275,9 @@ def _infer_batch_norm(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     axis = norm_axis(attrs["axis"], x.ndim, "batch_norm")
     for name, t in zip(("gamma", "beta", "mean", "var"), ts[1:]):
         require_rank(t, 1, "batch_norm", name)
-        require_dims_equal(t.shape[0], x.shape[axis], "batch_norm", f"length of {name} and axis {axis} of x")
+        require_dims_equal(
+            t.shape[0], x.shape[axis], "batch_norm", f"length of {name} and axis {axis} of x"
+        )
     return x
 
 
@@ -281,7 +306,9 @@ def _norm_infer(op: str, params: tuple[str, ...]):
         want = tuple(x.shape[a] for a in axes)
         for name, t in zip(params, ts[1:]):
             if t.ndim != len(want) or not all(D.dims_equal(p, q) for p, q in zip(t.shape, want)):
-                raise OpError(f"{op}: {name} has shape {sstr(t.shape)}, expected {sstr(want)} (x's normalized axes)")
+                raise OpError(
+                    f"{op}: {name} has shape {sstr(t.shape)}, expected {sstr(want)} (x's normalized axes)"
+                )
         return x
 
     return infer
@@ -299,7 +326,9 @@ def _layer_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
     with np.errstate(all="ignore"):
         mean = quiet_mean(x64, axes, True)
         var = quiet_mean((x64 - mean) ** 2, axes, True)
-        y = (x64 - mean) / np.sqrt(var + attrs["epsilon"]) * _param(gamma, x, axes) + _param(beta, x, axes)
+        y = (x64 - mean) / np.sqrt(var + attrs["epsilon"]) * _param(gamma, x, axes) + _param(
+            beta, x, axes
+        )
     return as_contiguous(y, x.dtype)
 
 
@@ -308,7 +337,7 @@ def _rms_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     axes = norm_axes(attrs["axes"], x.ndim, "rms_norm")
     x64 = x.astype(np.float64)
     with np.errstate(all="ignore"):
-        ms = quiet_mean(x64 ** 2, axes, True)
+        ms = quiet_mean(x64**2, axes, True)
         y = x64 / np.sqrt(ms + attrs["epsilon"]) * _param(weight, x, axes)
     return as_contiguous(y, x.dtype)
 
@@ -355,7 +384,7 @@ def _lrn(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     before = (size - 1) // 2
     widths = [(0, 0)] * x.ndim
     widths[axis] = (before, size - 1 - before)
-    sq = np.pad(x64 ** 2, widths)
+    sq = np.pad(x64**2, widths)
     c = x.shape[axis]
     square_sum = sum(np.take(sq, np.arange(k, k + c), axis=axis) for k in range(size))
     with np.errstate(all="ignore"):
@@ -363,78 +392,191 @@ def _lrn(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     return as_contiguous(y, x.dtype)
 
 
-def _reg_pool(reg: Registry, name: str, summary: str, kernel: Any, extra: tuple[AttrSpec, ...] = (),
-              float_only: bool = False) -> None:
-    reg.register(OpDef(
-        name, summary, "kernel", _pool_infer(name), kernel=kernel, input_names=("data",),
-        float_only=float_only,
-        attrs=(AttrSpec("pool_size", "ints", doc="window (kh, kw) or one int for both"),
-               AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
-               AttrSpec("padding", "pad", (0, 0, 0, 0), "all / (h, w) / (top, left, bottom, right)"),
-               AttrSpec("dilation", "ints", (1, 1), "(dh, dw) or one int"),
-               AttrSpec("ceil_mode", "bool", False, "round the output size up (PyTorch rule)"),
-               *extra),
-    ))
+def _reg_pool(
+    reg: Registry,
+    name: str,
+    summary: str,
+    kernel: Any,
+    extra: tuple[AttrSpec, ...] = (),
+    float_only: bool = False,
+) -> None:
+    reg.register(
+        OpDef(
+            name,
+            summary,
+            "kernel",
+            _pool_infer(name),
+            kernel=kernel,
+            input_names=("data",),
+            float_only=float_only,
+            attrs=(
+                AttrSpec("pool_size", "ints", doc="window (kh, kw) or one int for both"),
+                AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
+                AttrSpec(
+                    "padding", "pad", (0, 0, 0, 0), "all / (h, w) / (top, left, bottom, right)"
+                ),
+                AttrSpec("dilation", "ints", (1, 1), "(dh, dw) or one int"),
+                AttrSpec("ceil_mode", "bool", False, "round the output size up (PyTorch rule)"),
+                *extra,
+            ),
+        )
+    )
 
 
 def register_all(reg: Registry) -> None:
-    reg.register(OpDef(
-        "matmul", "batched a @ b, numpy semantics (batch dims broadcast; both ranks >= 2)", "kernel",
-        _infer_matmul, min_inputs=2, max_inputs=2, kernel=_matmul, input_names=("a", "b"),
-    ))
-    reg.register(OpDef(
-        "dense", "x @ w.T (+ bias): x (..., K), w (N, K) -> (..., N)", "kernel", _infer_dense,
-        min_inputs=2, max_inputs=3, kernel=_dense, input_names=("x", "weight", "bias"),
-    ))
-    reg.register(OpDef(
-        "conv2d", "2-D convolution, NCHW data and OIHW weight (+ bias (O,))", "kernel", _infer_conv2d,
-        min_inputs=2, max_inputs=3, kernel=_conv2d, input_names=("data", "weight", "bias"),
-        attrs=(AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
-               AttrSpec("padding", "pad", (0, 0, 0, 0), "all / (h, w) / (top, left, bottom, right)"),
-               AttrSpec("dilation", "ints", (1, 1), "(dh, dw) or one int"),
-               AttrSpec("groups", "int", 1, "channel groups (C = I * groups)")),
-    ))
+    reg.register(
+        OpDef(
+            "matmul",
+            "batched a @ b, numpy semantics (batch dims broadcast; both ranks >= 2)",
+            "kernel",
+            _infer_matmul,
+            min_inputs=2,
+            max_inputs=2,
+            kernel=_matmul,
+            input_names=("a", "b"),
+        )
+    )
+    reg.register(
+        OpDef(
+            "dense",
+            "x @ w.T (+ bias): x (..., K), w (N, K) -> (..., N)",
+            "kernel",
+            _infer_dense,
+            min_inputs=2,
+            max_inputs=3,
+            kernel=_dense,
+            input_names=("x", "weight", "bias"),
+        )
+    )
+    reg.register(
+        OpDef(
+            "conv2d",
+            "2-D convolution, NCHW data and OIHW weight (+ bias (O,))",
+            "kernel",
+            _infer_conv2d,
+            min_inputs=2,
+            max_inputs=3,
+            kernel=_conv2d,
+            input_names=("data", "weight", "bias"),
+            attrs=(
+                AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
+                AttrSpec(
+                    "padding", "pad", (0, 0, 0, 0), "all / (h, w) / (top, left, bottom, right)"
+                ),
+                AttrSpec("dilation", "ints", (1, 1), "(dh, dw) or one int"),
+                AttrSpec("groups", "int", 1, "channel groups (C = I * groups)"),
+            ),
+        )
+    )
     _reg_pool(reg, "max_pool2d", "2-D max pooling over NCHW (padding is -inf)", _max_pool2d)
-    _reg_pool(reg, "avg_pool2d", "2-D average pooling over NCHW", _avg_pool2d,
-              (AttrSpec("count_include_pad", "bool", False, "count padding cells in the divisor"),),
-              float_only=True)
-    reg.register(OpDef(
-        "global_avg_pool2d", "mean over H and W: (N, C, H, W) -> (N, C, 1, 1)", "kernel",
-        _infer_global_avg_pool2d, kernel=_global_avg_pool2d, input_names=("data",), float_only=True,
-    ))
-    reg.register(OpDef(
-        "batch_norm", "inference batch norm: (x - mean) / sqrt(var + eps) * gamma + beta", "kernel",
-        _infer_batch_norm, min_inputs=5, max_inputs=5, kernel=_batch_norm,
-        input_names=("x", "gamma", "beta", "mean", "var"), inplace=(0, 1, 2, 3, 4), float_only=True,
-        attrs=(AttrSpec("axis", "int", 1, "the channel axis"),
-               AttrSpec("epsilon", "float", 1e-5, "added to var")),
-    ))
-    reg.register(OpDef(
-        "layer_norm", "normalize over axes to zero mean, unit variance, then * gamma + beta", "kernel",
-        _norm_infer("layer_norm", ("gamma", "beta")), min_inputs=3, max_inputs=3, kernel=_layer_norm,
-        input_names=("x", "gamma", "beta"), inplace=(0, 1, 2), float_only=True,
-        attrs=(AttrSpec("axes", "axes", (-1,), "normalized axes (gamma's shape is x's dims there)"),
-               AttrSpec("epsilon", "float", 1e-5, "added to the variance")),
-    ))
-    reg.register(OpDef(
-        "rms_norm", "x / sqrt(mean(x ** 2 over axes) + eps) * weight", "kernel",
-        _norm_infer("rms_norm", ("weight",)), min_inputs=2, max_inputs=2, kernel=_rms_norm,
-        input_names=("x", "weight"), inplace=(0, 1), float_only=True,
-        attrs=(AttrSpec("axes", "axes", (-1,), "normalized axes (weight's shape is x's dims there)"),
-               AttrSpec("epsilon", "float", 1e-5, "added to the mean square")),
-    ))
-    reg.register(OpDef(
-        "softmax", "exp(x) / sum(exp(x)) along axis", "kernel", _axis_float_infer("softmax"),
-        kernel=_softmax, input_names=("x",), inplace=(0,), float_only=True, attrs=(AttrSpec("axis", "int", -1, "the normalized axis"),),
-    ))
-    reg.register(OpDef(
-        "lrn", "local response norm: x / (bias + alpha/size * sum of x**2 over size channels) ** beta",
-        "kernel", _infer_lrn, kernel=_lrn, input_names=("x",), float_only=True,
-        attrs=(AttrSpec("size", "int", 5, "channels in the window (centered)"),
-               AttrSpec("axis", "int", 1, "the channel axis"),
-               AttrSpec("bias", "float", 1.0), AttrSpec("alpha", "float", 1e-4),
-               AttrSpec("beta", "float", 0.75)),
-    ))
+    _reg_pool(
+        reg,
+        "avg_pool2d",
+        "2-D average pooling over NCHW",
+        _avg_pool2d,
+        (AttrSpec("count_include_pad", "bool", False, "count padding cells in the divisor"),),
+        float_only=True,
+    )
+    reg.register(
+        OpDef(
+            "global_avg_pool2d",
+            "mean over H and W: (N, C, H, W) -> (N, C, 1, 1)",
+            "kernel",
+            _infer_global_avg_pool2d,
+            kernel=_global_avg_pool2d,
+            input_names=("data",),
+            float_only=True,
+        )
+    )
+    reg.register(
+        OpDef(
+            "batch_norm",
+            "inference batch norm: (x - mean) / sqrt(var + eps) * gamma + beta",
+            "kernel",
+            _infer_batch_norm,
+            min_inputs=5,
+            max_inputs=5,
+            kernel=_batch_norm,
+            input_names=("x", "gamma", "beta", "mean", "var"),
+            inplace=(0, 1, 2, 3, 4),
+            float_only=True,
+            attrs=(
+                AttrSpec("axis", "int", 1, "the channel axis"),
+                AttrSpec("epsilon", "float", 1e-5, "added to var"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "layer_norm",
+            "normalize over axes to zero mean, unit variance, then * gamma + beta",
+            "kernel",
+            _norm_infer("layer_norm", ("gamma", "beta")),
+            min_inputs=3,
+            max_inputs=3,
+            kernel=_layer_norm,
+            input_names=("x", "gamma", "beta"),
+            inplace=(0, 1, 2),
+            float_only=True,
+            attrs=(
+                AttrSpec(
+                    "axes", "axes", (-1,), "normalized axes (gamma's shape is x's dims there)"
+                ),
+                AttrSpec("epsilon", "float", 1e-5, "added to the variance"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "rms_norm",
+            "x / sqrt(mean(x ** 2 over axes) + eps) * weight",
+            "kernel",
+            _norm_infer("rms_norm", ("weight",)),
+            min_inputs=2,
+            max_inputs=2,
+            kernel=_rms_norm,
+            input_names=("x", "weight"),
+            inplace=(0, 1),
+            float_only=True,
+            attrs=(
+                AttrSpec(
+                    "axes", "axes", (-1,), "normalized axes (weight's shape is x's dims there)"
+                ),
+                AttrSpec("epsilon", "float", 1e-5, "added to the mean square"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "softmax",
+            "exp(x) / sum(exp(x)) along axis",
+            "kernel",
+            _axis_float_infer("softmax"),
+            kernel=_softmax,
+            input_names=("x",),
+            inplace=(0,),
+            float_only=True,
+            attrs=(AttrSpec("axis", "int", -1, "the normalized axis"),),
+        )
+    )
+    reg.register(
+        OpDef(
+            "lrn",
+            "local response norm: x / (bias + alpha/size * sum of x**2 over size channels) ** beta",
+            "kernel",
+            _infer_lrn,
+            kernel=_lrn,
+            input_names=("x",),
+            float_only=True,
+            attrs=(
+                AttrSpec("size", "int", 5, "channels in the window (centered)"),
+                AttrSpec("axis", "int", 1, "the channel axis"),
+                AttrSpec("bias", "float", 1.0),
+                AttrSpec("alpha", "float", 1e-4),
+                AttrSpec("beta", "float", 0.75),
+            ),
+        )
+    )
 
 
 __all__ = ["register_all"]

@@ -13,7 +13,9 @@ from .checks import accumulate_dtype, as_contiguous, quiet_mean, require_float_m
 from .common import norm_axes, require_computable, tensors
 
 
-def reduced_type(x: TensorType, axes: tuple[int, ...] | None, keepdims: bool, op: str) -> TensorType:
+def reduced_type(
+    x: TensorType, axes: tuple[int, ...] | None, keepdims: bool, op: str
+) -> TensorType:
     """The type of reducing ``x`` over ``axes`` (normalized by :func:`norm_axes`)."""
     red = set(norm_axes(axes, x.ndim, op))
     if keepdims:
@@ -30,7 +32,9 @@ def _reduce_infer(name: str, check: Callable[[str, str], None]):
         if name == "max":
             for i in norm_axes(attrs["axes"], x.ndim, name):
                 if x.shape[i] == 0:
-                    raise OpError(f"max: axis {i} has length 0 and a maximum of nothing is undefined")
+                    raise OpError(
+                        f"max: axis {i} has length 0 and a maximum of nothing is undefined"
+                    )
         return reduced_type(x, attrs["axes"], attrs["keepdims"], name)
 
     return infer
@@ -42,7 +46,9 @@ def _axes(x: np.ndarray, attrs: Mapping[str, Any]) -> tuple[int, ...]:
 
 def _sum(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
-    acc = np.sum(x, axis=_axes(x, attrs), dtype=accumulate_dtype(x.dtype), keepdims=attrs["keepdims"])
+    acc = np.sum(
+        x, axis=_axes(x, attrs), dtype=accumulate_dtype(x.dtype), keepdims=attrs["keepdims"]
+    )
     with np.errstate(all="ignore"):
         return as_contiguous(acc, x.dtype)
 
@@ -57,24 +63,43 @@ def _mean(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 def _max(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     for i in _axes(x, attrs):
-        if x.shape[i] == 0:  # a symbolic length that is 0 in this run (static 0 is refused by infer)
+        if (
+            x.shape[i] == 0
+        ):  # a symbolic length that is 0 in this run (static 0 is refused by infer)
             raise OpError(f"max: axis {i} has length 0 and a maximum of nothing is undefined")
     return as_contiguous(np.max(x, axis=_axes(x, attrs), keepdims=attrs["keepdims"]), x.dtype)
 
 
 def _attrs() -> tuple[AttrSpec, ...]:
-    return (AttrSpec("axes", "axes", None, "axes to reduce (absent: all)"),
-            AttrSpec("keepdims", "bool", False, "keep reduced axes with length 1"))
+    return (
+        AttrSpec("axes", "axes", None, "axes to reduce (absent: all)"),
+        AttrSpec("keepdims", "bool", False, "keep reduced axes with length 1"),
+    )
 
 
 def register_all(reg: Registry) -> None:
     for name, summary, check, fn in (
         ("sum", "sum over axes (integers wrap to the input dtype)", require_numeric, _sum),
         ("mean", "arithmetic mean over axes (floating-point only)", require_float_math, _mean),
-        ("max", "maximum over axes (a reduction; see maximum for the binary op)", require_computable, _max),
+        (
+            "max",
+            "maximum over axes (a reduction; see maximum for the binary op)",
+            require_computable,
+            _max,
+        ),
     ):
-        reg.register(OpDef(name, summary, "kernel", _reduce_infer(name, check), kernel=fn,
-                           attrs=_attrs(), input_names=("x",), float_only=name == "mean"))
+        reg.register(
+            OpDef(
+                name,
+                summary,
+                "kernel",
+                _reduce_infer(name, check),
+                kernel=fn,
+                attrs=_attrs(),
+                input_names=("x",),
+                float_only=name == "mean",
+            )
+        )
 
 
 __all__ = ["reduced_type", "register_all"]

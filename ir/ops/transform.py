@@ -58,7 +58,10 @@ def _split_sizes(dim: D.Dim, spec: Any) -> list[D.Dim]:
                 raise OpError(f"split: dimension {dim} does not divide into {spec} equal sections")
             return [dim // spec] * spec
         return [floordiv(dim, spec)] * spec
-    if not (isinstance(spec, tuple) and all(isinstance(i, int) and not isinstance(i, bool) for i in spec)):
+    if not (
+        isinstance(spec, tuple)
+        and all(isinstance(i, int) and not isinstance(i, bool) for i in spec)
+    ):
         raise OpError("split: indices_or_sections must be an integer or a tuple of integers")
     if isinstance(dim, int):
         bounds = [0, *spec, dim]
@@ -147,7 +150,9 @@ def _infer_reshape(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         return TensorType(new, x.dtype)
     known = D.product(d for d in new if d != -1)
     if known == 0:
-        raise OpError(f"reshape: cannot infer the -1 in {sstr(new)}: the other dimensions multiply to 0")
+        raise OpError(
+            f"reshape: cannot infer the -1 in {sstr(new)}: the other dimensions multiply to 0"
+        )
     inferred = exact_div(total, known)
     if inferred is None:
         raise OpError(
@@ -192,7 +197,9 @@ def _squeeze_axes(x: TensorType, axes: tuple[int, ...] | None) -> set[int]:
     for i in out:
         d = x.shape[i]
         if not isinstance(d, int):
-            raise OpError(f"squeeze: axis {i} has symbolic length {dstr(d)}, which is not known to be 1")
+            raise OpError(
+                f"squeeze: axis {i} has symbolic length {dstr(d)}, which is not known to be 1"
+            )
         if d != 1:
             raise OpError(f"squeeze: axis {i} has length {d}, only length-1 axes can be squeezed")
     return out
@@ -207,7 +214,11 @@ def _infer_squeeze(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
 def _squeeze(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     axes = attrs["axes"]
-    drop = tuple(i for i, d in enumerate(x.shape) if d == 1) if axes is None else norm_axes(axes, x.ndim, "squeeze")
+    drop = (
+        tuple(i for i, d in enumerate(x.shape) if d == 1)
+        if axes is None
+        else norm_axes(axes, x.ndim, "squeeze")
+    )
     return as_contiguous(np.squeeze(x, axis=drop), x.dtype)
 
 
@@ -221,7 +232,9 @@ def _infer_expand_dims(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type
 
 def _expand_dims(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
-    return as_contiguous(np.expand_dims(x, norm_axis(attrs["axis"], x.ndim + 1, "expand_dims")), x.dtype)
+    return as_contiguous(
+        np.expand_dims(x, norm_axis(attrs["axis"], x.ndim + 1, "expand_dims")), x.dtype
+    )
 
 
 # -- strided_slice -----------------------------------------------------------------------
@@ -258,7 +271,9 @@ def _infer_strided_slice(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Ty
     for ax, sl in _slices(x.ndim, attrs).items():
         d = shape[ax]
         if not isinstance(d, int):
-            raise OpError(f"strided_slice: sliced axis {ax} has symbolic length {dstr(d)}; only static axes can be sliced")
+            raise OpError(
+                f"strided_slice: sliced axis {ax} has symbolic length {dstr(d)}; only static axes can be sliced"
+            )
         shape[ax] = len(range(d)[sl])
     return TensorType(tuple(shape), x.dtype)
 
@@ -284,67 +299,142 @@ def _infer_take(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     axis = norm_axis(attrs["axis"], data.ndim, "take")
     if data.shape[axis] == 0 and indices.num_elements() != 0:
         raise OpError(f"take: axis {axis} of data has length 0, there is nothing to take")
-    shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+    shape = data.shape[:axis] + indices.shape + data.shape[axis + 1 :]
     return TensorType(tuple(shape), data.dtype)
 
 
 def _take(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     data, indices = xs
     if data.shape[attrs["axis"]] == 0 and indices.size != 0:  # symbolic, 0 in this run
-        raise OpError(f"take: axis {attrs['axis'] % data.ndim} of data has length 0, there is nothing to take")
+        raise OpError(
+            f"take: axis {attrs['axis'] % data.ndim} of data has length 0, there is nothing to take"
+        )
     out = np.take(data, indices, axis=attrs["axis"], mode="clip")
     return as_contiguous(out, data.dtype)
 
 
 def register_all(reg: Registry) -> None:
-    reg.register(OpDef(
-        "concat", "join tensors along an axis", "kernel", _infer_concat, min_inputs=1,
-        max_inputs=None, kernel=_concat, attrs=(AttrSpec("axis", "int", 0, "the joining axis"),),
-    ))
-    reg.register(OpDef(
-        "split", "cut a tensor into equal sections or at indices along an axis (a tuple)", "kernel",
-        _infer_split, kernel=_split, multi_output=True, input_names=("x",),
-        attrs=(AttrSpec("indices_or_sections", "value",
-                        doc="number of equal sections, or a tuple of split indices"),
-               AttrSpec("axis", "int", 0, "the axis to cut")),
-    ))
-    reg.register(OpDef(
-        "transpose", "permute axes (absent axes: reverse them); copies", "kernel", _infer_transpose,
-        kernel=_transpose, input_names=("x",),
-        attrs=(AttrSpec("axes", "axes", None, "the permutation (absent: reversed)"),),
-    ))
-    reg.register(OpDef(
-        "reshape", "the same elements under a new shape (one -1 is inferred); a view", "view",
-        _infer_reshape, kernel=_reshape, input_names=("x",),
-        attrs=(AttrSpec("newshape", "shape", doc="the new shape; at most one -1"),),
-    ))
-    reg.register(OpDef(
-        "flatten", "(N, ...) -> (N, product of the rest); a view", "view", _infer_flatten,
-        kernel=_flatten, input_names=("x",),
-    ))
-    reg.register(OpDef(
-        "squeeze", "drop length-1 axes (absent axes: every 1 of a static shape); a view", "view",
-        _infer_squeeze, kernel=_squeeze, input_names=("x",),
-        attrs=(AttrSpec("axes", "axes", None, "axes to drop (absent: all length-1 axes; needs a static shape)"),),
-    ))
-    reg.register(OpDef(
-        "expand_dims", "insert a length-1 axis at position axis; a view", "view", _infer_expand_dims,
-        kernel=_expand_dims, input_names=("x",),
-        attrs=(AttrSpec("axis", "int", doc="position of the new axis, in [-ndim-1, ndim]"),),
-    ))
-    reg.register(OpDef(
-        "strided_slice", "x[begin:end:strides] on the given axes (Python slicing); copies", "kernel",
-        _infer_strided_slice, kernel=_strided_slice, input_names=("x",),
-        attrs=(AttrSpec("begin", "ints", doc="start per sliced axis"),
-               AttrSpec("end", "ints", doc="stop per sliced axis (exclusive)"),
-               AttrSpec("strides", "ints", None, "step per sliced axis (absent: all 1)"),
-               AttrSpec("axes", "axes", None, "the sliced axes (absent: the first len(begin))")),
-    ))
-    reg.register(OpDef(
-        "take", "gather slices of data along axis at integer indices (out-of-range indices clip)",
-        "kernel", _infer_take, min_inputs=2, max_inputs=2, kernel=_take,
-        input_names=("data", "indices"), attrs=(AttrSpec("axis", "int", 0, "the gathered axis"),),
-    ))
+    reg.register(
+        OpDef(
+            "concat",
+            "join tensors along an axis",
+            "kernel",
+            _infer_concat,
+            min_inputs=1,
+            max_inputs=None,
+            kernel=_concat,
+            attrs=(AttrSpec("axis", "int", 0, "the joining axis"),),
+        )
+    )
+    reg.register(
+        OpDef(
+            "split",
+            "cut a tensor into equal sections or at indices along an axis (a tuple)",
+            "kernel",
+            _infer_split,
+            kernel=_split,
+            multi_output=True,
+            input_names=("x",),
+            attrs=(
+                AttrSpec(
+                    "indices_or_sections",
+                    "value",
+                    doc="number of equal sections, or a tuple of split indices",
+                ),
+                AttrSpec("axis", "int", 0, "the axis to cut"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "transpose",
+            "permute axes (absent axes: reverse them); copies",
+            "kernel",
+            _infer_transpose,
+            kernel=_transpose,
+            input_names=("x",),
+            attrs=(AttrSpec("axes", "axes", None, "the permutation (absent: reversed)"),),
+        )
+    )
+    reg.register(
+        OpDef(
+            "reshape",
+            "the same elements under a new shape (one -1 is inferred); a view",
+            "view",
+            _infer_reshape,
+            kernel=_reshape,
+            input_names=("x",),
+            attrs=(AttrSpec("newshape", "shape", doc="the new shape; at most one -1"),),
+        )
+    )
+    reg.register(
+        OpDef(
+            "flatten",
+            "(N, ...) -> (N, product of the rest); a view",
+            "view",
+            _infer_flatten,
+            kernel=_flatten,
+            input_names=("x",),
+        )
+    )
+    reg.register(
+        OpDef(
+            "squeeze",
+            "drop length-1 axes (absent axes: every 1 of a static shape); a view",
+            "view",
+            _infer_squeeze,
+            kernel=_squeeze,
+            input_names=("x",),
+            attrs=(
+                AttrSpec(
+                    "axes",
+                    "axes",
+                    None,
+                    "axes to drop (absent: all length-1 axes; needs a static shape)",
+                ),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "expand_dims",
+            "insert a length-1 axis at position axis; a view",
+            "view",
+            _infer_expand_dims,
+            kernel=_expand_dims,
+            input_names=("x",),
+            attrs=(AttrSpec("axis", "int", doc="position of the new axis, in [-ndim-1, ndim]"),),
+        )
+    )
+    reg.register(
+        OpDef(
+            "strided_slice",
+            "x[begin:end:strides] on the given axes (Python slicing); copies",
+            "kernel",
+            _infer_strided_slice,
+            kernel=_strided_slice,
+            input_names=("x",),
+            attrs=(
+                AttrSpec("begin", "ints", doc="start per sliced axis"),
+                AttrSpec("end", "ints", doc="stop per sliced axis (exclusive)"),
+                AttrSpec("strides", "ints", None, "step per sliced axis (absent: all 1)"),
+                AttrSpec("axes", "axes", None, "the sliced axes (absent: the first len(begin))"),
+            ),
+        )
+    )
+    reg.register(
+        OpDef(
+            "take",
+            "gather slices of data along axis at integer indices (out-of-range indices clip)",
+            "kernel",
+            _infer_take,
+            min_inputs=2,
+            max_inputs=2,
+            kernel=_take,
+            input_names=("data", "indices"),
+            attrs=(AttrSpec("axis", "int", 0, "the gathered axis"),),
+        )
+    )
 
 
 __all__ = ["register_all"]

@@ -269,24 +269,41 @@ def test_empty_kernel_results_never_keep_their_input_buffer() -> None:
     assert got.shape == (5, 0) and got.base is None
 
 
-@pytest.mark.parametrize("src, dims, message", [
-    ("""
+@pytest.mark.parametrize(
+    "src, dims, message",
+    [
+        (
+            """
 fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tensor[(1, 2, n - 1, 2), f32] {
   %p = max_pool2d(%x, pool_size=2)
   return %p
-}""", {"n": 1}, "max_pool2d: window of extent 2 (with dilation) is larger than the padded height 1"),
-    ("""
+}""",
+            {"n": 1},
+            "max_pool2d: window of extent 2 (with dilation) is larger than the padded height 1",
+        ),
+        (
+            """
 fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(3,), f32] {
   %m = max(%x, axes=0)
   return %m
-}""", {"n": 0}, "max: axis 0 has length 0 and a maximum of nothing is undefined"),
-    ("""
+}""",
+            {"n": 0},
+            "max: axis 0 has length 0 and a maximum of nothing is undefined",
+        ),
+        (
+            """
 fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tensor[(2, 3), f32] {
   %t = take(%x, %i, axis=0)
   return %t
-}""", {"n": 0}, "take: axis 0 of data has length 0, there is nothing to take"),
-])
-def test_kernel_refusing_a_symbolic_dim_value_is_an_error_at_the_statement(src: str, dims, message: str) -> None:
+}""",
+            {"n": 0},
+            "take: axis 0 of data has length 0, there is nothing to take",
+        ),
+    ],
+)
+def test_kernel_refusing_a_symbolic_dim_value_is_an_error_at_the_statement(
+    src: str, dims, message: str
+) -> None:
     # The verifier cannot rule these out for a symbolic dim; the run used to end in an
     # internal error (OpError, or numpy's ValueError/IndexError) instead (found by the fuzzer).
     from relaxc.backend.inputs import random_inputs, resolve_dims

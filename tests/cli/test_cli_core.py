@@ -75,8 +75,14 @@ fn @main(%x: Tensor[(3,), f32]) -> Tuple[Tensor[(3,), f32], Tensor[(3,), f32]] {
 
 def invoke(*args: object, input: str | None = None):
     runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], input=input, env={"RELAXC_DEBUG": None},
-                         prog_name="relaxc", catch_exceptions=False)
+    return runner.invoke(
+        cli,
+        [str(a) for a in args],
+        input=input,
+        env={"RELAXC_DEBUG": None},
+        prog_name="relaxc",
+        catch_exceptions=False,
+    )
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -86,8 +92,14 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_module(*args: object, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "relaxc.cli.main", *map(str, args)],
-                          capture_output=True, text=True, env=clean_env(), cwd=cwd, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "relaxc.cli.main", *map(str, args)],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=cwd,
+        timeout=120,
+    )
 
 
 def write(path: Path, text: str) -> Path:
@@ -153,8 +165,10 @@ def test_version_subprocess() -> None:
         ((), ("--version", "--debug", "check", "fmt", "run")),
         (("check",), ("FILES", "--params", "--quiet")),
         (("fmt",), ("FILES", "--check", "--diff", "--stdout")),
-        (("run",), ("FILE", "--inputs", "--output", "-o", "--params", "--entry", "--seed",
-                    "--dim")),
+        (
+            ("run",),
+            ("FILE", "--inputs", "--output", "-o", "--params", "--entry", "--seed", "--dim"),
+        ),
     ],
     ids=["relaxc", "check", "fmt", "run"],
 )
@@ -216,8 +230,10 @@ def test_check_valid_file_subprocess(model: Path) -> None:
 
 def test_check_mentions_weights_beside_model(tmp_path: Path) -> None:
     path = write(tmp_path / "net.rx", WEIGHTED)
-    savez(tmp_path / "net.npz", **{"dense.weight": np.ones((2, 3), np.float32),
-                                   "dense.bias": np.ones(3, np.float32)})
+    savez(
+        tmp_path / "net.npz",
+        **{"dense.weight": np.ones((2, 3), np.float32), "dense.bias": np.ones(3, np.float32)},
+    )
     result = invoke("check", path)
     assert result.exit_code == 0, result.output
     assert "net.npz" in result.stdout
@@ -225,8 +241,10 @@ def test_check_mentions_weights_beside_model(tmp_path: Path) -> None:
 
 def test_check_reports_bad_weights_beside_model(tmp_path: Path) -> None:
     path = write(tmp_path / "net.rx", WEIGHTED)
-    savez(tmp_path / "net.npz", **{"dense.weight": np.ones((3, 2), np.float32),
-                                   "dense.bias": np.ones(3, np.float32)})
+    savez(
+        tmp_path / "net.npz",
+        **{"dense.weight": np.ones((3, 2), np.float32), "dense.bias": np.ones(3, np.float32)},
+    )
     result = invoke("check", path)
     assert_user_error(result, f"{path}:2:3: error: weight 'dense.weight' has shape (3, 2)")
 
@@ -244,8 +262,11 @@ def test_fmt_rewrites_in_place(tmp_path: Path) -> None:
     text = path.read_text()
     assert text != UNFORMATTED
     assert parse_module(text, str(path)) == before  # same meaning
-    for comment in ("# header comment stays", "# trailing comment stays",
-                    "# own-line comment stays"):
+    for comment in (
+        "# header comment stays",
+        "# trailing comment stays",
+        "# own-line comment stays",
+    ):
         assert comment in text
     assert "%a = add(%x, %w)" in text
     assert leftovers(tmp_path) == []
@@ -299,8 +320,9 @@ def test_fmt_stdout(tmp_path: Path) -> None:
 
 
 def test_fmt_leaves_a_file_with_a_syntax_error_untouched(tmp_path: Path) -> None:
-    bad = ("fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
-           "  %a = relu(%x\n  return   %a\n}\n")
+    bad = (
+        "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  %a = relu(%x\n  return   %a\n}\n"
+    )
     path = write(tmp_path / "bad.rx", bad)
     os.utime(path, (1_000_000_000, 1_000_000_000))
     result = invoke("fmt", path)
@@ -372,8 +394,10 @@ W4 = np.zeros(4, np.float32)
 @pytest.mark.parametrize(
     "arrays, needles",
     [
-        (dict(x=X34, v=W4),
-         ("does not match @main", "missing w", "unexpected v", "@main takes: x, w")),
+        (
+            dict(x=X34, v=W4),
+            ("does not match @main", "missing w", "unexpected v", "@main takes: x, w"),
+        ),
         (dict(x=X34), ("does not match @main", "missing w")),
         (dict(x=X34, w=W4, z=W4), ("does not match @main", "unexpected z")),
         (dict(x=np.zeros((3, 5), np.float32), w=W4), ("input %x has shape (3, 5)", "(3, 4)")),
@@ -383,11 +407,21 @@ W4 = np.zeros(4, np.float32)
         (dict(x=np.zeros((3, 4, 1), np.float32), w=W4), ("input %x has rank 3",)),
         (dict(x=np.zeros((9, 4), np.float32), w=W4), ("dimension 'n' is 9", "upper bound 8")),
     ],
-    ids=["wrong-name", "missing", "extra", "wrong-shape", "wrong-shape-w", "wrong-dtype",
-         "wrong-dtype-w", "wrong-rank", "above-bound"],
+    ids=[
+        "wrong-name",
+        "missing",
+        "extra",
+        "wrong-shape",
+        "wrong-shape-w",
+        "wrong-dtype",
+        "wrong-dtype-w",
+        "wrong-rank",
+        "above-bound",
+    ],
 )
-def test_run_rejects_bad_inputs(model: Path, tmp_path: Path, arrays: dict,
-                                needles: tuple[str, ...]) -> None:
+def test_run_rejects_bad_inputs(
+    model: Path, tmp_path: Path, arrays: dict, needles: tuple[str, ...]
+) -> None:
     path = savez(tmp_path / "bad_inputs.npz", **arrays)
     out = tmp_path / "out.npz"
     result = invoke("run", model, "--inputs", path, "-o", out)
@@ -395,8 +429,9 @@ def test_run_rejects_bad_inputs(model: Path, tmp_path: Path, arrays: dict,
     assert not out.exists()
 
 
-@pytest.mark.parametrize("content", [b"", b"PK\x03\x04" + b"\x00" * 64],
-                         ids=["empty", "broken-zip"])
+@pytest.mark.parametrize(
+    "content", [b"", b"PK\x03\x04" + b"\x00" * 64], ids=["empty", "broken-zip"]
+)
 def test_run_rejects_corrupt_inputs_file(model: Path, tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "in.npz"
     path.write_bytes(content)
@@ -459,8 +494,11 @@ def test_run_dim_disagreeing_with_inputs(model: Path, inputs) -> None:
 
 
 def test_run_dims_whose_product_overflows(tmp_path: Path) -> None:
-    path = write(tmp_path / "nm.rx", "fn @main(%x: Tensor[(n, m), f32]) -> Tensor[(n, m), f32] {\n"
-                                     "  %a = relu(%x)\n  return %a\n}\n")
+    path = write(
+        tmp_path / "nm.rx",
+        "fn @main(%x: Tensor[(n, m), f32]) -> Tensor[(n, m), f32] {\n"
+        "  %a = relu(%x)\n  return %a\n}\n",
+    )
     result = invoke("run", path, "--dim", f"n={2**32}", "--dim", f"m={2**32}")
     assert_user_error(result, "limit")
 
@@ -510,8 +548,9 @@ def test_run_refuses_to_overwrite_its_inputs_file(model: Path, inputs) -> None:
     assert path.read_bytes() == before
 
 
-def test_run_refuses_to_overwrite_its_inputs_through_another_spelling(model: Path, inputs,
-                                                                      tmp_path: Path) -> None:
+def test_run_refuses_to_overwrite_its_inputs_through_another_spelling(
+    model: Path, inputs, tmp_path: Path
+) -> None:
     path, _, _ = inputs
     before = path.read_bytes()
     (tmp_path / "sub").mkdir()
@@ -523,8 +562,10 @@ def test_run_refuses_to_overwrite_its_inputs_through_another_spelling(model: Pat
 
 def test_run_refuses_to_overwrite_the_model_or_weights(tmp_path: Path) -> None:
     path = write(tmp_path / "net.rx", WEIGHTED)
-    weights = savez(tmp_path / "w.npz", **{"dense.weight": np.ones((2, 3), np.float32),
-                                           "dense.bias": np.ones(3, np.float32)})
+    weights = savez(
+        tmp_path / "w.npz",
+        **{"dense.weight": np.ones((2, 3), np.float32), "dense.bias": np.ones(3, np.float32)},
+    )
     wbytes = weights.read_bytes()
     assert_user_error(invoke("run", path, "-o", path), "refusing to write")
     assert path.read_text() == WEIGHTED
@@ -560,8 +601,10 @@ def test_run_output_overwrites_atomically(model: Path, tmp_path: Path) -> None:
 
 
 def test_run_entry(tmp_path: Path) -> None:
-    text = MODEL + ("\nfn @other(%y: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
-                    "  %e = negative(%y)\n  return %e\n}\n")
+    text = MODEL + (
+        "\nfn @other(%y: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
+        "  %e = negative(%y)\n  return %e\n}\n"
+    )
     path = write(tmp_path / "m.rx", text)
     inp = savez(tmp_path / "in.npz", y=np.array([1.0, -2.0], np.float32))
     out = tmp_path / "out.npz"
@@ -577,8 +620,10 @@ def test_run_entry(tmp_path: Path) -> None:
 
 
 def _weights(tmp_path: Path, name: str = "net.npz", **override: np.ndarray) -> Path:
-    arrays = {"dense.weight": np.full((2, 3), 2.0, np.float32),
-              "dense.bias": np.arange(3, dtype=np.float32)}
+    arrays = {
+        "dense.weight": np.full((2, 3), 2.0, np.float32),
+        "dense.bias": np.arange(3, dtype=np.float32),
+    }
     arrays.update(override)
     return savez(tmp_path / name, **arrays)
 
@@ -601,8 +646,9 @@ def test_run_with_params_option(tmp_path: Path) -> None:
     out = tmp_path / "out.npz"
     result = invoke("run", path, "--params", params, "--inputs", inp, "-o", out)
     assert result.exit_code == 0, result.output
-    np.testing.assert_array_equal(load(out)["output"],
-                                  2.0 + np.tile(np.arange(3, dtype=np.float32), (2, 1)))
+    np.testing.assert_array_equal(
+        load(out)["output"], 2.0 + np.tile(np.arange(3, dtype=np.float32), (2, 1))
+    )
 
 
 def test_run_without_weights_reports_the_const_line(tmp_path: Path) -> None:
@@ -636,8 +682,9 @@ def test_run_weight_of_the_wrong_type(tmp_path: Path, override: dict, needle: st
     assert_user_error(result, f"{path}:3:3: error: {needle}")
 
 
-@pytest.mark.parametrize("content", [b"PK\x03\x04" + b"garbage" * 20, b""],
-                         ids=["broken-zip", "empty"])
+@pytest.mark.parametrize(
+    "content", [b"PK\x03\x04" + b"garbage" * 20, b""], ids=["broken-zip", "empty"]
+)
 def test_run_params_corrupt_npz(tmp_path: Path, content: bytes) -> None:
     path = write(tmp_path / "net.rx", WEIGHTED)
     params = tmp_path / "bad.npz"
@@ -646,8 +693,9 @@ def test_run_params_corrupt_npz(tmp_path: Path, content: bytes) -> None:
     assert_user_error(result, str(params), "not a readable .npz archive")
 
 
-@pytest.mark.parametrize("content", [b"hello, I am not an archive\n", b"\x00\x01\x02\x03" * 100],
-                         ids=["text", "binary"])
+@pytest.mark.parametrize(
+    "content", [b"hello, I am not an archive\n", b"\x00\x01\x02\x03" * 100], ids=["text", "binary"]
+)
 @pytest.mark.parametrize("option", ["--params", "--inputs"])
 def test_npz_that_is_not_an_archive(tmp_path: Path, option: str, content: bytes) -> None:
     path = write(tmp_path / "net.rx", MODEL)
@@ -700,8 +748,13 @@ def test_run_internal_error_exits_3(model: Path, monkeypatch) -> None:
 
 def test_internal_error_with_debug_shows_traceback(model: Path, monkeypatch) -> None:
     monkeypatch.setattr("relaxc.cli.cmd_run.load_program", _boom)
-    result = CliRunner().invoke(cli, ["--debug", "run", str(model)], env={"RELAXC_DEBUG": None},
-                                prog_name="relaxc", catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli,
+        ["--debug", "run", str(model)],
+        env={"RELAXC_DEBUG": None},
+        prog_name="relaxc",
+        catch_exceptions=False,
+    )
     assert result.exit_code == 3
     assert "Traceback (most recent call last)" in result.stderr
     assert "synthetic failure" in result.stderr
@@ -727,8 +780,10 @@ def test_fmt_internal_error_exits_3(model: Path, monkeypatch) -> None:
 
 
 def test_run_scalar_tensor(tmp_path: Path) -> None:
-    path = write(tmp_path / "s.rx", "fn @main(%x: Tensor[(), f32]) -> Tensor[(), f32] {\n"
-                                    "  %a = exp(%x)\n  return %a\n}\n")
+    path = write(
+        tmp_path / "s.rx",
+        "fn @main(%x: Tensor[(), f32]) -> Tensor[(), f32] {\n  %a = exp(%x)\n  return %a\n}\n",
+    )
     inp = savez(tmp_path / "in.npz", x=np.array(0.0, np.float32))
     out = tmp_path / "out.npz"
     result = invoke("run", path, "--inputs", inp, "-o", out)
@@ -738,8 +793,11 @@ def test_run_scalar_tensor(tmp_path: Path) -> None:
 
 
 def test_run_division_by_zero_in_a_dimension(tmp_path: Path) -> None:
-    path = write(tmp_path / "dz.rx", "fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32]\n"
-                                     "    attrs {upper_bounds = {n = 4}} {\n"
-                                     "  %s = memory.alloc_storage(n / 0)\n  return %x\n}\n")
+    path = write(
+        tmp_path / "dz.rx",
+        "fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32]\n"
+        "    attrs {upper_bounds = {n = 4}} {\n"
+        "  %s = memory.alloc_storage(n / 0)\n  return %x\n}\n",
+    )
     result = invoke("run", path)
     assert_user_error(result, f"{path}:3:", "by zero")

@@ -42,8 +42,10 @@ SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
 SAMPLES = ["relay_memory", "mlp", "cnn", "transformer"]
 VM = ["ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse"]
 
-MLP_SUMMARY = ("@main: arena 8.0 KiB (8,192 B), 1.00x the lower bound 8.0 KiB (8,192 B), "
-               "51% less than without reuse (16.3 KiB (16,704 B))")
+MLP_SUMMARY = (
+    "@main: arena 8.0 KiB (8,192 B), 1.00x the lower bound 8.0 KiB (8,192 B), "
+    "51% less than without reuse (16.3 KiB (16,704 B))"
+)
 
 # Two non-primitive functions: one summary line each.
 TWO = """\
@@ -101,8 +103,9 @@ HEADER = re.compile(r"^# ===== IR (before|after) (\w+) \(pass (\d+)\) =====$", r
 
 def invoke(*args: object, columns: int | None = None):
     env = {"RELAXC_DEBUG": None, "COLUMNS": str(columns) if columns else None}
-    return CliRunner().invoke(cli, [str(a) for a in args], env=env, prog_name="relaxc",
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        cli, [str(a) for a in args], env=env, prog_name="relaxc", catch_exceptions=False
+    )
 
 
 def write(path: Path, text: str) -> Path:
@@ -114,8 +117,11 @@ def write(path: Path, text: str) -> Path:
 def samples(tmp_path: Path) -> Path:
     """A copy of samples/ (models and weights) in a fresh folder."""
     folder = tmp_path / "samples"
-    shutil.copytree(SAMPLES_DIR, folder,
-                    ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"))
+    shutil.copytree(
+        SAMPLES_DIR,
+        folder,
+        ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"),
+    )
     return folder
 
 
@@ -145,12 +151,12 @@ def split_dumps(stdout: str) -> list[tuple[str, str, int, str]]:
     """(when, pass, pass number, text) of each dump section, in order; nothing before the first."""
     heads = list(HEADER.finditer(stdout))
     assert heads, f"no dump headers in:\n{stdout}"
-    assert stdout[:heads[0].start()] == ""
+    assert stdout[: heads[0].start()] == ""
     out = []
     for k, h in enumerate(heads):
         end = heads[k + 1].start() if k + 1 < len(heads) else len(stdout)
         # (+1: the newline)
-        out.append((h.group(1), h.group(2), int(h.group(3)), stdout[h.end() + 1:end]))
+        out.append((h.group(1), h.group(2), int(h.group(3)), stdout[h.end() + 1 : end]))
     return out
 
 
@@ -175,8 +181,10 @@ class BreakTheIR(Pass):
     summary: ClassVar[str] = "test pass: produces invalid IR"
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        return Module(tuple(replace(f, ret=Var("nope")) if f.name == "main" else f
-                            for f in module.functions), module.loc)
+        return Module(
+            tuple(replace(f, ret=Var("nope")) if f.name == "main" else f for f in module.functions),
+            module.loc,
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -196,8 +204,9 @@ def test_passes_lists_every_pass_with_summary_and_options() -> None:
             assert f"{opt} = {default}  ({typ.replace('|', ' | ')})" in out
     assert "planner = best  (none | greedy-size | greedy-conflict | best)" in out
     assert "needs explicit-memory" in out and "refuses packed-calls" in out
-    assert ("explicit-memory: explicit memory (every computed value written into an allocated "
-            "tensor)") in out
+    assert (
+        "explicit-memory: explicit memory (every computed value written into an allocated tensor)"
+    ) in out
 
 
 def test_passes_lists_the_named_pipelines() -> None:
@@ -215,8 +224,18 @@ def test_passes_listing_readable_at_80_columns() -> None:
 
 def test_passes_help_names_every_pipeline_option() -> None:
     out = invoke("passes", "--help").stdout
-    for opt in ("-p, --passes", "--disable-pass", "--pass-config", "--dump-before", "--dump-after",
-                "--dump-dir", "--time-passes", "--no-verify", "-t, --target", "--params"):
+    for opt in (
+        "-p, --passes",
+        "--disable-pass",
+        "--pass-config",
+        "--dump-before",
+        "--dump-after",
+        "--dump-dir",
+        "--time-passes",
+        "--no-verify",
+        "-t, --target",
+        "--params",
+    ):
         assert opt in out
 
 
@@ -244,18 +263,26 @@ def test_dump_after_plan_memory(samples: Path) -> None:
 
 
 @pytest.mark.parametrize("stem", SAMPLES)
-@pytest.mark.parametrize("flags", [("--dump-after", "all"), ("--dump-before", "all"),
-                                   ("--dump-before", "all", "--dump-after", "all")],
-                         ids=["after", "before", "both"])
-def test_every_dump_section_parses_and_verifies(samples: Path, stem: str,
-                                                flags: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--dump-after", "all"),
+        ("--dump-before", "all"),
+        ("--dump-before", "all", "--dump-after", "all"),
+    ],
+    ids=["after", "before", "both"],
+)
+def test_every_dump_section_parses_and_verifies(
+    samples: Path, stem: str, flags: tuple[str, ...]
+) -> None:
     path = samples / f"{stem}.rx"
     result = invoke("passes", path, *flags)
     assert result.exit_code == 0, result.output
     sections = split_dumps(result.stdout)
     whens = [w for w in ("before", "after") if f"--dump-{w}" in flags]
     assert [(w, p, n) for w, p, n, _ in sections] == [
-        (w, p, i + 1) for i, p in enumerate(VM) for w in whens]
+        (w, p, i + 1) for i, p in enumerate(VM) for w in whens
+    ]
     for when, name, _, text in sections:
         parses(text, f"{when}-{name}.rx")
     final = invoke("passes", path).stdout
@@ -272,13 +299,21 @@ def test_dump_before_a_pass_is_the_dump_after_the_previous_one(samples: Path) ->
 
 
 def test_dump_names_kebab_and_comma_lists(samples: Path) -> None:
-    result = invoke("passes", samples / "mlp.rx",
-                    "--dump-after", "manifest-alloc,kill-after-last-use",
-                    "--dump-before", "plan-memory")
+    result = invoke(
+        "passes",
+        samples / "mlp.rx",
+        "--dump-after",
+        "manifest-alloc,kill-after-last-use",
+        "--dump-before",
+        "plan-memory",
+    )
     assert result.exit_code == 0, result.output
     got = [(w, p) for w, p, _, _ in split_dumps(result.stdout)]
-    assert got == [("after", "ManifestAlloc"), ("before", "PlanMemory"),
-                   ("after", "KillAfterLastUse")]
+    assert got == [
+        ("after", "ManifestAlloc"),
+        ("before", "PlanMemory"),
+        ("after", "KillAfterLastUse"),
+    ]
 
 
 def test_dumps_fed_back_in_give_the_same_result(samples: Path, tmp_path: Path) -> None:
@@ -295,26 +330,40 @@ def test_dumps_fed_back_in_give_the_same_result(samples: Path, tmp_path: Path) -
 @pytest.mark.parametrize("flag", ["--dump-after", "--dump-before"])
 def test_dump_of_pass_not_in_pipeline(samples: Path, flag: str) -> None:
     result = invoke("passes", samples / "mlp.rx", "-p", "ManifestAlloc", flag, "PlanMemory")
-    assert_user_error(result,
-                      f"{flag} PlanMemory: PlanMemory is not in the pipeline (ManifestAlloc)")
+    assert_user_error(
+        result, f"{flag} PlanMemory: PlanMemory is not in the pipeline (ManifestAlloc)"
+    )
     assert result.stdout == ""
 
 
 def test_dump_of_unknown_pass(samples: Path) -> None:
     result = invoke("passes", samples / "mlp.rx", "--dump-after", "PlanMemroy")
-    assert_user_error(result, "unknown pass 'PlanMemroy'; did you mean 'PlanMemory'?",
-                      "passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory, PlanWorkspace")
+    assert_user_error(
+        result,
+        "unknown pass 'PlanMemroy'; did you mean 'PlanMemory'?",
+        "passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory, PlanWorkspace",
+    )
 
 
 def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path) -> None:
     dumps = tmp_path / "dumps" / "nested"
-    result = invoke("passes", samples / "transformer.rx", "--dump-before", "all",
-                    "--dump-after", "all", "--dump-dir", dumps)
+    result = invoke(
+        "passes",
+        samples / "transformer.rx",
+        "--dump-before",
+        "all",
+        "--dump-after",
+        "all",
+        "--dump-dir",
+        dumps,
+    )
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
     assert f"wrote 8 dump(s) to {dumps}" in result.stderr
-    want = [f"{k:03d}_{w}_{p}.rx" for k, (w, p) in
-            enumerate([(w, p) for p in VM for w in ("before", "after")], start=1)]
+    want = [
+        f"{k:03d}_{w}_{p}.rx"
+        for k, (w, p) in enumerate([(w, p) for p in VM for w in ("before", "after")], start=1)
+    ]
     assert files_in(dumps) == want
     for name in want:
         parses((dumps / name).read_text(), name)
@@ -323,8 +372,9 @@ def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path
 
 
 def test_dump_dir_only_the_asked_passes(samples: Path, tmp_path: Path) -> None:
-    result = invoke("passes", samples / "mlp.rx", "--dump-after", "PlanMemory",
-                    "--dump-dir", tmp_path / "d")
+    result = invoke(
+        "passes", samples / "mlp.rx", "--dump-after", "PlanMemory", "--dump-dir", tmp_path / "d"
+    )
     assert result.exit_code == 0, result.output
     assert files_in(tmp_path / "d") == ["001_after_PlanMemory.rx"]
 
@@ -389,8 +439,9 @@ def test_a_pass_that_breaks_the_ir_is_named(samples: Path, monkeypatch: pytest.M
     assert result.stdout == ""
 
 
-def test_no_verify_lets_a_broken_pass_through(samples: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_verify_lets_a_broken_pass_through(
+    samples: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(PASSES, "BreakTheIR", BreakTheIR)
     result = invoke("passes", samples / "mlp.rx", "-p", "ManifestAlloc,BreakTheIR", "--no-verify")
     assert result.exit_code == 0, result.output
@@ -415,10 +466,14 @@ def test_named_pipeline_none_prints_the_input(samples: Path, spelling: str) -> N
     assert result.stdout == canonical(path)
 
 
-@pytest.mark.parametrize("spec", ["ManifestAlloc,PlanMemory,KillAfterLastUse",
-                                  "manifest-alloc,plan-memory,kill-after-last-use",
-                                  "ManifestAlloc{align=64},PlanMemory{planner=best check=true},"
-                                  "KillAfterLastUse"])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "ManifestAlloc,PlanMemory,KillAfterLastUse",
+        "manifest-alloc,plan-memory,kill-after-last-use",
+        "ManifestAlloc{align=64},PlanMemory{planner=best check=true},KillAfterLastUse",
+    ],
+)
 def test_spec_equal_to_the_default(samples: Path, spec: str) -> None:
     path = samples / "mlp.rx"
     assert invoke("passes", path, "-p", spec).stdout == invoke("passes", path).stdout
@@ -433,39 +488,57 @@ def test_spec_manifest_alloc_only(samples: Path) -> None:
 
 
 def test_spec_with_options(samples: Path) -> None:
-    result = invoke("passes", samples / "mlp.rx",
-                    "-p", "ManifestAlloc{align=16},PlanMemory{planner=none}")
+    result = invoke(
+        "passes", samples / "mlp.rx", "-p", "ManifestAlloc{align=16},PlanMemory{planner=none}"
+    )
     assert result.exit_code == 0, result.output
     assert "align=16" in result.stdout and "align=64" not in result.stdout
     assert "arena" not in result.stdout  # planner=none places nothing
     assert parses(result.stdout).get("main").attr("planned") is True
 
 
-
-
 def test_unknown_pass_names_alternatives(samples: Path) -> None:
     result = invoke("passes", samples / "mlp.rx", "-p", "ManifestAlloc,PlanMemoy")
-    assert_user_error(result, "error: unknown pass 'PlanMemoy'; did you mean 'PlanMemory'?",
-                      "  ManifestAlloc,PlanMemoy\n                ^^^^^^^^^",
-                      "note: passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, "
-                      "PlanMemory")
+    assert_user_error(
+        result,
+        "error: unknown pass 'PlanMemoy'; did you mean 'PlanMemory'?",
+        "  ManifestAlloc,PlanMemoy\n                ^^^^^^^^^",
+        "note: passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory",
+    )
 
 
 @pytest.mark.parametrize(
     "spec, needles",
     [
-        ("ManifestAlloc,,PlanMemory", ("error: malformed pass pipeline", "                ^\n",
-                                       "note: write passes separated by commas")),
+        (
+            "ManifestAlloc,,PlanMemory",
+            (
+                "error: malformed pass pipeline",
+                "                ^\n",
+                "note: write passes separated by commas",
+            ),
+        ),
         ("ManifestAlloc{align}", ("option 'align' of ManifestAlloc is not key=value",)),
         ("ManifestAlloc{alig=8}", ("ManifestAlloc has no option 'alig'; did you mean 'align'?",)),
-        ("ManifestAlloc{align=3}", ("ManifestAlloc: align=3 is not a power of two from 1 to 4096",)),
-        ("ManifestAlloc,PlanMemory{planner=fast}",
-         ("PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; "
-          "got 'fast'",)),
-        ("ManifestAlloc,PlanMemory{check=maybe}",
-         ("PlanMemory.check must be true or false; got 'maybe'",)),
-        ("ManifestAlloc,PlanMemory{time_limit=-1}",
-         ("PlanMemory: time_limit=-1.0 must be a finite number of seconds, 0 or more",)),
+        (
+            "ManifestAlloc{align=3}",
+            ("ManifestAlloc: align=3 is not a power of two from 1 to 4096",),
+        ),
+        (
+            "ManifestAlloc,PlanMemory{planner=fast}",
+            (
+                "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; "
+                "got 'fast'",
+            ),
+        ),
+        (
+            "ManifestAlloc,PlanMemory{check=maybe}",
+            ("PlanMemory.check must be true or false; got 'maybe'",),
+        ),
+        (
+            "ManifestAlloc,PlanMemory{time_limit=-1}",
+            ("PlanMemory: time_limit=-1.0 must be a finite number of seconds, 0 or more",),
+        ),
     ],
 )
 def test_bad_spec(samples: Path, spec: str, needles: tuple[str, ...]) -> None:
@@ -475,16 +548,22 @@ def test_bad_spec(samples: Path, spec: str, needles: tuple[str, ...]) -> None:
 
 def test_plan_memory_before_manifest_alloc(samples: Path) -> None:
     result = invoke("passes", samples / "mlp.rx", "-p", "PlanMemory,ManifestAlloc")
-    assert_user_error(result, "error: PlanMemory needs explicit memory",
-                      "run ManifestAlloc before it",
-                      "note: in pass 1 of the pipeline (PlanMemory -> ManifestAlloc)")
+    assert_user_error(
+        result,
+        "error: PlanMemory needs explicit memory",
+        "run ManifestAlloc before it",
+        "note: in pass 1 of the pipeline (PlanMemory -> ManifestAlloc)",
+    )
 
 
 def test_planning_legalized_ir_is_refused(tmp_path: Path) -> None:
     path = write(tmp_path / "legal.rx", LEGALIZED)
     result = invoke("passes", path, "-p", "PlanMemory")
-    assert_user_error(result, "PlanMemory cannot run on IR with packed calls",
-                      "plan memory before LegalizePackedCalls")
+    assert_user_error(
+        result,
+        "PlanMemory cannot run on IR with packed calls",
+        "plan memory before LegalizePackedCalls",
+    )
     result = invoke("build", path, "-t", "ir", "-o", tmp_path / "out.rx")
     assert_user_error(result, "plan memory before LegalizePackedCalls")
     assert not (tmp_path / "out.rx").exists()
@@ -500,8 +579,9 @@ def test_disable_pass(tmp_path: Path) -> None:
     parses(result.stdout)
 
 
-@pytest.mark.parametrize("disable", [("kill-after-last-use,plan-memory",),
-                                     ("PlanMemory", "KillAfterLastUse")])
+@pytest.mark.parametrize(
+    "disable", [("kill-after-last-use,plan-memory",), ("PlanMemory", "KillAfterLastUse")]
+)
 def test_disable_pass_lists(samples: Path, disable: tuple[str, ...]) -> None:
     args = [a for d in disable for a in ("--disable-pass", d)]
     result = invoke("passes", samples / "mlp.rx", *args)
@@ -515,18 +595,27 @@ def test_disable_pass_lists(samples: Path, disable: tuple[str, ...]) -> None:
         (("--disable-pass", "ManifestAlloc"), ("run ManifestAlloc before it",)),
         (("--disable-pass", "Frobnicate"), ("unknown pass 'Frobnicate'", "note: passes: ")),
         (("--disable-pass", "KillAfterLastUs"), ("did you mean 'KillAfterLastUse'?",)),
-        (("-p", "none", "--disable-pass", "PlanMemory"),
-         ("--disable-pass PlanMemory: PlanMemory is not in the pipeline (empty)",)),
+        (
+            ("-p", "none", "--disable-pass", "PlanMemory"),
+            ("--disable-pass PlanMemory: PlanMemory is not in the pipeline (empty)",),
+        ),
     ],
 )
-def test_disable_pass_errors(samples: Path, args: tuple[str, ...],
-                             needles: tuple[str, ...]) -> None:
+def test_disable_pass_errors(
+    samples: Path, args: tuple[str, ...], needles: tuple[str, ...]
+) -> None:
     assert_user_error(invoke("passes", samples / "mlp.rx", *args), *needles)
 
 
-@pytest.mark.parametrize("config", ["PlanMemory.planner=greedy-size",
-                                    "plan-memory.planner=greedy-conflict",
-                                    "PlanMemory.check=true", "PlanMemory.time_limit=0"])
+@pytest.mark.parametrize(
+    "config",
+    [
+        "PlanMemory.planner=greedy-size",
+        "plan-memory.planner=greedy-conflict",
+        "PlanMemory.check=true",
+        "PlanMemory.time_limit=0",
+    ],
+)
 def test_pass_config_same_plan_on_mlp(samples: Path, config: str) -> None:
     result = invoke("passes", samples / "mlp.rx", "--pass-config", config)
     assert result.exit_code == 0, result.output
@@ -534,8 +623,14 @@ def test_pass_config_same_plan_on_mlp(samples: Path, config: str) -> None:
 
 
 def test_pass_config_changes_the_result(samples: Path) -> None:
-    result = invoke("passes", samples / "mlp.rx", "--pass-config", "PlanMemory.planner=none",
-                    "--pass-config", "ManifestAlloc.align=16")
+    result = invoke(
+        "passes",
+        samples / "mlp.rx",
+        "--pass-config",
+        "PlanMemory.planner=none",
+        "--pass-config",
+        "ManifestAlloc.align=16",
+    )
     assert result.exit_code == 0, result.output
     assert "arena" not in result.stdout and "align=16" in result.stdout
 
@@ -543,13 +638,21 @@ def test_pass_config_changes_the_result(samples: Path) -> None:
 @pytest.mark.parametrize(
     "config, needle",
     [
-        ("PlanMemory.planner=fast",
-         "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; got 'fast'"),
-        ("PlanMemory.plannr=best", "PlanMemory has no option 'plannr'; did you mean 'planner'? "
-                                   "(options: planner, time_limit, check)"),
+        (
+            "PlanMemory.planner=fast",
+            "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; got 'fast'",
+        ),
+        (
+            "PlanMemory.plannr=best",
+            "PlanMemory has no option 'plannr'; did you mean 'planner'? "
+            "(options: planner, time_limit, check)",
+        ),
         ("PlanMemoy.planner=best", "unknown pass 'PlanMemoy'; did you mean 'PlanMemory'?"),
-        ("PlanMemory=best", "--pass-config 'PlanMemory=best' is not NAME.KEY=VALUE "
-                            "(for example PlanMemory.planner=greedy-size)"),
+        (
+            "PlanMemory=best",
+            "--pass-config 'PlanMemory=best' is not NAME.KEY=VALUE "
+            "(for example PlanMemory.planner=greedy-size)",
+        ),
         ("planner", "is not NAME.KEY=VALUE"),
         ("ManifestAlloc.align=big", "ManifestAlloc.align must be an integer; got 'big'"),
         ("PlanMemory.check=perhaps", "PlanMemory.check must be true or false; got 'perhaps'"),
@@ -562,28 +665,45 @@ def test_bad_pass_config(samples: Path, config: str, needle: str) -> None:
 
 
 def test_pass_config_for_pass_not_in_pipeline(samples: Path) -> None:
-    result = invoke("passes", samples / "mlp.rx", "-p", "ManifestAlloc",
-                    "--pass-config", "PlanMemory.planner=best")
-    assert_user_error(result, "--pass-config 'PlanMemory.planner=best': PlanMemory is not in the "
-                              "pipeline (ManifestAlloc)")
+    result = invoke(
+        "passes",
+        samples / "mlp.rx",
+        "-p",
+        "ManifestAlloc",
+        "--pass-config",
+        "PlanMemory.planner=best",
+    )
+    assert_user_error(
+        result,
+        "--pass-config 'PlanMemory.planner=best': PlanMemory is not in the "
+        "pipeline (ManifestAlloc)",
+    )
 
 
 @pytest.mark.parametrize("config", ["ManifestAlloc.align=0", "PlanMemory.time_limit=-1"])
 def test_pass_config_value_the_pass_refuses(samples: Path, config: str) -> None:
-    assert_user_error(invoke("passes", samples / "mlp.rx", "--pass-config", config),
-                      config.split("=")[0].split(".")[1])
+    assert_user_error(
+        invoke("passes", samples / "mlp.rx", "--pass-config", config),
+        config.split("=")[0].split(".")[1],
+    )
 
 
-@pytest.mark.parametrize("args", [("--pass-config", "PlanMemory.time_limit=inf"),
-                                  ("--pass-config", "PlanMemory.time_limit=nan"),
-                                  ("-p", "ManifestAlloc,PlanMemory{time_limit=inf}")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--pass-config", "PlanMemory.time_limit=inf"),
+        ("--pass-config", "PlanMemory.time_limit=nan"),
+        ("-p", "ManifestAlloc,PlanMemory{time_limit=inf}"),
+    ],
+)
 def test_non_finite_time_limit(samples: Path, args: tuple[str, ...]) -> None:
     """PlanMemory refuses a time limit that is not a finite number (a search bounded by inf
     or nan would never stop): a user error naming the option, and no IR printed."""
     result = invoke("passes", samples / "transformer.rx", *args)
     value = "inf" if "inf" in "".join(args) else "nan"
-    assert_user_error(result, f"PlanMemory: time_limit={value} must be a finite number of seconds, "
-                              "0 or more")
+    assert_user_error(
+        result, f"PlanMemory: time_limit={value} must be a finite number of seconds, 0 or more"
+    )
     assert result.stdout == ""
 
 
@@ -653,8 +773,10 @@ def test_build_refuses_to_overwrite_an_input(samples: Path, same: str) -> None:
 
 def test_build_output_folder_missing(samples: Path, tmp_path: Path) -> None:
     result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", tmp_path / "nope" / "out.rx")
-    assert_user_error(result, f"cannot write {tmp_path / 'nope' / 'out.rx'}: "
-                              f"folder {tmp_path / 'nope'} does not exist")
+    assert_user_error(
+        result,
+        f"cannot write {tmp_path / 'nope' / 'out.rx'}: folder {tmp_path / 'nope'} does not exist",
+    )
 
 
 def test_build_error_in_input_writes_nothing(tmp_path: Path) -> None:
@@ -671,9 +793,24 @@ def test_build_is_deterministic_across_processes(samples: Path, tmp_path: Path) 
         env["PYTHONHASHSEED"] = seed
         for stem in ("transformer", "cnn"):
             out = tmp_path / f"{stem}.{seed}.rx"
-            proc = subprocess.run([sys.executable, "-m", "relaxc.cli.main", "build",
-                                   samples / f"{stem}.rx", "-t", "ir", "-q", "-o", out],
-                                  capture_output=True, text=True, env=env, timeout=120)
+            proc = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "relaxc.cli.main",
+                    "build",
+                    samples / f"{stem}.rx",
+                    "-t",
+                    "ir",
+                    "-q",
+                    "-o",
+                    out,
+                ],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=120,
+            )
             assert proc.returncode == 0, proc.stderr
             outs.append(out.read_bytes())
     assert outs[0] == outs[2] and outs[1] == outs[3]
@@ -712,13 +849,22 @@ def test_build_summary_one_line_per_function(tmp_path: Path) -> None:
     ]
 
 
-@pytest.mark.parametrize("stem, line", [
-    ("relay_memory", "@main: no planned memory"),
-    ("cnn", "@main: arena 128.0 KiB (131,072 B), 1.00x the lower bound 128.0 KiB (131,072 B), "
-            "59% less than without reuse (312.1 KiB (319,616 B))"),
-    ("transformer", "@main: arena 544.0 KiB (557,056 B), 1.00x the lower bound 544.0 KiB "
-                    "(557,056 B), 54% less than without reuse (1.2 MiB (1,212,416 B))"),
-])
+@pytest.mark.parametrize(
+    "stem, line",
+    [
+        ("relay_memory", "@main: no planned memory"),
+        (
+            "cnn",
+            "@main: arena 128.0 KiB (131,072 B), 1.00x the lower bound 128.0 KiB (131,072 B), "
+            "59% less than without reuse (312.1 KiB (319,616 B))",
+        ),
+        (
+            "transformer",
+            "@main: arena 544.0 KiB (557,056 B), 1.00x the lower bound 544.0 KiB "
+            "(557,056 B), 54% less than without reuse (1.2 MiB (1,212,416 B))",
+        ),
+    ],
+)
 def test_build_summary_of_samples(samples: Path, stem: str, line: str) -> None:
     result = invoke("build", samples / f"{stem}.rx", "-t", "ir", "-o", "-")
     assert result.stderr.splitlines() == [line]
@@ -745,8 +891,12 @@ def test_build_json(samples: Path) -> None:
     assert fn["arena_bytes"] == 8192 and fn["lower_bound"] == 8192 and fn["ratio"] == 1.0
     assert fn["naive_bytes"] == 16704 and fn["saving"] == pytest.approx(1 - 8192 / 16704)
     assert [(b["name"], b["bytes"], b["offset"]) for b in fn["buffers"]] == [
-        ("h1", 4096, 0), ("a1", 4096, 4096), ("h2", 4096, 0), ("a2", 4096, 4096),
-        ("logits", 320, 0)]
+        ("h1", 4096, 0),
+        ("a1", 4096, 4096),
+        ("h2", 4096, 0),
+        ("a2", 4096, 4096),
+        ("logits", 320, 0),
+    ]
     assert fn["dynamic"] == [] and fn["output_bytes"] == 320 and fn["input_bytes"] == 2048
     assert MLP_SUMMARY not in result.stderr  # JSON instead of the summary
     assert out.exists()
@@ -758,8 +908,9 @@ def test_build_json_and_ir_to_stdout_do_not_mix(samples: Path, target: str) -> N
     the reason on stderr, nothing on stdout and no file written."""
     before = files_in(samples)
     result = invoke("build", samples / "mlp.rx", "-t", target, "-o", "-", "--json")
-    assert_usage_error(result, "--json prints the report to stdout, so the program cannot go there "
-                               "too (-o -)")
+    assert_usage_error(
+        result, "--json prints the report to stdout, so the program cannot go there too (-o -)"
+    )
     assert result.stdout == ""
     assert files_in(samples) == before
 
@@ -779,65 +930,100 @@ def test_max_arena_exceeded_writes_nothing(samples: Path, out: str) -> None:
     before = files_in(samples)
     dest = {"file": ["-o", samples / "out.rx"], "default": [], "stdout": ["-o", "-"]}[out]
     result = invoke("build", samples / "mlp.rx", "-t", "ir", *dest, "--max-arena", "1KiB")
-    assert_user_error(result, "error: memory budget exceeded: @main needs 8.0 KiB (8,192 B); "
-                              "the budget (--max-arena) is 1.0 KiB (1,024 B)")
+    assert_user_error(
+        result,
+        "error: memory budget exceeded: @main needs 8.0 KiB (8,192 B); "
+        "the budget (--max-arena) is 1.0 KiB (1,024 B)",
+    )
     assert files_in(samples) == before
     assert result.stdout == ""
 
 
 def test_max_arena_names_every_function_over_budget(tmp_path: Path) -> None:
-    result = invoke("build", write(tmp_path / "two.rx", TWO), "-t", "ir", "-o", tmp_path / "o.rx",
-                    "--max-arena", "100")
-    assert_user_error(result, "memory budget exceeded: @helper needs 128 B; "
-                              "the budget (--max-arena) is 100 B")
+    result = invoke(
+        "build",
+        write(tmp_path / "two.rx", TWO),
+        "-t",
+        "ir",
+        "-o",
+        tmp_path / "o.rx",
+        "--max-arena",
+        "100",
+    )
+    assert_user_error(
+        result, "memory budget exceeded: @helper needs 128 B; the budget (--max-arena) is 100 B"
+    )
     assert "@main" not in result.stderr.splitlines()[-1]  # @main's 64 B fit
     assert not (tmp_path / "o.rx").exists()
 
 
-@pytest.mark.parametrize("budget", ["8192", "8KiB", "8 KiB", "8kib", "8.192kB", "0.0078125MiB",
-                                    "1GB"])
+@pytest.mark.parametrize(
+    "budget", ["8192", "8KiB", "8 KiB", "8kib", "8.192kB", "0.0078125MiB", "1GB"]
+)
 def test_max_arena_met(samples: Path, budget: str) -> None:
-    result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx",
-                    "--max-arena", budget)
+    result = invoke(
+        "build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx", "--max-arena", budget
+    )
     assert result.exit_code == 0, result.output
     assert (samples / "o.rx").exists()
 
 
 @pytest.mark.parametrize("budget", ["8191", "8kB"])
 def test_max_arena_one_byte_short(samples: Path, budget: str) -> None:
-    result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx",
-                    "--max-arena", budget)
+    result = invoke(
+        "build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx", "--max-arena", budget
+    )
     assert_user_error(result, "memory budget exceeded")
 
 
-@pytest.mark.parametrize("budget, needle", [
-    ("12 parsecs", "'12 parsecs' is not a size (examples: 4096, 256KiB, 1.5MB, 2GiB)"),
-    ("-5", "'-5' is not a size"),
-    ("", "'' is not a size"),
-    ("1.5", "'1.5' is not a whole number of bytes"),
-    ("KiB", "'KiB' is not a size"),
-])
+@pytest.mark.parametrize(
+    "budget, needle",
+    [
+        ("12 parsecs", "'12 parsecs' is not a size (examples: 4096, 256KiB, 1.5MB, 2GiB)"),
+        ("-5", "'-5' is not a size"),
+        ("", "'' is not a size"),
+        ("1.5", "'1.5' is not a whole number of bytes"),
+        ("KiB", "'KiB' is not a size"),
+    ],
+)
 def test_max_arena_bad_value_is_a_usage_error(samples: Path, budget: str, needle: str) -> None:
     before = files_in(samples)
-    result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx",
-                    "--max-arena", budget)
+    result = invoke(
+        "build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx", "--max-arena", budget
+    )
     assert_usage_error(result, "Invalid value for '--max-arena'", needle)
     assert files_in(samples) == before
 
 
 def test_max_arena_not_met_by_not_planning(samples: Path) -> None:
-    result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx",
-                    "--max-arena", "1KiB", "--pass-config", "PlanMemory.planner=none")
+    result = invoke(
+        "build",
+        samples / "mlp.rx",
+        "-t",
+        "ir",
+        "-o",
+        samples / "o.rx",
+        "--max-arena",
+        "1KiB",
+        "--pass-config",
+        "PlanMemory.planner=none",
+    )
     assert result.exit_code == 1
     assert not (samples / "o.rx").exists()
 
 
 def test_summary_mentions_unplanned_memory(samples: Path) -> None:
-    result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", "-",
-                    "--pass-config", "PlanMemory.planner=none")
+    result = invoke(
+        "build",
+        samples / "mlp.rx",
+        "-t",
+        "ir",
+        "-o",
+        "-",
+        "--pass-config",
+        "PlanMemory.planner=none",
+    )
     assert "16,704 B" in result.stderr
-
-
 
 
 # ---------------------------------------------------------------------------------------
@@ -848,11 +1034,20 @@ def test_report_tables_and_memory_map(samples: Path) -> None:
     result = invoke("report", samples / "mlp.rx")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    for needle in ("@main", "arena        8.0 KiB (8,192 B)", "lower bound  8.0 KiB (8,192 B)",
-                   "ratio        1.000", "naive total  16.3 KiB (16,704 B)", "saving       51.0%",
-                   "inputs       2.0 KiB (2,048 B)",
-                   "outputs      320 B", "constants    102.0 KiB (104,488 B)", "placed buffers",
-                   "memory map (offset against program point)", "program point 0 .. 25"):
+    for needle in (
+        "@main",
+        "arena        8.0 KiB (8,192 B)",
+        "lower bound  8.0 KiB (8,192 B)",
+        "ratio        1.000",
+        "naive total  16.3 KiB (16,704 B)",
+        "saving       51.0%",
+        "inputs       2.0 KiB (2,048 B)",
+        "outputs      320 B",
+        "constants    102.0 KiB (104,488 B)",
+        "placed buffers",
+        "memory map (offset against program point)",
+        "program point 0 .. 25",
+    ):
         assert needle in out, needle
     for name, offset in (("h1", "0"), ("a1", "4,096"), ("logits", "0")):
         assert re.search(rf"│ {name} +│ .* │ +{offset} │", out), name
@@ -926,18 +1121,20 @@ def check_report_numbers(fn: dict) -> None:
         assert b["offset"] % 64 == 0
         assert 0 <= b["first"] <= b["last"] < fn["program_points"]
     for i, x in enumerate(bufs):
-        for y in bufs[i + 1:]:
+        for y in bufs[i + 1 :]:
             live_together = x["first"] <= y["last"] and y["first"] <= x["last"]
-            share_bytes = (x["offset"] < y["offset"] + y["bytes"]
-                           and y["offset"] < x["offset"] + x["bytes"])
+            share_bytes = (
+                x["offset"] < y["offset"] + y["bytes"] and y["offset"] < x["offset"] + x["bytes"]
+            )
             assert not (live_together and share_bytes), (x, y)
 
 
 @pytest.mark.parametrize("planner", ["best", "greedy-size", "greedy-conflict"])
 @pytest.mark.parametrize("stem", SAMPLES)
 def test_report_json_numbers_are_consistent(samples: Path, stem: str, planner: str) -> None:
-    result = invoke("report", samples / f"{stem}.rx", "--json",
-                    "--pass-config", f"PlanMemory.planner={planner}")
+    result = invoke(
+        "report", samples / f"{stem}.rx", "--json", "--pass-config", f"PlanMemory.planner={planner}"
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["file"] == str(samples / f"{stem}.rx") and data["functions"]
@@ -954,8 +1151,9 @@ def test_report_json_two_functions(tmp_path: Path) -> None:
 
 def test_report_json_equals_build_json(samples: Path) -> None:
     a = invoke("report", samples / "transformer.rx", "--json").stdout
-    b = invoke("build", samples / "transformer.rx", "-t", "ir", "-o", samples / "o.rx",
-               "--json").stdout
+    b = invoke(
+        "build", samples / "transformer.rx", "-t", "ir", "-o", samples / "o.rx", "--json"
+    ).stdout
     assert json.loads(a) == json.loads(b)
 
 
@@ -968,14 +1166,15 @@ def test_report_on_planned_ir_with_p_none(samples: Path) -> None:
 
 
 def test_report_max_arena(samples: Path) -> None:
-    assert_user_error(invoke("report", samples / "mlp.rx", "--max-arena", "4KiB"),
-                      "memory budget exceeded: @main needs 8.0 KiB (8,192 B); "
-                      "the budget (--max-arena) is 4.0 KiB")
+    assert_user_error(
+        invoke("report", samples / "mlp.rx", "--max-arena", "4KiB"),
+        "memory budget exceeded: @main needs 8.0 KiB (8,192 B); "
+        "the budget (--max-arena) is 4.0 KiB",
+    )
     assert invoke("report", samples / "mlp.rx", "--max-arena", "8KiB").exit_code == 0
-    assert_usage_error(invoke("report", samples / "mlp.rx", "--max-arena", "lots"),
-                       "'lots' is not a size")
-
-
+    assert_usage_error(
+        invoke("report", samples / "mlp.rx", "--max-arena", "lots"), "'lots' is not a size"
+    )
 
 
 def test_report_one_dimensional_shape(tmp_path: Path) -> None:
@@ -984,5 +1183,6 @@ def test_report_one_dimensional_shape(tmp_path: Path) -> None:
 
 
 def test_report_missing_file(tmp_path: Path) -> None:
-    assert_user_error(invoke("report", tmp_path / "nope.rx"),
-                      f"file {tmp_path / 'nope.rx'} does not exist")
+    assert_user_error(
+        invoke("report", tmp_path / "nope.rx"), f"file {tmp_path / 'nope.rx'} does not exist"
+    )

@@ -21,12 +21,16 @@ def mlp(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("command", [["passes"], ["build", "-t", "ir", "-o", "-"], ["report"]])
-def test_dump_named_like_the_source_is_refused_and_the_source_kept(mlp: Path, command: list[str]) -> None:
+def test_dump_named_like_the_source_is_refused_and_the_source_kept(
+    mlp: Path, command: list[str]
+) -> None:
     source = mlp.parent / "003_after_PlanMemory.rx"
     shutil.copy(mlp, source)
     shutil.copy(mlp.with_suffix(".npz"), source.with_suffix(".npz"))
     before = source.read_bytes()
-    r = CliRunner().invoke(cli, [*command, str(source), "--dump-after", "all", "--dump-dir", str(mlp.parent)])
+    r = CliRunner().invoke(
+        cli, [*command, str(source), "--dump-after", "all", "--dump-dir", str(mlp.parent)]
+    )
     assert r.exit_code == 1, r.output
     assert "refusing to write" in r.output and "003_after_PlanMemory.rx" in r.output
     assert source.read_bytes() == before
@@ -37,16 +41,32 @@ def test_dump_named_like_the_weights_is_refused(mlp: Path) -> None:
     weights = mlp.parent / "001_after_ManifestAlloc.rx"
     shutil.copy(mlp.with_suffix(".npz"), weights)
     before = weights.read_bytes()
-    r = CliRunner().invoke(cli, ["passes", str(mlp), "--params", str(weights), "--dump-after", "all",
-                                 "--dump-dir", str(mlp.parent)])
+    r = CliRunner().invoke(
+        cli,
+        [
+            "passes",
+            str(mlp),
+            "--params",
+            str(weights),
+            "--dump-after",
+            "all",
+            "--dump-dir",
+            str(mlp.parent),
+        ],
+    )
     assert r.exit_code == 1, r.output
     assert "refusing to write" in r.output
     assert weights.read_bytes() == before
 
 
 def test_dumps_beside_the_source_are_written_when_no_name_collides(mlp: Path) -> None:
-    r = CliRunner().invoke(cli, ["passes", str(mlp), "--dump-after", "all", "--dump-dir", str(mlp.parent)])
+    r = CliRunner().invoke(
+        cli, ["passes", str(mlp), "--dump-after", "all", "--dump-dir", str(mlp.parent)]
+    )
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in mlp.parent.glob("0*.rx")) == [
-        "001_after_ManifestAlloc.rx", "002_after_PlanWorkspace.rx", "003_after_PlanMemory.rx",
-        "004_after_KillAfterLastUse.rx"]
+        "001_after_ManifestAlloc.rx",
+        "002_after_PlanWorkspace.rx",
+        "003_after_PlanMemory.rx",
+        "004_after_KillAfterLastUse.rx",
+    ]

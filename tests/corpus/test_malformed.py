@@ -80,7 +80,13 @@ def by_name(*names: str) -> list[Case]:
 def invoke(*args: str):
     """Run the CLI in-process; real exceptions propagate (a crash is never an exit code)."""
     runner = CliRunner()
-    return runner.invoke(cli, [str(a) for a in args], env={"RELAXC_DEBUG": None}, prog_name="relaxc", catch_exceptions=False)
+    return runner.invoke(
+        cli,
+        [str(a) for a in args],
+        env={"RELAXC_DEBUG": None},
+        prog_name="relaxc",
+        catch_exceptions=False,
+    )
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -92,7 +98,10 @@ def clean_env(**extra: str) -> dict[str, str]:
 def run_module(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "relaxc.cli.main", *map(str, args)],
-        capture_output=True, text=True, env=env or clean_env(), timeout=120,
+        capture_output=True,
+        text=True,
+        env=env or clean_env(),
+        timeout=120,
     )
 
 
@@ -105,7 +114,9 @@ def assert_rendered(case: Case, stderr: str) -> None:
     assert lines[0].startswith(prefix), f"expected {prefix!r}..., got:\n{stderr}"
     assert case.message in lines[0], f"expected {case.message!r} in:\n{stderr}"
     source = case.text.split("\n")[case.line - 1].replace("\t", " ")
-    source = "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cf") else c for c in source)  # shown as U+FFFD
+    source = "".join(
+        "\ufffd" if unicodedata.category(c) in ("Cc", "Cf") else c for c in source
+    )  # shown as U+FFFD
     assert len(lines) >= 3, stderr
     assert lines[1] == "  " + source, f"source line should be {source!r}, got:\n{stderr}"
     caret = re.fullmatch(r"  ( *)(\^+)", lines[2])
@@ -134,7 +145,12 @@ def test_check_reports_the_error(case: Case) -> None:
     assert_rendered(case, result.stderr)
 
 
-SUBPROCESS_CASES = ("unknown_op_did_you_mean", "syntax_bad_character", "shape_mismatch_add", "syntax_missing_paren")
+SUBPROCESS_CASES = (
+    "unknown_op_did_you_mean",
+    "syntax_bad_character",
+    "shape_mismatch_add",
+    "syntax_missing_paren",
+)
 
 
 @pytest.mark.parametrize("case", case_params(by_name(*SUBPROCESS_CASES)))
@@ -157,23 +173,36 @@ def test_console_script_exit_codes(tmp_path: Path) -> None:
     if exe is None:
         pytest.skip("the relaxc console script is not installed")
     case = by_name("undefined_name")[0]
-    bad = subprocess.run([exe, "check", str(case.path)], capture_output=True, text=True, env=clean_env(), timeout=120)
+    bad = subprocess.run(
+        [exe, "check", str(case.path)], capture_output=True, text=True, env=clean_env(), timeout=120
+    )
     assert bad.returncode == 1
     assert_rendered(case, bad.stderr)
     good = tmp_path / "ok.rx"
     good.write_text("fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x\n}\n")
-    ok = subprocess.run([exe, "check", str(good)], capture_output=True, text=True, env=clean_env(), timeout=120)
+    ok = subprocess.run(
+        [exe, "check", str(good)], capture_output=True, text=True, env=clean_env(), timeout=120
+    )
     assert ok.returncode == 0, ok.stderr
     assert "ok" in ok.stdout
-    usage = subprocess.run([exe, "check"], capture_output=True, text=True, env=clean_env(), timeout=120)
+    usage = subprocess.run(
+        [exe, "check"], capture_output=True, text=True, env=clean_env(), timeout=120
+    )
     assert usage.returncode == 2
     assert "Missing argument" in usage.stderr
 
 
-@pytest.mark.parametrize("case", case_params(by_name("unknown_op_did_you_mean", "syntax_missing_paren")))
+@pytest.mark.parametrize(
+    "case", case_params(by_name("unknown_op_did_you_mean", "syntax_missing_paren"))
+)
 def test_debug_shows_a_traceback(case: Case) -> None:
-    result = CliRunner().invoke(cli, ["--debug", "check", str(case.path)], env={"RELAXC_DEBUG": None}, prog_name="relaxc",
-                                catch_exceptions=False)
+    result = CliRunner().invoke(
+        cli,
+        ["--debug", "check", str(case.path)],
+        env={"RELAXC_DEBUG": None},
+        prog_name="relaxc",
+        catch_exceptions=False,
+    )
     assert result.exit_code == 1
     assert "Traceback (most recent call last)" in result.stderr
     assert "RxError" in result.stderr
@@ -205,7 +234,11 @@ def test_check_reports_each_file(tmp_path: Path) -> None:
 
 
 def test_empty_file_checks_but_does_not_run(tmp_path: Path) -> None:
-    for name, text in (("empty.rx", ""), ("comment.rx", "# nothing here\n"), ("blank.rx", "\n \n\t\n")):
+    for name, text in (
+        ("empty.rx", ""),
+        ("comment.rx", "# nothing here\n"),
+        ("blank.rx", "\n \n\t\n"),
+    ):
         path = tmp_path / name
         path.write_text(text)
         checked = invoke("check", path)
@@ -233,7 +266,11 @@ def test_binary_garbage_is_refused(tmp_path: Path, command: str) -> None:
 @pytest.mark.parametrize("command", ["check", "fmt", "run"])
 def test_non_utf8_is_refused(tmp_path: Path, command: str) -> None:
     path = tmp_path / "latin1.rx"
-    data = "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # café\n}\n".encode("latin-1")
+    data = (
+        "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # café\n}\n".encode(
+            "latin-1"
+        )
+    )
     path.write_bytes(data)
     result = invoke(command, path)
     assert result.exit_code == 1, result.output
@@ -245,8 +282,11 @@ def test_non_utf8_is_refused(tmp_path: Path, command: str) -> None:
 
 def test_non_utf8_error_has_a_location(tmp_path: Path) -> None:
     path = tmp_path / "latin1.rx"
-    path.write_bytes("fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # caf\xe9\n}\n"
-                     .encode("latin-1"))
+    path.write_bytes(
+        "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # caf\xe9\n}\n".encode(
+            "latin-1"
+        )
+    )
     result = invoke("check", path)
     assert result.exit_code == 1
     assert result.stderr.startswith(f"{path}:2:19: error: ")
@@ -254,10 +294,16 @@ def test_non_utf8_error_has_a_location(tmp_path: Path) -> None:
 
 def test_utf8_byte_order_mark(tmp_path: Path) -> None:
     path = tmp_path / "bom.rx"
-    path.write_bytes(b"\xef\xbb\xbffn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x\n}\n")
+    path.write_bytes(
+        b"\xef\xbb\xbffn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x\n}\n"
+    )
     result = invoke("check", path)
     # Either accept the file (as Python and most compilers do) or name the BOM plainly.
-    assert result.exit_code == 0 or "byte order mark" in result.stderr.lower() or "BOM" in result.stderr
+    assert (
+        result.exit_code == 0
+        or "byte order mark" in result.stderr.lower()
+        or "BOM" in result.stderr
+    )
     assert "character character" not in result.stderr
 
 
@@ -317,7 +363,9 @@ def test_huge_bound_is_refused_before_running() -> None:
 
 def test_very_long_integer_literal(tmp_path: Path) -> None:
     path = tmp_path / "long.rx"
-    path.write_text("fn @main(%x: Tensor[(" + "9" * 5000 + ",), f32]) -> Tensor[(2,), f32] {\n  return %x\n}\n")
+    path.write_text(
+        "fn @main(%x: Tensor[(" + "9" * 5000 + ",), f32]) -> Tensor[(2,), f32] {\n  return %x\n}\n"
+    )
     result = invoke("check", path)
     assert result.exit_code == 1
     assert result.stderr.startswith(f"{path}:1:")
@@ -330,7 +378,7 @@ def test_long_dimension_expression(tmp_path: Path) -> None:
     expr = " + ".join(["n"] * 1500)
     path.write_text(
         "fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32] {\n"
-        f"  %w: Tensor[({expr},), f32] = const(\"w\")\n"
+        f'  %w: Tensor[({expr},), f32] = const("w")\n'
         "  return %x\n}\n"
     )
     result = invoke("check", path)

@@ -73,6 +73,7 @@ def test_changed_table_shape_fails_naming_the_lark_version(monkeypatch: pytest.M
 def test_building_the_tables_goes_through_the_one_function(monkeypatch: pytest.MonkeyPatch) -> None:
     """LalrTables reaches the table only through lark_parse_table, so its error is what a
     user of a moved lark sees first."""
+
     def moved(parser: lark.Lark) -> None:
         raise LarkInternalsError("moved")
 

@@ -10,9 +10,13 @@ import pytest
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if "fuzz" in (config.getoption("markexpr") or "") and "not fuzz" not in config.getoption("markexpr"):
+    if "fuzz" in (config.getoption("markexpr") or "") and "not fuzz" not in config.getoption(
+        "markexpr"
+    ):
         return
-    skip = pytest.mark.skip(reason="long fuzz campaign: run it with pytest -m fuzz (see docs/fuzzing.md)")
+    skip = pytest.mark.skip(
+        reason="long fuzz campaign: run it with pytest -m fuzz (see docs/fuzzing.md)"
+    )
     for item in items:
         if item.get_closest_marker("fuzz") is not None:
             item.add_marker(skip)

@@ -52,7 +52,9 @@ from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, te
 # ---------------------------------------------------------------------------------------
 # The ops fuzzed: every kernel and view op of the registry.
 
-FUZZED_OPS: tuple[OpDef, ...] = tuple(op for op in REGISTRY.ops() if op.category in ("kernel", "view"))
+FUZZED_OPS: tuple[OpDef, ...] = tuple(
+    op for op in REGISTRY.ops() if op.category in ("kernel", "view")
+)
 COMPUTABLE = tuple(d for d in sorted(DTYPES) if DTYPES[d].numpy is not None)
 FLOATS = ("f32", "f64", "f16")
 INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32")
@@ -121,8 +123,15 @@ class Ctx:
 class FnBuilder:
     """A function body under construction: its parameters, statements and value pool."""
 
-    def __init__(self, ctx: Ctx, name: str, primitive: bool, params: list[Param] | None = None,
-                 sizes: list[D.Dim] | None = None, growable: bool = True):
+    def __init__(
+        self,
+        ctx: Ctx,
+        name: str,
+        primitive: bool,
+        params: list[Param] | None = None,
+        sizes: list[D.Dim] | None = None,
+        growable: bool = True,
+    ):
         self.ctx = ctx
         self.ch = ctx.ch
         self.name = name
@@ -140,7 +149,9 @@ class FnBuilder:
         self.counter += 1
         return f"{base}{self.counter}"
 
-    def bind(self, value: Any, t: Type, base: str = "v", annotate: bool = False, const: bool = False) -> Val:
+    def bind(
+        self, value: Any, t: Type, base: str = "v", annotate: bool = False, const: bool = False
+    ) -> Val:
         name = self.fresh(base)
         self.body.append(Bind(name, t if annotate else None, value))
         v = Val(name, t, const)
@@ -167,7 +178,9 @@ class FnBuilder:
             return self.ch.choice(STATIC_SIZES[:5])
         return self.ch.choice(choices)
 
-    def new_input(self, t: TensorType, positive: bool = False, small_ints: int | None = None) -> Val:
+    def new_input(
+        self, t: TensorType, positive: bool = False, small_ints: int | None = None
+    ) -> Val:
         """A value of type ``t`` that did not exist: a new parameter, a named weight or an
         inline constant."""
         static = t.is_static()
@@ -177,8 +190,13 @@ class FnBuilder:
             options.append("inline")
         if static and not self.primitive:
             options.append("weight")
-        if self.growable and not positive and small_ints is None and len(self.params) < 7 \
-                and self._runnable(t):
+        if (
+            self.growable
+            and not positive
+            and small_ints is None
+            and len(self.params) < 7
+            and self._runnable(t)
+        ):
             options.append("param")
         if not options:
             if static:
@@ -197,7 +215,9 @@ class FnBuilder:
             wname = f"w{len(self.ctx.weights)}.{self.ch.choice(['weight', 'bias', 'x'])}"
             self.ctx.weights[wname] = arr
             return self.bind(Call("const", (wname,)), t, "c", annotate=True, const=True)
-        return self.bind(Call("const", (_literal(arr, t.dtype), DType(t.dtype))), t, "c", const=True)
+        return self.bind(
+            Call("const", (_literal(arr, t.dtype), DType(t.dtype))), t, "c", const=True
+        )
 
     def _array(self, t: TensorType, positive: bool, small_ints: int | None) -> np.ndarray:
         shape = tuple(int(d) for d in t.shape)
@@ -232,8 +252,13 @@ class FnBuilder:
                     raise Reject()
                 if isinstance(d, int) and (d < 0 or d > 4096):
                     raise Reject()
-            shape = tuple(D.substitute(d, self.subst) for d in leaf.shape) if self.subst else leaf.shape
-            if _elements_at(TensorType(shape, leaf.dtype), self.ctx.bounds, self.ctx.sym_values) > 20000:
+            shape = (
+                tuple(D.substitute(d, self.subst) for d in leaf.shape) if self.subst else leaf.shape
+            )
+            if (
+                _elements_at(TensorType(shape, leaf.dtype), self.ctx.bounds, self.ctx.sym_values)
+                > 20000
+            ):
                 raise Reject()
         return t
 
@@ -247,7 +272,10 @@ class FnBuilder:
     def _runnable(self, t: TensorType) -> bool:
         """Every dim of ``t`` non-negative in both runs (at the drawn dims and at the bounds)."""
         ctx = self.ctx
-        envs = [dict(ctx.sym_values), {k: ctx.bounds.get(k, v + 1) for k, v in ctx.sym_values.items()}]
+        envs = [
+            dict(ctx.sym_values),
+            {k: ctx.bounds.get(k, v + 1) for k, v in ctx.sym_values.items()},
+        ]
         try:
             return all(D.evaluate(d, env) >= 0 for env in envs for d in t.shape)
         except (D.DimError, ZeroDivisionError):
@@ -461,8 +489,13 @@ def _concat(b: FnBuilder, op: OpDef) -> Val:
     axis = b.ch.int(0, xt.ndim - 1)
 
     def same_but_axis(t: TensorType) -> bool:
-        return t.dtype == xt.dtype and t.ndim == xt.ndim and all(
-            i == axis or D.dims_equal(a, c) for i, (a, c) in enumerate(zip(t.shape, xt.shape)))
+        return (
+            t.dtype == xt.dtype
+            and t.ndim == xt.ndim
+            and all(
+                i == axis or D.dims_equal(a, c) for i, (a, c) in enumerate(zip(t.shape, xt.shape))
+            )
+        )
 
     others = [b.pick(b.tensors(same_but_axis)) for _ in range(b.ch.int(0, 2))]
     inputs = [x] + others
@@ -533,8 +566,13 @@ def _matmul(b: FnBuilder, op: OpDef) -> Val:
         want = TensorType((k, m), a.type.dtype)
     else:
         want = TensorType(a.type.shape[:-2] + (k, m), a.type.dtype)
-    cands = b.tensors(lambda t: t.dtype == want.dtype and t.ndim == want.ndim
-                      and all(D.dims_equal(x, y) for x, y in zip(t.shape[:-1], want.shape[:-1])))
+    cands = b.tensors(
+        lambda t: (
+            t.dtype == want.dtype
+            and t.ndim == want.ndim
+            and all(D.dims_equal(x, y) for x, y in zip(t.shape[:-1], want.shape[:-1]))
+        )
+    )
     w = b.pick(cands) if cands and b.ch.bool() else b.new_input(want)
     args = [a, w] if b.ch.int(0, 3) else [w, a]
     return b.apply(op, args, {})
@@ -637,7 +675,7 @@ def _norm(b: FnBuilder, op: OpDef) -> Val:
     r = x.type.ndim
     k = b.ch.int(1, min(2, r))
     axes = tuple(range(-k, 0))
-    shape = x.type.shape[r - k:]
+    shape = x.type.shape[r - k :]
     if not all(isinstance(d, int) for d in shape):
         raise Reject()
     pt = TensorType(shape, x.type.dtype)
@@ -698,13 +736,17 @@ def _alias(b: FnBuilder) -> Val:
 def _tuple(b: FnBuilder) -> Val:
     k = b.ch.int(1, 3)
     fields = [b.pick(b.pool) for _ in range(k)]
-    t = b.bind(TupleExpr(tuple(Var(f.name) for f in fields)), TupleType(tuple(f.type for f in fields)), "t")
+    t = b.bind(
+        TupleExpr(tuple(Var(f.name) for f in fields)), TupleType(tuple(f.type for f in fields)), "t"
+    )
     if b.ch.int(0, 2):
         _project(b, t)
     return t
 
 
-def _abstract(types: list[Type], prefix: str, keep_static: bool) -> tuple[list[Type], dict[str, D.Dim]]:
+def _abstract(
+    types: list[Type], prefix: str, keep_static: bool
+) -> tuple[list[Type], dict[str, D.Dim]]:
     """``types`` with each symbolic dim (and maybe static ones) replaced by a callee dim
     name; equal dims get the same name. Returns the types and callee name -> caller dim."""
     names: list[tuple[D.Dim, str]] = []
@@ -744,17 +786,25 @@ def _call_function(b: FnBuilder, primitive: bool) -> Val:
         return b.bind(CallFunc(f.name, tuple(Var(a.name) for a in args)), t, "r")  # type: ignore[union-attr]
     k = b.ch.int(1, 3)
     pred = (lambda t: t.dtype != "bf16") if primitive else (lambda t: True)
-    args = [b.pick_tensor(pred) for _ in range(k)] if primitive else [b.pick(b.pool) for _ in range(k)]
-    types, env = _abstract([a.type for a in args], "p" if primitive else "q", keep_static=b.ch.bool())
+    args = (
+        [b.pick_tensor(pred) for _ in range(k)] if primitive else [b.pick(b.pool) for _ in range(k)]
+    )
+    types, env = _abstract(
+        [a.type for a in args], "p" if primitive else "q", keep_static=b.ch.bool()
+    )
     params = [Param(f"arg{i}", t) for i, t in enumerate(types)]
     ctx.nfuncs += 1
     name = f"{'prim' if primitive else 'helper'}{ctx.nfuncs}"
-    sub = FnBuilder(ctx, name, primitive, params, sizes=[D.Sym(s) for s in env] + [1, 2, 3], growable=False)
+    sub = FnBuilder(
+        ctx, name, primitive, params, sizes=[D.Sym(s) for s in env] + [1, 2, 3], growable=False
+    )
     sub.subst = {nm: D.substitute(d, b.subst) if b.subst else d for nm, d in env.items()}
     steps = b.ch.int(1, 4 if primitive else 6)
     for _ in range(steps):
         _step(sub, allow_calls=not primitive)
-    fn = sub.finish(ret_many=not primitive, bounds=_callee_bounds(env, ctx.bounds) if not primitive else None)
+    fn = sub.finish(
+        ret_many=not primitive, bounds=_callee_bounds(env, ctx.bounds) if not primitive else None
+    )
     ctx.functions.append(fn)
     t = _call_result(fn, [a.type for a in args])
     return b.bind(CallFunc(fn.name, tuple(Var(a.name) for a in args)), t, "r")
@@ -794,8 +844,11 @@ def _unify(p: Type, a: Type, env: dict[str, D.Dim]) -> bool:
                 return False
         return True
     if isinstance(p, TupleType):
-        return isinstance(a, TupleType) and len(a.fields) == len(p.fields) and all(
-            _unify(x, y, env) for x, y in zip(p.fields, a.fields))
+        return (
+            isinstance(a, TupleType)
+            and len(a.fields) == len(p.fields)
+            and all(_unify(x, y, env) for x, y in zip(p.fields, a.fields))
+        )
     return False
 
 
@@ -823,7 +876,9 @@ def _step(b: FnBuilder, allow_calls: bool) -> None:
     """One statement (or a few): an op of the registry, or structure."""
     ch = b.ch
     kind = ch.choice(
-        ["op"] * 10 + ["view"] * 2 + (["alias"] if not b.primitive else [])
+        ["op"] * 10
+        + ["view"] * 2
+        + (["alias"] if not b.primitive else [])
         + ([] if b.primitive else ["tuple", "project"])
         + (["prim", "prim"] if allow_calls and not b.primitive else [])
         + (["helper"] if allow_calls and not b.primitive and not b.ctx.c_ok else [])
@@ -938,8 +993,11 @@ class DrawChooser:
 
     def subset(self, seq: Sequence[Any], lo: int, hi: int) -> list[Any]:
         seq = list(seq)
-        picked = self.draw(st.lists(st.integers(0, len(seq) - 1), min_size=lo, max_size=min(hi, len(seq)),
-                                    unique=True))
+        picked = self.draw(
+            st.lists(
+                st.integers(0, len(seq) - 1), min_size=lo, max_size=min(hi, len(seq)), unique=True
+            )
+        )
         return [seq[i] for i in sorted(picked)]
 
 
@@ -961,8 +1019,7 @@ def generate(ch: Any, max_steps: int = 14, c_share: float = 0.75) -> GenProgram:
     sizes: list[D.Dim] = [*statics, *(D.Sym(s) for s in sym_values)]
     # (bf16 is storage-only: no input, constant or kernel can hold it, so no program runs with it.)
     dtypes = list(dict.fromkeys(["f32"] + ch.subset(FLOATS + INTS + ("bool",), 0, 2)))
-    ctx = Ctx(ch, c_ok, sizes, dtypes, sym_values, bounds,
-              seed=ch.int(0, 2**31))
+    ctx = Ctx(ch, c_ok, sizes, dtypes, sym_values, bounds, seed=ch.int(0, 2**31))
     b = FnBuilder(ctx, "main", primitive=False)
     # Parameters: every symbolic dim appears alone in the first one.
     for i in range(ch.int(1, 3)):
@@ -982,12 +1039,15 @@ def generate(ch: Any, max_steps: int = 14, c_share: float = 0.75) -> GenProgram:
         _step(b, allow_calls=True)
     fn = b.finish(ret_many=True, bounds=bounds or None)
     module = Module(tuple(ctx.functions) + (fn,))
-    return GenProgram(module, print_module(module), ctx.weights, dict(sym_values), c_ok, tuple(ctx.used_ops))
+    return GenProgram(
+        module, print_module(module), ctx.weights, dict(sym_values), c_ok, tuple(ctx.used_ops)
+    )
 
 
 @st.composite
-def fuzz_programs(draw: st.DrawFn, max_steps: int = 14, c_share: float = 0.75,
-                  shrinkable: bool = False) -> GenProgram:
+def fuzz_programs(
+    draw: st.DrawFn, max_steps: int = 14, c_share: float = 0.75, shrinkable: bool = False
+) -> GenProgram:
     """A random well-typed program (see the module docstring)."""
     ch = DrawChooser(draw) if shrinkable else RandomChooser(draw(st.integers(0, 2**63 - 1)))
     return generate(ch, max_steps, c_share)

@@ -72,7 +72,9 @@ FAST = ["-std=c99", "-O0", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 # programs before ManifestAlloc ("none"), after ManifestAlloc, after PlanMemory and after
 # the whole vm pipeline; the C target runs the c pipeline (packed and unpacked) and the vm
 # pipeline. ("c" cannot run on the VM: packed-call structs are the C target's.)
-assert set(PIPELINES) == {"vm", "c", "none"}, "a new named pipeline: teach tests/fuzz/harness.py to run it"
+assert set(PIPELINES) == {"vm", "c", "none"}, (
+    "a new named pipeline: teach tests/fuzz/harness.py to run it"
+)
 assert PIPELINES["vm"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse")
 assert PIPELINES["c"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls")
 
@@ -91,8 +93,10 @@ class Mismatch(AssertionError):
 
     def __init__(self, prog: GenProgram, where: str, symptom: str):
         self.prog, self.where, self.symptom = prog, where, symptom
-        super().__init__(f"{where}: {symptom}\n--- program (dims {prog.dims}, weights {sorted(prog.weights)}) ---\n"
-                         f"{prog.text}")
+        super().__init__(
+            f"{where}: {symptom}\n--- program (dims {prog.dims}, weights {sorted(prog.weights)}) ---\n"
+            f"{prog.text}"
+        )
 
 
 @dataclass
@@ -112,8 +116,13 @@ class Case:
         """The least precise float dtype of any value: an f32 result one ulp off (numpy's
         float32 exp is not C's (float)exp(double)) stays that far off after a cast to f64,
         so C outputs are compared at that dtype's tolerance or looser."""
-        found = {leaf.dtype for fn in self.types.values() for t in fn.values()
-                 for leaf in tensor_leaves(t) if leaf.dtype in TOLERANCE}
+        found = {
+            leaf.dtype
+            for fn in self.types.values()
+            for t in fn.values()
+            for leaf in tensor_leaves(t)
+            if leaf.dtype in TOLERANCE
+        }
         return max(found, key=lambda d: TOLERANCE[d][0], default=None)
 
 
@@ -142,7 +151,9 @@ def reference(prog: GenProgram, seed: int = 0) -> Case:
             case.want.append(None)
             case.errors.append(e.message)
         except Exception as e:  # noqa: BLE001 - a crash of the reference is a finding too
-            raise Mismatch(prog, f"interpreter (input set {k})", f"crashed: {type(e).__name__}: {e}") from e
+            raise Mismatch(
+                prog, f"interpreter (input set {k})", f"crashed: {type(e).__name__}: {e}"
+            ) from e
     return case
 
 
@@ -157,13 +168,17 @@ PACKED_REFUSALS = (
 )
 
 
-def _run_pass(prog: GenProgram, p: Any, m: Module, types: ModuleTypes, what: str) -> tuple[Module, ModuleTypes]:
+def _run_pass(
+    prog: GenProgram, p: Any, m: Module, types: ModuleTypes, what: str
+) -> tuple[Module, ModuleTypes]:
     """Run one pass as the pipeline does (verifier after it); the output and its types."""
     verify = VerifyInstrument()
     try:
         out = Pipeline([p], [verify]).run(m, types)
     except RxError as e:
-        raise Mismatch(prog, what, f"the pass failed or produced IR the verifier rejects: {e}") from e
+        raise Mismatch(
+            prog, what, f"the pass failed or produced IR the verifier rejects: {e}"
+        ) from e
     out_types = verify.types_for(out)
     assert out_types is not None
     return out, out_types
@@ -183,8 +198,13 @@ class Compiled:
     refused: list[str] = field(default_factory=list)  # C variants refused by design
 
 
-def compile_all(prog: GenProgram, module: Module, types: ModuleTypes, planners: Sequence[str] = PLANNERS,
-                thorough: bool = True) -> Compiled:
+def compile_all(
+    prog: GenProgram,
+    module: Module,
+    types: ModuleTypes,
+    planners: Sequence[str] = PLANNERS,
+    thorough: bool = True,
+) -> Compiled:
     """Every named pipeline with every planner (sharing the passes they have in common:
     ManifestAlloc runs once, PlanMemory once per planner)."""
     out = Compiled()
@@ -214,14 +234,18 @@ def compile_all(prog: GenProgram, module: Module, types: ModuleTypes, planners: 
         except RxError as e:
             raise Mismatch(prog, what, f"produced IR the verifier rejects: {e}") from e
         check_plans(prog, planned, f"{what} output", arenas_only=True)
-        killed, ktypes = _run_pass(prog, KillAfterLastUse(), planned, ptypes, f"vm pipeline, planner {planner}")
+        killed, ktypes = _run_pass(
+            prog, KillAfterLastUse(), planned, ptypes, f"vm pipeline, planner {planner}"
+        )
         check_plans(prog, killed, f"vm pipeline output, planner {planner}")
         if thorough:
             out.vm[f"planned/{planner}"] = (planned, ptypes)
         out.vm[f"vm/{planner}"] = (killed, ktypes)
         if prog.c_ok:
             try:
-                packed, ctypes = _run_pass(prog, LegalizePackedCalls(), planned, ptypes, f"c pipeline, planner {planner}")
+                packed, ctypes = _run_pass(
+                    prog, LegalizePackedCalls(), planned, ptypes, f"c pipeline, planner {planner}"
+                )
                 out.c[f"c/{planner}"] = (packed, ctypes)
             except Mismatch as e:
                 if not any(re.search(r, e.symptom) for r in PACKED_REFUSALS):
@@ -261,14 +285,20 @@ def check_plans(prog: GenProgram, module: Module, where: str, arenas_only: bool 
         env = {**(prog.dims if fn.name == "main" else {}), **fn.upper_bounds()}
         problems = plan_problems(fn, env, arenas_only)
         if problems:
-            raise Mismatch(prog, f"{where}, @{fn.name}", "the independent checker rejects the plan: " + "; ".join(problems))
+            raise Mismatch(
+                prog,
+                f"{where}, @{fn.name}",
+                "the independent checker rejects the plan: " + "; ".join(problems),
+            )
 
 
 def plan_problems(fn: Function, env: Mapping[str, int], arenas_only: bool = False) -> list[str]:
     """Overlaps of live tensors carved from one storage, read off the IR: a tensor lives from
     its ``alloc_tensor`` to its ``kill_tensor`` (or its storage's kill, or the end)."""
     storages: dict[str, tuple[int, bool]] = {}  # name -> (size, arena)
-    carved: dict[str, list[tuple[str, int, int, int]]] = {}  # storage -> (tensor, offset, bytes, start)
+    carved: dict[
+        str, list[tuple[str, int, int, int]]
+    ] = {}  # storage -> (tensor, offset, bytes, start)
     kill_at: dict[str, int] = {}
     for i, st in enumerate(fn.body):
         v = st.value
@@ -293,12 +323,18 @@ def plan_problems(fn: Function, env: Mapping[str, int], arenas_only: bool = Fals
             shape = rest[1] if len(rest) > 1 else kw["shape"]
             dtype = rest[2] if len(rest) > 2 else kw["dtype"]
             try:
-                nbytes = DTYPES[dtype.name].nbytes * int(np.prod([_evaluate(d, env) for d in shape]))
+                nbytes = DTYPES[dtype.name].nbytes * int(
+                    np.prod([_evaluate(d, env) for d in shape])
+                )
                 carved.setdefault(s, []).append((st.name, _evaluate(offset, env), nbytes, i))
             except D.DimError:
                 storages.pop(s)
                 carved.pop(s, None)
-        elif isinstance(st, Effect) and v.op in ("memory.kill_tensor", "memory.kill_storage") and v.args:
+        elif (
+            isinstance(st, Effect)
+            and v.op in ("memory.kill_tensor", "memory.kill_storage")
+            and v.args
+        ):
             if isinstance(v.args[0], Var):
                 kill_at.setdefault(v.args[0].name, i)
     problems: list[str] = []
@@ -332,7 +368,9 @@ def same_bits(a: Any, b: Any) -> str | None:
     """None when ``a`` and ``b`` are the same structure, shapes, dtypes and bytes."""
     if isinstance(a, tuple):
         if not isinstance(b, tuple) or len(a) != len(b):
-            return f"structure differs: {type(b).__name__} of {len(b) if isinstance(b, tuple) else 1}"
+            return (
+                f"structure differs: {type(b).__name__} of {len(b) if isinstance(b, tuple) else 1}"
+            )
         for i, (x, y) in enumerate(zip(a, b)):
             msg = same_bits(x, y)
             if msg:
@@ -358,7 +396,9 @@ def check_vm(case: Case, compiled: Compiled) -> None:
         if exe.module != module:
             raise Mismatch(prog, f"VM {variant}", "the bytecode does not hold the program exactly")
         vm = VirtualMachine(exe, poison=True)
-        for k, (args, dims, want, err) in enumerate(zip(case.inputs, case.dims, case.want, case.errors)):
+        for k, (args, dims, want, err) in enumerate(
+            zip(case.inputs, case.dims, case.want, case.errors)
+        ):
             where = f"VM {variant}, input set {k} (dims {dims})"
             try:
                 got = vm.run("main", args, dims or None)
@@ -367,7 +407,11 @@ def check_vm(case: Case, compiled: Compiled) -> None:
                 # one may fail earlier (at an allocation the source does not have).
                 if err is not None and (e.message == err or variant != "none"):
                     continue
-                raise Mismatch(prog, where, f"error {e.message!r}" + (f", the interpreter: {err!r}" if err else "")) from e
+                raise Mismatch(
+                    prog,
+                    where,
+                    f"error {e.message!r}" + (f", the interpreter: {err!r}" if err else ""),
+                ) from e
             except Exception as e:  # noqa: BLE001
                 raise Mismatch(prog, where, f"crashed: {type(e).__name__}: {e}") from e
             if err is not None:
@@ -380,11 +424,16 @@ def check_vm(case: Case, compiled: Compiled) -> None:
             if variant.startswith("vm/"):
                 pred = predict_memory(module, "main", {**dims})
                 if vm.stats.working_peak < pred.peak:
-                    raise Mismatch(prog, where, f"working peak {vm.stats.working_peak} is below the promise {pred.peak}")
+                    raise Mismatch(
+                        prog,
+                        where,
+                        f"working peak {vm.stats.working_peak} is below the promise {pred.peak}",
+                    )
 
 
-def check_program(prog: GenProgram, planners: Sequence[str] = PLANNERS, seed: int = 0,
-                  thorough: bool = True) -> tuple[Case, Compiled]:
+def check_program(
+    prog: GenProgram, planners: Sequence[str] = PLANNERS, seed: int = 0, thorough: bool = True
+) -> tuple[Case, Compiled]:
     """Steps 1-4 of the module docstring; returns what the C batch needs. Without
     ``thorough`` the VM skips the IR between passes (ManifestAlloc's output, PlanMemory's
     before KillAfterLastUse), which the full pipelines' outputs contain."""
@@ -409,8 +458,9 @@ class CModel:
     group: int  # models of one program share a group (their outputs must agree bit for bit)
 
 
-def emit_variants(case: Case, compiled: Compiled, prefix: str, group: int,
-                  variants: Iterable[str] | None = None) -> list[CModel]:
+def emit_variants(
+    case: Case, compiled: Compiled, prefix: str, group: int, variants: Iterable[str] | None = None
+) -> list[CModel]:
     """The C models of ``compiled`` (identical planned programs emitted once)."""
     prog = case.prog
     models = []
@@ -427,7 +477,9 @@ def emit_variants(case: Case, compiled: Compiled, prefix: str, group: int,
             raise Mismatch(prog, f"C {variant}", f"emit_c refused the program: {e}") from e
         # The vm pipeline's kills free nothing in C: its build is often the unpacked one's,
         # character for character. Compile each distinct text once.
-        text = tuple(t.replace(p, "\0").replace(p.upper(), "\0") for _, t in sorted(sources.files.items()))
+        text = tuple(
+            t.replace(p, "\0").replace(p.upper(), "\0") for _, t in sorted(sources.files.items())
+        )
         if text in texts:
             continue
         texts.add(text)
@@ -464,8 +516,13 @@ class CBatch:
     inputs are compared with their original after the call (a model must not write them).
     """
 
-    def __init__(self, folder: Path, sanitize: bool = False, jobs: int | None = None,
-                 flags: Sequence[str] | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        sanitize: bool = False,
+        jobs: int | None = None,
+        flags: Sequence[str] | None = None,
+    ):
         self.folder = folder
         self.sanitize = sanitize
         self.flags = list(flags) if flags is not None else (SANITIZE if sanitize else FAST)
@@ -477,8 +534,14 @@ class CBatch:
 
     # -- files -------------------------------------------------------------------------
     def _driver(self) -> str:
-        lines = ["/* fuzz driver: runs every model of the batch on every input set. */",
-                 "#include <stdint.h>", "#include <stdio.h>", "#include <stdlib.h>", "#include <string.h>", ""]
+        lines = [
+            "/* fuzz driver: runs every model of the batch on every input set. */",
+            "#include <stdint.h>",
+            "#include <stdio.h>",
+            "#include <stdlib.h>",
+            "#include <string.h>",
+            "",
+        ]
         for m in self.models:
             lines.append(f'#include "{m.prefix}.h"')
         lines.append("")
@@ -488,7 +551,10 @@ class CBatch:
             nin = len(info.inputs)
             args = [f"(const {_ctype(p.type.dtype)} *)b[{k}]" for k, p in enumerate(info.inputs)]
             args += [f"({_ctype(p.type.dtype)} *)b[{nin + k}]" for k, p in enumerate(info.outputs)]
-            dims_by_run = [[int(m.case.dims[r].get(ir, 0)) for ir, _, _ in info.dims] for r in range(len(m.case.dims))]
+            dims_by_run = [
+                [int(m.case.dims[r].get(ir, 0)) for ir, _, _ in info.dims]
+                for r in range(len(m.case.dims))
+            ]
             for j in range(len(info.dims)):
                 table = ", ".join(str(d[j]) for d in dims_by_run)
                 lines.append(f"static const size_t {m.prefix}_dim{j}[] = {{{table}}};")
@@ -502,10 +568,14 @@ class CBatch:
         lines.append("struct model { call_fn fn; int nin, nout; };")
         lines.append("static const struct model models[] = {")
         for m in self.models:
-            lines.append(f"    {{call_{m.prefix}, {len(m.sources.info.inputs)}, {len(m.sources.info.outputs)}}},")
+            lines.append(
+                f"    {{call_{m.prefix}, {len(m.sources.info.inputs)}, {len(m.sources.info.outputs)}}},"
+            )
         lines.append("    {NULL, 0, 0}")
         lines.append("};")
-        lines.append(DRIVER_MAIN.replace("NMODELS", str(len(self.models))).replace("SKIP", f"{SKIP}u"))
+        lines.append(
+            DRIVER_MAIN.replace("NMODELS", str(len(self.models))).replace("SKIP", f"{SKIP}u")
+        )
         return "\n".join(lines) + "\n"
 
     def _write_inputs(self, path: Path, runs: int) -> list[list[tuple[int, int]]]:
@@ -560,8 +630,13 @@ class CBatch:
                     raise
                 for m in bad:
                     mine = "\n".join(ln for ln in stderr.splitlines() if f"{m.prefix}" in ln)
-                    result.mismatches.append(Mismatch(m.case.prog, f"C {m.variant} ({m.prefix}{self._tag()})",
-                                                      f"cc rejected the generated C:\n{mine[-3000:]}"))
+                    result.mismatches.append(
+                        Mismatch(
+                            m.case.prog,
+                            f"C {m.variant} ({m.prefix}{self._tag()})",
+                            f"cc rejected the generated C:\n{mine[-3000:]}",
+                        )
+                    )
                 self.models = [m for m in self.models if m not in bad]
                 if not self.models:
                     return result
@@ -571,8 +646,14 @@ class CBatch:
         start = 0
         env = dict(os.environ, **SAN_ENV) if self.sanitize else None
         while start < len(self.models):
-            p = subprocess.run([str(exe), "inputs.bin", "outputs.bin", str(runs), str(start)], cwd=folder,
-                               capture_output=True, text=True, env=env, timeout=600)
+            p = subprocess.run(
+                [str(exe), "inputs.bin", "outputs.bin", str(runs), str(start)],
+                cwd=folder,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=600,
+            )
             done = [int(x) for x in p.stdout.split()]  # the models that finished, in order
             assert done == list(range(start, start + len(done))), done
             self._compare(folder / "outputs.bin", start, start + len(done), runs, out_sizes, result)
@@ -580,12 +661,19 @@ class CBatch:
                 break
             crashed = start + len(done)
             if crashed >= len(self.models):
-                raise AssertionError(f"the fuzz driver failed after all models ({p.returncode}):\n{p.stderr}")
+                raise AssertionError(
+                    f"the fuzz driver failed after all models ({p.returncode}):\n{p.stderr}"
+                )
             m = self.models[crashed]
             result.crashed.append(m)
-            result.mismatches.append(Mismatch(m.case.prog, f"C {m.variant} ({m.prefix}{', sanitized' if self.sanitize else ''})",
-                                              f"the program crashed or the sanitizer reported (exit {p.returncode}):\n"
-                                              f"{p.stderr[-4000:]}"))
+            result.mismatches.append(
+                Mismatch(
+                    m.case.prog,
+                    f"C {m.variant} ({m.prefix}{', sanitized' if self.sanitize else ''})",
+                    f"the program crashed or the sanitizer reported (exit {p.returncode}):\n"
+                    f"{p.stderr[-4000:]}",
+                )
+            )
             start = crashed + 1
         self._agree(runs, result)
         result.run_seconds = time.perf_counter() - t0
@@ -596,7 +684,7 @@ class CBatch:
         packed-call preamble once), compiled in parallel, then linked with the driver. If a
         unit does not compile, its models are compiled one by one for the diagnostics."""
         folder = self.folder
-        chunks = [self.models[i::self.jobs] for i in range(self.jobs)]
+        chunks = [self.models[i :: self.jobs] for i in range(self.jobs)]
         chunks = [c for c in chunks if c]
         units = []
         for j, chunk in enumerate(chunks):
@@ -605,11 +693,11 @@ class CBatch:
                 text = m.sources.files[f"{m.prefix}.c"]
                 a, b = text.find(PREAMBLE_START), text.find(PREAMBLE_END)
                 if a >= 0 and b > a:
-                    block = text[a:b + len(PREAMBLE_END)]
+                    block = text[a : b + len(PREAMBLE_END)]
                     if preamble is None:
                         preamble = block
                     elif block == preamble:
-                        text = text[:a] + text[b + len(PREAMBLE_END):]
+                        text = text[:a] + text[b + len(PREAMBLE_END) :]
                 parts.append(f'#line 1 "{m.prefix}.c"\n{text}')
             (folder / f"unit{j}.c").write_text("\n".join(parts))
             units.append((f"unit{j}.c", [f"{m.prefix}.c" for m in chunk]))
@@ -620,7 +708,9 @@ class CBatch:
             r = subprocess.run([CC, *flags, "-c", name], cwd=folder, capture_output=True, text=True)
             if r.returncode == 0 and not r.stderr:
                 return [name[:-2] + ".o"], ""
-            r = subprocess.run([CC, *flags, "-c", *files], cwd=folder, capture_output=True, text=True)
+            r = subprocess.run(
+                [CC, *flags, "-c", *files], cwd=folder, capture_output=True, text=True
+            )
             return [f[:-2] + ".o" for f in files], r.stderr if (r.returncode or r.stderr) else ""
 
         with ThreadPoolExecutor(len(units)) as pool:
@@ -629,7 +719,9 @@ class CBatch:
         if problems:
             raise AssertionError(self._compile_failure("\n".join(problems)))
         objs = [o for os_, _ in done for o in os_]
-        r = subprocess.run([CC, *flags, *objs, "-lm", "-o", exe], cwd=folder, capture_output=True, text=True)
+        r = subprocess.run(
+            [CC, *flags, *objs, "-lm", "-o", exe], cwd=folder, capture_output=True, text=True
+        )
         if r.returncode != 0 or r.stderr:
             raise AssertionError(f"linking the fuzz batch failed:\n{r.stderr}")
 
@@ -639,9 +731,20 @@ class CBatch:
     def _compile_failure(self, stderr: str) -> str:
         prefixes = sorted({m.prefix for m in self.models if f"{m.prefix}.c:" in stderr})
         texts = [m.case.prog.text for m in self.models if m.prefix in prefixes][:2]
-        return f"cc rejected generated C ({', '.join(prefixes)}):\n{stderr[-200000:]}\n" + "\n".join(texts)
+        return (
+            f"cc rejected generated C ({', '.join(prefixes)}):\n{stderr[-200000:]}\n"
+            + "\n".join(texts)
+        )
 
-    def _compare(self, path: Path, lo: int, hi: int, runs: int, out_sizes: list[list[int]], result: BatchResult) -> None:
+    def _compare(
+        self,
+        path: Path,
+        lo: int,
+        hi: int,
+        runs: int,
+        out_sizes: list[list[int]],
+        result: BatchResult,
+    ) -> None:
         if hi <= lo:
             return
         data = path.read_bytes()
@@ -656,7 +759,11 @@ class CBatch:
                 for port, n in zip(m.sources.info.outputs, out_sizes[i * runs + r]):
                     dt = numpy_dtype(port.type.dtype).newbyteorder("<")
                     shape = concrete_shape(port.type.shape, m.case.dims[r])
-                    outs.append(np.frombuffer(data, dt, n // dt.itemsize, pos).reshape(shape).astype(dt.newbyteorder("=")))
+                    outs.append(
+                        np.frombuffer(data, dt, n // dt.itemsize, pos)
+                        .reshape(shape)
+                        .astype(dt.newbyteorder("="))
+                    )
                     pos += n
                 m.outputs.append(outs)  # type: ignore[attr-defined]
                 where = f"C {m.variant} ({m.prefix}{', sanitized' if self.sanitize else ''}), input set {r} (dims {m.case.dims[r]})"
@@ -665,10 +772,14 @@ class CBatch:
                     continue  # skipped (see _write_inputs)
                 if rc != 0:
                     if err is None:
-                        result.mismatches.append(Mismatch(m.case.prog, where, f"{m.prefix}_run returned {rc}"))
+                        result.mismatches.append(
+                            Mismatch(m.case.prog, where, f"{m.prefix}_run returned {rc}")
+                        )
                     continue
                 if modified:
-                    result.mismatches.append(Mismatch(m.case.prog, where, "the model wrote into its input buffers"))
+                    result.mismatches.append(
+                        Mismatch(m.case.prog, where, "the model wrote into its input buffers")
+                    )
                 msg = close(outs, m.case.want[r], m.case.loosest_float)
                 if msg:
                     result.mismatches.append(Mismatch(m.case.prog, where, msg))
@@ -687,9 +798,13 @@ class CBatch:
                     continue
                 for k, (a, b) in enumerate(zip(ref.outputs[r], m.outputs[r])):  # type: ignore[attr-defined]
                     if a.tobytes() != b.tobytes():
-                        result.mismatches.append(Mismatch(
-                            m.case.prog, f"C {m.variant} vs {ref.variant}, input set {r}, output {k}",
-                            f"variants of one program differ:\n{ref.variant}: {a!r}\n{m.variant}: {b!r}"))
+                        result.mismatches.append(
+                            Mismatch(
+                                m.case.prog,
+                                f"C {m.variant} vs {ref.variant}, input set {r}, output {k}",
+                                f"variants of one program differ:\n{ref.variant}: {a!r}\n{m.variant}: {b!r}",
+                            )
+                        )
 
 
 def close(got: Sequence[np.ndarray], want: Any, loosest: str | None = None) -> str | None:
@@ -702,15 +817,19 @@ def close(got: Sequence[np.ndarray], want: Any, loosest: str | None = None) -> s
         if g.shape != w.shape or g.dtype != w.dtype:
             return f"output {i}: {g.dtype}{g.shape} instead of {w.dtype}{w.shape}"
         if w.dtype.kind == "f":
-            rtol, atol = TOLERANCE[{"float16": "f16", "float32": "f32", "float64": "f64"}[w.dtype.name]]
+            rtol, atol = TOLERANCE[
+                {"float16": "f16", "float32": "f32", "float64": "f64"}[w.dtype.name]
+            ]
             if loosest is not None:
                 rtol, atol = max(rtol, TOLERANCE[loosest][0]), max(atol, TOLERANCE[loosest][1])
             g64, w64 = g.astype(np.float64), w.astype(np.float64)
             ok = np.isclose(g64, w64, rtol=rtol, atol=atol, equal_nan=True)
             if not ok.all():
                 k = int(np.flatnonzero(~ok.reshape(-1))[0])
-                return (f"output {i} differs beyond tolerance at flat index {k}: got {g.reshape(-1)[k]!r}, "
-                        f"want {w.reshape(-1)[k]!r}\ngot  {g!r}\nwant {w!r}")
+                return (
+                    f"output {i} differs beyond tolerance at flat index {k}: got {g.reshape(-1)[k]!r}, "
+                    f"want {w.reshape(-1)[k]!r}\ngot  {g!r}\nwant {w!r}"
+                )
         elif g.tobytes() != w.tobytes():
             return f"output {i} differs:\ngot  {g!r}\nwant {w!r}"
     return None

@@ -85,8 +85,14 @@ def rebuild(prog: GenProgram, module: Module) -> GenProgram | None:
     main = module.get("main")
     syms = set().union(*(type_free_vars(p.type) for p in main.params)) if main.params else set()
     dims = {k: v for k, v in prog.dims.items() if k in syms}
-    return dataclasses.replace(prog, module=module, text=text, weights={k: prog.weights[k] for k in used},
-                               dims=dims, label="minimized")
+    return dataclasses.replace(
+        prog,
+        module=module,
+        text=text,
+        weights={k: prog.weights[k] for k in used},
+        dims=dims,
+        label="minimized",
+    )
 
 
 def _with_fn(module: Module, fn: Function) -> Module:
@@ -131,19 +137,27 @@ def candidates(prog: GenProgram):
         for i in range(len(fields)):
             yield _with_fn(m, dataclasses.replace(main, ret=fields[i], ret_type=types[i]))
         for i in range(len(fields)):
-            rest = fields[:i] + fields[i + 1:]
+            rest = fields[:i] + fields[i + 1 :]
             if rest:
-                yield _with_fn(m, dataclasses.replace(
-                    main, ret=TupleExpr(rest), ret_type=TupleType(types[:i] + types[i + 1:])))
+                yield _with_fn(
+                    m,
+                    dataclasses.replace(
+                        main, ret=TupleExpr(rest), ret_type=TupleType(types[:i] + types[i + 1 :])
+                    ),
+                )
     # Delete one statement, in any function (later ones first: fewer dependents).
     for fn in m.functions:
         for i in reversed(range(len(fn.body))):
-            yield _with_fn(m, dataclasses.replace(fn, body=fn.body[:i] + fn.body[i + 1:]))
+            yield _with_fn(m, dataclasses.replace(fn, body=fn.body[:i] + fn.body[i + 1 :]))
     # Drop unused parameters of @main.
-    used = {v.name for st in main.body for v in expr_vars(st.value)} | {v.name for v in expr_vars(main.ret)}
+    used = {v.name for st in main.body for v in expr_vars(st.value)} | {
+        v.name for v in expr_vars(main.ret)
+    }
     for i, p in enumerate(main.params):
         if p.name not in used:
-            yield _with_fn(m, dataclasses.replace(main, params=main.params[:i] + main.params[i + 1:]))
+            yield _with_fn(
+                m, dataclasses.replace(main, params=main.params[:i] + main.params[i + 1 :])
+            )
     # Drop the attributes of @main (upper bounds).
     if main.attrs:
         yield _with_fn(m, dataclasses.replace(main, attrs=()))

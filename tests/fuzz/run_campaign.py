@@ -56,7 +56,14 @@ class Report:
     seconds: Counter = field(default_factory=Counter)
 
     def merge(self, other: "Report") -> None:
-        for k in ("programs", "c_programs", "vm_variants", "c_models", "san_programs", "san_models"):
+        for k in (
+            "programs",
+            "c_programs",
+            "vm_variants",
+            "c_models",
+            "san_programs",
+            "san_models",
+        ):
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.refused.update(other.refused)
         self.ops.update(other.ops)
@@ -75,7 +82,11 @@ class Report:
             f"mismatches: {len(self.found)}",
         ]
         if self.refused:
-            lines.insert(1, "C variants refused by design: " + ", ".join(f"{k} {v}" for k, v in self.refused.items()))
+            lines.insert(
+                1,
+                "C variants refused by design: "
+                + ", ".join(f"{k} {v}" for k, v in self.refused.items()),
+            )
         return "\n".join(lines)
 
 
@@ -83,8 +94,12 @@ def _found(label: str, seed: int | None, m: Mismatch) -> Found:
     return Found(label, m.where, m.symptom, m.prog.text, seed)
 
 
-def run_chunk(items: Sequence[tuple[str, int | None, GenProgram | None, bool]], folder: str, full: bool = False,
-              c_flags: Sequence[str] | None = None) -> Report:
+def run_chunk(
+    items: Sequence[tuple[str, int | None, GenProgram | None, bool]],
+    folder: str,
+    full: bool = False,
+    c_flags: Sequence[str] | None = None,
+) -> Report:
     """Check ``items`` (label, seed, program or None for ``program_from_seed(seed)``, sanitize?)."""
     rep = Report()
     strict = CBatch(Path(folder) / "strict", flags=c_flags or FAST, jobs=1)
@@ -101,8 +116,15 @@ def run_chunk(items: Sequence[tuple[str, int | None, GenProgram | None, bool]], 
             rep.found.append(_found(label, seed, m))
             continue
         except Exception as e:  # noqa: BLE001 - the harness itself failed: report, do not stop
-            rep.found.append(Found(label, "harness", f"{type(e).__name__}: {e}\n{traceback.format_exc()}",
-                                   prog.text, seed))
+            rep.found.append(
+                Found(
+                    label,
+                    "harness",
+                    f"{type(e).__name__}: {e}\n{traceback.format_exc()}",
+                    prog.text,
+                    seed,
+                )
+            )
             continue
         rep.vm_variants += len(compiled.vm)
         rep.refused.update(v.split("/")[0] for v in compiled.refused)
@@ -151,12 +173,17 @@ def _run_chunk_args(args: tuple) -> Report:
         return run_chunk(items, d, full, c_flags)
 
 
-def run_campaign(items: Sequence[tuple[str, int | None, GenProgram | None, bool]], jobs: int | None = None,
-                 full: bool = False, c_flags: Sequence[str] | None = None, chunk: int = 0) -> Report:
+def run_campaign(
+    items: Sequence[tuple[str, int | None, GenProgram | None, bool]],
+    jobs: int | None = None,
+    full: bool = False,
+    c_flags: Sequence[str] | None = None,
+    chunk: int = 0,
+) -> Report:
     """Run ``items`` split into chunks over ``jobs`` worker processes (the default: one per core)."""
     jobs = jobs or max(1, min(os.cpu_count() or 1, 8))
     size = chunk or max(1, -(-len(items) // jobs))
-    chunks = [list(items[i:i + size]) for i in range(0, len(items), size)]
+    chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]
     report = Report()
     t0 = time.perf_counter()
     if jobs == 1 or len(chunks) == 1:
@@ -170,23 +197,38 @@ def run_campaign(items: Sequence[tuple[str, int | None, GenProgram | None, bool]
     return report
 
 
-def seed_items(seed: int, count: int, sanitize_every: int = 0) -> list[tuple[str, int | None, None, bool]]:
+def seed_items(
+    seed: int, count: int, sanitize_every: int = 0
+) -> list[tuple[str, int | None, None, bool]]:
     """Programs ``seed ... seed + count - 1``; every ``sanitize_every``-th is also sanitized."""
-    return [(f"seed {s}", s, None, bool(sanitize_every) and s % sanitize_every == 0)
-            for s in range(seed, seed + count)]
+    return [
+        (f"seed {s}", s, None, bool(sanitize_every) and s % sanitize_every == 0)
+        for s in range(seed, seed + count)
+    ]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m tests.fuzz.run_campaign", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m tests.fuzz.run_campaign", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--seed", type=int, default=0, help="the first program's seed (default 0)")
     ap.add_argument("--count", type=int, default=1000, help="how many programs (default 1000)")
     ap.add_argument("--jobs", type=int, default=0, help="worker processes (default: one per core)")
     ap.add_argument("--chunk", type=int, default=200, help="programs per chunk (one C batch each)")
-    ap.add_argument("--sanitize-every", type=int, default=5, help="sanitize every k-th program (0: none)")
-    ap.add_argument("--full", action="store_true",
-                    help="every C variant of every program, and the IR between passes on the VM")
-    ap.add_argument("-O", dest="opt", default="2", help="C optimization level of the strict builds (default 2)")
-    ap.add_argument("--minimize", action="store_true", help="shrink each failing program and print it")
+    ap.add_argument(
+        "--sanitize-every", type=int, default=5, help="sanitize every k-th program (0: none)"
+    )
+    ap.add_argument(
+        "--full",
+        action="store_true",
+        help="every C variant of every program, and the IR between passes on the VM",
+    )
+    ap.add_argument(
+        "-O", dest="opt", default="2", help="C optimization level of the strict builds (default 2)"
+    )
+    ap.add_argument(
+        "--minimize", action="store_true", help="shrink each failing program and print it"
+    )
     args = ap.parse_args(argv)
     flags = [f if not f.startswith("-O") else f"-O{args.opt}" for f in FAST]
     items = seed_items(args.seed, args.count, args.sanitize_every)

@@ -43,8 +43,14 @@ def legacy_items(count: int) -> list[tuple[str, None, GenProgram, bool]]:
     """``count`` programs of tests/strategies.py's ``programs()``, the same ones every run."""
     progs: list[GenProgram] = []
 
-    @settings(max_examples=count, derandomize=True, database=None, phases=[Phase.generate], deadline=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=count,
+        derandomize=True,
+        database=None,
+        phases=[Phase.generate],
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(legacy_programs())
     def collect(p: GenProgram) -> None:
         progs.append(p)
@@ -62,8 +68,10 @@ def fixed_run() -> Report:
 
 
 def _show(report: Report, limit: int = 3) -> str:
-    return f"{len(report.found)} mismatch(es); replay one with python -m tests.fuzz.run_campaign --seed S " \
-           f"--count 1 --minimize\n\n" + "\n\n".join(str(f) for f in report.found[:limit])
+    return (
+        f"{len(report.found)} mismatch(es); replay one with python -m tests.fuzz.run_campaign --seed S "
+        f"--count 1 --minimize\n\n" + "\n\n".join(str(f) for f in report.found[:limit])
+    )
 
 
 def test_fixed_seed_programs_agree_everywhere(fixed_run: Report) -> None:
@@ -78,7 +86,9 @@ def test_fixed_seed_run_reaches_every_backend_and_op(fixed_run: Report) -> None:
     assert r.c_models >= r.c_programs
     # An op of the registry the generator never manages to use needs a recipe in gen.py.
     missing = sorted(op.name for op in FUZZED_OPS if r.ops[op.name] < 5)
-    assert not missing, f"ops the fuzzer (almost) never generates; give them a recipe in tests/fuzz/gen.py: {missing}"
+    assert not missing, (
+        f"ops the fuzzer (almost) never generates; give them a recipe in tests/fuzz/gen.py: {missing}"
+    )
 
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -94,12 +104,21 @@ def test_samples_run_sanitized_with_every_planner_and_pipeline(tmp_path: Path) -
         wpath = default_weights_path(path)
         weights = load_npz(wpath, "weights") if wpath else {}
         text = path.read_text()
-        prog = GenProgram(parse_module(text, path.name), text, dict(weights), SAMPLE_DIMS.get(path.stem, {}),
-                          True, (), path.stem)
+        prog = GenProgram(
+            parse_module(text, path.name),
+            text,
+            dict(weights),
+            SAMPLE_DIMS.get(path.stem, {}),
+            True,
+            (),
+            path.stem,
+        )
         case, compiled = check_program(prog, thorough=False)
         # The c pipeline with the default planner is tests/backend/c/test_samples.py's.
         skip = {f"c/{compiled.canonical['best']}", f"c-unpacked/{compiled.canonical['best']}"}
-        batch.add(emit_variants(case, compiled, f"s{k}", k, [v for v in compiled.c if v not in skip]))
+        batch.add(
+            emit_variants(case, compiled, f"s{k}", k, [v for v in compiled.c if v not in skip])
+        )
     assert len(batch.models) >= 8
     result = batch.run()
     assert not result.mismatches, "\n\n".join(str(m) for m in result.mismatches[:3])
@@ -120,8 +139,11 @@ def test_long_campaign() -> None:
 
 
 @pytest.mark.fuzz
-@settings(max_examples=int(os.environ.get("RELAXC_FUZZ_EXAMPLES", "300")), deadline=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=int(os.environ.get("RELAXC_FUZZ_EXAMPLES", "300")),
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(fuzz_programs(shrinkable=True))
 def test_shrinkable_programs_on_the_vm(prog: GenProgram) -> None:
     """Programs whose every choice is a hypothesis draw, so that hypothesis shrinks a failure

@@ -18,18 +18,30 @@ from .harness import CBatch, check_program, emit_variants
 pytestmark = needs_cc
 
 
-def check_everything(text: str, dims: dict[str, int], folder: Path, c_refuses: bool = False,
-                     vm_only: bool = False, c_flags: list[str] | None = None) -> None:
-    prog = GenProgram(parse_module(text, "regression.rx"), text, {}, dims, not vm_only, (), "regression")
+def check_everything(
+    text: str,
+    dims: dict[str, int],
+    folder: Path,
+    c_refuses: bool = False,
+    vm_only: bool = False,
+    c_flags: list[str] | None = None,
+) -> None:
+    prog = GenProgram(
+        parse_module(text, "regression.rx"), text, {}, dims, not vm_only, (), "regression"
+    )
     case, compiled = check_program(prog, thorough=True)
     if vm_only:
         return
     models = emit_variants(case, compiled, "rg", 0)
-    assert bool(models) != c_refuses, "the C target built no variant" if not c_refuses else "C built it"
+    assert bool(models) != c_refuses, (
+        "the C target built no variant" if not c_refuses else "C built it"
+    )
     if not models:
         return
     for sanitize in (False, True):
-        batch = CBatch(folder / str(sanitize), sanitize=sanitize, jobs=1, flags=None if sanitize else c_flags)
+        batch = CBatch(
+            folder / str(sanitize), sanitize=sanitize, jobs=1, flags=None if sanitize else c_flags
+        )
         batch.add(models)
         result = batch.run()
         assert not result.mismatches, "\n\n".join(str(m) for m in result.mismatches[:3])
@@ -38,7 +50,8 @@ def check_everything(text: str, dims: dict[str, int], folder: Path, c_refuses: b
 def test_empty_split_field_of_an_argument(tmp_path: Path) -> None:
     """VM, pipeline none: the prim's empty result kept %x's buffer as its base; the VM adopted
     that buffer as the result's block and poisoned it on release, so %v read 0xFF (-1)."""
-    check_everything("""
+    check_everything(
+        """
 fn @prim1(%arg0: Tensor[(4, 5, 4, 4), f32], %arg1: Tensor[(5, 4), i16]) -> Tuple[Tensor[(5, 0), i16], Tensor[(5, 0), i16]]
     attrs {primitive = true} {
   %s1 = split(%arg1, indices_or_sections=(4,), axis=1)
@@ -51,12 +64,16 @@ fn @main(%x: Tensor[(4, 5, 4, 4), f32], %x1: Tensor[(5, 4), i16]) -> Tuple[Tenso
   %v9 = expand_dims(%x1, axis=-1)
   return (%v9,)
 }
-""", {}, tmp_path)  # PlanWorkspace places the tuple's fields, so C builds it too
+""",
+        {},
+        tmp_path,
+    )  # PlanWorkspace places the tuple's fields, so C builds it too
 
 
 def test_primitive_function_with_unused_parameters(tmp_path: Path) -> None:
     """C: -Wunused-parameter (an error under -Werror) for a primitive that ignores an input."""
-    check_everything("""
+    check_everything(
+        """
 fn @prim1(%arg0: Tensor[(p0, 2), f32], %arg1: Tensor[(p0, 2), f32]) -> Tensor[(p0, 2), f32]
     attrs {primitive = true} {
   %v1 = tanh(%arg1)
@@ -67,12 +84,16 @@ fn @main(%x: Tensor[(n, 2), f32]) -> Tensor[(n, 2), f32] attrs {upper_bounds = {
   %r = call @prim1(%x, %x)
   return %r
 }
-""", {"n": 3}, tmp_path)
+""",
+        {"n": 3},
+        tmp_path,
+    )
 
 
 def test_intermediates_in_an_output_of_another_dtype(tmp_path: Path) -> None:
     """C: f32 intermediates computed in the i32 output buffer were passed as int32_t *."""
-    check_everything("""
+    check_everything(
+        """
 fn @prim1(%arg2: Tensor[(p1, p0), f32]) -> Tensor[(1, 3, 3), i32]
     attrs {primitive = true} {
   %v2 = sum(%arg2, keepdims=true)
@@ -85,45 +106,60 @@ fn @main(%x: Tensor[(n, m), f32]) -> Tensor[(1, 3, 3), i32] attrs {upper_bounds 
   %r1 = call @prim1(%x)
   return %r1
 }
-""", {"n": 5, "m": 5}, tmp_path)
+""",
+        {"n": 5, "m": 5},
+        tmp_path,
+    )
 
 
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_pooling_window_against_a_small_symbolic_height(tmp_path: Path, n: int) -> None:
     """Interpreter and VM: at n < 2 the kernel refuses the window (an internal error before);
     now both report it at the statement, and larger n run everywhere."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%p7: Tensor[(1, 5, n, 3), f32]) -> Tensor[(1, 5, n - 1, 1), f32] attrs {upper_bounds = {n = 4}} {
   %v8 = max_pool2d(%p7, pool_size=2, ceil_mode=true, dilation=(1, 2))
   return %v8
 }
-""", {"n": n}, tmp_path)
+""",
+        {"n": n},
+        tmp_path,
+    )
 
 
 @pytest.mark.parametrize("n", [0, 2])
 def test_max_and_take_over_a_symbolic_axis_of_length_zero(tmp_path: Path, n: int) -> None:
     """Interpreter: numpy's ValueError / IndexError at n = 0 (a crash); now the run's error."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tuple[Tensor[(3,), f32], Tensor[(2, 3), f32]]
     attrs {upper_bounds = {n = 3}} {
   %m = max(%x, axes=0)
   %t = take(%x, %i, axis=0)
   return (%m, %t)
 }
-""", {"n": n}, tmp_path)
+""",
+        {"n": n},
+        tmp_path,
+    )
 
 
 def test_strided_window_over_a_bounded_dim(tmp_path: Path) -> None:
     """PlanMemory and C: no upper bound was derived for (n - 2) / 2 + 1 (the dividend may be
     negative), so the buffers stayed dynamic and the C target refused the program."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%x: Tensor[(1, 2, n, 4), f32]) -> Tensor[(1, 2, (n - 2) / 2 + 1, 3), f32] attrs {upper_bounds = {n = 16}} {
   %p = max_pool2d(%x, pool_size=2, strides=(2, 1))
   %q = relu(%p)
   %r = negative(%q)
   return %r
 }
-""", {"n": 7}, tmp_path)
+""",
+        {"n": 7},
+        tmp_path,
+    )
 
 
 def test_mean_over_an_empty_axis(tmp_path: Path) -> None:
@@ -132,19 +168,24 @@ def test_mean_over_an_empty_axis(tmp_path: Path) -> None:
 
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        check_everything("""
+        check_everything(
+            """
 fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(3,), f32] attrs {upper_bounds = {n = 2}} {
   %m = mean(%x, axes=0)
   return %m
 }
-""", {"n": 0}, tmp_path)
+""",
+            {"n": 0},
+            tmp_path,
+        )
 
 
 def test_primitive_function_returning_a_constant(tmp_path: Path) -> None:
     """VM, pipeline none: the constant a primitive function returned was adopted as a fresh
     block; the second call shared it uncounted, so the block was released twice (a crash in
     the pool)."""
-    check_everything("""
+    check_everything(
+        """
 fn @prim(%a: Tensor[(2,), f32]) -> Tensor[(), i64] attrs {primitive = true} {
   %c = const(1, i64)
   return %c
@@ -161,13 +202,18 @@ fn @main(%x: Tensor[(2,), f32]) -> Tuple[Tensor[(), i64], Tensor[(), i64]] {
   %k = call @prim(%x)
   return (%h, %k)
 }
-""", {}, tmp_path, vm_only=True)  # the C target calls no non-primitive function
+""",
+        {},
+        tmp_path,
+        vm_only=True,
+    )  # the C target calls no non-primitive function
 
 
 def test_primitive_function_returning_a_constant_beside_a_result(tmp_path: Path) -> None:
     """VM, pipeline none: the same cause poisoned the constant 3 while a later call still
     returned it, so %r15 read garbage."""
-    check_everything("""
+    check_everything(
+        """
 fn @prim1(%arg0: Tensor[(p0,), f32], %arg1: Tensor[(p0,), f32], %arg2: Tensor[(p0,), f32]) -> Tuple[Tensor[(1,), f32], Tensor[(), i64]]
     attrs {primitive = true} {
   %c1 = const(3, i64)
@@ -191,39 +237,52 @@ fn @main(%x: Tensor[(n, 3), f32]) -> Tuple[Tensor[(3 * n,), f32], Tuple[Tensor[(
   %r16 = call @prim1(%f12, %f14, %v3)
   return (%f12, %r16, %r15)
 }
-""", {"n": 2}, tmp_path)
+""",
+        {"n": 2},
+        tmp_path,
+    )
 
 
 def test_errors_come_in_program_order(tmp_path: Path) -> None:
     """VM, pipeline none, n = 1: the VM reported the negative height of the second pool
     (evaluated before running) where the interpreter reports the first pool's refusal."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tuple[Tensor[(1, 2, n - 1, 2), f32], Tensor[(1, 2, (n - 4) / 2 + 1, 3), f32]]
     attrs {upper_bounds = {n = 6}} {
   %p = max_pool2d(%x, pool_size=2)
   %q = max_pool2d(%x, pool_size=(4, 1), strides=(2, 1))
   return (%p, %q)
 }
-""", {"n": 1}, tmp_path)
+""",
+        {"n": 1},
+        tmp_path,
+    )
 
 
 def test_output_whose_size_is_negative_for_every_allowed_dim(tmp_path: Path) -> None:
     """C: the copy of a duplicated output of size 32 * n - 64 with n <= 1 became a memcpy of
     (size_t)-64 bytes (gcc -O2: -Wstringop-overflow; at run time an overrun). The
     interpreter refuses every run, so only the builds are checked."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%p8: Tensor[(1, 2, n, 4), f32]) -> Tuple[Tensor[(1, 2, n - 2, 4), f32], Tensor[(1, 2, n - 2, 4), f32]]
     attrs {upper_bounds = {n = 1}} {
   %v9 = avg_pool2d(%p8, pool_size=(3, 1), dilation=(1, 2))
   return (%v9, %v9)
 }
-""", {"n": 1}, tmp_path, c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+""",
+        {"n": 1},
+        tmp_path,
+        c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
 
 
 def test_integer_power_out_of_range(tmp_path: Path) -> None:
     """C: power on u16 wrapped 11 ** 11 modulo 2**16 (39251); numpy's astype on x86 goes
     through int32 for 16-bit types and gives 0."""
-    check_everything("""
+    check_everything(
+        """
 fn @prim1(%arg0: Tensor[(p0, 1, 1), f32]) -> Tensor[(2, 1, 3, 1), u16]
     attrs {primitive = true} {
   %c2 = const([[[[3], [0], [2]]], [[[3], [4], [0]]]], u16)
@@ -240,7 +299,10 @@ fn @main(%x: Tensor[(n, n), f32]) -> Tuple[Tensor[(2, 1, 3, 1), u16], Tensor[(2,
   %v7 = power(%r4, %r4)
   return (%v7, %v7)
 }
-""", {"n": 1}, tmp_path)
+""",
+        {"n": 1},
+        tmp_path,
+    )
 
 
 def test_f16_max_pool_over_signed_zeros(tmp_path: Path) -> None:
@@ -257,7 +319,9 @@ fn @main(%x: Tensor[(2, 3), f32]) -> Tuple[Tensor[(2, 3), f32], Tensor[(1, 2, 1,
   return (%y, %v8)
 }
 """
-    w = np.array([[[[-0.0, 0.0, 0.0], [0.0, 0.0, -0.0]], [[0.0, -0.0, 0.5], [-0.0, 0.0, 0.25]]]], np.float16)
+    w = np.array(
+        [[[[-0.0, 0.0, 0.0], [0.0, 0.0, -0.0]], [[0.0, -0.0, 0.5], [-0.0, 0.0, 0.25]]]], np.float16
+    )
     prog = GenProgram(parse_module(text, "r.rx"), text, {"w0.weight": w}, {}, True, ())
     case, compiled = check_program(prog, thorough=True)
     assert np.isneginf(case.want[0][1]).any()
@@ -270,19 +334,24 @@ fn @main(%x: Tensor[(2, 3), f32]) -> Tuple[Tensor[(2, 3), f32], Tensor[(1, 2, 1,
 def test_integer_power_overflowing_in_a_long_array(tmp_path: Path) -> None:
     """Interpreter vs C: numpy's float64 -> u32 astype of an out-of-range power is 0 in its
     SIMD loop (1296 elements here) but wraps in C (3 ** 27 gave 2030534587)."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%x: Tensor[(6, 6, 6, 6), u32], %x2: Tensor[(6, 6, 6, 1), u32]) -> Tensor[(6, 6, 6, 6), u32] {
   %v3 = power(%x2, %x)
   %v11 = power(%x, %v3)
   return %v11
 }
-""", {}, tmp_path)
+""",
+        {},
+        tmp_path,
+    )
 
 
 def test_tensor_empty_for_every_allowed_dim(tmp_path: Path) -> None:
     """C (planner none, unpacked, -O2): the static array of a tensor empty for every n <= 1
     was 1 byte; gcc saw a float written into it (-Warray-bounds)."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tuple[Tensor[(1, 1, (n - 2) / 2 + 1, 1), f32], Tensor[(1, 1, (n - 2) / 2 + 1, 1), f32]]
     attrs {upper_bounds = {n = 1}} {
   %c4 = const([-0.25], f32)
@@ -292,13 +361,18 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
   %v9 = relu(%v8)
   return (%v5, %v9)
 }
-""", {"n": 1}, tmp_path, c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"])
+""",
+        {"n": 1},
+        tmp_path,
+        c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"],
+    )
 
 
 def test_dead_window_taller_than_its_bounded_input(tmp_path: Path) -> None:
     """PlanMemory: the storage of %v7 (height n - 4 with n <= 2) has a negative upper bound;
     the arena came out at -128 bytes and the verifier rejected PlanMemory's output."""
-    check_everything("""
+    check_everything(
+        """
 fn @main(%p4: Tensor[(2, 3, n, 3), f32], %p6: Tensor[(3,), f32]) -> Tuple[Tensor[(2, 3, n, 3), f32], Tensor[(1, 9), f32]]
     attrs {upper_bounds = {n = 2}} {
   %c5 = const([[[[1.25], [1.25], [-0.25]]], [[[1.5], [1.0], [0.25]]], [[[-0.75], [1.0], [1.0]]]], f32)
@@ -307,4 +381,7 @@ fn @main(%p4: Tensor[(2, 3, n, 3), f32], %p6: Tensor[(3,), f32]) -> Tuple[Tensor
   %y = relu(%p4)
   return (%y, %v8)
 }
-""", {"n": 2}, tmp_path)
+""",
+        {"n": 2},
+        tmp_path,
+    )

@@ -85,8 +85,14 @@ def invoke(*args: object, timeout: float = 30, input: str | bytes | None = None)
     runner = CliRunner()
     try:
         with deadline(timeout):
-            r = runner.invoke(cli, list(argv), input=input, env={"RELAXC_DEBUG": None}, prog_name="relaxc",
-                              catch_exceptions=False)
+            r = runner.invoke(
+                cli,
+                list(argv),
+                input=input,
+                env={"RELAXC_DEBUG": None},
+                prog_name="relaxc",
+                catch_exceptions=False,
+            )
     except Hang as e:
         return Outcome(argv, -1, "", "", crash=f"HANG: {e}")
     except BaseException as e:  # noqa: BLE001 - a crash is what we look for
@@ -102,8 +108,12 @@ def clean_env() -> dict[str, str]:
     return env
 
 
-def run_subprocesses(commands: Sequence[Sequence[object]], timeout: float = 120, jobs: int = 4,
-                     cwd: Path | None = None) -> list[Outcome]:
+def run_subprocesses(
+    commands: Sequence[Sequence[object]],
+    timeout: float = 120,
+    jobs: int = 4,
+    cwd: Path | None = None,
+) -> list[Outcome]:
     """Run ``python -m relaxc.cli.main ARGS`` for each command, ``jobs`` at a time; a command
     past ``timeout`` seconds is killed and recorded as a hang (exit -1)."""
     results: list[Outcome | None] = [None] * len(commands)
@@ -113,14 +123,24 @@ def run_subprocesses(commands: Sequence[Sequence[object]], timeout: float = 120,
         procs = []
         for i, args in batch:
             argv = tuple(str(a) for a in args)
-            p = subprocess.Popen([*PYTHON_MODULE, *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 stdin=subprocess.DEVNULL, env=clean_env(), cwd=cwd)
+            p = subprocess.Popen(
+                [*PYTHON_MODULE, *argv],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                stdin=subprocess.DEVNULL,
+                env=clean_env(),
+                cwd=cwd,
+            )
             procs.append((i, argv, p))
         for i, argv, p in procs:
             try:
                 out, err = p.communicate(timeout=timeout)
-                results[i] = Outcome(argv, p.returncode, out.decode("utf-8", "replace"),
-                                     err.decode("utf-8", "replace"))
+                results[i] = Outcome(
+                    argv,
+                    p.returncode,
+                    out.decode("utf-8", "replace"),
+                    err.decode("utf-8", "replace"),
+                )
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.communicate()
@@ -165,7 +185,9 @@ def source_lines(text: str) -> list[str]:
     control or invisible formatting character as U+FFFD."""
     if text.startswith("\ufeff"):
         text = text[1:]
-    return ["".join(map(_shown, line.rstrip("\r"))) for line in _LONE_CR.sub("\n", text).split("\n")]
+    return [
+        "".join(map(_shown, line.rstrip("\r"))) for line in _LONE_CR.sub("\n", text).split("\n")
+    ]
 
 
 def error_problems(stderr: str, path: Path | str, text: str | None) -> list[str]:
@@ -178,7 +200,9 @@ def error_problems(stderr: str, path: Path | str, text: str | None) -> list[str]
     if m is None:
         if re.match(r"(" + re.escape(str(path)) + r": )?error: \S", first):
             return []
-        return [f"the first line is neither 'FILE:L:C: error: ...' nor 'error: ...': {first[:200]!r}"]
+        return [
+            f"the first line is neither 'FILE:L:C: error: ...' nor 'error: ...': {first[:200]!r}"
+        ]
     line, col = int(m.group(1)), int(m.group(2))
     if text is None:
         return []  # a located error about bytes that are not text (e.g. not UTF-8): no source to compare
@@ -190,7 +214,9 @@ def error_problems(stderr: str, path: Path | str, text: str | None) -> list[str]
     if len(lines) < 3:
         return ["no source line and caret under the error"]
     if lines[1] != "  " + src[line - 1]:
-        return [f"the line under the error is {lines[1][:120]!r}, not the source line {src[line - 1][:120]!r}"]
+        return [
+            f"the line under the error is {lines[1][:120]!r}, not the source line {src[line - 1][:120]!r}"
+        ]
     caret = _CARET.match(lines[2])
     if caret is None:
         return [f"no caret line: {lines[2][:120]!r}"]
@@ -205,7 +231,11 @@ def check_problems(o: Outcome, path: Path, text: str | None) -> list[str]:
     if out:
         return out
     if o.code == 0:
-        return [] if o.stdout.startswith(f"{path}: ok") else [f"exit 0 without 'ok': {o.stdout[:200]!r}"]
+        return (
+            []
+            if o.stdout.startswith(f"{path}: ok")
+            else [f"exit 0 without 'ok': {o.stdout[:200]!r}"]
+        )
     if o.stdout:
         out.append(f"a failed check printed on stdout: {o.stdout[:200]!r}")
     return out + error_problems(o.stderr, path, text)

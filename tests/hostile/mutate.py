@@ -22,22 +22,160 @@ from typing import Iterator
 from relaxc.frontend.lexer import RxLexer
 from relaxc.frontend.parser import _tables
 
-INTS = ("0", "1", "-1", "2", "-2", "3", "7", "64", "65", "128", "4096", "2147483647", "2147483648", "4294967296",
-        "4611686018427387904",  # 2**62
-        "9223372036854775807", "9223372036854775808", "18446744073709551616", "1" + "0" * 40, "00", "0x10")
-DTYPES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "f16", "bf16", "f32", "f64",
-          "float32", "int64", "f33", "F32", "Tensor", "Storage", "inf", "nan", "max", "n", "m")
-NAMES = ("n", "m", "k", "h", "q", "inf", "nan", "true", "false", "fn", "return", "call", "invoke", "outs",
-         "attrs", "Tensor", "Tuple", "f32", "max", "min", "primitive", "upper_bounds", "a.b", "_", "x" * 300)
-OPS = ("add", "subtract", "multiply", "relu", "exp", "dense", "matmul", "reshape", "flatten", "softmax", "conv2d",
-       "concat", "transpose", "layer_norm", "const", "memory.alloc_storage", "memory.alloc_tensor",
-       "memory.kill_tensor", "memory.kill_storage", "vm.kill_object", "call_packed", "no_such_op", "add.add")
-SHAPES = ("()", "(0,)", "(1,)", "(-1,)", "(0, 0)", "(n,)", "(n, n)", "(m,)", "(n * 2 + 1,)", "(n / 0,)",
-          "(4611686018427387904,)", "(4611686018427387904, 4611686018427387904)", "(9223372036854775808,)",
-          "(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)",
-          "(max(n, 4),)", "(min(n, 0),)", "((n),)", "(-n,)", "(n - 200,)")
-PUNCT = ("(", ")", "[", "]", "{", "}", ",", ":", "=", "->", ".", "+", "-", "*", "/", "%", "@", "\"", "#", ";")
-STRINGS = ('""', '"a"', '"fc1.weight"', '"\\u0000"', '"\\ud800"', '"\\q"', '"' + "w" * 5000 + '"', '"é"', '"\\n"')
+INTS = (
+    "0",
+    "1",
+    "-1",
+    "2",
+    "-2",
+    "3",
+    "7",
+    "64",
+    "65",
+    "128",
+    "4096",
+    "2147483647",
+    "2147483648",
+    "4294967296",
+    "4611686018427387904",  # 2**62
+    "9223372036854775807",
+    "9223372036854775808",
+    "18446744073709551616",
+    "1" + "0" * 40,
+    "00",
+    "0x10",
+)
+DTYPES = (
+    "bool",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "f16",
+    "bf16",
+    "f32",
+    "f64",
+    "float32",
+    "int64",
+    "f33",
+    "F32",
+    "Tensor",
+    "Storage",
+    "inf",
+    "nan",
+    "max",
+    "n",
+    "m",
+)
+NAMES = (
+    "n",
+    "m",
+    "k",
+    "h",
+    "q",
+    "inf",
+    "nan",
+    "true",
+    "false",
+    "fn",
+    "return",
+    "call",
+    "invoke",
+    "outs",
+    "attrs",
+    "Tensor",
+    "Tuple",
+    "f32",
+    "max",
+    "min",
+    "primitive",
+    "upper_bounds",
+    "a.b",
+    "_",
+    "x" * 300,
+)
+OPS = (
+    "add",
+    "subtract",
+    "multiply",
+    "relu",
+    "exp",
+    "dense",
+    "matmul",
+    "reshape",
+    "flatten",
+    "softmax",
+    "conv2d",
+    "concat",
+    "transpose",
+    "layer_norm",
+    "const",
+    "memory.alloc_storage",
+    "memory.alloc_tensor",
+    "memory.kill_tensor",
+    "memory.kill_storage",
+    "vm.kill_object",
+    "call_packed",
+    "no_such_op",
+    "add.add",
+)
+SHAPES = (
+    "()",
+    "(0,)",
+    "(1,)",
+    "(-1,)",
+    "(0, 0)",
+    "(n,)",
+    "(n, n)",
+    "(m,)",
+    "(n * 2 + 1,)",
+    "(n / 0,)",
+    "(4611686018427387904,)",
+    "(4611686018427387904, 4611686018427387904)",
+    "(9223372036854775808,)",
+    "(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1)",
+    "(max(n, 4),)",
+    "(min(n, 0),)",
+    "((n),)",
+    "(-n,)",
+    "(n - 200,)",
+)
+PUNCT = (
+    "(",
+    ")",
+    "[",
+    "]",
+    "{",
+    "}",
+    ",",
+    ":",
+    "=",
+    "->",
+    ".",
+    "+",
+    "-",
+    "*",
+    "/",
+    "%",
+    "@",
+    '"',
+    "#",
+    ";",
+)
+STRINGS = (
+    '""',
+    '"a"',
+    '"fc1.weight"',
+    '"\\u0000"',
+    '"\\ud800"',
+    '"\\q"',
+    '"' + "w" * 5000 + '"',
+    '"é"',
+    '"\\n"',
+)
 FLOATS = ("0.0", "-0.0", "1e400", "-1e400", "1.5", "1e-400", "inf", "nan", "-inf", "3")
 LOCALS = ("%undefined", "%0", "%x", "%_", "%" + "a" * 300)
 GLOBALS = ("@main", "@undefined", "@fused_add_subtract", "@scaled_softmax", "@_")
@@ -76,7 +214,7 @@ class Mutator:
     # -- helpers -----------------------------------------------------------------------------
     def _replace(self, i: int, new: str) -> str:
         t = self.toks[i]
-        return self.text[:t.start] + new + self.text[t.end:]
+        return self.text[: t.start] + new + self.text[t.end :]
 
     def _pick(self, *kinds: str) -> int | None:
         idx = [i for k in kinds for i in self.by_kind.get(k, ())]
@@ -90,7 +228,12 @@ class Mutator:
         spans = []
         toks = self.toks
         for i, t in enumerate(toks):
-            if t.text == "Tensor" and i + 2 < len(toks) and toks[i + 1].text == "[" and toks[i + 2].text == "(":
+            if (
+                t.text == "Tensor"
+                and i + 2 < len(toks)
+                and toks[i + 1].text == "["
+                and toks[i + 2].text == "("
+            ):
                 depth = 0
                 for j in range(i + 2, len(toks)):
                     depth += {"(": 1, ")": -1}.get(toks[j].text, 0)
@@ -114,7 +257,9 @@ class Mutator:
             return None
         i = self.rng.randrange(len(self.toks) - 1)
         a, b = self.toks[i], self.toks[i + 1]
-        text = self.text[:a.start] + b.text + self.text[a.end:b.start] + a.text + self.text[b.end:]
+        text = (
+            self.text[: a.start] + b.text + self.text[a.end : b.start] + a.text + self.text[b.end :]
+        )
         return f"swap@{self._where(i)}", text
 
     def copy_token(self) -> tuple[str, str]:
@@ -134,7 +279,11 @@ class Mutator:
 
     def dtype(self):
         # A NAME right after "," inside Tensor[...] is a dtype; any NAME will do for the rest.
-        idx = [i for i in self.by_kind.get("NAME", ()) if i + 1 < len(self.toks) and self.toks[i + 1].text == "]"]
+        idx = [
+            i
+            for i in self.by_kind.get("NAME", ())
+            if i + 1 < len(self.toks) and self.toks[i + 1].text == "]"
+        ]
         if not idx:
             return None
         i = self.rng.choice(idx)
@@ -145,7 +294,11 @@ class Mutator:
         return self._from("name", ("NAME",), NAMES)
 
     def op(self):
-        idx = [i for i in self.by_kind.get("NAME", ()) if i + 1 < len(self.toks) and self.toks[i + 1].text == "("]
+        idx = [
+            i
+            for i in self.by_kind.get("NAME", ())
+            if i + 1 < len(self.toks) and self.toks[i + 1].text == "("
+        ]
         if not idx:
             return None
         i = self.rng.choice(idx)
@@ -192,8 +345,25 @@ class Mutator:
         at = t.start if self.rng.random() < 0.5 else t.end
         return f"unbalance@{at}:{new}", self.text[:at] + new + self.text[at:]
 
-    KINDS = ("delete", "duplicate", "swap", "copy_token", "integer", "dtype", "name", "op", "local", "global_",
-             "keyword", "string", "number", "punct", "shape", "truncate", "unbalance")
+    KINDS = (
+        "delete",
+        "duplicate",
+        "swap",
+        "copy_token",
+        "integer",
+        "dtype",
+        "name",
+        "op",
+        "local",
+        "global_",
+        "keyword",
+        "string",
+        "number",
+        "punct",
+        "shape",
+        "truncate",
+        "unbalance",
+    )
 
     def one(self) -> tuple[str, str]:
         """One mutation of a kind chosen at random (another kind if it does not apply)."""
@@ -223,6 +393,6 @@ def truncations(text: str) -> Iterator[tuple[str, str]]:
         if t.kind in seen:
             continue
         seen.add(t.kind)
-        yield f"cut-before-{t.kind}@{t.start}", text[:t.start]
-        yield f"cut-after-{t.kind}@{t.end}", text[:t.end]
-        yield f"cut-inside-{t.kind}@{t.start}", text[:t.start + max(1, len(t.text) // 2)]
+        yield f"cut-before-{t.kind}@{t.start}", text[: t.start]
+        yield f"cut-after-{t.kind}@{t.end}", text[: t.end]
+        yield f"cut-inside-{t.kind}@{t.start}", text[: t.start + max(1, len(t.text) // 2)]

@@ -77,7 +77,11 @@ CASES: list[tuple[tuple[str, ...], int, str]] = [
     (("run", "{m}", "--entry", ""), FAIL, "has no function @"),
     (("run", "{m}", "--entry", "nope"), FAIL, "has no function @nope (functions: @main)"),
     (("run", "{m}", "--entry", "@main"), FAIL, "has no function @@main"),
-    (("run", "{r}", "--entry", "fused_add_subtract"), FAIL, "has no upper bound; give its value with --dim n=N"),
+    (
+        ("run", "{r}", "--entry", "fused_add_subtract"),
+        FAIL,
+        "has no upper bound; give its value with --dim n=N",
+    ),
     (("run", "{r}", "--dim", "m=3"), FAIL, "has no symbolic dim 'm'"),
     (("run", "{r}", "--dim", "n=65"), FAIL, "larger than its upper bound 64"),
     (("run", "{r}", "--dim", "n=99999999999999999999"), FAIL, "larger than its upper bound 64"),
@@ -139,32 +143,80 @@ CASES: list[tuple[tuple[str, ...], int, str]] = [
     (("build", "{m}", "-t", "c", "-o", "-"), FAIL, "give a folder"),
     (("build", "{m}", "-t", "c", "-o", "/proc/relaxc-c"), FAIL, "cannot create folder"),
     (("build", "{m}", "-t", "c", "-o", "{m}/c"), FAIL, "cannot create folder"),
-    (("build", "{m}", "-t", "c", "--prefix", "1bad"), FAIL, "is not usable as a C identifier prefix"),
+    (
+        ("build", "{m}", "-t", "c", "--prefix", "1bad"),
+        FAIL,
+        "is not usable as a C identifier prefix",
+    ),
     (("build", "{m}", "-t", "c", "--prefix", ""), FAIL, "is not usable as a C identifier prefix"),
-    (("build", "{m}", "-t", "c", "--prefix", "int"), FAIL, "is not usable as a C identifier prefix"),
-    (("build", "{m}", "-t", "c", "--prefix", "a" * 100), FAIL, "is not usable as a C identifier prefix"),
-    (("build", "{m}", "-t", "c", "--prefix", "a__b"), FAIL, "is not usable as a C identifier prefix"),
+    (
+        ("build", "{m}", "-t", "c", "--prefix", "int"),
+        FAIL,
+        "is not usable as a C identifier prefix",
+    ),
+    (
+        ("build", "{m}", "-t", "c", "--prefix", "a" * 100),
+        FAIL,
+        "is not usable as a C identifier prefix",
+    ),
+    (
+        ("build", "{m}", "-t", "c", "--prefix", "a__b"),
+        FAIL,
+        "is not usable as a C identifier prefix",
+    ),
     # the pipeline options (build, passes, report)
     (("build", "{m}", "-p", "Bogus"), FAIL, "unknown pass 'Bogus'"),
     (("build", "{m}", "-p", "{{{"), FAIL, "unclosed '{'"),
     (("build", "{m}", "-p", "PlanMemory"), FAIL, "run ManifestAlloc before it"),
-    (("build", "{m}", "-p", "ManifestAlloc,PlanMemory{planner=}"), FAIL, "PlanMemory.planner must be one of"),
+    (
+        ("build", "{m}", "-p", "ManifestAlloc,PlanMemory{planner=}"),
+        FAIL,
+        "PlanMemory.planner must be one of",
+    ),
     (("build", "{m}", "-p", ",,,"), FAIL, "error"),
     (("passes", "{m}", "--disable-pass", "Nope"), FAIL, "Nope"),
     (("passes", "{m}", "--disable-pass", "LegalizePackedCalls"), FAIL, "LegalizePackedCalls"),
     (("passes", "{m}", "--pass-config", "x"), FAIL, "is not NAME.KEY=VALUE"),
     (("passes", "{m}", "--pass-config", "PlanMemory.nope=1"), FAIL, "nope"),
     (("passes", "{m}", "--pass-config", "PlanMemory.planner=fast"), FAIL, "must be one of"),
-    (("passes", "{m}", "--pass-config", "ManifestAlloc.align=3"), FAIL, "is not a power of two from 1 to 4096"),
+    (
+        ("passes", "{m}", "--pass-config", "ManifestAlloc.align=3"),
+        FAIL,
+        "is not a power of two from 1 to 4096",
+    ),
     (("passes", "{m}", "--pass-config", "ManifestAlloc.align=" + "9" * 5000), FAIL, "align"),
-    (("passes", "{m}", "--pass-config", "PlanMemory.time_limit=1e400"), FAIL, "must be a finite number"),
-    (("passes", "{m}", "--pass-config", "PlanMemory.time_limit=-1"), FAIL, "must be a finite number"),
+    (
+        ("passes", "{m}", "--pass-config", "PlanMemory.time_limit=1e400"),
+        FAIL,
+        "must be a finite number",
+    ),
+    (
+        ("passes", "{m}", "--pass-config", "PlanMemory.time_limit=-1"),
+        FAIL,
+        "must be a finite number",
+    ),
     (("passes", "{m}", "--pass-config", "Bogus.x=1"), FAIL, "Bogus"),
     (("passes", "{m}", "--dump-after", "Nope"), FAIL, "Nope"),
-    (("passes", "{m}", "--dump-before", "KillAfterLastUse", "-p", "ManifestAlloc"), FAIL, "KillAfterLastUse"),
-    (("passes", "{m}", "--dump-dir", "{d}"), FAIL, "--dump-dir needs --dump-before or --dump-after"),
-    (("passes", "{m}", "--dump-after", "all", "--dump-dir", "{m}"), FAIL, "it exists and is not a folder"),
-    (("passes", "{m}", "--dump-after", "all", "--dump-dir", "/proc/relaxc-d"), FAIL, "cannot create it"),
+    (
+        ("passes", "{m}", "--dump-before", "KillAfterLastUse", "-p", "ManifestAlloc"),
+        FAIL,
+        "KillAfterLastUse",
+    ),
+    (
+        ("passes", "{m}", "--dump-dir", "{d}"),
+        FAIL,
+        "--dump-dir needs --dump-before or --dump-after",
+    ),
+    (
+        ("passes", "{m}", "--dump-after", "all", "--dump-dir", "{m}"),
+        FAIL,
+        "it exists and is not a folder",
+    ),
+    (
+        ("passes", "{m}", "--dump-after", "all", "--dump-dir", "/proc/relaxc-d"),
+        FAIL,
+        "cannot create it",
+    ),
     (("passes", "{m}", "-t", "bogus"), USAGE, "is not one of"),
     (("passes", "{x}"), FAIL, "does not exist"),
     # report
@@ -209,10 +261,19 @@ def world(tmp_path: Path) -> dict[str, str]:
     (root / "dir").mkdir()
     (root / "link.rx").symlink_to(root / "mlp.rx")
     np.savez(root / "in.npz", x=np.zeros((8, 64), np.float32))
-    return {"m": str(root / "mlp.rx"), "w": str(root / "mlp.npz"), "b": str(root / "mlp.rxb"),
-            "r": str(root / "relay_memory.rx"), "d": str(root / "dir"), "dd": str(root / "dir"),
-            "x": str(root / "missing.rx"), "o": str(root / "missing.onnx"), "l": str(root / "link.rx"),
-            "i": str(root / "in.npz"), "root": str(root)}
+    return {
+        "m": str(root / "mlp.rx"),
+        "w": str(root / "mlp.npz"),
+        "b": str(root / "mlp.rxb"),
+        "r": str(root / "relay_memory.rx"),
+        "d": str(root / "dir"),
+        "dd": str(root / "dir"),
+        "x": str(root / "missing.rx"),
+        "o": str(root / "missing.onnx"),
+        "l": str(root / "link.rx"),
+        "i": str(root / "in.npz"),
+        "root": str(root),
+    }
 
 
 def _args(args: tuple[str, ...], world: dict[str, str]) -> list[str]:
@@ -259,8 +320,13 @@ def test_there_are_many_cases() -> None:
 
 def test_bad_command_lines_in_a_real_process(world: dict[str, str]) -> None:
     """A few through ``python -m relaxc.cli.main``: the real exit status and stderr."""
-    wanted = [("run", "{m}", "--seed", "-1"), ("run", "{m}", "-o", "{w}"), ("build", "{m}", "-t", "wasm"),
-              ("build", "{m}", "-o", "/proc/relaxc-m.rxb"), ("check", "{d}")]
+    wanted = [
+        ("run", "{m}", "--seed", "-1"),
+        ("run", "{m}", "-o", "{w}"),
+        ("build", "{m}", "-t", "wasm"),
+        ("build", "{m}", "-o", "/proc/relaxc-m.rxb"),
+        ("check", "{d}"),
+    ]
     picked = [c for c in CASES if c[0] in wanted]
     assert len(picked) == len(wanted)
     root = Path(world["root"])
@@ -280,8 +346,12 @@ def test_an_unwritable_folder(world: dict[str, str], tmp_path: Path) -> None:
     folder.mkdir()
     folder.chmod(0o555)
     try:
-        for args in (("build", world["m"], "-o", folder / "m.rxb"), ("run", world["m"], "-o", folder / "y.npz"),
-                     ("build", world["m"], "-t", "c", "-o", folder / "c"), ("fmt", folder / "x.rx")):
+        for args in (
+            ("build", world["m"], "-o", folder / "m.rxb"),
+            ("run", world["m"], "-o", folder / "y.npz"),
+            ("build", world["m"], "-t", "c", "-o", folder / "c"),
+            ("fmt", folder / "x.rx"),
+        ):
             o = invoke(*args)
             assert crash_problems(o, codes=(1,)) == [], o
         assert list(folder.iterdir()) == []

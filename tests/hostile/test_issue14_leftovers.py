@@ -94,8 +94,12 @@ def test_packed_c_refusals_keep_their_location(tmp_path):
     function LegalizePackedCalls makes for an invoke carried no location. It carries the
     invoke's now. A bf16 input was unlocated on both targets; it points at the parameter."""
     for name, text, where, message in (
-        ("bool_add.rx", BOOL_ADD, "2:8",
-         "the C target does not support add on bool: bool arithmetic"),
+        (
+            "bool_add.rx",
+            BOOL_ADD,
+            "2:8",
+            "the C target does not support add on bool: bool arithmetic",
+        ),
         ("bf16.rx", BF16_INPUT, "1:10", "the C target does not support dtype bf16 (input %x)"),
     ):
         src = _write(tmp_path, name, text)
@@ -108,13 +112,19 @@ def test_packed_c_refusals_keep_their_location(tmp_path):
 def test_alloc_tensor_without_storage_names_the_storage(tmp_path):
     """`memory.alloc_tensor((2, 3), f32)` said "memory.alloc_tensor takes 1 tensor input, got
     0"; what is missing is the storage."""
-    src = _write(tmp_path, "m.rx", """fn @main(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] {
+    src = _write(
+        tmp_path,
+        "m.rx",
+        """fn @main(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] {
   %alloc = memory.alloc_tensor((2, 3), f32)
   %_ = call_packed("relaxc.copy", %x, %alloc)
   return %alloc
 }
-""")
+""",
+    )
     r = invoke("check", src)
     assert r.code == 1, r
-    assert (f"{src}:2:12: error: memory.alloc_tensor needs its storage first, as in "
-            "memory.alloc_tensor(%s, 0, (2, 3), f32)") in r.stderr, r
+    assert (
+        f"{src}:2:12: error: memory.alloc_tensor needs its storage first, as in "
+        "memory.alloc_tensor(%s, 0, (2, 3), f32)"
+    ) in r.stderr, r

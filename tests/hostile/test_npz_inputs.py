@@ -64,7 +64,10 @@ FILES: dict[str, tuple[bytes, str]] = {
     "extra_array": (_zip({"x.npy": _npy(X), "z.npy": _npy(X)}), "unexpected z"),
     "empty_name": (_zip({"x.npy": _npy(X), ".npy": _npy(X)}), "unexpected ''"),
     "nested_name": (_zip({"dir/x.npy": _npy(X)}), "unexpected 'dir/x'"),
-    "wrong_shape": (_zip({"x.npy": _npy(np.zeros((8, 63), np.float32))}), "has shape (8, 63), expected (8, 64)"),
+    "wrong_shape": (
+        _zip({"x.npy": _npy(np.zeros((8, 63), np.float32))}),
+        "has shape (8, 63), expected (8, 64)",
+    ),
     "wrong_rank": (_zip({"x.npy": _npy(np.zeros((8, 64, 1), np.float32))}), "has rank 3"),
     "scalar": (_zip({"x.npy": _npy(np.float32(1))}), "has rank 0"),
     "zero_size_array": (_zip({"x.npy": _npy(np.zeros((0, 64), np.float32))}), "has shape (0, 64)"),
@@ -74,32 +77,65 @@ FILES: dict[str, tuple[bytes, str]] = {
     "complex": (_zip({"x.npy": _npy(X.astype(np.complex64))}), "has dtype complex64"),
     "strings": (_zip({"x.npy": _npy(np.full((8, 64), "a"))}), "has dtype <U1"),
     "structured": (_zip({"x.npy": _npy(np.zeros((8, 64), dtype=[("a", "<f4")]))}), "has dtype"),
-    "datetime": (_zip({"x.npy": _npy(np.zeros((8, 64), dtype="datetime64[s]"))}), "has dtype datetime64"),
+    "datetime": (
+        _zip({"x.npy": _npy(np.zeros((8, 64), dtype="datetime64[s]"))}),
+        "has dtype datetime64",
+    ),
     "big_endian": (_zip({"x.npy": _npy(X.astype(">f4"))}), "has dtype >f4"),
-    "object_array": (_zip({"x.npy": _npy(np.array([Evil()], dtype=object))}), "holds Python objects (a pickle)"),
-    "object_field": (_zip({"x.npy": _npy(np.zeros(2, dtype=[("a", "O")]))}), "holds Python objects (a pickle)"),
-    "raw_pickle_member": (_zip({"x.npy": pickle.dumps(Evil())}), "x.npy is not a .npy array relaxc can read"),
-    "pickle_file": (pickle.dumps({"x": Evil()}), "is not a readable .npz archive (it is not a zip file)"),
+    "object_array": (
+        _zip({"x.npy": _npy(np.array([Evil()], dtype=object))}),
+        "holds Python objects (a pickle)",
+    ),
+    "object_field": (
+        _zip({"x.npy": _npy(np.zeros(2, dtype=[("a", "O")]))}),
+        "holds Python objects (a pickle)",
+    ),
+    "raw_pickle_member": (
+        _zip({"x.npy": pickle.dumps(Evil())}),
+        "x.npy is not a .npy array relaxc can read",
+    ),
+    "pickle_file": (
+        pickle.dumps({"x": Evil()}),
+        "is not a readable .npz archive (it is not a zip file)",
+    ),
     "text_member": (_zip({"x.txt": b"hello"}), "holds 'x.txt', which is not a .npy array"),
     "npy_not_npz": (_npy(X), "is a single .npy array, not an .npz archive"),
     "not_a_zip": (b"hello, world", "is not a readable .npz archive (it is not a zip file)"),
     "zero_bytes": (b"", "is not a readable .npz archive (it is not a zip file)"),
     "just_pk": (b"PK", "is not a readable .npz archive (it is not a zip file)"),
     "zip_magic_only": (b"PK\x03\x04", "is not a readable .npz archive"),
-    "truncated_zip": (GOOD[:len(GOOD) // 2], "is not a readable .npz archive"),
+    "truncated_zip": (GOOD[: len(GOOD) // 2], "is not a readable .npz archive"),
     "truncated_end_record": (GOOD[:-10], "is not a readable .npz archive"),
     "corrupted_member": (GOOD[:60] + bytes(b ^ 0xFF for b in GOOD[60:200]) + GOOD[200:], "x"),
     "npy_header_cut": (_zip({"x.npy": _npy(X)[:20]}), "x.npy is not a .npy array relaxc can read"),
-    "npy_data_cut": (_zip({"x.npy": _npy(X)[:-100]}), "x.npy declares shape (8, 64) of float32 (2,048 bytes)"),
-    "npy_bad_version": (_zip({"x.npy": b"\x93NUMPY\x09\x00" + _npy(X)[8:]}), "x.npy is not a .npy array relaxc can read"),
-    "npy_header_too_long": (_zip({"x.npy": b"\x93NUMPY\x01\x00\xff\xff" + b" " * 65535}), "x.npy is not a .npy array"),
-    "npy_header_not_a_dict": (_zip({"x.npy": b"\x93NUMPY\x01\x00\x10\x00__import__('os')\n"}),
-                              "x.npy is not a .npy array relaxc can read"),
-    "claims_a_huge_shape": (_zip({"x.npy": _header((1 << 40,)) + b"\0" * 64}),
-                            "declares shape (1099511627776,) of float32 (4,398,046,511,104 bytes) but holds only"),
-    "claims_2_to_the_62": (_zip({"x.npy": _header((1 << 62, 1 << 62)) + b"\0" * 64}), "but holds only"),
-    "compressed_claims_a_huge_shape": (_zip({"x.npy": _header((1 << 40,)) + b"\0" * 4096}, zipfile.ZIP_DEFLATED),
-                                       "but holds only"),
+    "npy_data_cut": (
+        _zip({"x.npy": _npy(X)[:-100]}),
+        "x.npy declares shape (8, 64) of float32 (2,048 bytes)",
+    ),
+    "npy_bad_version": (
+        _zip({"x.npy": b"\x93NUMPY\x09\x00" + _npy(X)[8:]}),
+        "x.npy is not a .npy array relaxc can read",
+    ),
+    "npy_header_too_long": (
+        _zip({"x.npy": b"\x93NUMPY\x01\x00\xff\xff" + b" " * 65535}),
+        "x.npy is not a .npy array",
+    ),
+    "npy_header_not_a_dict": (
+        _zip({"x.npy": b"\x93NUMPY\x01\x00\x10\x00__import__('os')\n"}),
+        "x.npy is not a .npy array relaxc can read",
+    ),
+    "claims_a_huge_shape": (
+        _zip({"x.npy": _header((1 << 40,)) + b"\0" * 64}),
+        "declares shape (1099511627776,) of float32 (4,398,046,511,104 bytes) but holds only",
+    ),
+    "claims_2_to_the_62": (
+        _zip({"x.npy": _header((1 << 62, 1 << 62)) + b"\0" * 64}),
+        "but holds only",
+    ),
+    "compressed_claims_a_huge_shape": (
+        _zip({"x.npy": _header((1 << 40,)) + b"\0" * 4096}, zipfile.ZIP_DEFLATED),
+        "but holds only",
+    ),
 }
 
 
@@ -153,10 +189,31 @@ def test_malformed_inputs_file(programs, tmp_path, name: str, kind: str) -> None
     report([f"{p}\n{o}" for p in problems], f"run --inputs {name}")
 
 
-@pytest.mark.parametrize("name", [n for n in FILES if not n.startswith(("wrong_", "missing", "extra", "empty_name",
-                                                                          "nested", "scalar", "zero_size",
-                                                                          "float", "int64", "complex", "strings",
-                                                                          "structured", "datetime", "big_endian"))])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n
+        for n in FILES
+        if not n.startswith(
+            (
+                "wrong_",
+                "missing",
+                "extra",
+                "empty_name",
+                "nested",
+                "scalar",
+                "zero_size",
+                "float",
+                "int64",
+                "complex",
+                "strings",
+                "structured",
+                "datetime",
+                "big_endian",
+            )
+        )
+    ],
+)
 @pytest.mark.parametrize("command", ["run", "check", "build", "report"])
 def test_malformed_weights_file(programs, tmp_path, name: str, command: str) -> None:
     """The same files as ``--params`` of every command that reads weights."""
@@ -184,13 +241,18 @@ def test_weights_of_another_model(programs, tmp_path) -> None:
     assert "weight 'fc1.weight' has shape (3, 3)" in o.stderr, o
 
 
-@pytest.mark.parametrize("make, needle", [
-    (lambda p: None, "does not exist"),
-    (lambda p: p.mkdir(), "is a directory"),
-    (lambda p: p.symlink_to(p.parent / "nowhere.npz"), "does not exist"),
-])
+@pytest.mark.parametrize(
+    "make, needle",
+    [
+        (lambda p: None, "does not exist"),
+        (lambda p: p.mkdir(), "is a directory"),
+        (lambda p: p.symlink_to(p.parent / "nowhere.npz"), "does not exist"),
+    ],
+)
 @pytest.mark.parametrize("option", ["--inputs", "--params"])
-def test_missing_folder_and_dangling_link(programs, tmp_path, make, needle: str, option: str) -> None:
+def test_missing_folder_and_dangling_link(
+    programs, tmp_path, make, needle: str, option: str
+) -> None:
     path = tmp_path / "inputs.npz"
     make(path)
     o = invoke("run", programs["rx"], option, path)
@@ -222,8 +284,10 @@ def test_a_huge_claimed_shape_allocates_nothing(programs, tmp_path) -> None:
 def test_pickles_in_a_real_process(programs, tmp_path) -> None:
     """A pickle in every form, through a real process: refused, and never run."""
     paths = [_write(tmp_path, n) for n in ("object_array", "raw_pickle_member", "pickle_file")]
-    outcomes = run_subprocesses([("run", programs["rx"], "--inputs", p) for p in paths]
-                                + [("run", programs["rx"], "--params", paths[0])])
+    outcomes = run_subprocesses(
+        [("run", programs["rx"], "--inputs", p) for p in paths]
+        + [("run", programs["rx"], "--params", paths[0])]
+    )
     for o in outcomes:
         assert crash_problems(o, codes=(1,)) == [], o
         assert o.stderr.startswith("error: "), o

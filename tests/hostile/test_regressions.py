@@ -19,7 +19,15 @@ import pytest
 from relaxc.backend.vm import codegen, load_file
 from relaxc.backend.vm import loader as vm_loader
 
-from .harness import SAMPLES, changed, check_problems, crash_problems, invoke, run_subprocesses, snapshot
+from .harness import (
+    SAMPLES,
+    changed,
+    check_problems,
+    crash_problems,
+    invoke,
+    run_subprocesses,
+    snapshot,
+)
 
 RELAY = (SAMPLES / "relay_memory.rx").read_text()
 
@@ -30,7 +38,13 @@ def _write(folder: Path, name: str, text: str) -> Path:
     return path
 
 
-def _fn(params: str, body: str = "", ret: str = "Tensor[(1,), f32]", result: str = "%x", bounds: str = "") -> str:
+def _fn(
+    params: str,
+    body: str = "",
+    ret: str = "Tensor[(1,), f32]",
+    result: str = "%x",
+    bounds: str = "",
+) -> str:
     attrs = f" attrs {{upper_bounds = {{{bounds}}}}}" if bounds else ""
     return f"fn @main({params}) -> {ret}{attrs} {{\n{body}  return {result}\n}}\n"
 
@@ -43,16 +57,21 @@ def _ones(rank: int) -> str:
 # 1. A dtype (or inf/nan) inside a dimension expression
 
 
-@pytest.mark.parametrize("expr, col, word", [
-    ("u32 * 10", 22, "'u32' is a dtype"),
-    ("n * f32", 26, "'f32' is a dtype"),
-    ("max(n, i8)", 29, "'i8' is a dtype"),
-    ("-f32", 23, "'f32' is a dtype"),
-    ("inf * 2", 22, "'inf' is a number"),
-    ("n + -nan", 27, "'nan' is a number"),
-])
+@pytest.mark.parametrize(
+    "expr, col, word",
+    [
+        ("u32 * 10", 22, "'u32' is a dtype"),
+        ("n * f32", 26, "'f32' is a dtype"),
+        ("max(n, i8)", 29, "'i8' is a dtype"),
+        ("-f32", 23, "'f32' is a dtype"),
+        ("inf * 2", 22, "'inf' is a number"),
+        ("n + -nan", 27, "'nan' is a number"),
+    ],
+)
 @pytest.mark.parametrize("command", ["check", "run", "report"])
-def test_dtype_in_a_dimension_expression(tmp_path: Path, expr: str, col: int, word: str, command: str) -> None:
+def test_dtype_in_a_dimension_expression(
+    tmp_path: Path, expr: str, col: int, word: str, command: str
+) -> None:
     """``reshape(%x1, (u32 * 10,))`` (a mutation of relay_memory.rx): every command ended in
     "internal error: AttributeError: 'DType' object has no attribute 'lhs'" (exit 3). The
     parser built ``BinOp('*', DType('u32'), 10)``: a dimension's name may be a dtype or
@@ -76,20 +95,45 @@ def _nested_tuple(depth: int) -> str:
 
 
 BEYOND_THE_FORMAT = {
-    "rank_33": (_fn("%x: Tensor[" + _ones(33) + ", f32]", ret="Tensor[" + _ones(33) + ", f32]"),
-                ":1:10:", "a tensor type has rank 33; .rxb files hold tensors of rank at most 32"),
-    "type_nested_50_deep": (_fn(f"%x: {_nested_tuple(50)}", ret=_nested_tuple(50)),
-                            ":1:10:", "a type nests deeper than the 48 levels .rxb files hold"),
-    "dim_nested_60_deep": (_fn("%n: Tensor[(n,), f32], %x: Tensor[(n" + " + 1" * 60 + ",), f32]",
-                               ret="Tensor[(n,), f32]", result="%n", bounds="n = 4"),
-                           ":1:33:", "a value nests deeper than the 48 levels .rxb files hold"),
-    "literal_of_rank_40": (_fn("%x: Tensor[(1,), f32]", "  %c = const(" + "[" * 40 + "1.0" + "]" * 40 + ", f32)\n"),
-                           ":2:3:", "the literal has rank 40; .rxb files hold arrays of rank at most 32"),
-    "dim_of_8192_terms": (_fn(", ".join(f"%a{i}: Tensor[(a{i},), f32], %b{i}: Tensor[(b{i},), f32]" for i in range(13))
-                              + ", %x: Tensor[(1,), f32]",
-                              "  %s = memory.alloc_storage(" + " * ".join(f"(a{i} + b{i})" for i in range(13)) + ")\n",
-                              bounds=", ".join(f"a{i} = 1, b{i} = 1" for i in range(13))),
-                          ":2:3:", "a dimension expression (or a shape's product) expands to more than 4,096 terms"),
+    "rank_33": (
+        _fn("%x: Tensor[" + _ones(33) + ", f32]", ret="Tensor[" + _ones(33) + ", f32]"),
+        ":1:10:",
+        "a tensor type has rank 33; .rxb files hold tensors of rank at most 32",
+    ),
+    "type_nested_50_deep": (
+        _fn(f"%x: {_nested_tuple(50)}", ret=_nested_tuple(50)),
+        ":1:10:",
+        "a type nests deeper than the 48 levels .rxb files hold",
+    ),
+    "dim_nested_60_deep": (
+        _fn(
+            "%n: Tensor[(n,), f32], %x: Tensor[(n" + " + 1" * 60 + ",), f32]",
+            ret="Tensor[(n,), f32]",
+            result="%n",
+            bounds="n = 4",
+        ),
+        ":1:33:",
+        "a value nests deeper than the 48 levels .rxb files hold",
+    ),
+    "literal_of_rank_40": (
+        _fn("%x: Tensor[(1,), f32]", "  %c = const(" + "[" * 40 + "1.0" + "]" * 40 + ", f32)\n"),
+        ":2:3:",
+        "the literal has rank 40; .rxb files hold arrays of rank at most 32",
+    ),
+    "dim_of_8192_terms": (
+        _fn(
+            ", ".join(
+                f"%a{i}: Tensor[(a{i},), f32], %b{i}: Tensor[(b{i},), f32]" for i in range(13)
+            )
+            + ", %x: Tensor[(1,), f32]",
+            "  %s = memory.alloc_storage("
+            + " * ".join(f"(a{i} + b{i})" for i in range(13))
+            + ")\n",
+            bounds=", ".join(f"a{i} = 1, b{i} = 1" for i in range(13)),
+        ),
+        ":2:3:",
+        "a dimension expression (or a shape's product) expands to more than 4,096 terms",
+    ),
 }
 
 
@@ -105,21 +149,37 @@ def test_build_never_writes_an_rxb_its_loader_refuses(tmp_path: Path, name: str)
     assert invoke("check", path).code == 0
     o = invoke("build", path, "-p", "none", "-q")
     assert crash_problems(o, codes=(1,)) == [], o
-    assert o.stderr.startswith(f"{path}{where} error: @main cannot be written as VM bytecode: {words}"), o
+    assert o.stderr.startswith(
+        f"{path}{where} error: @main cannot be written as VM bytecode: {words}"
+    ), o
     assert not (tmp_path / "m.rxb").exists()
-    stats = invoke("run", path, "--stats")  # compiles in memory (vm pipeline): fine, or the same error
-    assert crash_problems(stats) == [] and "is not a valid relaxc bytecode file" not in stats.stderr, stats
+    stats = invoke(
+        "run", path, "--stats"
+    )  # compiles in memory (vm pipeline): fine, or the same error
+    assert (
+        crash_problems(stats) == [] and "is not a valid relaxc bytecode file" not in stats.stderr
+    ), stats
     assert stats.code == 0 or words in stats.stderr, stats
-    assert invoke("build", path, "-t", "ir", "-o", "-", "-q").code == 0  # other targets are not limited
+    assert (
+        invoke("build", path, "-t", "ir", "-o", "-", "-q").code == 0
+    )  # other targets are not limited
 
 
-def test_an_inline_literal_larger_than_the_format_holds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_inline_literal_larger_than_the_format_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same for inline literals (more than 2**20 elements; the limit is lowered here so
     the test stays small): built, then refused by the loader."""
     monkeypatch.setattr(codegen, "MAX_INLINE_ELEMENTS", 8)
     monkeypatch.setattr(vm_loader, "MAX_INLINE_ELEMENTS", 8)
-    path = _write(tmp_path, "m.rx", _fn("%x: Tensor[(1,), f32]", "  %c = const([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, "
-                                                                 "7.0, 8.0, 9.0], f32)\n"))
+    path = _write(
+        tmp_path,
+        "m.rx",
+        _fn(
+            "%x: Tensor[(1,), f32]",
+            "  %c = const([1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0], f32)\n",
+        ),
+    )
     o = invoke("build", path, "-p", "none", "-q")
     assert crash_problems(o, codes=(1,)) == [], o
     assert "the literal has 9 elements; .rxb files hold inline literals of at most 8" in o.stderr
@@ -175,7 +235,10 @@ def test_an_npy_header_that_claims_a_huge_shape(mlp: Path, option: str) -> None:
     path.write_bytes(_zip({"x.npy": _huge_npy()}))
     o = invoke("run", mlp, option, path)
     assert crash_problems(o, codes=(1,)) == [], o
-    assert "x.npy declares shape (1000000000000,) of float32 (4,000,000,000,000 bytes) but holds only 16" in o.stderr
+    assert (
+        "x.npy declares shape (1000000000000,) of float32 (4,000,000,000,000 bytes) but holds only 16"
+        in o.stderr
+    )
 
 
 @pytest.mark.parametrize("content", [b"PK", b"PK\x03", b"\x80\x04\x95"])
@@ -196,11 +259,32 @@ def test_a_short_file_is_not_called_a_pickle(mlp: Path, content: bytes) -> None:
 # 4. run and build: ranks numpy cannot make, option values, -o onto the weights or after a failed check
 
 
-@pytest.mark.parametrize("text, where, rank", [
-    (_fn("%x: Tensor[" + _ones(65) + ", f32]", "  %y = relu(%x)\n", "Tensor[" + _ones(65) + ", f32]", "%y"), ":1:10:", 65),
-    (_fn("%x: Tensor[" + _ones(64) + ", f32]", "  %y = expand_dims(%x, 0)\n  %z = relu(%y)\n",
-         "Tensor[" + _ones(65) + ", f32]", "%z"), ":2:3:", 65),
-], ids=["parameter", "expand_dims"])
+@pytest.mark.parametrize(
+    "text, where, rank",
+    [
+        (
+            _fn(
+                "%x: Tensor[" + _ones(65) + ", f32]",
+                "  %y = relu(%x)\n",
+                "Tensor[" + _ones(65) + ", f32]",
+                "%y",
+            ),
+            ":1:10:",
+            65,
+        ),
+        (
+            _fn(
+                "%x: Tensor[" + _ones(64) + ", f32]",
+                "  %y = expand_dims(%x, 0)\n  %z = relu(%y)\n",
+                "Tensor[" + _ones(65) + ", f32]",
+                "%z",
+            ),
+            ":2:3:",
+            65,
+        ),
+    ],
+    ids=["parameter", "expand_dims"],
+)
 def test_a_rank_numpy_cannot_make(tmp_path: Path, text: str, where: str, rank: int) -> None:
     """A parameter of rank 65, or expand_dims of a rank-64 tensor: ``relaxc run`` ended in
     "internal error: ValueError: maximum supported dimension for an ndarray is currently 64"
@@ -209,12 +293,23 @@ def test_a_rank_numpy_cannot_make(tmp_path: Path, text: str, where: str, rank: i
     path = _write(tmp_path, "m.rx", text)
     o = invoke("run", path)
     assert crash_problems(o, codes=(1,)) == [], o
-    assert o.stderr.startswith(f"{path}{where} error: ") and f"rank {rank}; relaxc runs tensors of rank at most" in o.stderr
+    assert (
+        o.stderr.startswith(f"{path}{where} error: ")
+        and f"rank {rank}; relaxc runs tensors of rank at most" in o.stderr
+    )
 
 
 def test_rank_64_still_runs(tmp_path: Path) -> None:
-    path = _write(tmp_path, "m.rx", _fn("%x: Tensor[" + _ones(64) + ", f32]", "  %y = relu(%x)\n",
-                                        "Tensor[" + _ones(64) + ", f32]", "%y"))
+    path = _write(
+        tmp_path,
+        "m.rx",
+        _fn(
+            "%x: Tensor[" + _ones(64) + ", f32]",
+            "  %y = relu(%x)\n",
+            "Tensor[" + _ones(64) + ", f32]",
+            "%y",
+        ),
+    )
     assert invoke("run", path).code == 0
 
 
@@ -226,7 +321,9 @@ def test_a_negative_seed(mlp: Path) -> None:
     assert "-1 is not in the range x>=0" in o.stderr
 
 
-@pytest.mark.parametrize("budget", ["9" * 400, "1" + "0" * 310 + "GiB"], ids=["400_nines", "1e310GiB"])
+@pytest.mark.parametrize(
+    "budget", ["9" * 400, "1" + "0" * 310 + "GiB"], ids=["400_nines", "1e310GiB"]
+)
 def test_a_budget_too_large_for_a_float(mlp: Path, budget: str) -> None:
     """``--max-arena 999...9`` (400 digits): a Python traceback ending in "OverflowError:
     cannot convert float infinity to integer" (the size was parsed as a float). Now sizes
@@ -241,8 +338,6 @@ def test_an_exact_size_is_not_rounded() -> None:
     assert parse_bytes("9007199254740993") == 9007199254740993  # 2**53 + 1 (a float would round it)
 
 
-
-
 def test_run_never_overwrites_the_weights_beside_the_model(mlp: Path) -> None:
     """``relaxc run mlp.rx -o mlp.npz`` replaced the model's own weights with its outputs
     (docs/run.md even said so: -o did not protect FILE.npz when --params was not given).
@@ -253,7 +348,9 @@ def test_run_never_overwrites_the_weights_beside_the_model(mlp: Path) -> None:
     assert "refusing to write" in o.stderr
     assert mlp.with_suffix(".npz").read_bytes() == weights
     assert invoke("build", mlp, "-q").code == 0
-    o = invoke("run", mlp.with_suffix(".rxb"), "--check", "--source", mlp, "-o", mlp.with_suffix(".npz"))
+    o = invoke(
+        "run", mlp.with_suffix(".rxb"), "--check", "--source", mlp, "-o", mlp.with_suffix(".npz")
+    )
     assert crash_problems(o, codes=(1,)) == [], o
     assert mlp.with_suffix(".npz").read_bytes() == weights
 
@@ -263,7 +360,11 @@ def test_a_run_whose_check_fails_writes_no_output(mlp: Path) -> None:
     exit 1, but y.npz had been written (and an older y.npz replaced) before the check ran.
     Now -o is written last."""
     assert invoke("build", mlp, "-q").code == 0
-    other = _write(mlp.parent, "other.rx", mlp.read_text().replace("softmax(%logits, axis=-1)", "relu(%logits)"))
+    other = _write(
+        mlp.parent,
+        "other.rx",
+        mlp.read_text().replace("softmax(%logits, axis=-1)", "relu(%logits)"),
+    )
     shutil.copy(mlp.with_suffix(".npz"), mlp.parent / "other.npz")
     out = mlp.parent / "y.npz"
     out.write_bytes(b"an older output")
@@ -314,8 +415,12 @@ def test_a_folder_that_cannot_be_written(mlp: Path, monkeypatch: pytest.MonkeyPa
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
-    for args in (("build", mlp, "-o", out / "m.rxb"), ("run", mlp, "-o", out / "y.npz"),
-                 ("build", mlp, "-t", "c", "-o", out), ("report", mlp, "--svg", out / "m.svg")):
+    for args in (
+        ("build", mlp, "-o", out / "m.rxb"),
+        ("run", mlp, "-o", out / "y.npz"),
+        ("build", mlp, "-t", "c", "-o", out),
+        ("report", mlp, "--svg", out / "m.svg"),
+    ):
         o = invoke(*args)
         assert crash_problems(o, codes=(1,)) == [], o
         assert "cannot write" in o.stderr and "Permission denied" in o.stderr, o
@@ -328,8 +433,6 @@ def test_proc_in_a_real_process(mlp: Path) -> None:
     (o,) = run_subprocesses([("build", mlp, "-q", "-o", "/proc/relaxc-test.rxb")])
     assert crash_problems(o, codes=(1,)) == [], o
     assert o.stderr.startswith("error: cannot write /proc/relaxc-test.rxb: ")
-
-
 
 
 @pytest.mark.parametrize("blocked", ["mlp.c", "mlp_main.c"])
@@ -353,7 +456,9 @@ def test_the_c_files_are_written_all_or_none(mlp: Path, blocked: str) -> None:
     assert sorted(p.name for p in fresh.iterdir()) == ["mlp.c", "mlp.h"]
 
 
-def test_a_c_build_that_fails_leaves_no_new_folder(mlp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_c_build_that_fails_leaves_no_new_folder(
+    mlp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import relaxc.cli.files as files
 
     def refuse(path, data):
@@ -369,7 +474,9 @@ def test_a_c_build_that_fails_leaves_no_new_folder(mlp: Path, monkeypatch: pytes
 # 6. Reading sources: endless devices, CR line endings, bytes that are not UTF-8
 
 
-@pytest.mark.parametrize("command", [("check",), ("fmt",), ("run",), ("disasm",), ("build", "-t", "ir", "-o", "-")])
+@pytest.mark.parametrize(
+    "command", [("check",), ("fmt",), ("run",), ("disasm",), ("build", "-t", "ir", "-o", "-")]
+)
 def test_an_endless_device_as_the_input(command: tuple[str, ...]) -> None:
     """``relaxc check /dev/zero``: read until memory ran out (killed). ``relaxc run
     /dev/zero`` and ``disasm /dev/zero`` the same. The size check used ``st_size``, which
@@ -409,7 +516,9 @@ def test_cr_line_endings(tmp_path: Path) -> None:
     assert o.code == 0 and "ok (1 function(s), 12 statement(s)" in o.stdout, o
     assert invoke("run", path).code == 0
     bad = tmp_path / "bad.rx"
-    bad.write_bytes((SAMPLES / "mlp.rx").read_bytes().replace(b"relu(%h1)", b"relu(%zz)").replace(b"\n", b"\r"))
+    bad.write_bytes(
+        (SAMPLES / "mlp.rx").read_bytes().replace(b"relu(%h1)", b"relu(%zz)").replace(b"\n", b"\r")
+    )
     o = invoke("check", bad)
     assert o.stderr.startswith(f"{bad}:7:14: error: %zz is not defined\n    %a1 = relu(%zz)\n"), o
     fmt = invoke("fmt", path)
@@ -420,21 +529,35 @@ def test_the_column_of_a_byte_that_is_not_utf8_counts_characters(tmp_path: Path)
     """``# ééé \\xe9`` (valid UTF-8 accents, then a Latin-1 byte): the error's column
     counted bytes (23), not characters (20), and no source line or caret was shown."""
     path = tmp_path / "m.rx"
-    path.write_bytes(b"fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # \xc3\xa9\xc3\xa9\xc3\xa9 "
-                     b"\xe9\n}\n")
+    path.write_bytes(
+        b"fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # \xc3\xa9\xc3\xa9\xc3\xa9 "
+        b"\xe9\n}\n"
+    )
     o = invoke("check", path)
-    assert o.stderr == (f"{path}:2:20: error: not UTF-8 text: invalid byte 0xe9\n"
-                        "    return %x  # \u00e9\u00e9\u00e9 \ufffd\n                     ^\n"), o
+    assert o.stderr == (
+        f"{path}:2:20: error: not UTF-8 text: invalid byte 0xe9\n"
+        "    return %x  # \u00e9\u00e9\u00e9 \ufffd\n                     ^\n"
+    ), o
 
 
 # ---------------------------------------------------------------------------------------
 # 7. Showing errors: too deep, control characters
 
 
-@pytest.mark.parametrize("text, where", [
-    (_fn("%x: " + "Tuple[" * 3000 + "Tensor[(1,), f32]" + "]" * 3000), ":1:199:"),
-    (_fn("%x: Tensor[(1,), f32]", "  %c = const(" + "[" * 3000 + "1.0" + "]" * 3000 + ", f32)\n"), ":2:43:"),
-], ids=["tuple_type", "list_literal"])
+@pytest.mark.parametrize(
+    "text, where",
+    [
+        (_fn("%x: " + "Tuple[" * 3000 + "Tensor[(1,), f32]" + "]" * 3000), ":1:199:"),
+        (
+            _fn(
+                "%x: Tensor[(1,), f32]",
+                "  %c = const(" + "[" * 3000 + "1.0" + "]" * 3000 + ", f32)\n",
+            ),
+            ":2:43:",
+        ),
+    ],
+    ids=["tuple_type", "list_literal"],
+)
 def test_too_deep_has_a_location(tmp_path: Path, text: str, where: str) -> None:
     """A type or literal nested 3,000 deep: "FILE: error: the program nests expressions too
     deeply for relaxc (split long dimension expressions into several bindings)" — no line,
@@ -452,10 +575,13 @@ def test_control_characters_never_reach_the_terminal(tmp_path: Path) -> None:
     override was quoted raw under its error, so a hostile file could drive the terminal and
     the caret landed in the wrong column. Now such characters are shown as U+FFFD."""
     path = tmp_path / "m.rx"
-    path.write_text("fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
-                    "  %y = relu(%x)  # \x1b[2J \u202e\n  return %y\x07\n}\n")
+    path.write_text(
+        "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n"
+        "  %y = relu(%x)  # \x1b[2J \u202e\n  return %y\x07\n}\n"
+    )
     (o,) = run_subprocesses([("check", path)])
     assert o.code == 1, o
     assert "\x1b" not in o.stderr and "\x07" not in o.stderr and "\u202e" not in o.stderr
-    assert o.stderr.startswith(f"{path}:3:12: error: unexpected character U+0007\n    return %y\ufffd\n"
-                               "             ^"), o
+    assert o.stderr.startswith(
+        f"{path}:3:12: error: unexpected character U+0007\n    return %y\ufffd\n             ^"
+    ), o

@@ -45,7 +45,9 @@ from ..backend.vm.util import KITCHEN_SINK, KITCHEN_WEIGHTS
 
 def _lowered(stem: str) -> str:
     module = parse_module((SAMPLES / f"{stem}.rx").read_text(), f"{stem}.rx")
-    return print_module(Pipeline(assemble_pipeline("vm", None, (), ())).run(module, verify_module(module)))
+    return print_module(
+        Pipeline(assemble_pipeline("vm", None, (), ())).run(module, verify_module(module))
+    )
 
 
 # name -> (text, weights .npz to put beside it or None, mutants to make, seed)
@@ -59,7 +61,10 @@ SEEDS = {
     "kitchen_sink": (KITCHEN_SINK, "kitchen", 90, 7),
 }
 CORPUS = {name: mutants(text, seed, count) for name, (text, _, count, seed) in SEEDS.items()}
-CUTS = {name: list(truncations(SEEDS[name][0])) for name in ("transformer", "mlp_lowered", "kitchen_sink")}
+CUTS = {
+    name: list(truncations(SEEDS[name][0]))
+    for name in ("transformer", "mlp_lowered", "kitchen_sink")
+}
 
 
 def test_corpus_size() -> None:
@@ -113,7 +118,9 @@ def _canonical_checks(folder: Path, name: str, text: str) -> list[str]:
     return [f"its canonical form does not check: {o}"] if o.code != 0 else []
 
 
-@pytest.mark.parametrize("name", ["relay_memory", "mlp", "transformer", "mlp_lowered", "kitchen_sink"])
+@pytest.mark.parametrize(
+    "name", ["relay_memory", "mlp", "transformer", "mlp_lowered", "kitchen_sink"]
+)
 def test_mutants_build_run_and_format_cleanly(tmp_path: Path, name: str) -> None:
     """Every third mutant through build (vm), run, fmt --check and report: a clean success or a
     clean error, and the output folder holds the complete new output or exactly what it held
@@ -134,7 +141,9 @@ def test_mutants_build_run_and_format_cleanly(tmp_path: Path, name: str) -> None
         if built.code == 1:
             problems += [f"build: {p}" for p in error_problems(built.stderr, path, text)]
             if changed(before, snapshot(out)):
-                problems.append(f"a failed build changed the output folder: {sorted(changed(before, snapshot(out)))}")
+                problems.append(
+                    f"a failed build changed the output folder: {sorted(changed(before, snapshot(out)))}"
+                )
         elif built.code == 0:
             if changed(before, snapshot(out)) != {"prog.rxb"}:
                 problems.append(f"build changed {sorted(changed(before, snapshot(out)))}")
@@ -183,7 +192,9 @@ def test_mutants_through_the_c_target(tmp_path: Path, name: str) -> None:
         if o.code == 1:
             problems += error_problems(o.stderr, path, text)
             if changed(before, after):
-                problems.append(f"a failed build changed the folder: {sorted(changed(before, after))}")
+                problems.append(
+                    f"a failed build changed the folder: {sorted(changed(before, after))}"
+                )
         elif o.code == 0 and not {"m.c", "m.h"} <= set(after):
             problems.append(f"build -t c succeeded without writing m.c and m.h: {sorted(after)}")
         if problems:

@@ -29,7 +29,9 @@ SMALL = "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  %y = relu(%x)
 BROKEN = MLP.replace("%a1 = relu(%h1)", "%a1 = relu(%zz)")  # an error on line 7
 
 
-def _fn(params: str, body: str = "", ret: str = "Tensor[(1,), f32]", result: str = "%x", attrs: str = "") -> str:
+def _fn(
+    params: str, body: str = "", ret: str = "Tensor[(1,), f32]", result: str = "%x", attrs: str = ""
+) -> str:
     return f"fn @main({params}) -> {ret}{attrs} {{\n{body}  return {result}\n}}\n"
 
 
@@ -78,73 +80,142 @@ CASES: dict[str, bytes] = {
     "zero_width_space_in_op": MLP.replace("relu", "re\u200blu", 1).encode(),
     "right_to_left_override_in_comment": MLP.replace("# A", "# \u202e A", 1).encode(),
     # Lengths.
-    "long_line_of_spaces": MLP.replace("%h1 = dense", "%h1 =" + " " * 1_000_000 + "dense", 1).encode(),
+    "long_line_of_spaces": MLP.replace(
+        "%h1 = dense", "%h1 =" + " " * 1_000_000 + "dense", 1
+    ).encode(),
     "long_comment_line": ("#" + "x" * 1_000_000 + "\n" + MLP).encode(),
     "long_name": MLP.replace("%h1", "%" + "h" * 100_000).encode(),
     "long_string": MLP.replace('"fc1.weight"', '"' + "w" * 100_000 + '"', 1).encode(),
     "long_op_name": MLP.replace("relu", "r" * 100_000, 1).encode(),
-    "error_at_the_end_of_a_long_line": (" " * 100_000 + "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] { return %y }\n").encode(),
-    "many_statements": ("fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  %a0 = relu(%x)\n"
-                        + "".join(f"  %a{i + 1} = add(%a{i}, %x)\n" for i in range(1000)) + "  return %a1000\n}\n").encode(),
-    "many_functions": "".join(f"fn @f{i}(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {{\n  return %x\n}}\n"
-                              for i in range(500)).encode() + SMALL.encode(),
-    "many_parameters": _fn(", ".join(f"%p{i}: Tensor[(1,), f32]" for i in range(2000)), result="%p0").encode(),
+    "error_at_the_end_of_a_long_line": (
+        " " * 100_000 + "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] { return %y }\n"
+    ).encode(),
+    "many_statements": (
+        "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  %a0 = relu(%x)\n"
+        + "".join(f"  %a{i + 1} = add(%a{i}, %x)\n" for i in range(1000))
+        + "  return %a1000\n}\n"
+    ).encode(),
+    "many_functions": "".join(
+        f"fn @f{i}(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {{\n  return %x\n}}\n"
+        for i in range(500)
+    ).encode()
+    + SMALL.encode(),
+    "many_parameters": _fn(
+        ", ".join(f"%p{i}: Tensor[(1,), f32]" for i in range(2000)), result="%p0"
+    ).encode(),
     "long_integer_literal": _fn(f"%x: Tensor[({'9' * 5000},), f32]").encode(),
     # Brackets and nesting.
     "unbalanced_open": (MLP + "{{{{((((").encode(),
     "unbalanced_close": (MLP + "}}}}))))").encode(),
     "missing_close_brace": MLP.rstrip().rstrip("}").encode(),
     "nested_function": (MLP.rstrip().rstrip("}") + SMALL + "}\n").encode(),
-    "deep_parentheses_in_a_dim": _fn("%x: Tensor[(" + _nested("(", "1", ")", 3000) + ",), f32]").encode(),
+    "deep_parentheses_in_a_dim": _fn(
+        "%x: Tensor[(" + _nested("(", "1", ")", 3000) + ",), f32]"
+    ).encode(),
     "deep_tuple_type": _fn("%x: " + _nested("Tuple[", "Tensor[(1,), f32]", "]", 3000)).encode(),
-    "deep_tuple_type_60": _fn("%x: " + _nested("Tuple[", "Tensor[(1,), f32]", "]", 60),
-                              ret=_nested("Tuple[", "Tensor[(1,), f32]", "]", 60)).encode(),
-    "deep_list_literal": _fn("%x: Tensor[(1,), f32]", "  %c = const(" + _nested("[", "1.0", "]", 3000) + ", f32)\n").encode(),
-    "deep_list_literal_40": _fn("%x: Tensor[(1,), f32]",
-                                "  %c = const(" + _nested("[", "1.0", "]", 40) + ", f32)\n").encode(),
-    "deep_dict": _fn("%x: Tensor[(1,), f32]", attrs=" attrs {a = " + _nested("{a = ", "1", "}", 3000) + "}").encode(),
-    "deep_tuple_value": _fn("%x: Tensor[(1,), f32]",
-                            "  %c = reshape(%x, " + _nested("(1, ", "1", ")", 3000) + ")\n").encode(),
+    "deep_tuple_type_60": _fn(
+        "%x: " + _nested("Tuple[", "Tensor[(1,), f32]", "]", 60),
+        ret=_nested("Tuple[", "Tensor[(1,), f32]", "]", 60),
+    ).encode(),
+    "deep_list_literal": _fn(
+        "%x: Tensor[(1,), f32]", "  %c = const(" + _nested("[", "1.0", "]", 3000) + ", f32)\n"
+    ).encode(),
+    "deep_list_literal_40": _fn(
+        "%x: Tensor[(1,), f32]", "  %c = const(" + _nested("[", "1.0", "]", 40) + ", f32)\n"
+    ).encode(),
+    "deep_dict": _fn(
+        "%x: Tensor[(1,), f32]", attrs=" attrs {a = " + _nested("{a = ", "1", "}", 3000) + "}"
+    ).encode(),
+    "deep_tuple_value": _fn(
+        "%x: Tensor[(1,), f32]", "  %c = reshape(%x, " + _nested("(1, ", "1", ")", 3000) + ")\n"
+    ).encode(),
     "deep_unary_minus": _fn("%x: Tensor[(" + "-" * 20_000 + "1,), f32]").encode(),
-    "long_sum_in_a_dim": _fn("%n: Tensor[(n,), f32], %x: Tensor[(" + " + ".join(["n"] * 3000) + ",), f32]",
-                             result="%n", ret="Tensor[(n,), f32]").encode(),
-    "deep_sum_in_a_dim_60": _fn("%n: Tensor[(n,), f32], %x: Tensor[(n" + " + 1" * 60 + ",), f32]",
-                                result="%n", ret="Tensor[(n,), f32]", attrs=" attrs {upper_bounds = {n = 4}}").encode(),
-    "exponential_dim": _fn(", ".join(f"%a{i}: Tensor[(a{i},), f32], %b{i}: Tensor[(b{i},), f32]" for i in range(14))
-                           + ", %x: Tensor[(" + " * ".join(f"(a{i} + b{i})" for i in range(14)) + ",), f32]",
-                           result="%a0", ret="Tensor[(a0,), f32]").encode(),
+    "long_sum_in_a_dim": _fn(
+        "%n: Tensor[(n,), f32], %x: Tensor[(" + " + ".join(["n"] * 3000) + ",), f32]",
+        result="%n",
+        ret="Tensor[(n,), f32]",
+    ).encode(),
+    "deep_sum_in_a_dim_60": _fn(
+        "%n: Tensor[(n,), f32], %x: Tensor[(n" + " + 1" * 60 + ",), f32]",
+        result="%n",
+        ret="Tensor[(n,), f32]",
+        attrs=" attrs {upper_bounds = {n = 4}}",
+    ).encode(),
+    "exponential_dim": _fn(
+        ", ".join(f"%a{i}: Tensor[(a{i},), f32], %b{i}: Tensor[(b{i},), f32]" for i in range(14))
+        + ", %x: Tensor[("
+        + " * ".join(f"(a{i} + b{i})" for i in range(14))
+        + ",), f32]",
+        result="%a0",
+        ret="Tensor[(a0,), f32]",
+    ).encode(),
     # Sizes.
-    "dim_2_to_the_62": _fn("%x: Tensor[(4611686018427387904,), f32]", ret="Tensor[(4611686018427387904,), f32]").encode(),
-    "dims_whose_product_overflows": _fn("%x: Tensor[(4611686018427387904, 4611686018427387904), f32]",
-                                        ret="Tensor[(4611686018427387904, 4611686018427387904), f32]").encode(),
+    "dim_2_to_the_62": _fn(
+        "%x: Tensor[(4611686018427387904,), f32]", ret="Tensor[(4611686018427387904,), f32]"
+    ).encode(),
+    "dims_whose_product_overflows": _fn(
+        "%x: Tensor[(4611686018427387904, 4611686018427387904), f32]",
+        ret="Tensor[(4611686018427387904, 4611686018427387904), f32]",
+    ).encode(),
     "dim_2_to_the_64": _fn("%x: Tensor[(18446744073709551616,), f32]").encode(),
     "negative_dim": _fn("%x: Tensor[(-1,), f32]").encode(),
-    "zero_dim": _fn("%x: Tensor[(0, 3), f32]", "  %y = relu(%x)\n  %z = softmax(%y, axis=-1)\n",
-                    ret="Tensor[(0, 3), f32]", result="%z").encode(),
-    "zero_dim_dense": _fn("%x: Tensor[(0, 3), f32], %w: Tensor[(0, 3), f32]", "  %y = dense(%x, %w)\n",
-                          ret="Tensor[(0, 0), f32]", result="%y").encode(),
+    "zero_dim": _fn(
+        "%x: Tensor[(0, 3), f32]",
+        "  %y = relu(%x)\n  %z = softmax(%y, axis=-1)\n",
+        ret="Tensor[(0, 3), f32]",
+        result="%z",
+    ).encode(),
+    "zero_dim_dense": _fn(
+        "%x: Tensor[(0, 3), f32], %w: Tensor[(0, 3), f32]",
+        "  %y = dense(%x, %w)\n",
+        ret="Tensor[(0, 0), f32]",
+        result="%y",
+    ).encode(),
     "upper_bound_2_to_the_62": RELAY.replace("n = 64", "n = 4611686018427387904").encode(),
     "upper_bound_zero": RELAY.replace("n = 64", "n = 0").encode(),
     "upper_bound_negative": RELAY.replace("n = 64", "n = -1").encode(),
-    "dim_below_zero_at_the_bound": _fn("%n: Tensor[(n,), f32], %x: Tensor[(n - 5,), f32]", result="%n",
-                                       ret="Tensor[(n,), f32]", attrs=" attrs {upper_bounds = {n = 3}}").encode(),
-    "storage_of_2_to_the_62_bytes": _fn("%x: Tensor[(1,), f32]",
-                                        "  %s = memory.alloc_storage(4611686018427387904)\n").encode(),
-    "storage_of_2_to_the_64_bytes": _fn("%x: Tensor[(1,), f32]",
-                                        "  %s = memory.alloc_storage(18446744073709551616)\n").encode(),
-    "reshape_to_huge": _fn("%x: Tensor[(1,), f32]", "  %y = reshape(%x, (9223372036854775808, 0))\n").encode(),
+    "dim_below_zero_at_the_bound": _fn(
+        "%n: Tensor[(n,), f32], %x: Tensor[(n - 5,), f32]",
+        result="%n",
+        ret="Tensor[(n,), f32]",
+        attrs=" attrs {upper_bounds = {n = 3}}",
+    ).encode(),
+    "storage_of_2_to_the_62_bytes": _fn(
+        "%x: Tensor[(1,), f32]", "  %s = memory.alloc_storage(4611686018427387904)\n"
+    ).encode(),
+    "storage_of_2_to_the_64_bytes": _fn(
+        "%x: Tensor[(1,), f32]", "  %s = memory.alloc_storage(18446744073709551616)\n"
+    ).encode(),
+    "reshape_to_huge": _fn(
+        "%x: Tensor[(1,), f32]", "  %y = reshape(%x, (9223372036854775808, 0))\n"
+    ).encode(),
     "dtype_in_a_dim": RELAY.replace("(n * 10,))", "(u32 * 10,))").encode(),
     "inf_in_a_dim": RELAY.replace("(n * 10,))", "(inf * 10,))").encode(),
-    "rank_32": _fn("%x: Tensor[(" + ", ".join(["1"] * 32) + "), f32]", "  %y = relu(%x)\n",
-                   ret="Tensor[(" + ", ".join(["1"] * 32) + "), f32]", result="%y").encode(),
-    "rank_33": _fn("%x: Tensor[(" + ", ".join(["1"] * 33) + "), f32]", "  %y = relu(%x)\n",
-                   ret="Tensor[(" + ", ".join(["1"] * 33) + "), f32]", result="%y").encode(),
-    "rank_65": _fn("%x: Tensor[(" + ", ".join(["1"] * 65) + "), f32]", "  %y = relu(%x)\n",
-                   ret="Tensor[(" + ", ".join(["1"] * 65) + "), f32]", result="%y").encode(),
+    "rank_32": _fn(
+        "%x: Tensor[(" + ", ".join(["1"] * 32) + "), f32]",
+        "  %y = relu(%x)\n",
+        ret="Tensor[(" + ", ".join(["1"] * 32) + "), f32]",
+        result="%y",
+    ).encode(),
+    "rank_33": _fn(
+        "%x: Tensor[(" + ", ".join(["1"] * 33) + "), f32]",
+        "  %y = relu(%x)\n",
+        ret="Tensor[(" + ", ".join(["1"] * 33) + "), f32]",
+        result="%y",
+    ).encode(),
+    "rank_65": _fn(
+        "%x: Tensor[(" + ", ".join(["1"] * 65) + "), f32]",
+        "  %y = relu(%x)\n",
+        ret="Tensor[(" + ", ".join(["1"] * 65) + "), f32]",
+        result="%y",
+    ).encode(),
     "rank_1000": _fn("%x: Tensor[(" + ", ".join(["1"] * 1000) + "), f32]").encode(),
-    "expand_dims_past_64": _fn("%x: Tensor[(" + ", ".join(["1"] * 64) + "), f32]", "  %y = expand_dims(%x, 0)\n"
-                               "  %z = relu(%y)\n", ret="Tensor[(" + ", ".join(["1"] * 65) + "), f32]",
-                               result="%z").encode(),
+    "expand_dims_past_64": _fn(
+        "%x: Tensor[(" + ", ".join(["1"] * 64) + "), f32]",
+        "  %y = expand_dims(%x, 0)\n  %z = relu(%y)\n",
+        ret="Tensor[(" + ", ".join(["1"] * 65) + "), f32]",
+        result="%z",
+    ).encode(),
 }
 
 
@@ -172,15 +243,21 @@ def test_hostile_text(tmp_path, name: str) -> None:
     failures = []
     o = invoke("check", path, timeout=60)
     failures += [f"check: {p}\n{o}" for p in check_problems(o, path, _text(data))]
-    for args in (("fmt", "--check", path), ("build", path, "-t", "ir", "-o", out / "model.lowered.rx", "-q"),
-                 ("build", path, "-o", out / "model.rxb", "-q"), ("run", path, "-o", out / "y.npz")):
+    for args in (
+        ("fmt", "--check", path),
+        ("build", path, "-t", "ir", "-o", out / "model.lowered.rx", "-q"),
+        ("build", path, "-o", out / "model.rxb", "-q"),
+        ("run", path, "-o", out / "y.npz"),
+    ):
         before = snapshot(out)
         r = invoke(*args, timeout=60)
         problems = crash_problems(r)
         if r.code == 1 and not (args[0] == "fmt" and r.stderr == f"{path}: would reformat\n"):
             problems += error_problems(r.stderr, path, _text(data))
             if changed(before, snapshot(out)):
-                problems.append(f"a failed command changed the output folder: {sorted(changed(before, snapshot(out)))}")
+                problems.append(
+                    f"a failed command changed the output folder: {sorted(changed(before, snapshot(out)))}"
+                )
         if args[0] == "build" and r.code == 0 and o.code != 0:
             problems.append("build accepted what check refused")
         failures += [f"{args[0]}: {p}\n{r}" for p in problems]
@@ -200,9 +277,21 @@ def _check(tmp_path, data: bytes):
     return path, invoke("check", path)
 
 
-@pytest.mark.parametrize("name", ["crlf", "cr_only", "mixed_line_endings", "bom", "tabs", "no_final_newline",
-                                  "form_feed_and_vertical_tab", "emoji_in_comment", "long_line_of_spaces",
-                                  "long_comment_line"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "crlf",
+        "cr_only",
+        "mixed_line_endings",
+        "bom",
+        "tabs",
+        "no_final_newline",
+        "form_feed_and_vertical_tab",
+        "emoji_in_comment",
+        "long_line_of_spaces",
+        "long_comment_line",
+    ],
+)
 def test_the_same_program_whatever_the_layout(tmp_path, name: str) -> None:
     path, o = _check(tmp_path, CASES[name])
     assert o.code == 0, o
@@ -213,27 +302,37 @@ def test_the_same_program_whatever_the_layout(tmp_path, name: str) -> None:
 def test_an_error_is_on_the_same_line_whatever_the_line_endings(tmp_path, name: str) -> None:
     path, o = _check(tmp_path, CASES[name])
     assert o.code == 1, o
-    assert o.stderr.startswith(f"{path}:7:14: error: %zz is not defined\n    %a1 = relu(%zz)\n               ^^^"), o
+    assert o.stderr.startswith(
+        f"{path}:7:14: error: %zz is not defined\n    %a1 = relu(%zz)\n               ^^^"
+    ), o
 
 
 def test_a_tab_counts_as_one_column(tmp_path) -> None:
     path, o = _check(tmp_path, CASES["tabs_error"])
-    assert o.stderr.startswith(f"{path}:7:14: error: %zz is not defined\n    %a1 = relu(%zz)\n               ^^^"), o
+    assert o.stderr.startswith(
+        f"{path}:7:14: error: %zz is not defined\n    %a1 = relu(%zz)\n               ^^^"
+    ), o
 
 
-@pytest.mark.parametrize("name, needle", [
-    ("latin1_in_comment", ":2:9: error: not UTF-8 text: invalid byte 0xe9"),
-    ("invalid_utf8_first_byte", ":1:1: error: not UTF-8 text: invalid byte 0xff"),
-    ("utf8_encoded_surrogate", ":1:3: error: not UTF-8 text: invalid byte 0xed"),
-    ("nul_in_the_middle", "is a binary file, not .rx text (it contains NUL bytes)"),
-    ("utf16_with_bom", "is a binary file, not .rx text (it contains NUL bytes)"),
-    ("bom_twice", ":1:1: error: unexpected character U+FEFF"),
-    ("zero_width_space_in_op", ":7:11: error: unexpected character U+200B"),
-    ("dtype_in_a_dim", ":14:22: error: 'u32' is a dtype, not a dimension"),
-    ("inf_in_a_dim", ":14:22: error: 'inf' is a number, not a dimension"),
-    ("deep_tuple_type", ":1:199: error: brackets nest 3,003 levels deep (level 32 opens here)"),
-    ("deep_list_literal", ":2:43: error: brackets nest 3,002 levels deep (level 32 opens here)"),
-])
+@pytest.mark.parametrize(
+    "name, needle",
+    [
+        ("latin1_in_comment", ":2:9: error: not UTF-8 text: invalid byte 0xe9"),
+        ("invalid_utf8_first_byte", ":1:1: error: not UTF-8 text: invalid byte 0xff"),
+        ("utf8_encoded_surrogate", ":1:3: error: not UTF-8 text: invalid byte 0xed"),
+        ("nul_in_the_middle", "is a binary file, not .rx text (it contains NUL bytes)"),
+        ("utf16_with_bom", "is a binary file, not .rx text (it contains NUL bytes)"),
+        ("bom_twice", ":1:1: error: unexpected character U+FEFF"),
+        ("zero_width_space_in_op", ":7:11: error: unexpected character U+200B"),
+        ("dtype_in_a_dim", ":14:22: error: 'u32' is a dtype, not a dimension"),
+        ("inf_in_a_dim", ":14:22: error: 'inf' is a number, not a dimension"),
+        ("deep_tuple_type", ":1:199: error: brackets nest 3,003 levels deep (level 32 opens here)"),
+        (
+            "deep_list_literal",
+            ":2:43: error: brackets nest 3,002 levels deep (level 32 opens here)",
+        ),
+    ],
+)
 def test_what_the_error_says(tmp_path, name: str, needle: str) -> None:
     path, o = _check(tmp_path, CASES[name])
     assert o.code == 1, o

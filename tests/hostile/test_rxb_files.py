@@ -36,7 +36,7 @@ def _sections(data: bytes) -> list[int]:
 
 def _with(data: bytes, offset: int, value: bytes) -> bytes:
     b = bytearray(data)
-    b[offset:offset + len(value)] = value
+    b[offset : offset + len(value)] = value
     return bytes(b)
 
 
@@ -45,7 +45,7 @@ def _corpus() -> dict[str, bytes]:
     cases: dict[str, bytes] = {
         "empty": b"",
         "magic_only": F.MAGIC,
-        "header_only": GOOD[:F.HEADER_SIZE],
+        "header_only": GOOD[: F.HEADER_SIZE],
         "wrong_magic": b"\x89RXC" + GOOD[4:],
         "zip_magic": b"PK\x03\x04" + GOOD[4:],
         "rx_text": KITCHEN_SINK.encode(),
@@ -65,7 +65,7 @@ def _corpus() -> dict[str, bytes]:
     for i, off in enumerate(_sections(GOOD)):
         cases[f"cut_at_section_{i}"] = GOOD[:off]
         cases[f"cut_at_section_{i}_rehashed"] = rehash(GOOD[:off])
-        cases[f"cut_inside_section_{i}_rehashed"] = rehash(GOOD[:off + F.SECTION_HEAD + 3])
+        cases[f"cut_inside_section_{i}_rehashed"] = rehash(GOOD[: off + F.SECTION_HEAD + 3])
         cases[f"section_{i}_tag"] = rehash(_with(GOOD, off, b"XXXX"))
         cases[f"section_{i}_length_huge"] = rehash(_with(GOOD, off + 4, struct.pack("<Q", 1 << 62)))
     for cut in sorted(rng.sample(range(F.HEADER_SIZE + 1, len(GOOD)), 20)):
@@ -96,8 +96,12 @@ def test_every_malformed_file(tmp_path: Path, chunk: int) -> None:
     for name in names:
         path = tmp_path / "model.rxb"
         path.write_bytes(CORPUS[name])
-        for args in (("run", path, "-o", out), ("run", path, "--check", "--stats", "--poison", "-o", out),
-                     ("disasm", path), ("disasm", "--ir", path)):
+        for args in (
+            ("run", path, "-o", out),
+            ("run", path, "--check", "--stats", "--poison", "-o", out),
+            ("disasm", path),
+            ("disasm", "--ir", path),
+        ):
             out.write_bytes(b"stale")
             o = invoke(*args)
             problems = crash_problems(o)
@@ -110,7 +114,9 @@ def test_every_malformed_file(tmp_path: Path, chunk: int) -> None:
                 if out.read_bytes() != b"stale":
                     problems.append("a failed run changed its -o file")
                 if args[0] == "disasm" and not first.startswith(f"error: {path} "):
-                    problems.append("the message does not name the file")  # (run: an error of the program's own)
+                    problems.append(
+                        "the message does not name the file"
+                    )  # (run: an error of the program's own)
             if path.read_bytes() != CORPUS[name]:
                 problems.append("the input was changed")
             failures += [f"[{name}] {p}\n{o}" for p in problems]
@@ -142,7 +148,11 @@ def test_not_a_file(tmp_path: Path, command: str) -> None:
     folder.mkdir()
     dangling = tmp_path / "dangling.rxb"
     dangling.symlink_to(tmp_path / "nowhere.rxb")
-    for path, needle in ((missing, "does not exist"), (folder, "is a directory"), (dangling, "does not exist")):
+    for path, needle in (
+        (missing, "does not exist"),
+        (folder, "is a directory"),
+        (dangling, "does not exist"),
+    ):
         o = invoke(command, path)
         assert crash_problems(o, codes=(1,)) == [], o
         assert needle in o.stderr and str(path) in o.stderr, o

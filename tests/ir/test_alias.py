@@ -55,7 +55,14 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(2, 2), f32] {
   %d = add(%a, %c)
   return %v
 }""")
-    assert info.trees == {"x": fs("x"), "a": fs("a"), "b": fs("a"), "v": fs("a"), "c": fs("c"), "d": fs("d")}
+    assert info.trees == {
+        "x": fs("x"),
+        "a": fs("a"),
+        "b": fs("a"),
+        "v": fs("a"),
+        "c": fs("c"),
+        "d": fs("d"),
+    }
     assert info.kind == {"x": PARAM, "a": FRESH, "c": FRESH, "d": FRESH}  # aliases are no roots
     assert info.storage_of == {} and info.escaping == set()
     fn = module.get("main")
@@ -156,7 +163,12 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
     assert info.trees["g"] == fs("g", "b")
     assert info.trees["g0"] == fs("g", "b")
     assert info.trees["k"] == fs("k")  # a primitive function writes a fresh result
-    assert {n: info.kind[n] for n in ("r", "f", "g", "k")} == {"r": FRESH, "f": FRESH, "g": FRESH, "k": FRESH}
+    assert {n: info.kind[n] for n in ("r", "f", "g", "k")} == {
+        "r": FRESH,
+        "f": FRESH,
+        "g": FRESH,
+        "k": FRESH,
+    }
     # %b lives as long as %g0, which may be it.
     assert live.last_use["b"] == 7 and live.last_use["a"] == 6
 
@@ -200,7 +212,9 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   return %b
 }""")
     assert info.trees["h"] == fs("h", "a")  # the struct refers to the buffer stored into it
-    assert info.trees["o"] == fs("o")  # a primitive function called packed returns nothing of its args
+    assert info.trees["o"] == fs(
+        "o"
+    )  # a primitive function called packed returns nothing of its args
     assert info.escaping == set()
     assert info.kind["h"] == OBJECT and info.kind["o"] == OBJECT
     assert live.last_use["a"] == 3  # used through %h by the call

@@ -84,6 +84,8 @@ def test_upper_bound_of_floor_division_with_a_dividend_that_may_be_negative() ->
     assert D.upper_bound(rows, {"n": 16}) == 8
     assert D.upper_bound(D.BinOp("/", D.BinOp("-", n, 9), 2), {"n": 4}) == -3  # always negative
     assert D.upper_bound(D.BinOp("%", D.BinOp("-", n, 3), 4), {"n": 16}) == 3
-    assert D.upper_bound(D.BinOp("/", D.BinOp("-", n, 3), m), {"n": 16, "m": 4}) is None  # m may be 0
+    assert (
+        D.upper_bound(D.BinOp("/", D.BinOp("-", n, 3), m), {"n": 16, "m": 4}) is None
+    )  # m may be 0
     for v in range(0, 17):
         assert D.interval(rows, {"n": (0, 16)})[0] <= D.evaluate(rows, {"n": v}) <= 8

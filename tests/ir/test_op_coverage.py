@@ -49,7 +49,9 @@ def fuzz_draws(op: OpDef, tries: int = 40) -> list[gen.FnBuilder]:
         ctx = gen.Ctx(ch, True, [2, 3, 4], dtypes, {}, {}, seed=seed)
         b = gen.FnBuilder(ctx, "main", primitive=False)
         for i in range(ch.int(1, 3)):
-            t = TensorType(tuple(ch.choice([2, 3, 4]) for _ in range(ch.int(0, 4))), ch.choice(dtypes))
+            t = TensorType(
+                tuple(ch.choice([2, 3, 4]) for _ in range(ch.int(0, 4))), ch.choice(dtypes)
+            )
             b.params.append(Param(f"x{i}", t))
             b.pool.append(gen.Val(f"x{i}", t))
         try:
@@ -60,8 +62,9 @@ def fuzz_draws(op: OpDef, tries: int = 40) -> list[gen.FnBuilder]:
     return drawn
 
 
-def coverage_problems(registry: Registry, c_table: BackendTable, docs: str,
-                      fuzzed: tuple[OpDef, ...] = gen.FUZZED_OPS) -> list[str]:
+def coverage_problems(
+    registry: Registry, c_table: BackendTable, docs: str, fuzzed: tuple[OpDef, ...] = gen.FUZZED_OPS
+) -> list[str]:
     """What is missing for the kernel ops of ``registry`` (empty when every one is complete)."""
     problems = []
     fuzzed_names = {op.name for op in fuzzed}
@@ -75,8 +78,10 @@ def coverage_problems(registry: Registry, c_table: BackendTable, docs: str,
         if op.name not in fuzzed_names:
             problems.append(f"{op.name}: not fuzzed (tests/fuzz/gen.py FUZZED_OPS)")
         elif not fuzz_draws(op):
-            problems.append(f"{op.name}: the fuzzer never draws valid inputs for it "
-                            f"(add a recipe to tests/fuzz/gen.py)")
+            problems.append(
+                f"{op.name}: the fuzzer never draws valid inputs for it "
+                f"(add a recipe to tests/fuzz/gen.py)"
+            )
         if f"| `{op.name}` |" not in docs:
             problems.append(f"{op.name}: no line in the op list of docs/c.md")
     return problems
@@ -84,8 +89,10 @@ def coverage_problems(registry: Registry, c_table: BackendTable, docs: str,
 
 def docs_op_list(text: str) -> str:
     """The text of docs/c.md from the op list's first marker to the end of its last."""
-    assert text.count(BEGIN) == 1 and text.count(END) == 1, "docs/c.md must hold the op list markers once"
-    return text[text.index(BEGIN):text.index(END) + len(END)] + "\n"
+    assert text.count(BEGIN) == 1 and text.count(END) == 1, (
+        "docs/c.md must hold the op list markers once"
+    )
+    return text[text.index(BEGIN) : text.index(END) + len(END)] + "\n"
 
 
 # ---------------------------------------------------------------------------------------
@@ -100,31 +107,39 @@ def test_every_kernel_op_is_complete():
 def test_docs_c_md_holds_the_generated_op_list():
     docs = (ROOT / "docs/c.md").read_text()
     assert docs_op_list(docs) == op_list_markdown(), (
-        "docs/c.md's op list is stale: replace it with relaxc.backend.c.op_list_markdown()")
+        "docs/c.md's op list is stale: replace it with relaxc.backend.c.op_list_markdown()"
+    )
 
 
 def test_the_c_table_covers_the_registry_exactly():
     kernels.C_KERNELS.check_covers(REGISTRY)  # raises when out of step
-    assert set(kernels.C_KERNELS.implemented()) | {r.op for r in kernels.C_KERNELS.refused()} == set(
-        _ids(KERNEL_OPS))
+    assert set(kernels.C_KERNELS.implemented()) | {
+        r.op for r in kernels.C_KERNELS.refused()
+    } == set(_ids(KERNEL_OPS))
 
 
 @pytest.mark.parametrize("op", KERNEL_OPS, ids=_ids(KERNEL_OPS))
 def test_every_kernel_op_has_tests(op):
     ir_tests = (ROOT / "tests/ir/test_ops.py").read_text()
     c_tests = (ROOT / "tests/backend/c/test_ops.py").read_text()
-    assert f"{op.name}(" in ir_tests or f'"{op.name}"' in ir_tests, f"{op.name}: not in tests/ir/test_ops.py"
+    assert f"{op.name}(" in ir_tests or f'"{op.name}"' in ir_tests, (
+        f"{op.name}: not in tests/ir/test_ops.py"
+    )
     if kernels.C_KERNELS.get(op.name) is not None:
         assert f"{op.name}(" in c_tests, (
-            f"{op.name}: the C target computes it, but tests/backend/c/test_ops.py does not")
+            f"{op.name}: the C target computes it, but tests/backend/c/test_ops.py does not"
+        )
 
 
 # ---------------------------------------------------------------------------------------
 # The facts on the record.
 
 
-@pytest.mark.parametrize("op", [op for op in KERNEL_OPS if op.float_only],
-                         ids=_ids([op for op in KERNEL_OPS if op.float_only]))
+@pytest.mark.parametrize(
+    "op",
+    [op for op in KERNEL_OPS if op.float_only],
+    ids=_ids([op for op in KERNEL_OPS if op.float_only]),
+)
 def test_float_only_ops_infer_only_on_floats(op):
     """Every input the fuzzer's recipe gets past the op's inference is floating-point (its
     input 0: the one float_only speaks of); and inference refuses the same call on ints."""
@@ -141,8 +156,11 @@ def test_float_only_ops_infer_only_on_floats(op):
             op.infer(ints, bound.attrs)
 
 
-@pytest.mark.parametrize("op", [op for op in KERNEL_OPS if op.scalar is not None],
-                         ids=_ids([op for op in KERNEL_OPS if op.scalar is not None]))
+@pytest.mark.parametrize(
+    "op",
+    [op for op in KERNEL_OPS if op.scalar is not None],
+    ids=_ids([op for op in KERNEL_OPS if op.scalar is not None]),
+)
 def test_scalar_formula_is_the_kernel(op):
     """The formula, evaluated by Python over numpy arrays, is what the numpy kernel computes."""
     rng = np.random.default_rng(0)
@@ -152,8 +170,9 @@ def test_scalar_formula_is_the_kernel(op):
     np.testing.assert_array_equal(got, op.kernel(xs, {}))
 
 
-@pytest.mark.parametrize("op", [op for op in KERNEL_OPS if op.inplace],
-                         ids=_ids([op for op in KERNEL_OPS if op.inplace]))
+@pytest.mark.parametrize(
+    "op", [op for op in KERNEL_OPS if op.inplace], ids=_ids([op for op in KERNEL_OPS if op.inplace])
+)
 def test_inplace_names_inputs(op):
     assert all(0 <= i < op.min_inputs for i in op.inplace), op.inplace
     assert list(op.inplace) == sorted(set(op.inplace))
@@ -171,14 +190,25 @@ def test_elementwise_ops_may_overwrite_every_input():
 
 def _with_new_op() -> Registry:
     reg = build_registry()
-    reg.register(OpDef("frobnicate", "x, frobnicated", "kernel", lambda ts, attrs: ts[0],
-                       kernel=lambda xs, attrs: xs[0], input_names=("x",)))
+    reg.register(
+        OpDef(
+            "frobnicate",
+            "x, frobnicated",
+            "kernel",
+            lambda ts, attrs: ts[0],
+            kernel=lambda xs, attrs: xs[0],
+            input_names=("x",),
+        )
+    )
     return reg
 
 
 def test_the_c_backend_refuses_to_load_when_it_forgets_an_op():
-    with pytest.raises(RuntimeError, match="C backend out of step with the op registry: no implementation or "
-                                           "refusal for frobnicate"):
+    with pytest.raises(
+        RuntimeError,
+        match="C backend out of step with the op registry: no implementation or "
+        "refusal for frobnicate",
+    ):
         kernels.c_kernels(_with_new_op())
 
 
@@ -199,7 +229,9 @@ def test_the_coverage_check_names_what_a_forgotten_op_lacks():
     docs = op_list_markdown(reg, table)
     row = "| `frobnicate` | x, frobnicated |  | refused: not on the C target, because nothing frobnicates in C |"
     assert row in docs
-    assert coverage_problems(reg, table, docs) == ["frobnicate: not fuzzed (tests/fuzz/gen.py FUZZED_OPS)"]
+    assert coverage_problems(reg, table, docs) == [
+        "frobnicate: not fuzzed (tests/fuzz/gen.py FUZZED_OPS)"
+    ]
 
 
 def test_a_refusal_is_the_users_error(monkeypatch):
@@ -215,11 +247,16 @@ def test_a_refusal_is_the_users_error(monkeypatch):
             table.implement(name, kernels.C_KERNELS.get(name))
     table.refuse("exp", "not on the C target, because this test says so")
     monkeypatch.setattr(kernels, "C_KERNELS", table)
-    m = parse_module("fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {\n  %y = exp(%x)\n  return %y\n}\n",
-                     "t.rx")
+    m = parse_module(
+        "fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {\n  %y = exp(%x)\n  return %y\n}\n",
+        "t.rx",
+    )
     planned = PlanMemory().run(ManifestAlloc().run(m))
-    with pytest.raises(RxError, match="the C target has no kernel for op exp: not on the C target, because this "
-                                      "test says so"):
+    with pytest.raises(
+        RxError,
+        match="the C target has no kernel for op exp: not on the C target, because this "
+        "test says so",
+    ):
         emit_c(planned, {}, prefix="t", source="t.rx")
 
 
@@ -230,8 +267,12 @@ def test_an_op_the_fuzzer_cannot_draw_is_named():
         raise OpError("picky: no input is ever right")
 
     reg = Registry()
-    op = reg.register(OpDef("picky", "refuses every input", "kernel", picky, kernel=lambda xs, attrs: xs[0]))
+    op = reg.register(
+        OpDef("picky", "refuses every input", "kernel", picky, kernel=lambda xs, attrs: xs[0])
+    )
     table = BackendTable("C")
     table.refuse("picky", "not on the C target, because it takes nothing")
     problems = coverage_problems(reg, table, op_list_markdown(reg, table), fuzzed=(op,))
-    assert problems == ["picky: the fuzzer never draws valid inputs for it (add a recipe to tests/fuzz/gen.py)"]
+    assert problems == [
+        "picky: the fuzzer never draws valid inputs for it (add a recipe to tests/fuzz/gen.py)"
+    ]

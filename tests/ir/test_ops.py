@@ -96,11 +96,22 @@ def test_every_tensor_op_has_summary_and_kernel() -> None:
             assert op.kernel is not None, op.name
 
 
-@pytest.mark.parametrize("name, category", [
-    ("reshape", "view"), ("flatten", "view"), ("squeeze", "view"), ("expand_dims", "view"),
-    ("transpose", "kernel"), ("strided_slice", "kernel"), ("concat", "kernel"), ("split", "kernel"),
-    ("conv2d", "kernel"), ("zeros", "kernel"), ("sum", "kernel"),
-])
+@pytest.mark.parametrize(
+    "name, category",
+    [
+        ("reshape", "view"),
+        ("flatten", "view"),
+        ("squeeze", "view"),
+        ("expand_dims", "view"),
+        ("transpose", "kernel"),
+        ("strided_slice", "kernel"),
+        ("concat", "kernel"),
+        ("split", "kernel"),
+        ("conv2d", "kernel"),
+        ("zeros", "kernel"),
+        ("sum", "kernel"),
+    ],
+)
 def test_categories(name: str, category: str) -> None:
     assert REGISTRY.get(name).category == category
 
@@ -183,8 +194,13 @@ def test_attr_normalization() -> None:
 
 def test_defaults() -> None:
     _, b = bind("max_pool2d", 1, 2)
-    assert b.attrs == {"pool_size": (2,), "strides": (1, 1), "padding": (0, 0, 0, 0),
-                       "dilation": (1, 1), "ceil_mode": False}
+    assert b.attrs == {
+        "pool_size": (2,),
+        "strides": (1, 1),
+        "padding": (0, 0, 0, 0),
+        "dilation": (1, 1),
+        "ceil_mode": False,
+    }
     _, b = bind("avg_pool2d", 1, 2)
     assert b.attrs["count_include_pad"] is False
     _, b = bind("lrn", 1)
@@ -225,14 +241,17 @@ def test_binary_errors() -> None:
         infer("subtract", [T((2,)), T((3,))])
 
 
-@pytest.mark.parametrize("name, a, b, expected", [
-    ("add", [1, 2], [10, 20], [11, 22]),
-    ("subtract", [1, 2], [10, 20], [-9, -18]),
-    ("multiply", [3, -2], [4, 5], [12, -10]),
-    ("maximum", [3, -2], [4, -5], [4, -2]),
-    ("minimum", [3, -2], [4, -5], [3, -5]),
-    ("power", [2, 3], [3, 2], [8, 9]),
-])
+@pytest.mark.parametrize(
+    "name, a, b, expected",
+    [
+        ("add", [1, 2], [10, 20], [11, 22]),
+        ("subtract", [1, 2], [10, 20], [-9, -18]),
+        ("multiply", [3, -2], [4, 5], [12, -10]),
+        ("maximum", [3, -2], [4, -5], [4, -2]),
+        ("minimum", [3, -2], [4, -5], [3, -5]),
+        ("power", [2, 3], [3, 2], [8, 9]),
+    ],
+)
 def test_binary_kernels(name: str, a: list, b: list, expected: list) -> None:
     np.testing.assert_array_equal(run(name, [i32(a), i32(b)]), i32(expected))
 
@@ -248,21 +267,28 @@ def test_binary_broadcast_kernel() -> None:
     np.testing.assert_array_equal(res, f32([[11, 21, 31], [12, 22, 32]]))
 
 
-@pytest.mark.parametrize("name, x, expected", [
-    ("negative", [1.0, -2.0], [-1.0, 2.0]),
-    ("abs", [1.0, -2.0], [1.0, 2.0]),
-    ("exp", [0.0, 1.0], [1.0, math.e]),
-    ("log", [1.0, math.e], [0.0, 1.0]),
-    ("sqrt", [4.0, 9.0], [2.0, 3.0]),
-    ("rsqrt", [4.0, 0.25], [0.5, 2.0]),
-    ("tanh", [0.0, 1.0], [0.0, 0.7615941559557649]),
-    ("sigmoid", [0.0, math.log(3.0)], [0.5, 0.75]),
-    ("relu", [-1.0, 2.0], [0.0, 2.0]),
-    ("gelu", [0.0, 1.0], [0.0, 0.8413447460685429]),
-    ("silu", [0.0, math.log(3.0)], [0.0, 0.75 * math.log(3.0)]),
-    ("erf", [0.0, 0.5, -1.0, 3.0], [0.0, 0.5204998778130465, -0.8427007929497149, 0.9999779095030014]),
-    ("leaky_relu", [-2.0, 0.0, 3.0], [-0.02, 0.0, 3.0]),
-])
+@pytest.mark.parametrize(
+    "name, x, expected",
+    [
+        ("negative", [1.0, -2.0], [-1.0, 2.0]),
+        ("abs", [1.0, -2.0], [1.0, 2.0]),
+        ("exp", [0.0, 1.0], [1.0, math.e]),
+        ("log", [1.0, math.e], [0.0, 1.0]),
+        ("sqrt", [4.0, 9.0], [2.0, 3.0]),
+        ("rsqrt", [4.0, 0.25], [0.5, 2.0]),
+        ("tanh", [0.0, 1.0], [0.0, 0.7615941559557649]),
+        ("sigmoid", [0.0, math.log(3.0)], [0.5, 0.75]),
+        ("relu", [-1.0, 2.0], [0.0, 2.0]),
+        ("gelu", [0.0, 1.0], [0.0, 0.8413447460685429]),
+        ("silu", [0.0, math.log(3.0)], [0.0, 0.75 * math.log(3.0)]),
+        (
+            "erf",
+            [0.0, 0.5, -1.0, 3.0],
+            [0.0, 0.5204998778130465, -0.8427007929497149, 0.9999779095030014],
+        ),
+        ("leaky_relu", [-2.0, 0.0, 3.0], [-0.02, 0.0, 3.0]),
+    ],
+)
 def test_unary_kernels(name: str, x: list, expected: list) -> None:
     np.testing.assert_allclose(run(name, [f32(x)]), f32(expected), rtol=1e-6)
 
@@ -320,11 +346,15 @@ def test_leaky_relu_kernel() -> None:
     assert res.dtype == np.float32 and res[0] == np.float32(-0.2)
     assert np.signbit(run("leaky_relu", [f32([-0.0])])[0])  # -0 >= 0: kept as is
     # alpha may be negative, zero or larger than one (PReLU-like slopes).
-    np.testing.assert_array_equal(run("leaky_relu", [f32([-2.0, 2.0])], alpha=-1.5), f32([3.0, 2.0]))
+    np.testing.assert_array_equal(
+        run("leaky_relu", [f32([-2.0, 2.0])], alpha=-1.5), f32([3.0, 2.0])
+    )
     np.testing.assert_array_equal(run("leaky_relu", [f32([-2.0, 2.0])], alpha=0), f32([-0.0, 2.0]))
     # f16 computes in f32 with alpha as f32, and rounds once.
     x16 = np.array([-3.0, -0.1, 2.0, -65504.0], np.float16)
-    want = np.where(x16 >= 0, x16.astype(np.float32), x16.astype(np.float32) * np.float32(0.01)).astype(np.float16)
+    want = np.where(
+        x16 >= 0, x16.astype(np.float32), x16.astype(np.float32) * np.float32(0.01)
+    ).astype(np.float16)
     np.testing.assert_array_equal(run("leaky_relu", [x16]), want)
     # A scalar and an empty tensor.
     assert run("leaky_relu", [f32(-4.0)], 0.25) == np.float32(-1.0)
@@ -381,7 +411,9 @@ def test_clip_infer() -> None:
 
 
 def test_clip_kernel() -> None:
-    np.testing.assert_array_equal(run("clip", [f32([-2.0, 0.5, 3.0])], 0.0, 1.0), f32([0.0, 0.5, 1.0]))
+    np.testing.assert_array_equal(
+        run("clip", [f32([-2.0, 0.5, 3.0])], 0.0, 1.0), f32([0.0, 0.5, 1.0])
+    )
     np.testing.assert_array_equal(run("clip", [i32([-3, 1, 7])], -0.5, 2.5), i32([0, 1, 2]))
     res = run("clip", [np.array([0, 200], dtype=np.uint8)], -math.inf, 100)
     np.testing.assert_array_equal(res, np.array([0, 100], dtype=np.uint8))
@@ -395,11 +427,18 @@ def test_cast_infer() -> None:
 def test_cast_kernel() -> None:
     res = run("cast", [f32([1.7, -1.7, np.nan, 1e10, -1e10])], DType("i32"))
     np.testing.assert_array_equal(res, i32([1, -1, 0, 2147483647, -2147483648]))
-    np.testing.assert_array_equal(run("cast", [f32([-3.5, 3.5])], DType("u8")), np.array([0, 3], np.uint8))
-    np.testing.assert_array_equal(run("cast", [i32([300, -1])], DType("u8")), np.array([44, 255], np.uint8))
-    np.testing.assert_array_equal(run("cast", [f32([0.0, 2.0])], DType("bool")), np.array([False, True]))
-    np.testing.assert_array_equal(run("cast", [np.array([True, False])], DType("f16")),
-                                  np.array([1.0, 0.0], np.float16))
+    np.testing.assert_array_equal(
+        run("cast", [f32([-3.5, 3.5])], DType("u8")), np.array([0, 3], np.uint8)
+    )
+    np.testing.assert_array_equal(
+        run("cast", [i32([300, -1])], DType("u8")), np.array([44, 255], np.uint8)
+    )
+    np.testing.assert_array_equal(
+        run("cast", [f32([0.0, 2.0])], DType("bool")), np.array([False, True])
+    )
+    np.testing.assert_array_equal(
+        run("cast", [np.array([True, False])], DType("f16")), np.array([1.0, 0.0], np.float16)
+    )
 
 
 def test_where_infer() -> None:
@@ -438,7 +477,9 @@ def test_factories_kernel() -> None:
     np.testing.assert_array_equal(run("zeros", [], (2, 3)), np.zeros((2, 3), np.float32))
     np.testing.assert_array_equal(run("ones", [], (2,), dtype=DType("i32")), i32([1, 1]))
     np.testing.assert_array_equal(run("full", [], (2, 2), -1.5), f32([[-1.5, -1.5], [-1.5, -1.5]]))
-    np.testing.assert_array_equal(run("full", [], (3,), 9, DType("u8")), np.array([9, 9, 9], np.uint8))
+    np.testing.assert_array_equal(
+        run("full", [], (3,), 9, DType("u8")), np.array([9, 9, 9], np.uint8)
+    )
     assert run("full", [], (), 2.0).shape == ()
 
 
@@ -501,14 +542,21 @@ def test_dense_kernel() -> None:
 # conv2d
 
 
-def naive_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tuple[int, int],
-                 pad: tuple[int, int, int, int], dil: tuple[int, int], groups: int) -> np.ndarray:
+def naive_conv2d(
+    x: np.ndarray,
+    w: np.ndarray,
+    b: np.ndarray | None,
+    stride: tuple[int, int],
+    pad: tuple[int, int, int, int],
+    dil: tuple[int, int],
+    groups: int,
+) -> np.ndarray:
     """A direct loop over every output element: the definition of conv2d."""
     nb, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     pt, pl, pb, pr = pad
     xp = np.zeros((nb, c, h + pt + pb, wd + pl + pr))
-    xp[:, :, pt:pt + h, pl:pl + wd] = x
+    xp[:, :, pt : pt + h, pl : pl + wd] = x
     oh = (h + pt + pb - dil[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (wd + pl + pr - dil[1] * (kw - 1) - 1) // stride[1] + 1
     og = o // groups
@@ -522,8 +570,15 @@ def naive_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tup
                     for ci in range(cg):
                         for i in range(kh):
                             for j in range(kw):
-                                acc += (xp[bi, g * cg + ci, y * stride[0] + i * dil[0], xx * stride[1] + j * dil[1]]
-                                        * w[oc, ci, i, j])
+                                acc += (
+                                    xp[
+                                        bi,
+                                        g * cg + ci,
+                                        y * stride[0] + i * dil[0],
+                                        xx * stride[1] + j * dil[1],
+                                    ]
+                                    * w[oc, ci, i, j]
+                                )
                     out[bi, oc, y, xx] = acc
     return out
 
@@ -531,18 +586,29 @@ def naive_conv2d(x: np.ndarray, w: np.ndarray, b: np.ndarray | None, stride: tup
 def test_conv2d_infer() -> None:
     assert infer("conv2d", [T((1, 3, 32, 32)), T((8, 3, 3, 3))]) == T((1, 8, 30, 30))
     assert infer("conv2d", [T((1, 3, 32, 32)), T((8, 3, 3, 3))], 2, 1) == T((1, 8, 16, 16))
-    assert infer("conv2d", [T((2, 4, 9, 9)), T((6, 2, 3, 3))], groups=2, dilation=2) == T((2, 6, 5, 5))
-    assert infer("conv2d", [T((1, 1, 5, 5)), T((1, 1, 3, 3))], padding=(1, 0, 0, 2)) == T((1, 1, 4, 5))
+    assert infer("conv2d", [T((2, 4, 9, 9)), T((6, 2, 3, 3))], groups=2, dilation=2) == T(
+        (2, 6, 5, 5)
+    )
+    assert infer("conv2d", [T((1, 1, 5, 5)), T((1, 1, 3, 3))], padding=(1, 0, 0, 2)) == T(
+        (1, 1, 4, 5)
+    )
 
 
 def test_conv2d_infer_symbolic() -> None:
     t = infer("conv2d", [T((n, 3, m, 32)), T((8, 3, 3, 3))], padding=1)
     assert t.shape[0] == n and D.dims_equal(t.shape[2], m) and t.shape[3] == 32
     t = infer("conv2d", [T((1, 3, m, 8)), T((8, 3, 3, 3))], strides=2)
-    assert D.dims_equal(t.shape[2], D.simplify(D.BinOp("+", D.BinOp("/", D.BinOp("-", m, 3), 2), 1)))
+    assert D.dims_equal(
+        t.shape[2], D.simplify(D.BinOp("+", D.BinOp("/", D.BinOp("-", m, 3), 2), 1))
+    )
     assert D.evaluate(t.shape[2], {"m": 10}) == 4
     # Symbolic channels must agree with the weight provably.
-    assert infer("conv2d", [T((1, D.BinOp("*", 2, n), 4, 4)), T((4, n, 1, 1))], groups=2).shape == (1, 4, 4, 4)
+    assert infer("conv2d", [T((1, D.BinOp("*", 2, n), 4, 4)), T((4, n, 1, 1))], groups=2).shape == (
+        1,
+        4,
+        4,
+        4,
+    )
 
 
 def test_conv2d_errors() -> None:
@@ -590,38 +656,52 @@ def test_conv2d_groups_hand_computed() -> None:
     np.testing.assert_array_equal(run("conv2d", [x, w2]), f32([[[[31, 42]]]]))
 
 
-@pytest.mark.parametrize("stride, pad, dil, groups", [
-    ((1, 1), (0, 0, 0, 0), (1, 1), 1),
-    ((2, 1), (1, 2, 0, 1), (1, 1), 1),
-    ((1, 2), (0, 0, 0, 0), (2, 1), 2),
-    ((2, 2), (1, 1, 1, 1), (2, 2), 4),
-    ((3, 1), (2, 0, 1, 0), (1, 3), 2),
-])
+@pytest.mark.parametrize(
+    "stride, pad, dil, groups",
+    [
+        ((1, 1), (0, 0, 0, 0), (1, 1), 1),
+        ((2, 1), (1, 2, 0, 1), (1, 1), 1),
+        ((1, 2), (0, 0, 0, 0), (2, 1), 2),
+        ((2, 2), (1, 1, 1, 1), (2, 2), 4),
+        ((3, 1), (2, 0, 1, 0), (1, 3), 2),
+    ],
+)
 def test_conv2d_matches_naive(stride, pad, dil, groups) -> None:
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, 4, 7, 8))
     w = rng.standard_normal((4, 4 // groups, 3, 2))
     b = rng.standard_normal(4)
     res = run("conv2d", [x, w, b], stride, pad, dil, groups)
-    np.testing.assert_allclose(res, naive_conv2d(x, w, b, stride, pad, dil, groups), rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(
+        res, naive_conv2d(x, w, b, stride, pad, dil, groups), rtol=1e-10, atol=1e-10
+    )
 
 
 @given(
-    st.integers(1, 3), st.integers(1, 3), st.integers(1, 2), st.integers(1, 2),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(1, 2),
+    st.integers(1, 2),
     st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), st.integers(0, 2)),
-    st.tuples(st.integers(1, 2), st.integers(1, 2)), st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    st.tuples(st.integers(1, 3), st.integers(1, 3)),
     st.tuples(st.integers(1, 3), st.integers(1, 3)),
 )
 @settings(max_examples=40, deadline=None)
 def test_conv2d_property(groups, cg, og, nb, pad, dil, stride, k) -> None:
     rng = np.random.default_rng(1)
     h, wd = 6, 5
-    if dil[0] * (k[0] - 1) + 1 > h + pad[0] + pad[2] or dil[1] * (k[1] - 1) + 1 > wd + pad[1] + pad[3]:
+    if (
+        dil[0] * (k[0] - 1) + 1 > h + pad[0] + pad[2]
+        or dil[1] * (k[1] - 1) + 1 > wd + pad[1] + pad[3]
+    ):
         return
     x = rng.standard_normal((nb, groups * cg, h, wd)).astype(np.float32)
     w = rng.standard_normal((groups * og, cg, *k)).astype(np.float32)
     res = run("conv2d", [x, w], stride, pad, dil, groups)
-    np.testing.assert_allclose(res, naive_conv2d(x, w, None, stride, pad, dil, groups), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        res, naive_conv2d(x, w, None, stride, pad, dil, groups), rtol=1e-4, atol=1e-4
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -649,7 +729,12 @@ def test_pool_infer_symbolic() -> None:
 def test_pool_ceil_mode_drops_window_in_padding() -> None:
     # Width 4, window 2, stride 2, right pad 1: ceil gives 3 windows, but the third would
     # start in the padding, so only 2 remain (PyTorch's rule).
-    assert infer("max_pool2d", [T((1, 1, 1, 4))], (1, 2), (1, 2), (0, 0, 0, 1), ceil_mode=True).shape[3] == 2
+    assert (
+        infer("max_pool2d", [T((1, 1, 1, 4))], (1, 2), (1, 2), (0, 0, 0, 1), ceil_mode=True).shape[
+            3
+        ]
+        == 2
+    )
 
 
 def test_pool_errors() -> None:
@@ -679,8 +764,12 @@ def test_max_pool2d_kernel() -> None:
 def test_max_pool2d_ceil_and_dilation() -> None:
     x = f32([[[[1, 5, 2, 4, 6]]]])
     np.testing.assert_array_equal(run("max_pool2d", [x], (1, 2), (1, 2)), f32([[[[5, 4]]]]))
-    np.testing.assert_array_equal(run("max_pool2d", [x], (1, 2), (1, 2), ceil_mode=True), f32([[[[5, 4, 6]]]]))
-    np.testing.assert_array_equal(run("max_pool2d", [x], (1, 2), dilation=(1, 2)), f32([[[[2, 5, 6]]]]))
+    np.testing.assert_array_equal(
+        run("max_pool2d", [x], (1, 2), (1, 2), ceil_mode=True), f32([[[[5, 4, 6]]]])
+    )
+    np.testing.assert_array_equal(
+        run("max_pool2d", [x], (1, 2), dilation=(1, 2)), f32([[[[2, 5, 6]]]])
+    )
 
 
 def test_max_pool2d_int() -> None:
@@ -689,7 +778,9 @@ def test_max_pool2d_int() -> None:
 
 
 def test_avg_pool2d_kernel() -> None:
-    np.testing.assert_array_equal(run("avg_pool2d", [X44], 2, 2), f32([[[[2.5, 4.5], [10.5, 12.5]]]]))
+    np.testing.assert_array_equal(
+        run("avg_pool2d", [X44], 2, 2), f32([[[[2.5, 4.5], [10.5, 12.5]]]])
+    )
     res = run("avg_pool2d", [X44], 2, 2, 1)
     np.testing.assert_array_equal(res, f32([[[[0, 1.5, 3], [6, 7.5, 9], [12, 13.5, 15]]]]))
     res = run("avg_pool2d", [X44], 2, 2, 1, count_include_pad=True)
@@ -699,7 +790,9 @@ def test_avg_pool2d_kernel() -> None:
 def test_avg_pool2d_ceil_mode() -> None:
     x = f32([[[[1, 5, 2, 4, 6]]]])
     # The last window [6, (beyond)] averages only the real cell, also with count_include_pad.
-    np.testing.assert_array_equal(run("avg_pool2d", [x], (1, 2), (1, 2), ceil_mode=True), f32([[[[3, 3, 6]]]]))
+    np.testing.assert_array_equal(
+        run("avg_pool2d", [x], (1, 2), (1, 2), ceil_mode=True), f32([[[[3, 3, 6]]]])
+    )
     res = run("avg_pool2d", [x], (1, 2), (1, 2), ceil_mode=True, count_include_pad=True)
     np.testing.assert_array_equal(res, f32([[[[3, 3, 6]]]]))
 
@@ -824,9 +917,12 @@ def test_reduce_kernels() -> None:
     np.testing.assert_array_equal(run("max", [x], 0), f32([4, 5, 6]))
     np.testing.assert_array_equal(run("max", [x], keepdims=True), f32([[6]]))
     # Integer sums wrap to the input dtype.
-    np.testing.assert_array_equal(run("sum", [np.array([100, 100], np.int8)]), np.array(-56, np.int8))
-    np.testing.assert_array_equal(run("max", [np.array([[True, False], [False, False]])], 1),
-                                  np.array([True, False]))
+    np.testing.assert_array_equal(
+        run("sum", [np.array([100, 100], np.int8)]), np.array(-56, np.int8)
+    )
+    np.testing.assert_array_equal(
+        run("max", [np.array([[True, False], [False, False]])], 1), np.array([True, False])
+    )
     # Rank 0: reducing every axis reduces none.
     assert run("mean", [f32(2.5)]) == f32(2.5)
     np.testing.assert_array_equal(run("sum", [x], ()), x)
@@ -880,7 +976,9 @@ def test_split_errors() -> None:
         infer("split", [T((7,))], 0)
     with op_error("split: indices_or_sections must be an integer or a tuple of integers"):
         infer("split", [T((7,))], 1.5)
-    with op_error("split: with a symbolic dimension n the split indices must be non-negative and increasing"):
+    with op_error(
+        "split: with a symbolic dimension n the split indices must be non-negative and increasing"
+    ):
         infer("split", [T((n,))], (3, 1))
     # A symbolic dim is only known at run time: the kernel checks divisibility then.
     with op_error("split: dimension 7 does not divide into 2 equal sections"):
@@ -958,13 +1056,17 @@ def test_reshape_infer() -> None:
 
 
 def test_reshape_errors() -> None:
-    with op_error("reshape: cannot reshape \\(2, 6\\) \\(12 elements\\) to \\(5, 2\\) \\(10 elements\\)"):
+    with op_error(
+        "reshape: cannot reshape \\(2, 6\\) \\(12 elements\\) to \\(5, 2\\) \\(10 elements\\)"
+    ):
         infer("reshape", [T((2, 6))], (5, 2))
     with op_error("reshape: .* has more than one -1"):
         infer("reshape", [T((2, 6))], (-1, -1))
     with op_error("reshape: cannot infer the -1 .*: 12 elements are not provably divisible by 5"):
         infer("reshape", [T((2, 6))], (-1, 5))
-    with op_error("reshape: cannot infer the -1 .*: 3 \\* n elements are not provably divisible by 2"):
+    with op_error(
+        "reshape: cannot infer the -1 .*: 3 \\* n elements are not provably divisible by 2"
+    ):
         infer("reshape", [T((n, 3))], (-1, 2))
     with op_error("reshape: cannot reshape \\(n, 4\\)"):
         infer("reshape", [T((n, 4))], (m, 4))
@@ -1083,7 +1185,9 @@ def test_take_kernel_clips() -> None:
     res = run("take", [data, np.array([[0, 2], [5, -1]], np.int64)])
     np.testing.assert_array_equal(res, f32([[10, 30], [30, 10]]))
     m2 = i32([[1, 2], [3, 4]])
-    np.testing.assert_array_equal(run("take", [m2, np.array([1, 1, 0], np.int32)], 1), i32([[2, 2, 1], [4, 4, 3]]))
+    np.testing.assert_array_equal(
+        run("take", [m2, np.array([1, 1, 0], np.int32)], 1), i32([[2, 2, 1], [4, 4, 3]])
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -1114,7 +1218,9 @@ def test_interpreter_runs_new_ops() -> None:
     np.testing.assert_array_equal(out, f32([[3, 3, 3], [10, 10, 10]]))
 
 
-@pytest.mark.parametrize("name, n_inputs", [("subtract", 2), ("divide", 2), ("power", 2), ("negative", 1)])
+@pytest.mark.parametrize(
+    "name, n_inputs", [("subtract", 2), ("divide", 2), ("power", 2), ("negative", 1)]
+)
 def test_arithmetic_without_a_bool_result_needs_a_numeric_tensor(name: str, n_inputs: int) -> None:
     # numpy's kernels raise (subtract, negative) or change the dtype (divide: float64,
     # power: int8) on bool, so the interpreter crashed on programs the verifier accepted
@@ -1128,10 +1234,16 @@ def test_arithmetic_without_a_bool_result_needs_a_numeric_tensor(name: str, n_in
 def test_kernels_refuse_an_empty_axis_of_symbolic_length() -> None:
     # The verifier refuses a static 0; a symbolic one can be 0 at run time.
     with pytest.raises(OpError, match="max: axis 0 has length 0"):
-        REGISTRY.get("max").kernel([np.zeros((0, 3), np.float32)], {"axes": (0,), "keepdims": False})
+        REGISTRY.get("max").kernel(
+            [np.zeros((0, 3), np.float32)], {"axes": (0,), "keepdims": False}
+        )
     with pytest.raises(OpError, match="take: axis 0 of data has length 0"):
-        REGISTRY.get("take").kernel([np.zeros((0, 3), np.float32), np.zeros((2,), np.int32)], {"axis": 0})
-    empty = REGISTRY.get("take").kernel([np.zeros((0, 3), np.float32), np.zeros((0,), np.int32)], {"axis": 0})
+        REGISTRY.get("take").kernel(
+            [np.zeros((0, 3), np.float32), np.zeros((2,), np.int32)], {"axis": 0}
+        )
+    empty = REGISTRY.get("take").kernel(
+        [np.zeros((0, 3), np.float32), np.zeros((0,), np.int32)], {"axis": 0}
+    )
     assert empty.shape == (0, 3)
 
 
@@ -1143,10 +1255,16 @@ def test_kernels_do_not_warn_on_empty_axes_or_infinities() -> None:
     empty = np.zeros((2, 0), np.float32)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert np.isnan(REGISTRY.get("mean").kernel([empty], {"axes": (1,), "keepdims": False})).all()
-        REGISTRY.get("rms_norm").kernel([empty, np.zeros((0,), np.float32)], {"axes": (-1,), "epsilon": 1e-5})
-        REGISTRY.get("layer_norm").kernel([empty, np.zeros((0,), np.float32), np.zeros((0,), np.float32)],
-                                          {"axes": (-1,), "epsilon": 1e-5})
+        assert np.isnan(
+            REGISTRY.get("mean").kernel([empty], {"axes": (1,), "keepdims": False})
+        ).all()
+        REGISTRY.get("rms_norm").kernel(
+            [empty, np.zeros((0,), np.float32)], {"axes": (-1,), "epsilon": 1e-5}
+        )
+        REGISTRY.get("layer_norm").kernel(
+            [empty, np.zeros((0,), np.float32), np.zeros((0,), np.float32)],
+            {"axes": (-1,), "epsilon": 1e-5},
+        )
         REGISTRY.get("global_avg_pool2d").kernel([np.zeros((1, 2, 0, 3), np.float32)], {})
         assert np.isnan(REGISTRY.get("silu").kernel([f32([-np.inf])], {})).all()
 
@@ -1156,9 +1274,15 @@ def test_integer_power_and_divide_out_of_range_do_not_depend_on_the_array_length
     # sixteen (its SIMD loop); the C target could match neither (found by the fuzzer).
     # Now both convert as C on x86: through int64 for u32 (wrapping), int32 for u16 (0).
     for n in (1, 16, 17):
-        got = REGISTRY.get("power").kernel([np.full(n, 3, np.uint32), np.full(n, 27, np.uint32)], {})
+        got = REGISTRY.get("power").kernel(
+            [np.full(n, 3, np.uint32), np.full(n, 27, np.uint32)], {}
+        )
         assert (got == 2030534587).all()
-        got = REGISTRY.get("power").kernel([np.full(n, 11, np.uint16), np.full(n, 11, np.uint16)], {})
+        got = REGISTRY.get("power").kernel(
+            [np.full(n, 11, np.uint16), np.full(n, 11, np.uint16)], {}
+        )
         assert (got == 0).all()
-        got = REGISTRY.get("divide").kernel([np.full(n, -2**31, np.int32), np.full(n, -1, np.int32)], {})
-        assert (got == -2**31).all()
+        got = REGISTRY.get("divide").kernel(
+            [np.full(n, -(2**31), np.int32), np.full(n, -1, np.int32)], {}
+        )
+        assert (got == -(2**31)).all()

@@ -59,9 +59,20 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] attrs {upper_bounds = {}} {
 
 # -- vocab ------------------------------------------------------------------------------
 
+
 def test_every_op_name_constant_is_a_registered_op() -> None:
-    names = [vocab.CONST, vocab.ALLOC_STORAGE, vocab.ALLOC_TENSOR, vocab.KILL_TENSOR, vocab.KILL_STORAGE,
-             vocab.KILL_OBJECT, vocab.CALL_PACKED, vocab.CALL_CPACKED, vocab.STACK_ALLOCA, vocab.STRUCT_SET]
+    names = [
+        vocab.CONST,
+        vocab.ALLOC_STORAGE,
+        vocab.ALLOC_TENSOR,
+        vocab.KILL_TENSOR,
+        vocab.KILL_STORAGE,
+        vocab.KILL_OBJECT,
+        vocab.CALL_PACKED,
+        vocab.CALL_CPACKED,
+        vocab.STACK_ALLOCA,
+        vocab.STRUCT_SET,
+    ]
     assert len(set(names)) == len(names)
     for name in names:
         assert REGISTRY.get(name) is not None, name
@@ -70,18 +81,21 @@ def test_every_op_name_constant_is_a_registered_op() -> None:
     assert vocab.PACKED_CALL_OPS == {"call_packed", "call_cpacked"}
 
 
-@pytest.mark.parametrize("value, is_int, is_dim", [
-    (3, True, True),
-    (-1, True, True),
-    (True, False, False),
-    (3.0, False, False),
-    ("n", False, False),
-    (D.Sym("n"), False, True),
-    (D.BinOp("*", D.Sym("n"), 2), False, True),
-    (D.DimCall("max", (D.Sym("n"), 1)), False, True),
-    ((1, 2), False, False),
-    (None, False, False),
-])
+@pytest.mark.parametrize(
+    "value, is_int, is_dim",
+    [
+        (3, True, True),
+        (-1, True, True),
+        (True, False, False),
+        (3.0, False, False),
+        ("n", False, False),
+        (D.Sym("n"), False, True),
+        (D.BinOp("*", D.Sym("n"), 2), False, True),
+        (D.DimCall("max", (D.Sym("n"), 1)), False, True),
+        ((1, 2), False, False),
+        (None, False, False),
+    ],
+)
 def test_is_int_and_is_dim(value: object, is_int: bool, is_dim: bool) -> None:
     assert vocab.is_int(value) is is_int
     assert vocab.is_dim(value) is is_dim
@@ -117,14 +131,21 @@ def test_kill_predicates_recognise_kill_statements_only() -> None:
 
 # -- expr_vars --------------------------------------------------------------------------
 
+
 def test_expr_vars_reads_every_variable_in_order() -> None:
     assert [list(expr_vars(e)) for e in ONE_OF_EACH] == [
-        [X], [X, Y], [X, Y], [X, Z], [X, Y], [X],
+        [X],
+        [X, Y],
+        [X, Y],
+        [X, Z],
+        [X, Y],
+        [X],
     ]
     assert list(expr_vars("not an expression")) == []  # type: ignore[arg-type]
 
 
 # -- ExprFunctor ------------------------------------------------------------------------
+
 
 class _Kinds(ExprFunctor[str]):
     def visit_var(self, e: Var) -> str:
@@ -148,7 +169,12 @@ class _Kinds(ExprFunctor[str]):
 
 def test_expr_functor_dispatches_on_the_kind_of_expression() -> None:
     assert [_Kinds().visit_expr(e) for e in ONE_OF_EACH] == [
-        "var x", "call add", "call_func f", "invoke exp", "tuple 2", "project 1",
+        "var x",
+        "call add",
+        "call_func f",
+        "invoke exp",
+        "tuple 2",
+        "project 1",
     ]
 
 
@@ -177,6 +203,7 @@ def test_expr_functor_default_can_be_overridden() -> None:
 
 # -- StmtVisitor, FunctionRewriter, with_body, map_functions ----------------------------
 
+
 def test_stmt_visitor_walks_bindings_and_effects_in_order() -> None:
     seen: list[str] = []
 
@@ -189,7 +216,13 @@ def test_stmt_visitor_walks_bindings_and_effects_in_order() -> None:
 
     module = parse_module(MODULE, "w.rx")
     Record().visit_function(module.functions[1])
-    assert seen == ["bind s", "bind y", "effect invoke exp", "bind z", "effect call memory.kill_tensor"]
+    assert seen == [
+        "bind s",
+        "bind y",
+        "effect invoke exp",
+        "bind z",
+        "effect call memory.kill_tensor",
+    ]
     StmtVisitor().visit_function(module.functions[1])  # the default visits do nothing
 
 
@@ -207,14 +240,21 @@ def test_function_rewriter_maps_each_statement_to_its_replacements() -> None:
     out = DropEffectsDoubleBinds().rewrite_function(main)
     assert [s.name for s in out.body] == ["s", "s", "y", "y", "z", "z"]
     assert (out.name, out.params, out.ret_type, out.attrs, out.ret) == (
-        main.name, main.params, main.ret_type, main.attrs, main.ret)
+        main.name,
+        main.params,
+        main.ret_type,
+        main.attrs,
+        main.ret,
+    )
     assert out.loc == main.loc and out.attr_locs == main.attr_locs
     assert len(main.body) == 5  # the input is not changed
 
 
 def test_with_body_keeps_everything_else_including_locations() -> None:
     loc, attr_loc = Loc("w.rx", 3, 1), Loc("w.rx", 3, 40)
-    fn = Function("f", (), OBJECT, (("planned", True),), (Bind("a", None, X),), Var("a"), loc, (attr_loc,))
+    fn = Function(
+        "f", (), OBJECT, (("planned", True),), (Bind("a", None, X),), Var("a"), loc, (attr_loc,)
+    )
     new = with_body(fn, [Bind("b", None, Y)])
     assert new.body == (Bind("b", None, Y),)
     assert type(new.body) is tuple
@@ -239,6 +279,7 @@ def test_map_functions_keeps_order_and_the_module_location() -> None:
 
 # -- names ------------------------------------------------------------------------------
 
+
 def test_function_names_are_parameters_and_bindings() -> None:
     main = parse_module(MODULE, "w.rx").functions[1]
     assert function_names(main) == {"x", "s", "y", "z"}
@@ -262,12 +303,14 @@ _TAKEN = st.sets(st.one_of(_BASES, st.builds(lambda b, i: f"{b}_{i}", _BASES, st
 
 
 @given(taken=_TAKEN, bases=st.lists(_BASES, max_size=20))
-def test_fresh_names_never_collide_with_taken_ones_or_each_other(taken: set[str], bases: list[str]) -> None:
+def test_fresh_names_never_collide_with_taken_ones_or_each_other(
+    taken: set[str], bases: list[str]
+) -> None:
     names = NameSupply(taken)
     out = [names.fresh(b) for b in bases]
     assert not set(out) & taken
     assert len(set(out)) == len(out)
     for base, name in zip(bases, out):
-        assert name == base or (name.startswith(base + "_") and name[len(base) + 1:].isdigit())
+        assert name == base or (name.startswith(base + "_") and name[len(base) + 1 :].isdigit())
     assert names.taken == taken | set(out)
     assert taken <= names.taken

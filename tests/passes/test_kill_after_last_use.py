@@ -25,7 +25,9 @@ SAMPLES = sorted((Path(__file__).resolve().parents[2] / "samples").glob("*.rx"))
 
 def test_basic_storage_outlives_its_tensor_and_params_outputs_are_not_killed() -> None:
     # TVM test_basic, with relaxc's rule that a storage lives while a tensor carved from it does.
-    assert_pass(KillAfterLastUse(), """
+    assert_pass(
+        KillAfterLastUse(),
+        """
 fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %storage = memory.alloc_storage(16)
   %y = memory.alloc_tensor(%storage, 0, (4,), f32)
@@ -34,7 +36,8 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %z = memory.alloc_tensor(%z_storage, 0, (4,), f32)
   invoke add(%x, %y) outs (%z)
   return %z
-}""", """
+}""",
+        """
 fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %storage = memory.alloc_storage(16)
   %y = memory.alloc_tensor(%storage, 0, (4,), f32)
@@ -45,19 +48,23 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   memory.kill_tensor(%y)
   memory.kill_storage(%storage)
   return %z
-}""")
+}""",
+    )
 
 
 def test_trivial_rebinding_keeps_the_value_alive() -> None:
     # The MLC-LLM breakage (class 1): %y = %x, later uses only of %y; nothing dies before them.
-    assert_pass(KillAfterLastUse(), """
+    assert_pass(
+        KillAfterLastUse(),
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %x = exp(%p)
   %y = %x
   %a = relu(%p)
   %z = add(%y, %a)
   return %z
-}""", """
+}""",
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %x = exp(%p)
   %y = %x
@@ -67,11 +74,14 @@ fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   memory.kill_tensor(%y)
   memory.kill_tensor(%a)
   return %z
-}""")
+}""",
+    )
 
 
 def test_view_keeps_its_source_alive() -> None:
-    assert_pass(KillAfterLastUse(), """
+    assert_pass(
+        KillAfterLastUse(),
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tensor[(2, 2), f32] {
   %x = exp(%p)
   %v = reshape(%x, (2, 2))
@@ -79,7 +89,8 @@ fn @main(%p: Tensor[(4,), f32]) -> Tensor[(2, 2), f32] {
   %c = reshape(%b, (2, 2))
   %z = add(%v, %c)
   return %z
-}""", """
+}""",
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tensor[(2, 2), f32] {
   %x = exp(%p)
   %v = reshape(%x, (2, 2))
@@ -91,14 +102,17 @@ fn @main(%p: Tensor[(4,), f32]) -> Tensor[(2, 2), f32] {
   memory.kill_tensor(%b)
   memory.kill_tensor(%c)
   return %z
-}""")
+}""",
+    )
 
 
 def test_tuple_keeps_its_fields_alive_until_its_last_projection() -> None:
     # As in TVM's test_nested_tuple: a field lives until the last use of the tuple or of any
     # projection of it, so %a dies after %w = %t.1 even though %u's last use came earlier;
     # the tuple's own register is released right after its last use.
-    assert_pass(KillAfterLastUse(), """
+    assert_pass(
+        KillAfterLastUse(),
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %a = exp(%p)
   %b = tanh(%p)
@@ -108,7 +122,8 @@ fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %w = %t.1
   %d = add(%w, %c)
   return %d
-}""", """
+}""",
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %a = exp(%p)
   %b = tanh(%p)
@@ -124,11 +139,14 @@ fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   memory.kill_tensor(%c)
   memory.kill_tensor(%w)
   return %d
-}""")
+}""",
+    )
 
 
 def test_value_returned_through_a_tuple_is_never_killed() -> None:
-    assert_pass(KillAfterLastUse(), """
+    assert_pass(
+        KillAfterLastUse(),
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(4,), f32]] {
   %a = exp(%p)
   %v = reshape(%a, (4,))
@@ -136,7 +154,8 @@ fn @main(%p: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(4,), f32]] {
   %c = sigmoid(%p)
   %t = (%b, %a)
   return %t
-}""", """
+}""",
+        """
 fn @main(%p: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(4,), f32]] {
   %a = exp(%p)
   %v = reshape(%a, (4,))
@@ -145,11 +164,14 @@ fn @main(%p: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(4,), f32]] {
   memory.kill_tensor(%c)
   %t = (%b, %a)
   return %t
-}""")
+}""",
+    )
 
 
 def test_existing_kills_constants_and_parameters() -> None:
-    assert_pass(KillAfterLastUse(), """
+    assert_pass(
+        KillAfterLastUse(),
+        """
 fn @main(%p: Tensor[(4,), f32], %q: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %w = const([1.0, 2.0, 3.0, 4.0], f32)
   %a = add(%p, %w)
@@ -157,7 +179,8 @@ fn @main(%p: Tensor[(4,), f32], %q: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %r = reshape(%q, (2, 2))
   %b = exp(%q)
   return %b
-}""".replace("  memory.kill_tensor(%a)\n", "  %a2 = relu(%a)\n  memory.kill_tensor(%a)\n"), """
+}""".replace("  memory.kill_tensor(%a)\n", "  %a2 = relu(%a)\n  memory.kill_tensor(%a)\n"),
+        """
 fn @main(%p: Tensor[(4,), f32], %q: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %w = const([1.0, 2.0, 3.0, 4.0], f32)
   %a = add(%p, %w)
@@ -167,7 +190,8 @@ fn @main(%p: Tensor[(4,), f32], %q: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %r = reshape(%q, (2, 2))
   %b = exp(%q)
   return %b
-}""")
+}""",
+    )
 
 
 def test_running_twice_changes_nothing() -> None:
@@ -245,8 +269,9 @@ fn @main(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
 def test_samples_same_results(path: Path) -> None:
     before = parse_module(path.read_text(), str(path))
-    after = Pipeline([ManifestAlloc(), PlanMemory(time_limit=0.1), KillAfterLastUse()],
-                     [VerifyInstrument()]).run(before)
+    after = Pipeline(
+        [ManifestAlloc(), PlanMemory(time_limit=0.1), KillAfterLastUse()], [VerifyInstrument()]
+    ).run(before)
     wpath = default_weights_path(path)
     assert_same_results(*run_both(before, after, weights=load_npz(wpath) if wpath else None))
 
@@ -255,7 +280,10 @@ def test_samples_same_results(path: Path) -> None:
 @given(programs())
 def test_generated_programs_with_poisoned_kills_same_results(prog) -> None:
     before = parse_module(prog.text, "gen.rx")
-    for passes in ([KillAfterLastUse()], [ManifestAlloc(), KillAfterLastUse()],
-                   [ManifestAlloc(), PlanMemory(time_limit=0.05, check=True), KillAfterLastUse()]):
+    for passes in (
+        [KillAfterLastUse()],
+        [ManifestAlloc(), KillAfterLastUse()],
+        [ManifestAlloc(), PlanMemory(time_limit=0.05, check=True), KillAfterLastUse()],
+    ):
         after = Pipeline(passes, [VerifyInstrument()]).run(before)
         assert_same_results(*run_both(before, after, prog.dims))

@@ -62,7 +62,10 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] attrs {planned = true} {
 def test_buffers_are_wrapped_and_parameters_pass_through() -> None:
     # TVM test_aot_packed_call (tvm#8096): each non-parameter buffer gets a stack_alloca and
     # struct_sets, and the call takes the structs; the runner's parameter %x stays raw.
-    assert_pass(LegalizePackedCalls(), PLANNED, """
+    assert_pass(
+        LegalizePackedCalls(),
+        PLANNED,
+        """
 fn @exp(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] attrs {primitive = true} {
   %out = exp(%x)
   return %out
@@ -77,20 +80,27 @@ fn @fused(%a: Tensor[(4,), f32], %b: Tensor[(4,), f32]) -> Tensor[(4,), f32]
 
 fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] attrs {planned = true} {
   %arena = memory.alloc_storage(64, align=64, scope="global", arena=true)
-  %t = memory.alloc_tensor(%arena, 0, (4,), f32)""" + struct("t_arg", "t", 1, "(4,)") + """
+  %t = memory.alloc_tensor(%arena, 0, (4,), f32)"""
+        + struct("t_arg", "t", 1, "(4,)")
+        + """
   call_cpacked("exp", %x, %t_arg)
   %out_storage = memory.alloc_storage(64, align=64, scope="global", external=true)
-  %out = memory.alloc_tensor(%out_storage, 0, (4,), f32)""" + struct("t_arg_1", "t", 1, "(4,)")
-                + struct("out_arg", "out", 1, "(4,)") + """
+  %out = memory.alloc_tensor(%out_storage, 0, (4,), f32)"""
+        + struct("t_arg_1", "t", 1, "(4,)")
+        + struct("out_arg", "out", 1, "(4,)")
+        + """
   call_cpacked("fused", %x, %t_arg_1, %out_arg)
   memory.kill_tensor(%t)
   memory.kill_storage(%arena)
   return %out
-}""")
+}""",
+    )
 
 
 def test_one_struct_per_buffer_even_when_passed_twice() -> None:
-    after = assert_pass(LegalizePackedCalls(), """
+    after = assert_pass(
+        LegalizePackedCalls(),
+        """
 fn @main(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] attrs {planned = true} {
   %arena = memory.alloc_storage(64, align=64, scope="global", arena=true)
   %t = memory.alloc_tensor(%arena, 0, (2, 3), f32)
@@ -99,7 +109,8 @@ fn @main(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] attrs {planned = true} 
   %o = memory.alloc_tensor(%o_storage, 0, (2, 3), f32)
   invoke add(%t, %t) outs (%o)
   return %o
-}""", """
+}""",
+        """
 fn @exp(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] attrs {primitive = true} {
   %out = exp(%x)
   return %out
@@ -113,21 +124,32 @@ fn @add(%lhs: Tensor[(2, 3), f32], %rhs: Tensor[(2, 3), f32]) -> Tensor[(2, 3), 
 
 fn @main(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] attrs {planned = true} {
   %arena = memory.alloc_storage(64, align=64, scope="global", arena=true)
-  %t = memory.alloc_tensor(%arena, 0, (2, 3), f32)""" + struct("t_arg", "t", 2, "(2, 3)") + """
+  %t = memory.alloc_tensor(%arena, 0, (2, 3), f32)"""
+        + struct("t_arg", "t", 2, "(2, 3)")
+        + """
   call_cpacked("exp", %x, %t_arg)
   %o_storage = memory.alloc_storage(64, align=64, scope="global", external=true)
-  %o = memory.alloc_tensor(%o_storage, 0, (2, 3), f32)""" + struct("t_arg_1", "t", 2, "(2, 3)")
-                        + struct("o_arg", "o", 2, "(2, 3)") + """
+  %o = memory.alloc_tensor(%o_storage, 0, (2, 3), f32)"""
+        + struct("t_arg_1", "t", 2, "(2, 3)")
+        + struct("o_arg", "o", 2, "(2, 3)")
+        + """
   call_cpacked("add", %t_arg_1, %t_arg_1, %o_arg)
   return %o
-}""")
-    allocas = [s for s in after.get("main").body if isinstance(s.value, Call) and s.value.op == "tir.stack_alloca"]
+}""",
+    )
+    allocas = [
+        s
+        for s in after.get("main").body
+        if isinstance(s.value, Call) and s.value.op == "tir.stack_alloca"
+    ]
     assert len(allocas) == 3
 
 
 def test_new_names_never_collide() -> None:
     # A value already named %t_arg and a function already named @exp: the pass picks fresh names.
-    after = LegalizePackedCalls()(parse_module("""
+    after = LegalizePackedCalls()(
+        parse_module(
+            """
 fn @exp(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] attrs {primitive = true} {
   %q = tanh(%p)
   return %q
@@ -143,22 +165,33 @@ fn @main(%x: Tensor[(4,), f32], %t_arg: Tensor[(4,), f32]) -> Tensor[(4,), f32] 
   %o = memory.alloc_tensor(%o_storage, 0, (4,), f32)
   invoke add(%u, %t_arg) outs (%o)
   return %o
-}""", "t.rx"))
+}""",
+            "t.rx",
+        )
+    )
     verify_module(after)
     names = [f.name for f in after.functions]
     assert len(names) == len(set(names)) and "exp_1" in names and "exp" in names
     main = after.get("main")
     bound = [s.name for s in main.body if isinstance(s, Bind)] + [p.name for p in main.params]
     assert len(bound) == len(set(bound))
-    calls = [s.value for s in main.body if isinstance(s.value, Call) and s.value.op == "call_cpacked"]
-    assert [c.args[0] for c in calls] == ["exp_1", "exp", "add"]  # the op got @exp_1; @exp is the user's
+    calls = [
+        s.value for s in main.body if isinstance(s.value, Call) and s.value.op == "call_cpacked"
+    ]
+    assert [c.args[0] for c in calls] == [
+        "exp_1",
+        "exp",
+        "add",
+    ]  # the op got @exp_1; @exp is the user's
     # %t_arg is a parameter: it passes through, and no struct took its name.
     assert calls[2].args[2].name == "t_arg"
     assert {"t_arg_1", "t_arg_2", "u_arg", "u_arg_1", "o_arg"} <= set(bound)
 
 
 def test_symbolic_dims_are_passed_after_the_buffers() -> None:
-    after = LegalizePackedCalls()(parse_module("""
+    after = LegalizePackedCalls()(
+        parse_module(
+            """
 fn @scale(%s: Tensor[(h, q), f32]) -> Tensor[(h, q), f32] attrs {primitive = true} {
   %r = relu(%s)
   return %r
@@ -173,7 +206,10 @@ fn @main(%x: Tensor[(n, 10), f32]) -> Tensor[(n * 10,), f32] attrs {upper_bounds
   %o = memory.alloc_tensor(%o_storage, 0, (n * 10,), f32)
   invoke exp(%f) outs (%o)
   return %o
-}""", "t.rx"))
+}""",
+            "t.rx",
+        )
+    )
     verify_module(after)
     text = print_module(after)
     assert 'call_cpacked("scale", %x, %t_arg, n, 10)' in text
@@ -184,39 +220,62 @@ fn @main(%x: Tensor[(n, 10), f32]) -> Tensor[(n * 10,), f32] attrs {upper_bounds
 
 
 def test_identical_kernel_instances_share_one_function() -> None:
-    after = Pipeline([ManifestAlloc(), PlanMemory(), LegalizePackedCalls()], [VerifyInstrument()]).run(
-        parse_module(SAMPLES_BY_NAME["cnn"].read_text(), "cnn.rx"))
+    after = Pipeline(
+        [ManifestAlloc(), PlanMemory(), LegalizePackedCalls()], [VerifyInstrument()]
+    ).run(parse_module(SAMPLES_BY_NAME["cnn"].read_text(), "cnn.rx"))
     names = [f.name for f in after.functions if f.is_primitive]
     # relu runs five times in the CNN on four distinct types: four kernel functions.
-    assert sorted(n for n in names if n.startswith("relu")) == ["relu", "relu_1", "relu_2", "relu_3"]
-    calls = [s.value.args[0] for s in after.get("main").body
-             if isinstance(s.value, Call) and s.value.op == "call_cpacked"]
+    assert sorted(n for n in names if n.startswith("relu")) == [
+        "relu",
+        "relu_1",
+        "relu_2",
+        "relu_3",
+    ]
+    calls = [
+        s.value.args[0]
+        for s in after.get("main").body
+        if isinstance(s.value, Call) and s.value.op == "call_cpacked"
+    ]
     assert len(calls) == 16 and set(calls) == set(names)
 
 
 def test_multi_output_kernels_get_one_struct_per_output() -> None:
-    after = Pipeline([ManifestAlloc(), PlanMemory(), LegalizePackedCalls()], [VerifyInstrument()]).run(
-        parse_module("""
+    after = Pipeline(
+        [ManifestAlloc(), PlanMemory(), LegalizePackedCalls()], [VerifyInstrument()]
+    ).run(
+        parse_module(
+            """
 fn @main(%x: Tensor[(2, 4), f32]) -> Tensor[(2, 2), f32] {
   %s = split(%x, 2, axis=1)
   %a = %s.0
   %b = %s.1
   %c = add(%a, %b)
   return %c
-}""", "t.rx"))
+}""",
+            "t.rx",
+        )
+    )
     text = print_module(after)
-    assert "fn @split(%x: Tensor[(2, 4), f32]) -> Tuple[Tensor[(2, 2), f32], Tensor[(2, 2), f32]]" in text
+    assert (
+        "fn @split(%x: Tensor[(2, 4), f32]) -> Tuple[Tensor[(2, 2), f32], Tensor[(2, 2), f32]]"
+        in text
+    )
     assert 'call_cpacked("split", %x, %s_0_arg, %s_1_arg)' in text
 
 
 def test_symbolic_attributes_without_a_tensor_are_refused() -> None:
     with pytest.raises(PassError, match="zeros has symbolic dims in its attributes .n.*--unpacked"):
-        Pipeline([ManifestAlloc(), PlanMemory(), LegalizePackedCalls()]).run(parse_module("""
+        Pipeline([ManifestAlloc(), PlanMemory(), LegalizePackedCalls()]).run(
+            parse_module(
+                """
 fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 4}} {
   %z = zeros(shape=(n,))
   %y = add(%x, %z)
   return %y
-}""", "t.rx"))
+}""",
+                "t.rx",
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------------
@@ -235,22 +294,31 @@ def test_refused_before_plan_memory() -> None:
 
 
 def test_refused_on_raw_programs() -> None:
-    with pytest.raises(PassError, match="LegalizePackedCalls needs explicit memory.*run ManifestAlloc and PlanMemory"):
+    with pytest.raises(
+        PassError,
+        match="LegalizePackedCalls needs explicit memory.*run ManifestAlloc and PlanMemory",
+    ):
         LegalizePackedCalls()(parse_module(SAMPLES_BY_NAME["mlp"].read_text(), "mlp.rx"))
 
 
 def test_pipeline_refuses_legalize_before_plan_memory() -> None:
     passes = [ManifestAlloc(), LegalizePackedCalls(), PlanMemory()]
     with pytest.raises(PassError) as info:
-        check_order(passes, detect_properties(parse_module(SAMPLES_BY_NAME["mlp"].read_text(), "mlp.rx")))
+        check_order(
+            passes, detect_properties(parse_module(SAMPLES_BY_NAME["mlp"].read_text(), "mlp.rx"))
+        )
     assert "LegalizePackedCalls needs planned memory" in info.value.message
-    assert info.value.notes == ("in pass 2 of the pipeline (ManifestAlloc -> LegalizePackedCalls -> PlanMemory)",)
+    assert info.value.notes == (
+        "in pass 2 of the pipeline (ManifestAlloc -> LegalizePackedCalls -> PlanMemory)",
+    )
 
 
 def test_plan_memory_refuses_legalized_ir() -> None:
     legalized = LegalizePackedCalls()(PlanMemory()(manifested()))
     assert PACKED_CALLS in detect_properties(legalized)
-    with pytest.raises(PassError, match="PlanMemory cannot run on IR with packed calls.*plan memory before"):
+    with pytest.raises(
+        PassError, match="PlanMemory cannot run on IR with packed calls.*plan memory before"
+    ):
         PlanMemory()(legalized)
 
 
@@ -275,8 +343,14 @@ def test_samples_round_trip_and_keep_their_plan(path: Path) -> None:
     assert LegalizePackedCalls()(legalized) == legalized  # a second run changes nothing
     # The memory plan and the report read off the final IR are exactly those of the planned IR.
     for a, b in zip(memory_report(planned), memory_report(legalized)):
-        assert (a.arena_bytes, a.lower_bound, a.naive_bytes) == (b.arena_bytes, b.lower_bound, b.naive_bytes)
-        assert [(r.name, r.offset, r.bytes) for r in a.buffers] == [(r.name, r.offset, r.bytes) for r in b.buffers]
+        assert (a.arena_bytes, a.lower_bound, a.naive_bytes) == (
+            b.arena_bytes,
+            b.lower_bound,
+            b.naive_bytes,
+        )
+        assert [(r.name, r.offset, r.bytes) for r in a.buffers] == [
+            (r.name, r.offset, r.bytes) for r in b.buffers
+        ]
     # No invoke is left, every struct is filled completely, and parameters are never wrapped.
     main = legalized.get("main")
     params = {p.name for p in main.params}
@@ -288,7 +362,9 @@ def test_samples_round_trip_and_keep_their_plan(path: Path) -> None:
             fields.setdefault(v.args[0].name, set()).add(v.args[2])
             if v.args[2] == "data":
                 assert v.args[3].name not in params
-    assert fields and all(f == {"data", "device_type", "device_id", "ndim", "dtype", "shape"} for f in fields.values())
+    assert fields and all(
+        f == {"data", "device_type", "device_id", "ndim", "dtype", "shape"} for f in fields.values()
+    )
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -21,12 +21,15 @@ SAMPLES = sorted((Path(__file__).resolve().parents[2] / "samples").glob("*.rx"))
 
 
 def test_kernel_results_get_storage_and_destination_passing() -> None:
-    assert_pass(ManifestAlloc(), """
+    assert_pass(
+        ManifestAlloc(),
+        """
 fn @main(%x: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
   %a = exp(%x)
   %b = relu(%a)
   return %b
-}""", """
+}""",
+        """
 fn @main(%x: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
   %a_storage = memory.alloc_storage(64, align=64, scope="global")
   %a = memory.alloc_tensor(%a_storage, 0, (10,), f32)
@@ -35,17 +38,21 @@ fn @main(%x: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
   %b = memory.alloc_tensor(%b_storage, 0, (10,), f32)
   invoke relu(%a) outs (%b)
   return %b
-}""")
+}""",
+    )
 
 
 @pytest.mark.parametrize("dtype", sorted(d for d in DTYPES if DTYPES[d].numpy is not None))
 def test_exact_byte_size_for_every_dtype(dtype: str) -> None:
-    after = run_pass(ManifestAlloc(align=1), f"""
+    after = run_pass(
+        ManifestAlloc(align=1),
+        f"""
 fn @main(%x: Tensor[(2, 3), {dtype}]) -> Tensor[(2, 3), {dtype}] {{
   %a = maximum(%x, %x)
   %b = minimum(%a, %x)
   return %b
-}}""")
+}}""",
+    )
     size = after.functions[0].body[0].value.args[0]
     assert size == 6 * DTYPES[dtype].nbytes  # bool is one byte per element, not one bit
 
@@ -62,7 +69,9 @@ def test_sizes_helpers() -> None:
 
 
 def test_views_tuples_aliases_constants_allocate_nothing() -> None:
-    assert_pass(ManifestAlloc(), """
+    assert_pass(
+        ManifestAlloc(),
+        """
 fn @main(%x: Tensor[(2, 4), f32]) -> Tensor[(8,), f32] {
   %c = const([1.0, 2.0, 3.0, 4.0], f32)
   %a = add(%x, %c)
@@ -71,7 +80,8 @@ fn @main(%x: Tensor[(2, 4), f32]) -> Tensor[(8,), f32] {
   %p = %t.0
   %q = %p
   return %q
-}""", """
+}""",
+        """
 fn @main(%x: Tensor[(2, 4), f32]) -> Tensor[(8,), f32] {
   %c = const([1.0, 2.0, 3.0, 4.0], f32)
   %a_storage = memory.alloc_storage(64, align=64, scope="global", external=true)
@@ -82,17 +92,21 @@ fn @main(%x: Tensor[(2, 4), f32]) -> Tensor[(8,), f32] {
   %p = %t.0
   %q = %p
   return %q
-}""")
+}""",
+    )
 
 
 def test_tuple_output_kernel_gets_one_storage_per_field() -> None:
-    assert_pass(ManifestAlloc(), """
+    assert_pass(
+        ManifestAlloc(),
+        """
 fn @main(%x: Tensor[(4, 6), f32]) -> Tensor[(4, 2), f32] {
   %s = split(%x, 3, axis=1)
   %b = %s.1
   %c = exp(%b)
   return %c
-}""", """
+}""",
+        """
 fn @main(%x: Tensor[(4, 6), f32]) -> Tensor[(4, 2), f32] {
   %s_0_storage = memory.alloc_storage(64, align=64, scope="global")
   %s_0 = memory.alloc_tensor(%s_0_storage, 0, (4, 2), f32)
@@ -107,16 +121,20 @@ fn @main(%x: Tensor[(4, 6), f32]) -> Tensor[(4, 2), f32] {
   %c = memory.alloc_tensor(%c_storage, 0, (4, 2), f32)
   invoke exp(%b) outs (%c)
   return %c
-}""")
+}""",
+    )
 
 
 def test_symbolic_shapes_give_symbolic_sizes() -> None:
-    assert_pass(ManifestAlloc(align=4), """
+    assert_pass(
+        ManifestAlloc(align=4),
+        """
 fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(n, 3), f32] {
   %a = exp(%x)
   %b = add(%a, %x)
   return %b
-}""", """
+}""",
+        """
 fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(n, 3), f32] {
   %a_storage = memory.alloc_storage(12 * n, align=4, scope="global")
   %a = memory.alloc_tensor(%a_storage, 0, (n, 3), f32)
@@ -125,7 +143,8 @@ fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(n, 3), f32] {
   %b = memory.alloc_tensor(%b_storage, 0, (n, 3), f32)
   invoke add(%a, %x) outs (%b)
   return %b
-}""")
+}""",
+    )
 
 
 OUTPUTS_BEFORE = """
@@ -143,7 +162,10 @@ fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(2, 2), f32],
 
 
 def test_output_used_inside_and_outputs_reached_through_views_and_tuples() -> None:
-    after = assert_pass(ManifestAlloc(), OUTPUTS_BEFORE, """
+    after = assert_pass(
+        ManifestAlloc(),
+        OUTPUTS_BEFORE,
+        """
 fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(2, 2), f32], Tensor[(4,), f32]] {
   %a_storage = memory.alloc_storage(64, align=64, scope="global", external=true)
   %a = memory.alloc_tensor(%a_storage, 0, (4,), f32)
@@ -162,13 +184,16 @@ fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(2, 2), f32],
   invoke relu(%x) outs (%d)
   %e = %d
   return (%a, %u, %e)
-}""")
+}""",
+    )
     a, b = run_both(parse_module(OUTPUTS_BEFORE), after)
     assert_same_results(a, b)
 
 
 def test_primitive_calls_become_invokes_other_calls_stay() -> None:
-    assert_pass(ManifestAlloc(), """
+    assert_pass(
+        ManifestAlloc(),
+        """
 fn @k(%p: Tensor[(m,), f32]) -> Tensor[(m,), f32] attrs {primitive = true} {
   %e = exp(%p)
   return %e
@@ -183,7 +208,8 @@ fn @main(%x: Tensor[(3,), f32]) -> Tensor[(3,), f32] {
   %a = call @k(%x)
   %b = call @g(%a)
   return %b
-}""", """
+}""",
+        """
 fn @k(%p: Tensor[(m,), f32]) -> Tensor[(m,), f32] attrs {primitive = true} {
   %e = exp(%p)
   return %e
@@ -202,30 +228,38 @@ fn @main(%x: Tensor[(3,), f32]) -> Tensor[(3,), f32] {
   invoke @k(%x) outs (%a)
   %b = call @g(%a)
   return %b
-}""")
+}""",
+    )
 
 
 def test_fresh_names_never_collide() -> None:
-    after = run_pass(ManifestAlloc(), """
+    after = run_pass(
+        ManifestAlloc(),
+        """
 fn @main(%a_storage: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
   %a = exp(%a_storage)
   %a_storage_1 = relu(%a)
   return %a_storage_1
-}""")
+}""",
+    )
     names = [s.name for s in after.functions[0].body if hasattr(s, "name")]
     assert len(names) == len(set(names))
     assert "a_storage_2" in names
 
 
 def test_unused_kernel_statement_is_dropped() -> None:
-    assert_pass(ManifestAlloc(), """
+    assert_pass(
+        ManifestAlloc(),
+        """
 fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
   exp(%x)
   return %x
-}""", """
+}""",
+        """
 fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
   return %x
-}""")
+}""",
+    )
 
 
 def test_bad_alignment_is_refused() -> None:

@@ -111,7 +111,9 @@ class BreakTheIR(Pass):
     summary: ClassVar[str] = "test pass: produces invalid IR"
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        fns = tuple(replace(f, ret=Var("nope")) if f.name == "main" else f for f in module.functions)
+        fns = tuple(
+            replace(f, ret=Var("nope")) if f.name == "main" else f for f in module.functions
+        )
         return Module(fns, module.loc)
 
 
@@ -207,8 +209,20 @@ def test_int_option(raw: str, want: int) -> None:
     assert parse(f"ManifestAlloc{{align={raw}}}") == [ManifestAlloc(align=want)]
 
 
-@pytest.mark.parametrize("raw, want", [("true", True), ("True", True), ("1", True), ("yes", True), ("on", True),
-                                       ("false", False), ("0", False), ("no", False), ("OFF", False)])
+@pytest.mark.parametrize(
+    "raw, want",
+    [
+        ("true", True),
+        ("True", True),
+        ("1", True),
+        ("yes", True),
+        ("on", True),
+        ("false", False),
+        ("0", False),
+        ("no", False),
+        ("OFF", False),
+    ],
+)
 def test_bool_option(raw: str, want: bool) -> None:
     assert parse(f"PlanMemory{{check={raw}}}")[0].check is want
 
@@ -225,8 +239,14 @@ def test_literal_option(planner: str) -> None:
 
 @pytest.mark.parametrize(
     "p",
-    [ManifestAlloc(), ManifestAlloc(align=8), PlanMemory(), PlanMemory(planner="greedy-conflict", check=True),
-     PlanMemory(time_limit=0.5), KillAfterLastUse()],
+    [
+        ManifestAlloc(),
+        ManifestAlloc(align=8),
+        PlanMemory(),
+        PlanMemory(planner="greedy-conflict", check=True),
+        PlanMemory(time_limit=0.5),
+        KillAfterLastUse(),
+    ],
 )
 def test_spec_round_trips(p: Pass) -> None:
     assert parse(p.spec()) == [p]
@@ -242,7 +262,9 @@ def test_unknown_pass_did_you_mean_and_caret() -> None:
     assert "unknown pass 'PlanMemoy'" in err.message
     assert "did you mean 'PlanMemory'?" in err.message
     caret_under(err, text, "PlanMemoy")
-    assert any("ManifestAlloc" in n and "PlanMemory" in n and "KillAfterLastUse" in n for n in err.notes)
+    assert any(
+        "ManifestAlloc" in n and "PlanMemory" in n and "KillAfterLastUse" in n for n in err.notes
+    )
 
 
 def test_unknown_kebab_pass_suggests_kebab() -> None:
@@ -257,8 +279,6 @@ def test_unknown_pass_without_close_match_lists_the_passes() -> None:
     assert "unknown pass 'Frobnicate'" in err.message
     assert "did you mean" not in err.message
     assert err.notes == ("passes: " + ", ".join(sorted(PASSES)),)
-
-
 
 
 @pytest.mark.parametrize(
@@ -327,8 +347,10 @@ def test_pass_without_options_has_none() -> None:
         ("ManifestAlloc{align=}", "ManifestAlloc.align must be an integer; got ''"),
         ("PlanMemory{check=maybe}", "PlanMemory.check must be true or false; got 'maybe'"),
         ("PlanMemory{time_limit=soon}", "PlanMemory.time_limit must be a number; got 'soon'"),
-        ("PlanMemory{planner=fast}",
-         "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; got 'fast'"),
+        (
+            "PlanMemory{planner=fast}",
+            "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; got 'fast'",
+        ),
         ("PlanMemory{planner=Best}", "got 'Best'"),
     ],
 )
@@ -344,7 +366,10 @@ def test_bad_option_values(text: str, needle: str) -> None:
         ("ManifestAlloc{align=3}", "ManifestAlloc: align=3 is not a power of two from 1 to 4096"),
         ("ManifestAlloc{align=0}", "ManifestAlloc: align=0 is not a power of two from 1 to 4096"),
         ("ManifestAlloc{align=-64}", "is not a power of two from 1 to 4096"),
-        ("PlanMemory{time_limit=-1}", "PlanMemory: time_limit=-1.0 must be a finite number of seconds, 0 or more"),
+        (
+            "PlanMemory{time_limit=-1}",
+            "PlanMemory: time_limit=-1.0 must be a finite number of seconds, 0 or more",
+        ),
     ],
 )
 def test_option_values_the_pass_refuses(text: str, needle: str) -> None:
@@ -377,14 +402,18 @@ def test_pass_config_sets_an_option_of_the_matching_pass_only() -> None:
 
 
 def test_pass_config_kebab_name_and_every_occurrence() -> None:
-    after = apply_pass_config([ManifestAlloc(), ManifestAlloc(align=8)], ["manifest-alloc.align=16"], PASSES)
+    after = apply_pass_config(
+        [ManifestAlloc(), ManifestAlloc(align=8)], ["manifest-alloc.align=16"], PASSES
+    )
     assert after == [ManifestAlloc(align=16), ManifestAlloc(align=16)]
 
 
 def test_pass_config_applies_in_order_later_wins() -> None:
     after = apply_pass_config(
         [ManifestAlloc(), PlanMemory()],
-        ["PlanMemory.planner=none", "PlanMemory.check=true", "PlanMemory.planner=greedy-conflict"], PASSES)
+        ["PlanMemory.planner=none", "PlanMemory.check=true", "PlanMemory.planner=greedy-conflict"],
+        PASSES,
+    )
     assert after[1] == PlanMemory(planner="greedy-conflict", check=True)
 
 
@@ -409,7 +438,15 @@ def test_pass_config_on_empty_pipeline() -> None:
 
 @pytest.mark.parametrize(
     "item",
-    ["PlanMemory", "PlanMemory.planner", "planner=best", "PlanMemory=best", ".planner=best", "PlanMemory.=best", ""],
+    [
+        "PlanMemory",
+        "PlanMemory.planner",
+        "planner=best",
+        "PlanMemory=best",
+        ".planner=best",
+        "PlanMemory.=best",
+        "",
+    ],
 )
 def test_pass_config_malformed(item: str) -> None:
     with pytest.raises(SpecError) as info:
@@ -444,7 +481,9 @@ def test_pass_config_bad_values(item: str, needle: str) -> None:
         apply_pass_config(vm_passes(), [item], PASSES)
 
 
-@pytest.mark.parametrize("item", ["ManifestAlloc.align=0", "ManifestAlloc.align=3", "PlanMemory.time_limit=-1"])
+@pytest.mark.parametrize(
+    "item", ["ManifestAlloc.align=0", "ManifestAlloc.align=3", "PlanMemory.time_limit=-1"]
+)
 def test_pass_config_value_the_pass_refuses_is_a_spec_error(item: str) -> None:
     with pytest.raises(SpecError):
         apply_pass_config(vm_passes(), [item], PASSES)
@@ -467,17 +506,23 @@ def test_named_pipelines_are_registered() -> None:
     assert c.index("PlanMemory") < c.index("LegalizePackedCalls")  # plan first, legalize after
 
 
-
-
 def test_c_pipeline_with_legalize() -> None:
     got = [p.name for p in assemble_pipeline("c")]
     assert got == ["ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls"]
 
 
-@pytest.mark.parametrize("passes, want", [
-    ("none", []), (" none ", []), ("vm", VM_PIPELINE), (" vm", VM_PIPELINE),
-    ("", []), ("ManifestAlloc", [ManifestAlloc]), ("plan-memory,manifest-alloc", [PlanMemory, ManifestAlloc]),
-])
+@pytest.mark.parametrize(
+    "passes, want",
+    [
+        ("none", []),
+        (" none ", []),
+        ("vm", VM_PIPELINE),
+        (" vm", VM_PIPELINE),
+        ("", []),
+        ("ManifestAlloc", [ManifestAlloc]),
+        ("plan-memory,manifest-alloc", [PlanMemory, ManifestAlloc]),
+    ],
+)
 def test_passes_overrides_the_target(passes: str, want: list[type]) -> None:
     assert [type(p) for p in assemble_pipeline("c", passes)] == want
 
@@ -488,8 +533,15 @@ def test_spec_options_survive_assembly() -> None:
 
 
 def test_configs_apply_to_the_named_pipeline() -> None:
-    got = assemble_pipeline("vm", None, (), ("PlanMemory.planner=greedy-size", "ManifestAlloc.align=16"))
-    assert got == [ManifestAlloc(align=16), PlanWorkspace(), PlanMemory(planner="greedy-size"), KillAfterLastUse()]
+    got = assemble_pipeline(
+        "vm", None, (), ("PlanMemory.planner=greedy-size", "ManifestAlloc.align=16")
+    )
+    assert got == [
+        ManifestAlloc(align=16),
+        PlanWorkspace(),
+        PlanMemory(planner="greedy-size"),
+        KillAfterLastUse(),
+    ]
 
 
 def test_named_pipeline_gives_fresh_default_passes() -> None:
@@ -506,25 +558,43 @@ def test_disable_removes_the_pass() -> None:
     assert got == [ManifestAlloc, PlanWorkspace, PlanMemory]
 
 
-@pytest.mark.parametrize("disable", [("kill-after-last-use,plan-memory",), ("KillAfterLastUse", "plan-memory"),
-                                     (" KillAfterLastUse , PlanMemory ",), ("KillAfterLastUse,,", "PlanMemory")])
+@pytest.mark.parametrize(
+    "disable",
+    [
+        ("kill-after-last-use,plan-memory",),
+        ("KillAfterLastUse", "plan-memory"),
+        (" KillAfterLastUse , PlanMemory ",),
+        ("KillAfterLastUse,,", "PlanMemory"),
+    ],
+)
 def test_disable_lists_and_repeats(disable: tuple[str, ...]) -> None:
-    assert [type(p) for p in assemble_pipeline("vm", None, disable)] == [ManifestAlloc, PlanWorkspace]
+    assert [type(p) for p in assemble_pipeline("vm", None, disable)] == [
+        ManifestAlloc,
+        PlanWorkspace,
+    ]
 
 
 def test_disable_every_occurrence() -> None:
-    got = assemble_pipeline("vm", "ManifestAlloc,KillAfterLastUse,ManifestAlloc", ("ManifestAlloc",))
+    got = assemble_pipeline(
+        "vm", "ManifestAlloc,KillAfterLastUse,ManifestAlloc", ("ManifestAlloc",)
+    )
     assert [type(p) for p in got] == [KillAfterLastUse]
 
 
 def test_disable_everything_leaves_an_empty_pipeline() -> None:
-    assert assemble_pipeline("vm", None, ("ManifestAlloc,PlanWorkspace,PlanMemory,KillAfterLastUse",)) == []
+    assert (
+        assemble_pipeline("vm", None, ("ManifestAlloc,PlanWorkspace,PlanMemory,KillAfterLastUse",))
+        == []
+    )
 
 
 def test_disable_pass_not_in_pipeline() -> None:
     with pytest.raises(SpecError) as info:
         assemble_pipeline("vm", "ManifestAlloc", ("PlanMemory",))
-    assert info.value.message == "--disable-pass PlanMemory: PlanMemory is not in the pipeline (ManifestAlloc)"
+    assert (
+        info.value.message
+        == "--disable-pass PlanMemory: PlanMemory is not in the pipeline (ManifestAlloc)"
+    )
     with pytest.raises(SpecError, match=r"not in the pipeline \(empty\)"):
         assemble_pipeline("vm", "none", ("plan-memory",))
 
@@ -559,15 +629,19 @@ def test_disabling_a_prerequisite_is_caught_by_the_order_check() -> None:
 def test_dump_names() -> None:
     vm = vm_passes()
     assert resolve_dump_names(("all",), vm, "--dump-after") == {"all"}
-    assert resolve_dump_names(("plan-memory,ManifestAlloc", "KillAfterLastUse"), vm, "--dump-after") == {
-        "PlanMemory", "ManifestAlloc", "KillAfterLastUse"}
+    assert resolve_dump_names(
+        ("plan-memory,ManifestAlloc", "KillAfterLastUse"), vm, "--dump-after"
+    ) == {"PlanMemory", "ManifestAlloc", "KillAfterLastUse"}
     assert resolve_dump_names((), vm, "--dump-after") == frozenset()
 
 
 def test_dump_name_not_in_pipeline() -> None:
     with pytest.raises(SpecError) as info:
         resolve_dump_names(("PlanMemory",), [ManifestAlloc()], "--dump-before")
-    assert info.value.message == "--dump-before PlanMemory: PlanMemory is not in the pipeline (ManifestAlloc)"
+    assert (
+        info.value.message
+        == "--dump-before PlanMemory: PlanMemory is not in the pipeline (ManifestAlloc)"
+    )
 
 
 def test_dump_name_unknown() -> None:
@@ -612,7 +686,9 @@ def test_planning_after_packed_calls_is_refused() -> None:
         check_order(passes, detect_properties(module()))
     assert "PlanMemory cannot run on IR with packed calls" in info.value.message
     assert "plan memory before LegalizePackedCalls" in info.value.message
-    assert info.value.notes == ("in pass 3 of the pipeline (ManifestAlloc -> FakeLegalize -> PlanMemory)",)
+    assert info.value.notes == (
+        "in pass 3 of the pipeline (ManifestAlloc -> FakeLegalize -> PlanMemory)",
+    )
 
 
 def test_packed_then_plan_is_fine_the_other_way_round() -> None:
@@ -655,7 +731,9 @@ def test_verify_names_the_pass_that_broke_the_ir() -> None:
 
 def test_verify_blames_the_first_broken_pass() -> None:
     with pytest.raises(PassBrokeIR) as info:
-        Pipeline([Record(tag="ok"), BreakTheIR(), Record(tag="later")], [VerifyInstrument()]).run(module())
+        Pipeline([Record(tag="ok"), BreakTheIR(), Record(tag="later")], [VerifyInstrument()]).run(
+            module()
+        )
     assert info.value.pass_name == "BreakTheIR"
     assert Record.log == ["ok"]  # the pipeline stops at the broken pass
 
@@ -719,23 +797,42 @@ class Sink:
 
 def test_dump_before_and_after_named_passes() -> None:
     sink = Sink()
-    Pipeline(vm_passes(), [DumpInstrument(sink, before=frozenset({"PlanMemory"}),
-                                          after=frozenset({"ManifestAlloc", "KillAfterLastUse"}))]).run(module())
-    assert sink.calls == [("after", 0, "ManifestAlloc"), ("before", 1, "PlanMemory"), ("after", 2, "KillAfterLastUse")]
+    Pipeline(
+        vm_passes(),
+        [
+            DumpInstrument(
+                sink,
+                before=frozenset({"PlanMemory"}),
+                after=frozenset({"ManifestAlloc", "KillAfterLastUse"}),
+            )
+        ],
+    ).run(module())
+    assert sink.calls == [
+        ("after", 0, "ManifestAlloc"),
+        ("before", 1, "PlanMemory"),
+        ("after", 2, "KillAfterLastUse"),
+    ]
 
 
 def test_dump_all() -> None:
     sink = Sink()
     m = module()
-    out = Pipeline(vm_passes(), [DumpInstrument(sink, before=frozenset({"all"}), after=frozenset({"all"}))]).run(m)
+    out = Pipeline(
+        vm_passes(), [DumpInstrument(sink, before=frozenset({"all"}), after=frozenset({"all"}))]
+    ).run(m)
     assert sink.calls == [
-        ("before", 0, "ManifestAlloc"), ("after", 0, "ManifestAlloc"),
-        ("before", 1, "PlanMemory"), ("after", 1, "PlanMemory"),
-        ("before", 2, "KillAfterLastUse"), ("after", 2, "KillAfterLastUse"),
+        ("before", 0, "ManifestAlloc"),
+        ("after", 0, "ManifestAlloc"),
+        ("before", 1, "PlanMemory"),
+        ("after", 1, "PlanMemory"),
+        ("before", 2, "KillAfterLastUse"),
+        ("after", 2, "KillAfterLastUse"),
     ]
     mods = sink.modules
     assert mods[0] is m  # before the first pass: the input
-    assert mods[2] is mods[1] and mods[4] is mods[3]  # before a pass: what the previous one returned
+    assert (
+        mods[2] is mods[1] and mods[4] is mods[3]
+    )  # before a pass: what the previous one returned
     assert mods[-1] is out  # after the last: the result
     for d in mods:
         verify_module(parse_module(print_module(d), "dump.rx"))  # every dump parses and verifies
@@ -751,13 +848,17 @@ def test_dump_sees_the_pass_that_broke_the_ir_after_verify_fails_not_before() ->
     # Verify runs first in the instrument list, so the broken module is never dumped.
     sink = Sink()
     with pytest.raises(PassBrokeIR):
-        Pipeline([BreakTheIR()], [VerifyInstrument(), DumpInstrument(sink, after=frozenset({"all"}))]).run(module())
+        Pipeline(
+            [BreakTheIR()], [VerifyInstrument(), DumpInstrument(sink, after=frozenset({"all"}))]
+        ).run(module())
     assert sink.calls == []
 
 
 def test_instruments_do_not_change_the_result() -> None:
     plain = Pipeline(vm_passes()).run(module())
     sink, timing = Sink(), TimingInstrument()
-    watched = Pipeline(vm_passes(), [timing, VerifyInstrument(),
-                                     DumpInstrument(sink, frozenset({"all"}), frozenset({"all"}))]).run(module())
+    watched = Pipeline(
+        vm_passes(),
+        [timing, VerifyInstrument(), DumpInstrument(sink, frozenset({"all"}), frozenset({"all"}))],
+    ).run(module())
     assert watched == plain

@@ -29,8 +29,10 @@ PLANNERS = ["none", "greedy-size", "greedy-conflict", "best"]
 
 def plan(src: str, planner: str = "best") -> tuple[Module, Module]:
     before = parse_module(src, "t.rx")
-    after = Pipeline([ManifestAlloc(), PlanMemory(planner=planner, time_limit=0.2, check=True)],
-                     [VerifyInstrument()]).run(before)
+    after = Pipeline(
+        [ManifestAlloc(), PlanMemory(planner=planner, time_limit=0.2, check=True)],
+        [VerifyInstrument()],
+    ).run(before)
     return before, after
 
 
@@ -45,7 +47,11 @@ def tensor_offsets(m: Module, fn: str = "main") -> dict[str, tuple[str, int]]:
     f = m.get(fn)
     out = {}
     for s in f.body:
-        if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_tensor":
+        if (
+            isinstance(s, Bind)
+            and isinstance(s.value, Call)
+            and s.value.op == "memory.alloc_tensor"
+        ):
             out[s.name] = (s.value.args[0].name, s.value.args[1])
     return out
 
@@ -162,7 +168,9 @@ fn @main(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] {
   %m = add(%n, %x)
   return %m
 }""")
-    after = Pipeline([ManifestAlloc(align=1), PlanMemory(check=True)], [VerifyInstrument()]).run(before)
+    after = Pipeline([ManifestAlloc(align=1), PlanMemory(check=True)], [VerifyInstrument()]).run(
+        before
+    )
     rows = {r.name: r for r in memory_report(after)[0].buffers}
     assert rows["b"].bytes == 6 and rows["n"].bytes == 24
     assert_same_results(*run_both(before, after))
@@ -194,7 +202,9 @@ fn @main(%x: Tensor[(32,), f32]) -> Tensor[(32,), f32] {
 }""")
     offs = tensor_offsets(after)
     assert offs["a"][1] == offs["c"][1]
-    arena = [c for c in calls(after, "main", "memory.alloc_storage") if dict(c.kwargs).get("arena")][0]
+    arena = [
+        c for c in calls(after, "main", "memory.alloc_storage") if dict(c.kwargs).get("arena")
+    ][0]
     assert arena.args[0] == 256
 
 
@@ -211,7 +221,9 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n * 4,), f32] attrs {upper_bounds =
 }"""
     _, s = plan(static_src)
     before, b = plan(bounded_src)
-    sizes = lambda m: sorted(c.args[0] for c in calls(m, "main", "memory.alloc_storage") if dict(c.kwargs).get("arena"))
+    sizes = lambda m: sorted(
+        c.args[0] for c in calls(m, "main", "memory.alloc_storage") if dict(c.kwargs).get("arena")
+    )
     assert sizes(s) == sizes(b) == [128]
     for n in (1, 3, 4):
         assert_same_results(*run_both(before, b, {"n": n}))
@@ -226,7 +238,9 @@ fn @main(%x: Tensor[(n, m), f32]) -> Tensor[(n, m), f32] attrs {upper_bounds = {
   %y = add(%x, %s)
   return %y
 }""")
-    arena = [c for c in calls(after, "main", "memory.alloc_storage") if dict(c.kwargs).get("arena")][0]
+    arena = [
+        c for c in calls(after, "main", "memory.alloc_storage") if dict(c.kwargs).get("arena")
+    ][0]
     assert arena.args[0] == 8000 + 448  # z (8000) and s (400 -> 448 aligned) are live together
     for dims in ({"n": 20, "m": 5}, {"n": 3, "m": 5}, {"n": 7, "m": 2}):
         assert_same_results(*run_both(before, after, dims))
@@ -274,7 +288,9 @@ fn @main(%x: Tensor[(8,), f32]) -> Tuple[Tensor[(8,), f32], Tensor[(8,), f32]] {
 }""")
     offs = tensor_offsets(after)
     assert offs["b"][0] == "b_storage" and offs["d"][0] == "d_storage"
-    external = [c for c in calls(after, "main", "memory.alloc_storage") if dict(c.kwargs).get("external")]
+    external = [
+        c for c in calls(after, "main", "memory.alloc_storage") if dict(c.kwargs).get("external")
+    ]
     assert [c.args[0] for c in external] == [64, 64]  # exactly their size, never enlarged
     assert_same_results(*run_both(before, after))
 
@@ -307,7 +323,9 @@ fn @main(%x: Tensor[(512,), f32]) -> Tensor[(512,), f32] {
   return %b
 }"""
     _, after = plan(src)
-    arena = lambda fn: [c.args[0] for c in calls(after, fn, "memory.alloc_storage") if dict(c.kwargs).get("arena")]
+    arena = lambda fn: [
+        c.args[0] for c in calls(after, fn, "memory.alloc_storage") if dict(c.kwargs).get("arena")
+    ]
     assert arena("small") == [64] and arena("main") == [2048]
 
 
@@ -354,8 +372,10 @@ def test_running_twice_changes_nothing() -> None:
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
 def test_samples_every_planner_same_results(path: Path, planner: str) -> None:
     before = parse_module(path.read_text(), str(path))
-    after = Pipeline([ManifestAlloc(), PlanMemory(planner=planner, time_limit=0.2, check=True)],
-                     [VerifyInstrument()]).run(before)
+    after = Pipeline(
+        [ManifestAlloc(), PlanMemory(planner=planner, time_limit=0.2, check=True)],
+        [VerifyInstrument()],
+    ).run(before)
     assert parse_module(print_module(after)) == after
     for rep in memory_report(after):
         assert_report_plan_valid(rep)
@@ -367,7 +387,9 @@ def test_samples_every_planner_same_results(path: Path, planner: str) -> None:
 @given(programs())
 def test_generated_programs_same_results_and_valid_plans(prog) -> None:
     before = parse_module(prog.text, "gen.rx")
-    after = Pipeline([ManifestAlloc(), PlanMemory(time_limit=0.05, check=True)], [VerifyInstrument()]).run(before)
+    after = Pipeline(
+        [ManifestAlloc(), PlanMemory(time_limit=0.05, check=True)], [VerifyInstrument()]
+    ).run(before)
     for rep in memory_report(after):
         assert_report_plan_valid(rep)
     assert_same_results(*run_both(before, after, prog.dims))

@@ -50,11 +50,16 @@ fn @main(%x: Tensor[(10,), f32], %y: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
 
 
 def test_intermediate_dying_at_an_in_place_op_shares_the_output() -> None:
-    assert_pass(ManifestAlloc(), IN_PLACE, IN_PLACE.replace(
-        "  %r = call @f(%x, %y)\n",
-        "  %r_storage = memory.alloc_storage(64, align=64, scope=\"global\", external=true)\n"
-        "  %r = memory.alloc_tensor(%r_storage, 0, (10,), f32)\n"
-        "  invoke @f(%x, %y) outs (%r)\n"))
+    assert_pass(
+        ManifestAlloc(),
+        IN_PLACE,
+        IN_PLACE.replace(
+            "  %r = call @f(%x, %y)\n",
+            '  %r_storage = memory.alloc_storage(64, align=64, scope="global", external=true)\n'
+            "  %r = memory.alloc_tensor(%r_storage, 0, (10,), f32)\n"
+            "  invoke @f(%x, %y) outs (%r)\n",
+        ),
+    )
     m = ManifestAlloc()(parse_module(IN_PLACE, "t.rx"))
     expected = print_module(m).replace(
         """fn @f(%p0: Tensor[(10,), f32], %p1: Tensor[(10,), f32]) -> Tensor[(10,), f32]
@@ -70,7 +75,8 @@ def test_intermediate_dying_at_an_in_place_op_shares_the_output() -> None:
   %1 = %out0
   invoke subtract(%0, %p1) outs (%1)
   return %out0
-}""")
+}""",
+    )
     assert print_module(PlanWorkspace()(m)) == expected
 
 
@@ -98,8 +104,10 @@ def test_what_the_outputs_cannot_hold_goes_into_a_workspace_the_caller_allocates
     text = print_module(out)
     assert "%a = %out0" in text  # a dies at the add computed in place over it
     assert "%b = memory.view(%workspace, 0, (4,), f32)" in text
-    main = print_module(out)[text.index("fn @main"):]
-    assert main.count("memory.alloc_storage(64, align=64, scope=\"global\")") == 3  # %y and two workspaces
+    main = print_module(out)[text.index("fn @main") :]
+    assert (
+        main.count('memory.alloc_storage(64, align=64, scope="global")') == 3
+    )  # %y and two workspaces
     assert "invoke @f(%x, %f_workspace) outs (%y)" in main
     assert "invoke @f(%y, %f_workspace_1) outs (%z)" in main
 
@@ -150,7 +158,9 @@ def test_symbolic_workspace_follows_the_callers_dims(tmp_path: Path, bounded: bo
     f = out.get("f")
     assert f.attr("workspace") is not None and not isinstance(f.attr("workspace"), int)
     main = print_module(out)
-    assert "memory.alloc_storage(64 * ((4 * m + 63) / 64), align=64" in main  # the callee's n is m here
+    assert (
+        "memory.alloc_storage(64 * ((4 * m + 63) / 64), align=64" in main
+    )  # the callee's n is m here
     src = tmp_path / "s.rx"
     src.write_text(text)
     r = CliRunner().invoke(cli, ["report", str(src), "--json"])
@@ -161,7 +171,10 @@ def test_symbolic_workspace_follows_the_callers_dims(tmp_path: Path, bounded: bo
     r = CliRunner().invoke(cli, ["build", str(src), "-q", "-o", str(tmp_path / "s.rxb")])
     assert r.exit_code == 0, r.output
     for n in ("1", "7", "100"):
-        r = CliRunner().invoke(cli, ["run", str(tmp_path / "s.rxb"), "--check", "--poison", "--stats", "--dim", f"m={n}"])
+        r = CliRunner().invoke(
+            cli,
+            ["run", str(tmp_path / "s.rxb"), "--check", "--poison", "--stats", "--dim", f"m={n}"],
+        )
         assert r.exit_code == 0, r.output
         assert "bit-identical" in r.output and "exactly the memory the plan promised" in r.output
 
@@ -192,8 +205,10 @@ fn @f(%x: Tensor[(4,), f32], %workspace: Tensor[(64,), u8], %out0: Tensor[(4,), 
 """
 
 
-@pytest.mark.parametrize("a, b, ok", [(0, 16, True), (0, 32, True), (16, 0, True), (0, 0, False), (8, 0, False),
-                                      (0, 12, False)])
+@pytest.mark.parametrize(
+    "a, b, ok",
+    [(0, 16, True), (0, 32, True), (16, 0, True), (0, 0, False), (8, 0, False), (0, 12, False)],
+)
 def test_checker_rejects_live_values_sharing_bytes(a: int, b: int, ok: bool) -> None:
     m = parse_module(LOWERED.replace("A,", f"{a},").replace("B,", f"{b},"), "l.rx")
     if ok:
@@ -223,8 +238,11 @@ fn @f(%x: Tensor[(4,), f32], %workspace: Tensor[(64,), u8], %out0: Tensor[(4,), 
 
 
 def test_checker_rejects_an_output_never_written() -> None:
-    text = LOWERED.replace("A,", "0,").replace("B,", "16,").replace("  %c = %out0\n  invoke add(%a, %b) outs (%c)\n",
-                                                                   "  %c = add(%a, %b)\n")
+    text = (
+        LOWERED.replace("A,", "0,")
+        .replace("B,", "16,")
+        .replace("  %c = %out0\n  invoke add(%a, %b) outs (%c)\n", "  %c = add(%a, %b)\n")
+    )
     with pytest.raises(RxError, match="by destination passing only"):
         verify_module(parse_module(text, "l.rx"))
     text = LOWERED.replace("A,", "0,").replace("B,", "16,").replace("outs (%c)", "outs (%b)")
@@ -233,12 +251,15 @@ def test_checker_rejects_an_output_never_written() -> None:
 
 
 def test_lowered_function_cannot_be_called_by_value() -> None:
-    text = LOWERED.replace("A,", "0,").replace("B,", "16,") + """
+    text = (
+        LOWERED.replace("A,", "0,").replace("B,", "16,")
+        + """
 fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %y = call @f(%x)
   return %y
 }
 """
+    )
     with pytest.raises(RxError, match="lowered primitive function"):
         verify_module(parse_module(text, "l.rx"))
 
@@ -266,7 +287,9 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
     want = np.exp(x) + np.tanh(x)
     np.testing.assert_allclose(Interpreter(good).run("main", [x]), want, rtol=1e-6)
     got = Interpreter(bad, types=verify_module(good)).run("main", [x])  # the same types, unverified
-    assert not np.allclose(got, want)  # tanh overwrote exp's result: the rejected placement is wrong
+    assert not np.allclose(
+        got, want
+    )  # tanh overwrote exp's result: the rejected placement is wrong
 
 
 def test_c_static_memory_is_the_report_workspaces_included(tmp_path: Path) -> None:
@@ -286,8 +309,13 @@ def test_c_static_memory_is_the_report_workspaces_included(tmp_path: Path) -> No
     assert r.exit_code == 0, r.output
     arena = next(f for f in json.loads(r.output)["functions"] if f["name"] == "main")["arena_bytes"]
     assert arena >= 64  # at least the workspace
-    subprocess.run([cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", "w.c"],
-                   cwd=tmp_path / "c", check=True)
-    sizes = subprocess.run(["size", "-A", "w.o"], cwd=tmp_path / "c", capture_output=True, text=True).stdout
+    subprocess.run(
+        [cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic", "-c", "w.c"],
+        cwd=tmp_path / "c",
+        check=True,
+    )
+    sizes = subprocess.run(
+        ["size", "-A", "w.o"], cwd=tmp_path / "c", capture_output=True, text=True
+    ).stdout
     bss = next(int(line.split()[1]) for line in sizes.splitlines() if line.startswith(".bss"))
     assert bss == arena

@@ -29,8 +29,15 @@ def assert_pass(p: Pass, before: str, expected: str) -> Module:
     after = run_pass(p, before)
     want = parse_module(expected, "expected.rx")
     if after != want:
-        diff = "\n".join(difflib.unified_diff(
-            print_module(want).splitlines(), print_module(after).splitlines(), "expected", "actual", lineterm=""))
+        diff = "\n".join(
+            difflib.unified_diff(
+                print_module(want).splitlines(),
+                print_module(after).splitlines(),
+                "expected",
+                "actual",
+                lineterm="",
+            )
+        )
         raise AssertionError(f"{p.name} output differs from the expected module:\n{diff}")
     return after
 
@@ -44,8 +51,14 @@ def assert_same_results(a: Any, b: Any) -> None:
         np.testing.assert_array_equal(a, b)
 
 
-def run_both(before: Module, after: Module, dims: Mapping[str, int] | None = None,
-             weights: Mapping[str, np.ndarray] | None = None, seed: int = 0, entry: str = "main") -> tuple[Any, Any]:
+def run_both(
+    before: Module,
+    after: Module,
+    dims: Mapping[str, int] | None = None,
+    weights: Mapping[str, np.ndarray] | None = None,
+    seed: int = 0,
+    entry: str = "main",
+) -> tuple[Any, Any]:
     fn = before.get(entry)
     assert fn is not None
     args = random_inputs(fn, resolve_dims(fn, dict(dims or {})), seed)

@@ -22,20 +22,39 @@ def _spin(stop) -> None:  # a busy loop until told to stop
         x = (x * 31 + 7) % 1000003
 
 
-@pytest.mark.skipif(not DATA.is_dir(), reason="the MiniMalloc instances (shared/benchmarks) are not beside the checkout")
+@pytest.mark.skipif(
+    not DATA.is_dir(),
+    reason="the MiniMalloc instances (shared/benchmarks) are not beside the checkout",
+)
 def test_two_builds_under_load_are_byte_identical(tmp_path: Path) -> None:
     src = tmp_path / "d.rx"
     src.write_text(program("D"))
     stop = multiprocessing.Event()
-    spinners = [multiprocessing.Process(target=_spin, args=(stop,), daemon=True) for _ in range(os.cpu_count() or 2)]
+    spinners = [
+        multiprocessing.Process(target=_spin, args=(stop,), daemon=True)
+        for _ in range(os.cpu_count() or 2)
+    ]
     for p in spinners:
         p.start()
     try:
         outs = []
         for k in range(2):
             out = tmp_path / f"d{k}.rxb"
-            subprocess.run([sys.executable, "-m", "relaxc.cli.main", "build", str(src), "-q", "-o", str(out),
-                            "--pass-config", "PlanMemory.time_limit=0.5"], check=True)
+            subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "relaxc.cli.main",
+                    "build",
+                    str(src),
+                    "-q",
+                    "-o",
+                    str(out),
+                    "--pass-config",
+                    "PlanMemory.time_limit=0.5",
+                ],
+                check=True,
+            )
             outs.append(out.read_bytes())
     finally:
         stop.set()

@@ -80,7 +80,9 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
 @needs_cc
 def test_emit_main_without_parameters_builds_with_werror_and_runs(tmp_path: Path) -> None:
     src = write(tmp_path, "em.rx", NO_PARAMS)
-    assert relaxc("build", str(src), "-t", "c", "--emit-main", "-o", str(tmp_path / "c"), "-q")[0] == 0
+    assert (
+        relaxc("build", str(src), "-t", "c", "--emit-main", "-o", str(tmp_path / "c"), "-q")[0] == 0
+    )
     c = tmp_path / "c"
     assert "read_file" not in (c / "em_main.c").read_text()
     subprocess.run([CC, *STRICT, "em.c", "em_main.c", "-lm", "-o", "em"], cwd=c, check=True)
@@ -92,18 +94,27 @@ def test_emit_main_without_parameters_builds_with_werror_and_runs(tmp_path: Path
 def test_emit_main_frees_every_buffer_on_a_wrong_sized_input(tmp_path: Path) -> None:
     """LeakSanitizer found the driver's buffers leaked when an input file had the wrong size."""
     src = write(tmp_path, "one.rx", ONE_INPUT)
-    assert relaxc("build", str(src), "-t", "c", "--emit-main", "-o", str(tmp_path / "c"), "-q")[0] == 0
+    assert (
+        relaxc("build", str(src), "-t", "c", "--emit-main", "-o", str(tmp_path / "c"), "-q")[0] == 0
+    )
     c = tmp_path / "c"
     flags = ["-std=c99", "-O0", "-g", "-Wall", "-Wextra", "-Werror", "-fsanitize=address,undefined"]
-    if subprocess.run([CC, *flags, "one.c", "one_main.c", "-lm", "-o", "one"], cwd=c).returncode != 0:
+    if (
+        subprocess.run([CC, *flags, "one.c", "one_main.c", "-lm", "-o", "one"], cwd=c).returncode
+        != 0
+    ):
         pytest.skip("this cc cannot build with AddressSanitizer")
     (c / "short.bin").write_bytes(b"\0" * 8)
     env = {"ASAN_OPTIONS": "detect_leaks=1:exitcode=99", "PATH": "/usr/bin:/bin"}
-    r = subprocess.run(["./one", "short.bin", "out.bin"], cwd=c, capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        ["./one", "short.bin", "out.bin"], cwd=c, capture_output=True, text=True, env=env
+    )
     assert r.returncode == 1, r.stderr  # the driver's own failure, not LeakSanitizer's 99
     assert "expected 16 bytes" in r.stderr and "LeakSanitizer" not in r.stderr
     np.arange(4, dtype="<f4").tofile(c / "x.bin")
-    r = subprocess.run(["./one", "x.bin", "out.bin"], cwd=c, capture_output=True, text=True, env=env)
+    r = subprocess.run(
+        ["./one", "x.bin", "out.bin"], cwd=c, capture_output=True, text=True, env=env
+    )
     assert r.returncode == 0, r.stderr
     assert np.fromfile(c / "out.bin", "<f4").tolist() == [0.0, 2.0, 4.0, 6.0]
 
@@ -150,7 +161,9 @@ def test_tuple_field_not_returned_is_in_the_c_arena(tmp_path: Path) -> None:
     src = write(tmp_path, "tf.rx", DEAD_FIELD)
     assert relaxc("build", str(src), "-t", "c", "-o", str(tmp_path / "c"), "-q")[0] == 0
     subprocess.run([CC, *STRICT, "-c", "tf.c"], cwd=tmp_path / "c", check=True)
-    sizes = subprocess.run(["size", "-A", "tf.o"], cwd=tmp_path / "c", capture_output=True, text=True).stdout
+    sizes = subprocess.run(
+        ["size", "-A", "tf.o"], cwd=tmp_path / "c", capture_output=True, text=True
+    ).stdout
     bss = next(int(line.split()[1]) for line in sizes.splitlines() if line.startswith(".bss"))
     assert bss == 1024  # the arena, which the report counts: nothing unreported
 
@@ -177,8 +190,11 @@ def test_kill_after_last_use_never_kills_a_tuple_whose_alias_is_returned(tmp_pat
 
 def test_kill_checker_rejects_a_kill_of_an_object_returned_under_another_name() -> None:
     text = TUPLE_ALIAS.replace("  %u = %t\n", "  %u = %t\n  vm.kill_object(%t)\n")
-    with pytest.raises(RxError, match=r"vm.kill_object\(%t\) releases an object the function returns "
-                                      r"\(as %u\)") as e:
+    with pytest.raises(
+        RxError,
+        match=r"vm.kill_object\(%t\) releases an object the function returns "
+        r"\(as %u\)",
+    ) as e:
         verify_module(parse_module(text, "t.rx"))
     assert e.value.loc is not None and e.value.loc.line == 6
 
@@ -235,39 +251,65 @@ def test_running_c_lowered_ir_is_refused_with_a_sentence(tmp_path: Path) -> None
     code, out = relaxc("build", str(src), "-p", "none", "-o", str(tmp_path / "legal.rxb"))
     assert code == 1 and "lowered for the C target" in out
     assert not (tmp_path / "legal.rxb").exists()
-    assert relaxc("build", str(src), "-t", "c", "-p", "none", "-o", str(tmp_path / "c"), "-q")[0] == 0
+    assert (
+        relaxc("build", str(src), "-t", "c", "-p", "none", "-o", str(tmp_path / "c"), "-q")[0] == 0
+    )
 
 
 # -- 6. Inline constants out of range -----------------------------------------------------------
 
-@pytest.mark.parametrize("literal, message", [
-    ("[-3, 1], dtype=u8", "-3 is out of range for u8 (0 to 255)"),
-    ("[300], dtype=i8", "300 is out of range for i8 (-128 to 127)"),
-    ("[9223372036854775808], dtype=i64", "9223372036854775808 is out of range for i64"),
-    ("[1.5], dtype=i32", "1.5 is not an integer"),
-    ("[1e6], dtype=f16", "1000000.0 is out of range for f16"),
-    ("[2], dtype=bool", "2 is not a bool"),
-])
-def test_inline_constant_out_of_range_is_a_located_check_error(tmp_path: Path, literal: str, message: str) -> None:
+
+@pytest.mark.parametrize(
+    "literal, message",
+    [
+        ("[-3, 1], dtype=u8", "-3 is out of range for u8 (0 to 255)"),
+        ("[300], dtype=i8", "300 is out of range for i8 (-128 to 127)"),
+        ("[9223372036854775808], dtype=i64", "9223372036854775808 is out of range for i64"),
+        ("[1.5], dtype=i32", "1.5 is not an integer"),
+        ("[1e6], dtype=f16", "1000000.0 is out of range for f16"),
+        ("[2], dtype=bool", "2 is not a bool"),
+    ],
+)
+def test_inline_constant_out_of_range_is_a_located_check_error(
+    tmp_path: Path, literal: str, message: str
+) -> None:
     n = literal.count(",")  # elements: commas before dtype=
     dtype = literal.split("dtype=")[1]
-    src = write(tmp_path, "c.rx", f"fn @main() -> Tensor[({n},), {dtype}] {{\n  %c = const({literal})\n  return %c\n}}\n")
+    src = write(
+        tmp_path,
+        "c.rx",
+        f"fn @main() -> Tensor[({n},), {dtype}] {{\n  %c = const({literal})\n  return %c\n}}\n",
+    )
     code, out = relaxc("check", str(src))
     assert code == 1
     assert "c.rx:2:8: error: const: " + message in out
 
 
-@pytest.mark.parametrize("literal", ["[0, 255], dtype=u8", "[-128, 127], dtype=i8", "[2.0], dtype=i32",
-                                     "[true, 0], dtype=bool", "[65504.0], dtype=f16", "[inf], dtype=f32"])
+@pytest.mark.parametrize(
+    "literal",
+    [
+        "[0, 255], dtype=u8",
+        "[-128, 127], dtype=i8",
+        "[2.0], dtype=i32",
+        "[true, 0], dtype=bool",
+        "[65504.0], dtype=f16",
+        "[inf], dtype=f32",
+    ],
+)
 def test_inline_constants_in_range_are_accepted(tmp_path: Path, literal: str) -> None:
     n = literal.count(",")
     dtype = literal.split("dtype=")[1]
-    src = write(tmp_path, "c.rx", f"fn @main() -> Tensor[({n},), {dtype}] {{\n  %c = const({literal})\n  return %c\n}}\n")
+    src = write(
+        tmp_path,
+        "c.rx",
+        f"fn @main() -> Tensor[({n},), {dtype}] {{\n  %c = const({literal})\n  return %c\n}}\n",
+    )
     code, out = relaxc("check", str(src))
     assert code == 0, out
 
 
 # -- 7. alloc_tensor outside its storage ---------------------------------------------------------
+
 
 def test_alloc_tensor_overrunning_static_storage_is_refused_by_check_and_c(tmp_path: Path) -> None:
     text = """
@@ -279,16 +321,23 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
 }
 """
     src = write(tmp_path, "ov.rx", text)
-    for args in (("check", str(src)), ("build", str(src), "-t", "c", "-p", "none", "-o", str(tmp_path / "c"))):
+    for args in (
+        ("check", str(src)),
+        ("build", str(src), "-t", "c", "-p", "none", "-o", str(tmp_path / "c")),
+    ):
         code, out = relaxc(*args)
         assert code == 1
-        assert "ov.rx:4:8: error: memory.alloc_tensor: %t at bytes [8, 24) does not fit in storage %s of 16" in out
+        assert (
+            "ov.rx:4:8: error: memory.alloc_tensor: %t at bytes [8, 24) does not fit in storage %s of 16"
+            in out
+        )
     assert not (tmp_path / "c").exists()
 
 
 # -- 8. Alignments ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("align", [2 ** 62, 8192, 3])
+
+@pytest.mark.parametrize("align", [2**62, 8192, 3])
 def test_alignment_beyond_the_limit_is_a_check_error(tmp_path: Path, align: int) -> None:
     text = f"""
 fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {{

@@ -31,4 +31,3 @@ def assert_clear_refusal(text: str, tmp: Path, what: str) -> None:
     ``what`` is not supported (not a bare parse error)."""
     line = refusal(text, tmp)
     assert CLEAR.search(line), f"unclear refusal of {what}: {line}"
-

@@ -45,7 +45,9 @@ class _Model:
 def _emit(model: _Model, folder: Path) -> None:
     try:
         module = parse_module(model.prog.text, str(model.prog.path))
-        model.sources = cbuild.emit(module, {}, folder, prefix=model.prefix, unpacked=model.prog.c_unpacked)
+        model.sources = cbuild.emit(
+            module, {}, folder, prefix=model.prefix, unpacked=model.prog.c_unpacked
+        )
         wrap = [f"#define main {model.prefix}_entry"]
         if not module.get("main").params:  # issue 14 item 2: an unused read_file without parameters
             wrap.append('#pragma GCC diagnostic ignored "-Wunused-function"')
@@ -61,12 +63,16 @@ def _link(models: list[_Model], folder: Path, exe: str) -> str | None:
     lines = ["#include <string.h>", "#include <stdio.h>"]
     lines += [f"int {m.prefix}_entry(int argc, char **argv);" for m in models]
     lines += ["int main(int argc, char **argv) {", "  if (argc < 2) return 2;"]
-    lines += [f'  if (!strcmp(argv[1], "{m.prefix}")) return {m.prefix}_entry(argc - 1, argv + 1);' for m in models]
+    lines += [
+        f'  if (!strcmp(argv[1], "{m.prefix}")) return {m.prefix}_entry(argc - 1, argv + 1);'
+        for m in models
+    ]
     lines += ['  fprintf(stderr, "no model %s\\n", argv[1]);', "  return 2;", "}"]
     (folder / f"{exe}.c").write_text("\n".join(lines) + "\n")
     files = [f"{exe}.c"] + [f"{m.prefix}_wrap.c" for m in models]  # one translation unit per model
-    r = subprocess.run([cbuild.CC, *FLAGS, *files, "-lm", "-o", exe], cwd=folder,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [cbuild.CC, *FLAGS, *files, "-lm", "-o", exe], cwd=folder, capture_output=True, text=True
+    )
     if r.returncode != 0 or r.stderr:
         return f"cc {' '.join(FLAGS)} failed:\n{r.stderr}"
     return None
@@ -101,7 +107,9 @@ def c_runs(request, tmp_path_factory) -> dict[str, CRun]:
         pytest.skip("no C compiler (cc) on this machine")
     folder = tmp_path_factory.mktemp("tvm_c")
     wanted = _wanted(request.session)
-    models = [_Model(p, f"m{i}") for i, p in enumerate(q for q in all_programs() if q.name in wanted)]
+    models = [
+        _Model(p, f"m{i}") for i, p in enumerate(q for q in all_programs() if q.name in wanted)
+    ]
     for m in models:
         _emit(m, folder)
     ok = [m for m in models if m.error is None]
@@ -111,7 +119,9 @@ def c_runs(request, tmp_path_factory) -> dict[str, CRun]:
     runs: dict[str, CRun] = {}
     for exe, ms in halves.items():
         for m in ms:
-            runs[m.prog.name] = CRun(None, None, errors[exe]) if errors[exe] else _run(m, folder, exe)
+            runs[m.prog.name] = (
+                CRun(None, None, errors[exe]) if errors[exe] else _run(m, folder, exe)
+            )
     for m in models:
         if m.error is not None:
             runs[m.prog.name] = CRun(None, None, m.error)
@@ -122,9 +132,11 @@ def c_runs(request, tmp_path_factory) -> dict[str, CRun]:
 def c_check(c_runs):
     """``c_check(name)``: the program, built for C under ASan/UBSan, agrees with the
     interpreter within the dtype's tolerance."""
+
     def check(name: str) -> None:
         run = c_runs.get(name)
         assert run is not None, f"{name} is not marked '# c: yes'"
         assert run.error is None, run.error
         cbuild.assert_close(run.outputs, run.reference, name)
+
     return check

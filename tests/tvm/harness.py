@@ -25,7 +25,18 @@ from click.testing import CliRunner
 
 from relaxc.cli.main import cli
 from relaxc.frontend.parser import parse_module
-from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, Project, TupleExpr, Var
+from relaxc.ir.nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    Effect,
+    Function,
+    Invoke,
+    Module,
+    Project,
+    TupleExpr,
+    Var,
+)
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.memory_report import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
@@ -36,8 +47,20 @@ PROGRAMS = Path(__file__).resolve().parent / "programs"
 ALIGN = 64
 """ManifestAlloc's default alignment: TVM's storages are compared at the sizes relaxc gives them."""
 
-NBYTES = {"bool": 1, "i8": 1, "u8": 1, "i16": 2, "u16": 2, "f16": 2, "bf16": 2, "i32": 4, "u32": 4, "f32": 4,
-          "i64": 8, "f64": 8}
+NBYTES = {
+    "bool": 1,
+    "i8": 1,
+    "u8": 1,
+    "i16": 2,
+    "u16": 2,
+    "f16": 2,
+    "bf16": 2,
+    "i32": 4,
+    "u32": 4,
+    "f32": 4,
+    "i64": 8,
+    "f64": 8,
+}
 """Bytes per element of each dtype (docs/ir.md)."""
 
 VIEW_OPS = {"reshape", "flatten", "squeeze", "expand_dims"}
@@ -69,7 +92,9 @@ def program(name: str) -> Program:
             head[m.group(1)] = m.group(2).strip()
     dims = dict((k, int(v)) for k, v in (kv.split("=") for kv in head.get("dims", "").split()))
     c = head.get("c", "no").split()[0]
-    return Program(name, path, text, head.get("tvm", ""), c in ("yes", "unpacked"), dims, c == "unpacked")
+    return Program(
+        name, path, text, head.get("tvm", ""), c in ("yes", "unpacked"), dims, c == "unpacked"
+    )
 
 
 def all_programs() -> list[Program]:
@@ -113,22 +138,34 @@ class Placement:
             return False
         if self.nbytes is None or other.nbytes is None:
             return True
-        return self.offset < other.offset + other.nbytes and other.offset < self.offset + self.nbytes
+        return (
+            self.offset < other.offset + other.nbytes and other.offset < self.offset + self.nbytes
+        )
 
 
 def storages(m: Module, fn: str = "main") -> dict[str, Storage]:
     out = {}
     for s in function(m, fn).body:
-        if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_storage":
+        if (
+            isinstance(s, Bind)
+            and isinstance(s.value, Call)
+            and s.value.op == "memory.alloc_storage"
+        ):
             kw = dict(s.value.kwargs)
-            out[s.name] = Storage(s.name, s.value.args[0], bool(kw.get("arena")), bool(kw.get("external")))
+            out[s.name] = Storage(
+                s.name, s.value.args[0], bool(kw.get("arena")), bool(kw.get("external"))
+            )
     return out
 
 
 def placements(m: Module, fn: str = "main") -> dict[str, Placement]:
     out = {}
     for s in function(m, fn).body:
-        if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_tensor":
+        if (
+            isinstance(s, Bind)
+            and isinstance(s.value, Call)
+            and s.value.op == "memory.alloc_tensor"
+        ):
             st, off, shape, dt = s.value.args[:4]
             n = math.prod(shape) if all(isinstance(d, int) for d in shape) else None
             nbytes = None if n is None else n * NBYTES[dt.name]
@@ -230,7 +267,9 @@ def buffers_of(fn: Function, module: Module | None = None) -> dict[str, frozense
                 bufs[n] = bufs[v.tuple_var.name] - {v.tuple_var.name}
         elif isinstance(v, Call) and v.op == "memory.alloc_tensor":
             bufs[n] = frozenset({n}) | bufs[v.args[0].name]
-        elif isinstance(v, Call) and (v.op in VIEW_OPS or (v.op == "call_packed" and v.args[0] == "vm.builtin.reshape")):
+        elif isinstance(v, Call) and (
+            v.op in VIEW_OPS or (v.op == "call_packed" and v.args[0] == "vm.builtin.reshape")
+        ):
             src = next(a for a in v.args if isinstance(a, Var))
             bufs[n] = frozenset({n}) | bufs[src.name]
         elif isinstance(v, CallFunc):  # the result aliases the arguments the callee returns
@@ -272,9 +311,18 @@ def assert_no_kill_of_live_value(m: Module) -> None:
                 ident[s.name] = s.name
             elif isinstance(s, Bind) and isinstance(s.value, Var) and s.value.name in ident:
                 ident[s.name] = ident[s.value.name]
-        consts = {s.name for s in fn.body if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "const"}
-        storages_ = {s.name for s in fn.body if isinstance(s, Bind) and isinstance(s.value, Call)
-                     and s.value.op == "memory.alloc_storage"}
+        consts = {
+            s.name
+            for s in fn.body
+            if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "const"
+        }
+        storages_ = {
+            s.name
+            for s in fn.body
+            if isinstance(s, Bind)
+            and isinstance(s.value, Call)
+            and s.value.op == "memory.alloc_storage"
+        }
         ret = [fn.ret.name] if isinstance(fn.ret, Var) else [f.name for f in fn.ret.fields]
         dead: dict[str, str] = {}  # buffer -> killed name
         for i, s in enumerate(fn.body):
@@ -296,18 +344,27 @@ def assert_no_kill_of_live_value(m: Module) -> None:
                 assert not hit, f"@{fn.name}: %{u} used after the kill of %{dead[min(hit)]}"
         for r in ret:
             hit = bufs[r] & dead.keys()
-            assert not hit, f"@{fn.name}: returned %{r} shares the buffer of killed %{dead[min(hit)]}"
+            assert not hit, (
+                f"@{fn.name}: returned %{r} shares the buffer of killed %{dead[min(hit)]}"
+            )
 
 
 # --------------------------------------------------------------------------- the CLI
 
 
 def invoke(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args], prog_name="relaxc", catch_exceptions=True)
+    return CliRunner().invoke(
+        cli, [str(a) for a in args], prog_name="relaxc", catch_exceptions=True
+    )
 
 
-def vm_check(name: str, tmp: Path, dims: Mapping[str, int] | None = None, passes: str | None = None,
-             seeds: Iterable[int] = (0,)) -> None:
+def vm_check(
+    name: str,
+    tmp: Path,
+    dims: Mapping[str, int] | None = None,
+    passes: str | None = None,
+    seeds: Iterable[int] = (0,),
+) -> None:
     """``relaxc build X.rx -o X.rxb`` then ``relaxc run X.rxb --check --poison --source X.rx``:
     the VM (killed memory poisoned) is bit-identical to the interpreter on the lowered and on
     the original program."""
@@ -319,7 +376,9 @@ def vm_check(name: str, tmp: Path, dims: Mapping[str, int] | None = None, passes
     dims = dict(prog.dims if dims is None else dims)
     dim_args = [a for k, v in dims.items() for a in ("--dim", f"{k}={v}")]
     for seed in seeds:
-        r = invoke("run", rxb, "--check", "--poison", "--source", prog.path, "--seed", seed, *dim_args)
+        r = invoke(
+            "run", rxb, "--check", "--poison", "--source", prog.path, "--seed", seed, *dim_args
+        )
         assert r.exit_code == 0, r.output
         assert r.output.count("bit-identical") == 2, r.output
 

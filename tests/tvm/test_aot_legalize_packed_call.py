@@ -31,8 +31,11 @@ def test_aot_packed_call(tmp_path, c_check):
     memory_safe(name, tmp_path)
     m = compiled(name, "c")
     st = structs(m)
-    calls = [s.value for s in function(m).body if isinstance(s, Effect) and isinstance(s.value, Call)
-             and s.value.op == "call_cpacked"]
+    calls = [
+        s.value
+        for s in function(m).body
+        if isinstance(s, Effect) and isinstance(s.value, Call) and s.value.op == "call_cpacked"
+    ]
     assert [c.args[0] for c in calls] == ["exp", "tanh", "tvm_test_cpacked", "tvm_test_cpacked"]
     wrapped = set()
     for c in calls:
@@ -46,8 +49,9 @@ def test_aot_packed_call(tmp_path, c_check):
     assert wrapped == {"a", "b", "c", "d"}
     # Legalized after planning: the plan is the plan of the raw buffers.
     planned = compiled(name, passes="ManifestAlloc,PlanMemory")
-    assert {k: (v.storage, v.offset) for k, v in placements(planned).items()} == \
-           {k: (v.storage, v.offset) for k, v in placements(m).items()}
+    assert {k: (v.storage, v.offset) for k, v in placements(planned).items()} == {
+        k: (v.storage, v.offset) for k, v in placements(m).items()
+    }
     # And a planner handed wrapped buffers refuses rather than plan wrongly.
     with pytest.raises(PassError, match="before LegalizePackedCalls"):
         PlanMemory()(m)

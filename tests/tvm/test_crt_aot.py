@@ -45,7 +45,9 @@ def test_nested_tuples():
     assert_no_kill_of_live_value(compiled("crt_nested_tuples"))
 
 
-@pytest.mark.parametrize("name", ["crt_tuple_getitem", "crt_id", "crt_add_const", "crt_subtract", "crt_multiply"])
+@pytest.mark.parametrize(
+    "name", ["crt_tuple_getitem", "crt_id", "crt_add_const", "crt_subtract", "crt_multiply"]
+)
 def test_scalar_and_const_outputs(name, tmp_path, c_check):
     # test_tuple_getitem, test_id (a constant / the input copied out), test_add_const,
     # test_subtract, test_multiply (one computed output).

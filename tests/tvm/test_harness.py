@@ -10,14 +10,18 @@ from relaxc.frontend.parser import parse_module
 from .harness import assert_no_kill_of_live_value, tvm_bytes
 
 BAD = {
-    "alias returned": ("""fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(4,), f32]] {
+    "alias returned": (
+        """fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(4,), f32]] {
   %a = exp(%x)
   %t = (%a, %x)
   %u = %t
   vm.kill_object(%t)
   return %u
-}""", "returned %u"),
-    "view used": ("""fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
+}""",
+        "returned %u",
+    ),
+    "view used": (
+        """fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %s = memory.alloc_storage(64)
   %a = memory.alloc_tensor(%s, 0, (4,), f32)
   invoke exp(%x) outs (%a)
@@ -25,21 +29,30 @@ BAD = {
   memory.kill_tensor(%a)
   %w = reshape(%v, (4,))
   return %w
-}""", "%v used"),
-    "storage killed": ("""fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
+}""",
+        "%v used",
+    ),
+    "storage killed": (
+        """fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %s = memory.alloc_storage(64)
   %a = memory.alloc_tensor(%s, 0, (4,), f32)
   memory.kill_storage(%s)
   invoke exp(%x) outs (%a)
   %o = relu(%a)
   return %o
-}""", "%a used"),
-    "parameter": ("""fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
+}""",
+        "%a used",
+    ),
+    "parameter": (
+        """fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %o = relu(%x)
   memory.kill_tensor(%x)
   return %o
-}""", "parameter %x"),
-    "callee returns its argument": ("""fn @id(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
+}""",
+        "parameter %x",
+    ),
+    "callee returns its argument": (
+        """fn @id(%p: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %q = reshape(%p, (4,))
   return %q
 }
@@ -50,7 +63,9 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   memory.kill_tensor(%a)
   %o = relu(%b)
   return %o
-}""", "%b used"),
+}""",
+        "%b used",
+    ),
 }
 
 
@@ -62,7 +77,9 @@ def test_walk_rejects(case):
 
 
 def test_walk_accepts_reuse_after_a_kill():
-    assert_no_kill_of_live_value(parse_module("""fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
+    assert_no_kill_of_live_value(
+        parse_module(
+            """fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %s = memory.alloc_storage(64)
   %a = memory.alloc_tensor(%s, 0, (4,), f32)
   invoke exp(%x) outs (%a)
@@ -71,7 +88,10 @@ def test_walk_accepts_reuse_after_a_kill():
   invoke exp(%x) outs (%b)
   %o = relu(%b)
   return %o
-}""", "ok.rx"))
+}""",
+            "ok.rx",
+        )
+    )
 
 
 def test_tvm_bytes_rounds_each_storage_to_the_alignment():

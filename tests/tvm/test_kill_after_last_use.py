@@ -19,12 +19,24 @@ def position(m, pred) -> int:
 
 
 def kill_at(m, op: str, name: str) -> int:
-    return position(m, lambda s: isinstance(s, Effect) and getattr(s.value, "op", None) == op
-                    and s.value.args[0].name == name)
+    return position(
+        m,
+        lambda s: (
+            isinstance(s, Effect)
+            and getattr(s.value, "op", None) == op
+            and s.value.args[0].name == name
+        ),
+    )
 
 
 def invoke_of(m, out: str) -> int:
-    return position(m, lambda s: isinstance(getattr(s, "value", None), Invoke) and any(o.name == out for o in s.value.outs))
+    return position(
+        m,
+        lambda s: (
+            isinstance(getattr(s, "value", None), Invoke)
+            and any(o.name == out for o in s.value.outs)
+        ),
+    )
 
 
 def test_basic(tmp_path):

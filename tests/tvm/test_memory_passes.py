@@ -26,6 +26,7 @@ def test_with_and_without_planning(name, tmp_path, c_check):
 def test_no_fuse_intermediate_is_planned_and_freed(tmp_path):
     m = compiled("mem_no_fuse")
     from .harness import kills, placements
+
     assert placements(m)["z"].storage == "arena" and ("memory.kill_tensor", "z") in kills(m)
 
 
@@ -50,5 +51,6 @@ def test_tyck_alloc_tensor(tmp_path):
 """
     (tmp_path / "t.rx").write_text(text)
     from .harness import invoke
+
     assert invoke("check", tmp_path / "t.rx").exit_code == 0
     refusal(text.replace("%t: Tensor[(1, 2), i64]", "%t: Tensor[(2, 1), i64]"), tmp_path)

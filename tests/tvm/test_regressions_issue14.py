@@ -11,7 +11,15 @@ from relaxc.frontend.parser import parse_module
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.verifier import verify_module
 
-from .harness import assert_no_kill_of_live_value, compiled, invoke, kills, placements, report, storages
+from .harness import (
+    assert_no_kill_of_live_value,
+    compiled,
+    invoke,
+    kills,
+    placements,
+    report,
+    storages,
+)
 
 # ---------------------------------------------------------------- item 1: killed 0-d tensors
 
@@ -21,7 +29,6 @@ ZERO_D = """fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   return %y
 }
 """
-
 
 
 def test_item1_killed_0d_tensor_run_rxb_check(tmp_path):
@@ -37,7 +44,12 @@ def test_item1_killed_0d_tensor_run_rxb_check(tmp_path):
 def test_item1_killed_0d_tensor_run_lowered_rx(tmp_path):
     # relaxc build X.rx -t ir -o X.lowered.rx; relaxc run X.lowered.rx
     (tmp_path / "x.rx").write_text(ZERO_D)
-    assert invoke("build", tmp_path / "x.rx", "-t", "ir", "-o", tmp_path / "x.lowered.rx", "-q").exit_code == 0
+    assert (
+        invoke(
+            "build", tmp_path / "x.rx", "-t", "ir", "-o", tmp_path / "x.lowered.rx", "-q"
+        ).exit_code
+        == 0
+    )
     r = invoke("run", tmp_path / "x.lowered.rx")
     assert r.exit_code == 0, r.output
 
@@ -59,11 +71,11 @@ fn @main(%x: Tensor[(16, 16), f32]) -> Tensor[(16, 16), f32] {
 """
 
 
-
 def test_item3_unreturned_field_is_not_external(tmp_path):
     m = parse_module(FIELD, "field.rx")
     from relaxc.passes.assemble import assemble_pipeline
     from relaxc.passes.pipeline import Pipeline, VerifyInstrument
+
     out = Pipeline(assemble_pipeline("vm"), [VerifyInstrument()]).run(m)
     st = storages(out)
     p = placements(out)
@@ -106,7 +118,6 @@ ALIAS_RETURNED = """fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], 
 """
 
 
-
 def test_item4_kill_after_last_use_never_kills_a_returned_tuple(tmp_path):
     (tmp_path / "x.rx").write_text(ALIAS_RETURNED)
     r = invoke("build", tmp_path / "x.rx", "-t", "ir", "-o", "-", "-q")
@@ -116,14 +127,19 @@ def test_item4_kill_after_last_use_never_kills_a_returned_tuple(tmp_path):
 
 
 def test_item4_kill_checker_rejects_killing_a_returned_tuple():
-    m = parse_module(ALIAS_RETURNED.replace("  return %u", "  vm.kill_object(%t)\n  return %u"), "k.rx")
+    m = parse_module(
+        ALIAS_RETURNED.replace("  return %u", "  vm.kill_object(%t)\n  return %u"), "k.rx"
+    )
     with pytest.raises(RxError):
         verify_module(m)
 
 
-@pytest.mark.xfail(strict=True, reason="item 4's class, found by the port of TVM test_nested_tuple: "
-                   "vm.kill_object(%t) right after %nt = (%t, %y3), although %nt0 = %nt.0 (the same tuple "
-                   "object) is used later; the kill checker accepts it")
+@pytest.mark.xfail(
+    strict=True,
+    reason="item 4's class, found by the port of TVM test_nested_tuple: "
+    "vm.kill_object(%t) right after %nt = (%t, %y3), although %nt0 = %nt.0 (the same tuple "
+    "object) is used later; the kill checker accepts it",
+)
 def test_nested_tuple_object_killed_while_projected():
     m = compiled("spbm_nested_tuple")
     order = [n for _, n in kills(m)]

@@ -13,8 +13,20 @@ from __future__ import annotations
 import pytest
 
 from .common import assert_clear_refusal, memory_safe
-from .harness import (arena_bytes, invoke, assert_reuse_at_least_tvm, function, kills, placements, program,
-                      refusal, report, shares, storages, tvm_bytes)
+from .harness import (
+    arena_bytes,
+    invoke,
+    assert_reuse_at_least_tvm,
+    function,
+    kills,
+    placements,
+    program,
+    refusal,
+    report,
+    shares,
+    storages,
+    tvm_bytes,
+)
 
 
 def test_basic(tmp_path, c_check):
@@ -25,7 +37,13 @@ def test_basic(tmp_path, c_check):
     assert not shares(m, "lv", "lv2")  # exp's result is read (through the reshape) by relu
     assert storages(m)["gv_storage"].external
     # TVM's lowered form kills exp's result, its reshape, relu's, add's and pad's results.
-    assert {n for op, n in kills(m) if op == "memory.kill_tensor"} == {"lv", "lv1", "lv2", "lv3", "lv4"}
+    assert {n for op, n in kills(m) if op == "memory.kill_tensor"} == {
+        "lv",
+        "lv1",
+        "lv2",
+        "lv3",
+        "lv4",
+    }
     c_check("spbm_basic")
 
 
@@ -107,8 +125,13 @@ fn @main(%s: Shape[(n,)]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 20}} {
 }
 """
 
-OUT_OF_SCOPE = {"if_cond": IF_COND, "if_then_else": IF_THEN_ELSE, "cross_block_use": CROSS_BLOCK_USE,
-                "with_dataflow": WITH_DATAFLOW, "shape_param": SHAPE_PARAM}
+OUT_OF_SCOPE = {
+    "if_cond": IF_COND,
+    "if_then_else": IF_THEN_ELSE,
+    "cross_block_use": CROSS_BLOCK_USE,
+    "with_dataflow": WITH_DATAFLOW,
+    "shape_param": SHAPE_PARAM,
+}
 
 
 @pytest.mark.parametrize("case", sorted(OUT_OF_SCOPE))
@@ -139,7 +162,14 @@ def test_nested_tuple(tmp_path, c_check):
     # (The walk of the kills is test_regressions_issue14.py::test_nested_tuple_object_killed_while_projected.)
     m = memory_safe("spbm_nested_tuple", tmp_path, kill_walk=False)
     assert assert_reuse_at_least_tvm(m, [[24, 24], [24], [24], [24, 24]]) == 256  # matched
-    for a, b in [("y1", "y2"), ("y1", "y3"), ("y2", "y3"), ("z1", "y1"), ("z1", "y2"), ("z1", "y3")]:
+    for a, b in [
+        ("y1", "y2"),
+        ("y1", "y3"),
+        ("y2", "y3"),
+        ("z1", "y1"),
+        ("z1", "y2"),
+        ("z1", "y3"),
+    ]:
         assert not shares(m, a, b)  # live together through the tuples
     c_check("spbm_nested_tuple")
 
@@ -209,8 +239,9 @@ def test_tir_var_upper_bound(name, tmp_path, c_check):
 def test_upper_and_lower_bounds(tmp_path):
     # Covered by test_tir_var_upper_bound[spbm_upper_and_lower_bounds]; the lower bound itself
     # is refused by name (relaxc sizes need only upper bounds).
-    text = program("spbm_upper_and_lower_bounds").text.replace("{upper_bounds = {n = 4}}",
-                                                              "{upper_bounds = {n = 4}, lower_bounds = {n = 2}}")
+    text = program("spbm_upper_and_lower_bounds").text.replace(
+        "{upper_bounds = {n = 4}}", "{upper_bounds = {n = 4}, lower_bounds = {n = 2}}"
+    )
     assert "unknown function attribute 'lower_bounds'" in refusal(text, tmp_path)
 
 
@@ -292,7 +323,10 @@ def test_function_independence(tmp_path):
     m = memory_safe("spbm_function_independence", tmp_path)
     assert assert_reuse_at_least_tvm(m, [[32]], "func1") == 64
     assert assert_reuse_at_least_tvm(m, [[40]], "func2") == 64
-    assert placements(m, "func1")["lv"].storage == "arena" and placements(m, "func2")["lv"].storage == "arena"
+    assert (
+        placements(m, "func1")["lv"].storage == "arena"
+        and placements(m, "func2")["lv"].storage == "arena"
+    )
 
 
 def test_builtin_reshape_preserves_storage_liveness(tmp_path):
@@ -317,8 +351,16 @@ def test_add(tmp_path, c_check):
     workspace = 32 * 64 * 4
     assert arena_bytes(m) >= workspace  # the scratch is planned in the caller's arena
     assert report(m).arena_bytes == arena_bytes(m) >= workspace
-    r = invoke("build", program("feature_workspace_cumsum").path, "-t", "c", "-o", tmp_path / "c",
-               "--max-arena", workspace - 1)
+    r = invoke(
+        "build",
+        program("feature_workspace_cumsum").path,
+        "-t",
+        "c",
+        "-o",
+        tmp_path / "c",
+        "--max-arena",
+        workspace - 1,
+    )
     assert r.exit_code == 1 and "arena" in r.output  # --max-arena covers the workspace
     c_check("feature_workspace_cumsum")
 
@@ -338,7 +380,10 @@ def test_view(offset, tmp_path):
     from relaxc.frontend.parser import parse_module
     from relaxc.passes.assemble import assemble_pipeline
     from relaxc.passes.pipeline import Pipeline, VerifyInstrument
-    m = Pipeline(assemble_pipeline("vm"), [VerifyInstrument()]).run(parse_module(path.read_text(), str(path)))
+
+    m = Pipeline(assemble_pipeline("vm"), [VerifyInstrument()]).run(
+        parse_module(path.read_text(), str(path))
+    )
     assert not shares(m, "x", "y")
     assert arena_bytes(m) <= tvm_bytes([[1024], [512]])
 

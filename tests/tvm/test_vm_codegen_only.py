@@ -30,7 +30,8 @@ def test_vm_kill_object_use_after_kill_is_refused():
     # TVM binds x = alloc after kill_object(alloc) (a dead register, never read). In relaxc any
     # use of a killed value is an error, found by the verifier's kill checker.
     text = program("codegen_vm_kill_object").text.replace(
-        "  memory.kill_tensor(%alloc)\n", "  memory.kill_tensor(%alloc)\n  %x = %alloc\n")
+        "  memory.kill_tensor(%alloc)\n", "  memory.kill_tensor(%alloc)\n  %x = %alloc\n"
+    )
     with pytest.raises(RxError, match="alloc"):
         verify_module(parse_module(text, "k.rx"))
 
@@ -38,7 +39,9 @@ def test_vm_kill_object_use_after_kill_is_refused():
 def test_preserve_trivial_bindings(tmp_path, c_check):
     # TVM: the aliases stay usable after the kills of storage and alloc (a kill clears one
     # register). relaxc: nothing sharing the buffer is killed before the alias's last use.
-    text = program("codegen_preserve_trivial_bindings").text.replace("  %storage_alias = %storage\n", "")
+    text = program("codegen_preserve_trivial_bindings").text.replace(
+        "  %storage_alias = %storage\n", ""
+    )
     path = tmp_path / "aliases.rx"
     path.write_text(text)
     r = invoke("build", path, "-o", tmp_path / "a.rxb", "-q")
@@ -53,7 +56,8 @@ def test_preserve_trivial_bindings(tmp_path, c_check):
 def test_preserve_trivial_bindings_kill_then_use_alias_is_refused():
     # The TVM order (kill alloc, then read alloc_alias) is a use after kill in relaxc.
     text = program("codegen_preserve_trivial_bindings").text.replace(
-        "  %before = relu(%alloc)\n", "  %before = relu(%alloc)\n  memory.kill_tensor(%alloc)\n")
+        "  %before = relu(%alloc)\n", "  %before = relu(%alloc)\n  memory.kill_tensor(%alloc)\n"
+    )
     with pytest.raises(RxError):
         verify_module(parse_module(text, "k.rx"))
 

@@ -26,10 +26,22 @@ CC = shutil.which("cc")
 needs_cc = pytest.mark.skipif(CC is None, reason="no C compiler (cc) on this machine")
 
 STRICT = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
-SANITIZE = ["-std=c99", "-O0", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra", "-Werror", "-pedantic",
-            "-fsanitize=address,undefined", "-fno-sanitize-recover=all"]
-SAN_ENV = {"ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=99",
-           "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=98"}
+SANITIZE = [
+    "-std=c99",
+    "-O0",
+    "-g",
+    "-fno-omit-frame-pointer",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-pedantic",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+]
+SAN_ENV = {
+    "ASAN_OPTIONS": "detect_leaks=0:abort_on_error=0:exitcode=99",
+    "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=98",
+}
 
 TOLERANCE = {"f16": (2e-3, 2e-3), "f32": (1e-5, 1e-6), "f64": (1e-12, 1e-14)}
 """(rtol, atol) per float dtype; integers and bools must match exactly."""
@@ -50,10 +62,17 @@ class Built:
     sanitized: bool
 
 
-def emit(module: Module, weights: Mapping[str, np.ndarray], folder: Path, prefix: str = "model",
-         unpacked: bool = False) -> CSources:
+def emit(
+    module: Module,
+    weights: Mapping[str, np.ndarray],
+    folder: Path,
+    prefix: str = "model",
+    unpacked: bool = False,
+) -> CSources:
     folder.mkdir(parents=True, exist_ok=True)
-    sources = emit_c(compile_module(module, unpacked=unpacked), weights, prefix=prefix, emit_main=True)
+    sources = emit_c(
+        compile_module(module, unpacked=unpacked), weights, prefix=prefix, emit_main=True
+    )
     for name, text in sources.files.items():
         (folder / name).write_text(text)
     return sources
@@ -64,8 +83,12 @@ def compile_c(folder: Path, sources: CSources, sanitize: bool = False) -> Built:
     p = sources.info.prefix
     exe = folder / (f"{p}_san" if sanitize else f"{p}_run")
     flags = SANITIZE if sanitize else STRICT
-    r = subprocess.run([CC, *flags, f"{p}.c", f"{p}_main.c", "-lm", "-o", exe.name], cwd=folder,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [CC, *flags, f"{p}.c", f"{p}_main.c", "-lm", "-o", exe.name],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, f"cc {' '.join(flags)} failed:\n{r.stderr}"
     assert r.stderr == "", f"cc printed diagnostics:\n{r.stderr}"
     return Built(folder, exe, sources, sanitize)
@@ -77,14 +100,25 @@ def build_all(jobs: Sequence[tuple[Path, CSources, bool]]) -> list[Built]:
         return list(pool.map(lambda j: compile_c(*j), jobs))
 
 
-def build(text: str, folder: Path, weights: Mapping[str, np.ndarray] | None = None, *, prefix: str = "model",
-          unpacked: bool = False, sanitize: bool = False) -> Built:
+def build(
+    text: str,
+    folder: Path,
+    weights: Mapping[str, np.ndarray] | None = None,
+    *,
+    prefix: str = "model",
+    unpacked: bool = False,
+    sanitize: bool = False,
+) -> Built:
     sources = emit(parse_module(text, "t.rx"), weights or {}, folder, prefix, unpacked)
     return compile_c(folder, sources, sanitize)
 
 
-def run_c(built: Built, args: Sequence[np.ndarray], dims: Mapping[str, int] | None = None,
-          tag: str = "run") -> list[np.ndarray]:
+def run_c(
+    built: Built,
+    args: Sequence[np.ndarray],
+    dims: Mapping[str, int] | None = None,
+    tag: str = "run",
+) -> list[np.ndarray]:
     """Run the model's main() on ``args``; returns the outputs. Fails on any sanitizer report."""
     info = built.sources.info
     dims = dict(dims or {})
@@ -110,7 +144,9 @@ def run_c(built: Built, args: Sequence[np.ndarray], dims: Mapping[str, int] | No
 
 def run_c_raw(built: Built, argv: Sequence[str]) -> subprocess.CompletedProcess:
     env = dict(os.environ, **SAN_ENV) if built.sanitized else None
-    return subprocess.run([str(built.exe), *argv], cwd=built.folder, capture_output=True, text=True, env=env)
+    return subprocess.run(
+        [str(built.exe), *argv], cwd=built.folder, capture_output=True, text=True, env=env
+    )
 
 
 def as_list(v: Any) -> list[np.ndarray]:
@@ -125,10 +161,20 @@ def assert_close(got: Sequence[np.ndarray], want: Any, what: str = "") -> None:
     wants = as_list(want)
     assert len(got) == len(wants), what
     for i, (g, w) in enumerate(zip(got, wants)):
-        assert g.shape == w.shape and g.dtype == w.dtype, f"{what} output {i}: {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+        assert g.shape == w.shape and g.dtype == w.dtype, (
+            f"{what} output {i}: {g.dtype}{g.shape} vs {w.dtype}{w.shape}"
+        )
         if w.dtype.kind == "f":
-            rtol, atol = TOLERANCE[{"float16": "f16", "float32": "f32", "float64": "f64"}[w.dtype.name]]
-            np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol, atol=atol,
-                                       equal_nan=True, err_msg=f"{what} output {i}")
+            rtol, atol = TOLERANCE[
+                {"float16": "f16", "float32": "f32", "float64": "f64"}[w.dtype.name]
+            ]
+            np.testing.assert_allclose(
+                g.astype(np.float64),
+                w.astype(np.float64),
+                rtol=rtol,
+                atol=atol,
+                equal_nan=True,
+                err_msg=f"{what} output {i}",
+            )
         else:
             np.testing.assert_array_equal(g, w, err_msg=f"{what} output {i}")

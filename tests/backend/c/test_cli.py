@@ -24,8 +24,13 @@ SAMPLES_DIR = Path(__file__).resolve().parents[3] / "samples"
 
 
 def invoke(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args], env={"RELAXC_DEBUG": None}, prog_name="relaxc",
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        cli,
+        [str(a) for a in args],
+        env={"RELAXC_DEBUG": None},
+        prog_name="relaxc",
+        catch_exceptions=False,
+    )
 
 
 def assert_user_error(result, *needles: str) -> None:
@@ -38,7 +43,11 @@ def assert_user_error(result, *needles: str) -> None:
 @pytest.fixture
 def samples(tmp_path: Path) -> Path:
     folder = tmp_path / "samples"
-    shutil.copytree(SAMPLES_DIR, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"))
+    shutil.copytree(
+        SAMPLES_DIR,
+        folder,
+        ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"),
+    )
     return folder
 
 
@@ -58,7 +67,10 @@ def test_build_writes_the_model_into_a_folder(samples: Path, tmp_path: Path) -> 
     assert f"wrote {out / 'cnn.h'}, {out / 'cnn.c'}" in result.stderr
     assert "arena 128.0 KiB" in result.stderr  # the memory summary, as for every target
     c = (out / "cnn.c").read_text()
-    assert "cnn_fp_conv2d(" in c and "static uint8_t cnn_arena[131072] __attribute__((aligned(64)));" in c
+    assert (
+        "cnn_fp_conv2d(" in c
+        and "static uint8_t cnn_arena[131072] __attribute__((aligned(64)));" in c
+    )
     assert "int32_t cnn_run(const float *image, float *logits)" in (out / "cnn.h").read_text()
 
 
@@ -70,7 +82,9 @@ def test_build_defaults_to_the_input_folder(samples: Path) -> None:
 
 
 def test_unpacked_and_prefix(samples: Path, tmp_path: Path) -> None:
-    result = invoke("build", samples / "cnn.rx", "-t", "c", "-o", tmp_path, "--unpacked", "--prefix", "net")
+    result = invoke(
+        "build", samples / "cnn.rx", "-t", "c", "-o", tmp_path, "--unpacked", "--prefix", "net"
+    )
     assert result.exit_code == 0, result.output
     c = (tmp_path / "net.c").read_text()
     assert "TVMValue" not in c and "net_f_" not in c and "net_k0_conv2d(image, " in c
@@ -79,16 +93,21 @@ def test_unpacked_and_prefix(samples: Path, tmp_path: Path) -> None:
 
 def test_unpacked_with_a_pipeline_without_legalize(samples: Path, tmp_path: Path) -> None:
     # -p vm (kills included) is fine for the C target: kills free nothing in a static arena.
-    result = invoke("build", samples / "mlp.rx", "-t", "c", "-p", "vm", "-o", tmp_path, "--unpacked")
+    result = invoke(
+        "build", samples / "mlp.rx", "-t", "c", "-p", "vm", "-o", tmp_path, "--unpacked"
+    )
     assert result.exit_code == 0, result.output
     assert "TVMValue" not in (tmp_path / "mlp.c").read_text()
 
 
-@pytest.mark.parametrize("args, message", [
-    (("-t", "vm", "--unpacked"), "--unpacked is only for --target c"),
-    (("-t", "ir", "--emit-main"), "--emit-main is only for --target c"),
-    (("--prefix", "x"), "--prefix is only for --target c"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("-t", "vm", "--unpacked"), "--unpacked is only for --target c"),
+        (("-t", "ir", "--emit-main"), "--emit-main is only for --target c"),
+        (("--prefix", "x"), "--prefix is only for --target c"),
+    ],
+)
 def test_c_options_need_the_c_target(samples: Path, args: tuple, message: str) -> None:
     result = invoke("build", samples / "mlp.rx", *args)
     assert result.exit_code == 2 and message in result.stderr
@@ -96,17 +115,23 @@ def test_c_options_need_the_c_target(samples: Path, args: tuple, message: str) -
 
 @pytest.mark.parametrize("prefix", ["int", "a b", "_x", "x__y", "9lives", "x" * 33])
 def test_bad_prefix(samples: Path, tmp_path: Path, prefix: str) -> None:
-    assert_user_error(invoke("build", samples / "mlp.rx", "-t", "c", "-o", tmp_path, "--prefix", prefix),
-                      "is not usable as a C identifier prefix")
+    assert_user_error(
+        invoke("build", samples / "mlp.rx", "-t", "c", "-o", tmp_path, "--prefix", prefix),
+        "is not usable as a C identifier prefix",
+    )
     assert files_in(tmp_path) == ["samples"]
 
 
 def test_output_must_be_a_folder(samples: Path) -> None:
     (samples / "notes.txt").write_text("not a folder")
     before = files_in(samples)
-    assert_user_error(invoke("build", samples / "mlp.rx", "-t", "c", "-o", samples / "notes.txt"),
-                      "--target c writes into a folder, and this is a file")
-    assert_user_error(invoke("build", samples / "mlp.rx", "-t", "c", "-o", "-"), "give a folder with -o, not '-'")
+    assert_user_error(
+        invoke("build", samples / "mlp.rx", "-t", "c", "-o", samples / "notes.txt"),
+        "--target c writes into a folder, and this is a file",
+    )
+    assert_user_error(
+        invoke("build", samples / "mlp.rx", "-t", "c", "-o", "-"), "give a folder with -o, not '-'"
+    )
     assert files_in(samples) == before
 
 
@@ -132,22 +157,29 @@ def test_unbounded_dynamic_allocation_is_a_clear_error(tmp_path: Path) -> None:
     src.write_text(UNBOUNDED)
     out = tmp_path / "out"
     result = invoke("build", src, "-t", "c", "-o", out)
-    assert_user_error(result, "dyn.rx:3:3: error: the C target needs every allocation planned into static memory, "
-                      "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without an upper bound); "
-                      "give @main attrs {upper_bounds = {n = ...}}", "    %a = exp(%x)\n    ^^")
+    assert_user_error(
+        result,
+        "dyn.rx:3:3: error: the C target needs every allocation planned into static memory, "
+        "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without an upper bound); "
+        "give @main attrs {upper_bounds = {n = ...}}",
+        "    %a = exp(%x)\n    ^^",
+    )
     assert not out.exists()
 
 
 def test_unplanned_ir_is_refused() -> None:
     m = parse_module((SAMPLES_DIR / "relay_memory.rx").read_text(), "r.rx")
-    with pytest.raises(RxError, match="the C target needs planned memory, but @main was not planned"):
+    with pytest.raises(
+        RxError, match="the C target needs planned memory, but @main was not planned"
+    ):
         emit_c(compile_module(m, passes="ManifestAlloc"))
     with pytest.raises(RxError, match="needs planned memory"):
         emit_c(m)
 
 
 def test_calls_of_non_primitive_functions_are_refused() -> None:
-    m = parse_module("""
+    m = parse_module(
+        """
 fn @helper(%a: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %b = exp(%a)
   return %b
@@ -156,9 +188,13 @@ fn @helper(%a: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
 fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %y = call @helper(%x)
   return %y
-}""", "t.rx")
-    with pytest.raises(RxError, match="the C target cannot call @helper: only primitive functions become C "
-                                      "functions"):
+}""",
+        "t.rx",
+    )
+    with pytest.raises(
+        RxError,
+        match="the C target cannot call @helper: only primitive functions become C functions",
+    ):
         emit_c(compile_module(m))
 
 
@@ -166,7 +202,8 @@ def test_primitive_intermediates_without_room_live_in_a_planned_workspace() -> N
     """%u dies where the (non in-place) transpose writes the output: PlanWorkspace gives it
     workspace bytes that the caller's arena holds (this used to be refused: "a kernel gets
     no scratch memory"); the C prints the placement and its static memory is the report's."""
-    m = parse_module("""
+    m = parse_module(
+        """
 fn @f(%a: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] attrs {primitive = true} {
   %t = transpose(%a)
   %u = exp(%t)
@@ -177,14 +214,19 @@ fn @f(%a: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] attrs {primitive = true} {
 fn @main(%x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] {
   %y = call @f(%x)
   return %y
-}""", "t.rx")
+}""",
+        "t.rx",
+    )
     compiled = compile_module(m)
     f = compiled.get("f")
     assert f.attr("workspace") == 64 and f.attr("outputs") == 1
     report = {r.name: r for r in memory_report(compiled)}["main"]
     assert report.arena_bytes == 64  # the workspace: %t and %u share the output and 24 bytes of it
     text = emit_c(compiled).files["model.c"]
-    assert "uint8_t *v_workspace" in text and "MODEL_WORKSPACE_BYTES 64" in emit_c(compiled).files["model.h"]
+    assert (
+        "uint8_t *v_workspace" in text
+        and "MODEL_WORKSPACE_BYTES 64" in emit_c(compiled).files["model.h"]
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -211,7 +253,11 @@ def test_bounds_and_usage_at_run_time(tmp_path: Path) -> None:
     r = run_c_raw(built, ["x9.bin", "y.bin", "b.bin", "yy.bin", "n=8"])
     assert r.returncode == 1 and "x9.bin: expected 128 bytes" in r.stderr
     r = run_c_raw(built, ["x9.bin", "y.bin", "b.bin"])
-    assert r.returncode == 2 and "usage: " in r.stderr and "bnd_san X.bin Y.bin B.bin OUT_Y.bin n=N" in r.stderr
+    assert (
+        r.returncode == 2
+        and "usage: " in r.stderr
+        and "bnd_san X.bin Y.bin B.bin OUT_Y.bin n=N" in r.stderr
+    )
     r = run_c_raw(built, ["x9.bin", "y.bin", "b.bin", "yy.bin"])
     assert r.returncode == 2 and "missing dimension n=N" in r.stderr
     r = run_c_raw(built, ["x9.bin", "y.bin", "b.bin", "yy.bin", "m=3"])
@@ -235,8 +281,12 @@ int main(void)
     return 0;
 }
 """)
-    subprocess.run([CC, *STRICT, "bnd.c", "probe.c", "-lm", "-o", "probe"], cwd=tmp_path, check=True)
-    out = subprocess.run(["./probe"], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
+    subprocess.run(
+        [CC, *STRICT, "bnd.c", "probe.c", "-lm", "-o", "probe"], cwd=tmp_path, check=True
+    )
+    out = subprocess.run(
+        ["./probe"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout
     assert out == "1 1 3 0|an input or output pointer is NULL\n"
     assert "#define BND_MAX_N 8 /* upper bound of n */" in (tmp_path / "bnd.h").read_text()
 
@@ -244,17 +294,23 @@ int main(void)
 @needs_cc
 def test_unbounded_dims_are_runtime_parameters(tmp_path: Path) -> None:
     # Only the caller's output depends on n: no allocation needs a bound.
-    built = build("""
+    built = build(
+        """
 fn @main(%x: Tensor[(n, 2), f32]) -> Tensor[(n, 2), f32] {
   %y = tanh(%x)
   return %y
-}""", tmp_path, prefix="tanhm")
+}""",
+        tmp_path,
+        prefix="tanhm",
+    )
     x = np.linspace(-1, 1, 10, dtype=np.float32).reshape(5, 2)
     (y,) = run_c(built, [x], {"n": 5})
     np.testing.assert_allclose(y, np.tanh(x), rtol=1e-6)
     header = (tmp_path / "tanhm.h").read_text()
-    assert " *   n: no upper bound\n" in header and "#define TANHM_ERR_DIM_N 3 /* dimension 'n' is larger than " \
-                                                "2147483647 */" in header
+    assert (
+        " *   n: no upper bound\n" in header
+        and "#define TANHM_ERR_DIM_N 3 /* dimension 'n' is larger than 2147483647 */" in header
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -290,9 +346,15 @@ def test_runtime_calls_and_unplanned_allocations(tmp_path: Path, planner: str) -
     info = sources.info
     header = sources.files["rt.h"]
     if planner == "none":  # every storage is a static array of its own, reported as such
-        assert info.workspace_bytes == 0 and info.static_bytes == 192 and "other allocation %a_storage" in header
+        assert (
+            info.workspace_bytes == 0
+            and info.static_bytes == 192
+            and "other allocation %a_storage" in header
+        )
     else:
-        assert info.workspace_bytes == 192 and info.static_bytes == 192  # %a, %b and %c all live at once
+        assert (
+            info.workspace_bytes == 192 and info.static_bytes == 192
+        )  # %a, %b and %c all live at once
     assert f"#define RT_STATIC_BYTES {info.static_bytes}" in header
 
 

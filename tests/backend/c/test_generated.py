@@ -44,7 +44,9 @@ def test_generated_programs_match_the_interpreter(workdir: Path, prog) -> None:
     k = next(_counter)
     for mode in ("packed", "unpacked"):
         folder = workdir / f"{k}_{mode}"
-        built = compile_c(folder, emit(module, {}, folder, unpacked=mode == "unpacked"), sanitize=True)
+        built = compile_c(
+            folder, emit(module, {}, folder, unpacked=mode == "unpacked"), sanitize=True
+        )
         assert_close(run_c(built, args, env), want, f"{mode}\n{prog.text}")
 
 
@@ -53,7 +55,8 @@ def test_generated_programs_match_the_interpreter(workdir: Path, prog) -> None:
 
 FUZZ_FOUND = {
     # A primitive function that never reads a parameter: -Wunused-parameter broke -Werror.
-    "unused_primitive_parameter": ("""
+    "unused_primitive_parameter": (
+        """
 fn @prim(%a: Tensor[(2, 3), f32], %b: Tensor[(3,), f32]) -> Tensor[(2, 3), f32] attrs {primitive = true} {
   %r = relu(%a)
   return %r
@@ -63,10 +66,13 @@ fn @main(%x: Tensor[(2, 3), f32], %y: Tensor[(3,), f32]) -> Tensor[(2, 3), f32] 
   %z = call @prim(%x, %y)
   return %z
 }
-""", {}),
+""",
+        {},
+    ),
     # f32 intermediates (dead ones, here) computed in the i32 output buffer were passed as
     # int32_t * to float kernels (incompatible pointer types; type confusion without -Werror).
-    "intermediate_of_another_dtype_in_the_output": ("""
+    "intermediate_of_another_dtype_in_the_output": (
+        """
 fn @prim(%a: Tensor[(p, q), f32]) -> Tensor[(1, 3, 3), i32] attrs {primitive = true} {
   %s = sum(%a, keepdims=true)
   %t = multiply(%s, %s)
@@ -78,20 +84,26 @@ fn @main(%x: Tensor[(n, 2), f32]) -> Tensor[(1, 3, 3), i32] attrs {upper_bounds 
   %r = call @prim(%x)
   return %r
 }
-""", {"n": 3}),
+""",
+        {"n": 3},
+    ),
     # A strided window over a bounded dim: its size (n - 2) / 2 + 1 had no derivable bound,
     # so the C target refused the program.
-    "strided_window_over_a_bounded_dim": ("""
+    "strided_window_over_a_bounded_dim": (
+        """
 fn @main(%x: Tensor[(1, 2, n, 4), f32]) -> Tensor[(1, 2, (n - 2) / 2 + 1, 3), f32] attrs {upper_bounds = {n = 16}} {
   %p = max_pool2d(%x, pool_size=2, strides=(2, 1))
   %q = relu(%p)
   %r = negative(%q)
   return %r
 }
-""", {"n": 7}),
+""",
+        {"n": 7},
+    ),
     # take from a symbolic axis clipped its indices to n - 1 = -1 at n = 0 and read before
     # the buffer (gcc -O2 saw it: -Warray-bounds broke -Werror in the unpacked build).
-    "take_over_a_symbolic_axis": ("""
+    "take_over_a_symbolic_axis": (
+        """
 fn @main(%x: Tensor[(n, 1), u8]) -> Tuple[Tensor[(n,), u8], Tensor[(n, 1), u8]]
     attrs {upper_bounds = {n = 2}} {
   %v1 = flatten(%x)
@@ -104,19 +116,25 @@ fn @main(%x: Tensor[(n, 1), u8]) -> Tuple[Tensor[(n,), u8], Tensor[(n, 1), u8]]
   %v8 = expand_dims(%v4, axis=1)
   return (%v4, %v8)
 }
-""", {"n": 2}),
+""",
+        {"n": 2},
+    ),
     # An output copied with memcpy whose size 32 * n - 64 is negative for every n <= 1: the
     # (size_t) of it broke -Werror (-Wstringop-overflow) and would overrun at run time.
-    "negative_size_copied_out": ("""
+    "negative_size_copied_out": (
+        """
 fn @main(%p8: Tensor[(1, 2, n, 4), f32]) -> Tuple[Tensor[(1, 2, n - 2, 4), f32], Tensor[(1, 2, n - 2, 4), f32]]
     attrs {upper_bounds = {n = 4}} {
   %v9 = avg_pool2d(%p8, pool_size=(3, 1), dilation=(1, 2))
   return (%v9, %v9)
 }
-""", {"n": 4}),
+""",
+        {"n": 4},
+    ),
     # power on u16 converts a double out of range as numpy does on x86 (through int32: 0),
     # not modulo 2**16 (11 ** 11 gave 39251).
-    "integer_power_out_of_range": ("""
+    "integer_power_out_of_range": (
+        """
 fn @main(%x: Tensor[(4,), u16], %y: Tensor[(4,), u8]) -> Tuple[Tensor[(4,), u16], Tensor[(4,), u8]] {
   %c = const([11, 5, 300, 2], u16)
   %p = power(%c, %c)
@@ -126,7 +144,9 @@ fn @main(%x: Tensor[(4,), u16], %y: Tensor[(4,), u8]) -> Tuple[Tensor[(4,), u16]
   %t = add(%q, %y)
   return (%s, %t)
 }
-""", {}),
+""",
+        {},
+    ),
 }
 
 
@@ -142,8 +162,13 @@ def test_fuzzer_found_programs_build_and_match(workdir: Path, name: str, sanitiz
     args = random_inputs(fn, env, seed=2)
     want = Interpreter(module, {}).run("main", args, env)
     for unpacked in (False, True):
-        built = build(text, workdir / f"found_{name}_{sanitize}_{unpacked}", prefix="found", sanitize=sanitize,
-                      unpacked=unpacked)
+        built = build(
+            text,
+            workdir / f"found_{name}_{sanitize}_{unpacked}",
+            prefix="found",
+            sanitize=sanitize,
+            unpacked=unpacked,
+        )
         assert_close(run_c(built, args, env), want, name)
 
 
@@ -165,11 +190,20 @@ int main(void)
     return (int)found_run(x, y, z, 1);
 }
 """)
-    r = subprocess.run([CC, *SANITIZE, "found.c", driver.name, "-lm", "-o", "neg_driver"], cwd=built.folder,
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [CC, *SANITIZE, "found.c", driver.name, "-lm", "-o", "neg_driver"],
+        cwd=built.folder,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
-    r = subprocess.run(["./neg_driver"], cwd=built.folder, capture_output=True, text=True,
-                       env={**os.environ, **SAN_ENV})
+    r = subprocess.run(
+        ["./neg_driver"],
+        cwd=built.folder,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **SAN_ENV},
+    )
     assert r.returncode == 0 and r.stderr == "", r.stderr
 
 
@@ -203,8 +237,10 @@ fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 
 """
     with pytest.raises(RxError) as e:
         emit_c(parse_module(text, "t.rx"))
-    assert e.value.message == ("the C target needs every allocation planned into static memory, but no upper "
-                               "bound of the size 64 / n + 4 * n of %s follows from the upper bounds of @main")
+    assert e.value.message == (
+        "the C target needs every allocation planned into static memory, but no upper "
+        "bound of the size 64 / n + 4 * n of %s follows from the upper bounds of @main"
+    )
 
 
 def test_f16_max_of_signed_zeros_is_numpys(workdir: Path) -> None:
@@ -240,11 +276,17 @@ fn @main(%a: Tensor[(1, 1, 2, 2), f16], %b: Tensor[(1, 1, 2, 2), f16], %c: Tenso
 """
     module = parse_module(text, "zeros.rx")
     z = [[[[-0.0, 0.0], [0.0, -0.0]]]]
-    args = [np.array(z, np.float16), np.array(z, np.float16)[..., ::-1].copy(), np.array(z, np.float32),
-            np.array(z, np.float32)[..., ::-1].copy()]
+    args = [
+        np.array(z, np.float16),
+        np.array(z, np.float16)[..., ::-1].copy(),
+        np.array(z, np.float32),
+        np.array(z, np.float32)[..., ::-1].copy(),
+    ]
     want = Interpreter(module, {}).run("main", args)
     for unpacked in (False, True):
-        got = run_c(build(text, workdir / f"zeros_{unpacked}", prefix="zeros", unpacked=unpacked), args)
+        got = run_c(
+            build(text, workdir / f"zeros_{unpacked}", prefix="zeros", unpacked=unpacked), args
+        )
         for g, w in zip(got, want):
             assert g.tobytes() == w.tobytes(), (g, w)
 
@@ -268,8 +310,9 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
   return (%v5, %v9)
 }
 """
-    module = Pipeline(assemble_pipeline("c", "ManifestAlloc,PlanMemory{planner=none}"), [VerifyInstrument()]).run(
-        parse_module(text, "empty.rx"))
+    module = Pipeline(
+        assemble_pipeline("c", "ManifestAlloc,PlanMemory{planner=none}"), [VerifyInstrument()]
+    ).run(parse_module(text, "empty.rx"))
     folder = workdir / "empty_static"
     folder.mkdir()
     sources = emit_c(module, {}, prefix="empty", emit_main=True)

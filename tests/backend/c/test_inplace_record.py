@@ -37,7 +37,7 @@ def _c() -> str:
 
 def test_an_inplace_op_is_computed_over_its_input():
     text = _c()
-    body = text[text.index("static void m_f_chain("):]
+    body = text[text.index("static void m_f_chain(") :]
     assert body.count("(out, out);") == 2  # %b over %a, %c over %b, all in the output
 
 

@@ -17,7 +17,7 @@ from relaxc.frontend.parser import parse_module
 
 from .cbuild import Built, assert_close, compile_c, compile_module, needs_cc, run_c
 
-EVIL = r'*/ int evil(void) { return 1; } /* ??/ \" \\ \n #define x'
+EVIL = r"*/ int evil(void) { return 1; } /* ??/ \" \\ \n #define x"
 """A weight name that would end a comment, define a function, splice lines with a trigraph
 and open a string if it reached C verbatim (as written in .rx, with JSON escapes)."""
 
@@ -67,8 +67,13 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Built]:
     module = parse_module(HOSTILE, "hostile.rx")
     for mode in ("packed", "unpacked"):
         folder = tmp_path_factory.mktemp(f"hostile_{mode}")
-        sources = emit_c(compile_module(module, unpacked=mode == "unpacked"), hostile_weights(), prefix="model",
-                         source='evil */ "name".rx', emit_main=True)
+        sources = emit_c(
+            compile_module(module, unpacked=mode == "unpacked"),
+            hostile_weights(),
+            prefix="model",
+            source='evil */ "name".rx',
+            emit_main=True,
+        )
         for name, text in sources.files.items():
             (folder / name).write_text(text)
         out[mode] = compile_c(folder, sources)
@@ -114,7 +119,9 @@ def strip_comments_and_strings(text: str) -> str:
 # The pieces.
 
 
-@pytest.mark.parametrize("text", ["int", "return", "0abc", "a.b-c", "__x", "", "é", "v_" * 40, "NULL", "DLTensor"])
+@pytest.mark.parametrize(
+    "text", ["int", "return", "0abc", "a.b-c", "__x", "", "é", "v_" * 40, "NULL", "DLTensor"]
+)
 def test_scope_names_are_identifiers_and_unique(text: str) -> None:
     scope = Scope()
     names = [scope.name("v_", text) for _ in range(3)] + [scope.name("", text) for _ in range(2)]
@@ -130,7 +137,16 @@ def test_comment_and_string_escaping() -> None:
     assert sanitize("x.y-z") == "x_y_z"
 
 
-@pytest.mark.parametrize("stem, prefix", [("cnn", "cnn"), ("my-model", "my_model"), ("1x", "model_1x"),
-                                          ("int", "m_int"), ("__", "model"), ("x" * 50, "x" * 32)])
+@pytest.mark.parametrize(
+    "stem, prefix",
+    [
+        ("cnn", "cnn"),
+        ("my-model", "my_model"),
+        ("1x", "model_1x"),
+        ("int", "m_int"),
+        ("__", "model"),
+        ("x" * 50, "x" * 32),
+    ],
+)
 def test_default_prefix(stem: str, prefix: str) -> None:
     assert default_prefix(stem) == prefix

@@ -28,9 +28,11 @@ pytestmark = needs_cc
 FLOATS = ["f32", "f64", "f16"]
 INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32"]
 
-PARAMS = "%a: Tensor[(2, 3, 4, 5), {t}], %b: Tensor[(2, 3, 4, 5), {t}], %v: Tensor[(5,), {t}], " \
-         "%m: Tensor[(4, 5), {t}], %w: Tensor[(6, 5), {t}], %k: Tensor[(4, 3, 3, 3), {t}], " \
-         "%c: Tensor[(2, 3, 4, 5), bool], %idx: Tensor[(3,), i32]"
+PARAMS = (
+    "%a: Tensor[(2, 3, 4, 5), {t}], %b: Tensor[(2, 3, 4, 5), {t}], %v: Tensor[(5,), {t}], "
+    "%m: Tensor[(4, 5), {t}], %w: Tensor[(6, 5), {t}], %k: Tensor[(4, 3, 3, 3), {t}], "
+    "%c: Tensor[(2, 3, 4, 5), bool], %idx: Tensor[(3,), i32]"
+)
 
 COMMON = """
   %concat = concat(%a, %b, axis=1)
@@ -147,8 +149,14 @@ def program(dtype: str) -> tuple[str, dict[str, np.ndarray]]:
         body = FLOAT_CONSTS + body + FLOAT_ONLY
         rng = np.random.default_rng(5)
         npt = {"f32": np.float32, "f64": np.float64, "f16": np.float16}[dtype]
-        for name, shape in (("v6", (6,)), ("v4", (4,)), ("kd", (6, 1, 2, 2)), ("g3", (3,)), ("b3", (3,)),
-                            ("m3", (3,))):
+        for name, shape in (
+            ("v6", (6,)),
+            ("v4", (4,)),
+            ("kd", (6, 1, 2, 2)),
+            ("g3", (3,)),
+            ("b3", (3,)),
+            ("m3", (3,)),
+        ):
             weights[name] = rng.uniform(-1, 1, size=shape).astype(npt)
         weights["var3"] = rng.uniform(0.1, 2, size=(3,)).astype(npt)
     if dtype == "bool":
@@ -156,8 +164,14 @@ def program(dtype: str) -> tuple[str, dict[str, np.ndarray]]:
     body = body.replace("{t}", dtype)
     params = PARAMS.replace("{t}", dtype)
     # The result type is every value's type: ask the verifier for them.
-    names = [line.split("=")[0].strip().split(":")[0].lstrip("%") for line in body.splitlines() if line.strip()]
-    probe = parse_module(f"fn @main({params}) -> Tensor[(2, 3, 4, 5), {dtype}] {{{body}  return %a\n}}", "p.rx")
+    names = [
+        line.split("=")[0].strip().split(":")[0].lstrip("%")
+        for line in body.splitlines()
+        if line.strip()
+    ]
+    probe = parse_module(
+        f"fn @main({params}) -> Tensor[(2, 3, 4, 5), {dtype}] {{{body}  return %a\n}}", "p.rx"
+    )
     fn = probe.get("main")
     types = verify_function(fn, probe)
     rets = [n for n in names if n not in weights and isinstance(types[n], TensorType)]
@@ -200,13 +214,20 @@ def special_inputs(module: Module, dtype: str, seed: int) -> list[np.ndarray]:
     return args
 
 
-@pytest.mark.parametrize("dtype, sanitize", [(d, False) for d in DTYPES] + [(d, True) for d in SANITIZED],
-                         ids=[d for d in DTYPES] + [f"{d}-asan-ubsan" for d in SANITIZED])
+@pytest.mark.parametrize(
+    "dtype, sanitize",
+    [(d, False) for d in DTYPES] + [(d, True) for d in SANITIZED],
+    ids=[d for d in DTYPES] + [f"{d}-asan-ubsan" for d in SANITIZED],
+)
 def test_every_op_matches_the_reference(builds, dtype: str, sanitize: bool) -> None:
     built, progs = builds
     module, weights = progs[dtype]
     for seed in (0, 1):
-        args = special_inputs(module, dtype, seed) if seed else random_inputs(module.get("main"), {}, seed)
+        args = (
+            special_inputs(module, dtype, seed)
+            if seed
+            else random_inputs(module.get("main"), {}, seed)
+        )
         with np.errstate(all="ignore"):
             want = Interpreter(module, weights).run("main", args)
         got = run_c(built[(dtype, sanitize)], args, tag=f"s{seed}")
@@ -255,20 +276,26 @@ def test_erf_and_leaky_relu_in_place_and_special_values(tmp_path: Path, dtype: s
 
 
 def test_unsupported_dtype_is_refused_by_name() -> None:
-    m = parse_module("""
+    m = parse_module(
+        """
 fn @main(%x: Tensor[(4,), bf16]) -> Tensor[(4,), bf16] {
   %y = %x
   return %y
-}""", "t.rx")
+}""",
+        "t.rx",
+    )
     with pytest.raises(RxError, match="the C target does not support dtype bf16 .input %x."):
         emit_c(compile_module(m))
 
 
 def test_bool_arithmetic_is_refused_by_name() -> None:
-    m = parse_module("""
+    m = parse_module(
+        """
 fn @main(%x: Tensor[(4,), bool]) -> Tensor[(4,), bool] {
   %y = add(%x, %x)
   return %y
-}""", "t.rx")
+}""",
+        "t.rx",
+    )
     with pytest.raises(RxError, match="the C target does not support add on bool"):
         emit_c(compile_module(m))

@@ -25,7 +25,10 @@ pytestmark = needs_cc
 
 SAMPLES_DIR = Path(__file__).resolve().parents[3] / "samples"
 SAMPLES = sorted(p.stem for p in SAMPLES_DIR.glob("*.rx"))
-DIMS = {"transformer": [{"n": 1}, {"n": 7}, {"n": 128}], "relay_memory": [{"n": 0}, {"n": 3}, {"n": 64}]}
+DIMS = {
+    "transformer": [{"n": 1}, {"n": 7}, {"n": 128}],
+    "relay_memory": [{"n": 0}, {"n": 3}, {"n": 64}],
+}
 MODES = ["packed", "unpacked"]
 
 
@@ -89,7 +92,9 @@ def test_packed_and_unpacked_agree_exactly(builds, case) -> None:
 def test_packed_build_calls_kernels_packed(builds, name: str) -> None:
     packed = (builds[(name, "packed", False)].folder / f"{name}.c").read_text()
     unpacked = (builds[(name, "unpacked", False)].folder / f"{name}.c").read_text()
-    n_calls = len(re.findall(r"_fp_\w+\(v_args\w*, v_codes\w*, \d+, &ret_value, &ret_code, NULL\)", packed))
+    n_calls = len(
+        re.findall(r"_fp_\w+\(v_args\w*, v_codes\w*, \d+, &ret_value, &ret_code, NULL\)", packed)
+    )
     assert n_calls > 0 and "DLTensor" in packed and "kTVMDLTensorHandle" in packed
     assert "TVMValue" not in unpacked and "DLTensor" not in unpacked
 
@@ -103,7 +108,9 @@ def test_static_memory_is_the_memory_report(builds, name: str) -> None:
     report = {r.name: r for r in memory_report(compile_module(module))}["main"]
     built = builds[(name, "packed", False)]
     obj = built.folder / f"{name}.o"
-    subprocess.run([CC, "-std=c99", "-O2", "-c", f"{name}.c", "-o", obj.name], cwd=built.folder, check=True)
+    subprocess.run(
+        [CC, "-std=c99", "-O2", "-c", f"{name}.c", "-o", obj.name], cwd=built.folder, check=True
+    )
     sections = section_sizes(obj)
     info = built.sources.info
     assert info.workspace_bytes == report.arena_bytes
@@ -115,7 +122,9 @@ def test_static_memory_is_the_memory_report(builds, name: str) -> None:
 
 
 def section_sizes(obj: Path) -> dict[str, int]:
-    out = subprocess.run(["size", "-A", str(obj)], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["size", "-A", str(obj)], capture_output=True, text=True, check=True
+    ).stdout
     sizes: dict[str, int] = {}
     for line in out.splitlines():
         parts = line.split()
@@ -138,5 +147,7 @@ def extra_constant_bytes(module) -> int:
             for s in fn.body:
                 if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "const":
                     t = types[fn.name][s.name]
-                    total += int(np.prod([int(d) for d in t.shape], dtype=np.int64)) * dtype_nbytes(t.dtype)
+                    total += int(np.prod([int(d) for d in t.shape], dtype=np.int64)) * dtype_nbytes(
+                        t.dtype
+                    )
     return total

@@ -23,7 +23,9 @@ from .util import KITCHEN_SINK, KITCHEN_WEIGHTS, SAMPLES, compile_text, rehash
 
 def invoke(*args: object):
     env = {"RELAXC_DEBUG": None, "COLUMNS": "120"}
-    return CliRunner().invoke(cli, [str(a) for a in args], env=env, prog_name="relaxc", catch_exceptions=False)
+    return CliRunner().invoke(
+        cli, [str(a) for a in args], env=env, prog_name="relaxc", catch_exceptions=False
+    )
 
 
 def assert_user_error(result, *needles: str) -> None:
@@ -42,7 +44,11 @@ def assert_usage_error(result, *needles: str) -> None:
 @pytest.fixture
 def samples(tmp_path: Path) -> Path:
     folder = tmp_path / "samples"
-    shutil.copytree(SAMPLES, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"))
+    shutil.copytree(
+        SAMPLES,
+        folder,
+        ignore=shutil.ignore_patterns("*.py", "__pycache__", "*.rxb", "*.lowered.rx"),
+    )
     return folder
 
 
@@ -80,8 +86,20 @@ def test_build_is_byte_identical_across_processes(samples: Path, tmp_path: Path)
     for i, seed in enumerate(("0", "12345")):
         out = tmp_path / f"{i}.rxb"
         env = {"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}
-        proc = subprocess.run([sys.executable, "-m", "relaxc.cli.main", "build", samples / "transformer.rx",
-                               "-o", out], capture_output=True, text=True, env=env)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "relaxc.cli.main",
+                "build",
+                samples / "transformer.rx",
+                "-o",
+                out,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert proc.returncode == 0, proc.stderr
         outs.append(out.read_bytes())
     assert outs[0] == outs[1]
@@ -98,8 +116,12 @@ def test_build_json_still_works(samples: Path) -> None:
 def test_build_refuses_stdout_and_inputs(samples: Path) -> None:
     before = sorted(p.name for p in samples.iterdir())
     assert_user_error(invoke("build", samples / "mlp.rx", "-o", "-"), "bytecode is binary")
-    assert_user_error(invoke("build", samples / "mlp.rx", "-o", samples / "mlp.rx"), "refusing to write")
-    assert_user_error(invoke("build", samples / "mlp.rx", "-o", samples / "mlp.npz"), "refusing to write")
+    assert_user_error(
+        invoke("build", samples / "mlp.rx", "-o", samples / "mlp.rx"), "refusing to write"
+    )
+    assert_user_error(
+        invoke("build", samples / "mlp.rx", "-o", samples / "mlp.npz"), "refusing to write"
+    )
     assert sorted(p.name for p in samples.iterdir()) == before
 
 
@@ -113,8 +135,15 @@ def test_build_needs_the_weights(samples: Path) -> None:
 # run
 
 
-@pytest.mark.parametrize("stem, dims", [("mlp", ()), ("cnn", ()), ("transformer", ("--dim", "n=17")),
-                                        ("relay_memory", ("--dim", "n=5"))])
+@pytest.mark.parametrize(
+    "stem, dims",
+    [
+        ("mlp", ()),
+        ("cnn", ()),
+        ("transformer", ("--dim", "n=17")),
+        ("relay_memory", ("--dim", "n=5")),
+    ],
+)
 def test_run_rxb_gives_the_outputs_of_run_rx(samples: Path, stem: str, dims: tuple) -> None:
     assert invoke("build", samples / f"{stem}.rx", "-q").exit_code == 0
     a, b = samples / "a.npz", samples / "b.npz"
@@ -148,7 +177,11 @@ def test_run_stats_shows_measured_and_promised(rxb: Path) -> None:
 
 
 def test_run_stats_on_a_dynamic_model(samples: Path) -> None:
-    text = (samples / "transformer.rx").read_text().replace("\n    attrs {upper_bounds = {n = 128}}", "")
+    text = (
+        (samples / "transformer.rx")
+        .read_text()
+        .replace("\n    attrs {upper_bounds = {n = 128}}", "")
+    )
     (samples / "dyn.rx").write_text(text)
     shutil.copy(samples / "transformer.npz", samples / "dyn.npz")
     assert invoke("build", samples / "dyn.rx", "-q").exit_code == 0
@@ -162,8 +195,10 @@ def test_run_stats_on_a_dynamic_model(samples: Path) -> None:
 def test_run_rx_stats_and_check_compile_in_memory(samples: Path) -> None:
     result = invoke("run", samples / "cnn.rx", "--stats", "--check")
     assert result.exit_code == 0, result.output
-    assert ("check: 1 output(s) of the VM running the compiled program match the reference interpreter "
-            "(bit-identical)") in result.stdout
+    assert (
+        "check: 1 output(s) of the VM running the compiled program match the reference interpreter "
+        "(bit-identical)"
+    ) in result.stdout
     assert "the run held exactly the memory the plan promised" in result.stdout
     assert not (samples / "cnn.rxb").exists()
 
@@ -171,23 +206,44 @@ def test_run_rx_stats_and_check_compile_in_memory(samples: Path) -> None:
 def test_run_check_and_source(rxb: Path, samples: Path) -> None:
     result = invoke("run", rxb, "--check", "--source", samples / "transformer.rx", "--dim", "n=3")
     assert result.exit_code == 0, result.output
-    assert f"match the reference interpreter running the program in {rxb} (bit-identical)" in result.stdout
-    assert f"match the reference interpreter running {samples / 'transformer.rx'} (bit-identical)" in result.stdout
+    assert (
+        f"match the reference interpreter running the program in {rxb} (bit-identical)"
+        in result.stdout
+    )
+    assert (
+        f"match the reference interpreter running {samples / 'transformer.rx'} (bit-identical)"
+        in result.stdout
+    )
 
 
 def test_run_check_fails_when_the_source_differs(rxb: Path, samples: Path) -> None:
     other = samples / "other.rx"
-    other.write_text((samples / "transformer.rx").read_text().replace("%out = add(%r1, %f2)",
-                                                                      "%out = subtract(%r1, %f2)"))
+    other.write_text(
+        (samples / "transformer.rx")
+        .read_text()
+        .replace("%out = add(%r1, %f2)", "%out = subtract(%r1, %f2)")
+    )
     shutil.copy(samples / "transformer.npz", samples / "other.npz")
     result = invoke("run", rxb, "--check", "--source", other, "--dim", "n=2")
-    assert_user_error(result, "error: check failed: the VM and the reference interpreter running", "differs at index")
+    assert_user_error(
+        result,
+        "error: check failed: the VM and the reference interpreter running",
+        "differs at index",
+    )
 
 
 def test_run_source_and_params_usage(rxb: Path, samples: Path) -> None:
-    assert_usage_error(invoke("run", rxb, "--source", samples / "transformer.rx"), "--source needs an .rxb FILE and --check")
-    assert_usage_error(invoke("run", samples / "mlp.rx", "--check", "--source", samples / "mlp.rx"), "--source needs")
-    assert_usage_error(invoke("run", rxb, "--params", samples / "transformer.npz"), "an .rxb holds its own")
+    assert_usage_error(
+        invoke("run", rxb, "--source", samples / "transformer.rx"),
+        "--source needs an .rxb FILE and --check",
+    )
+    assert_usage_error(
+        invoke("run", samples / "mlp.rx", "--check", "--source", samples / "mlp.rx"),
+        "--source needs",
+    )
+    assert_usage_error(
+        invoke("run", rxb, "--params", samples / "transformer.npz"), "an .rxb holds its own"
+    )
 
 
 @pytest.mark.parametrize("how", ["dim", "inputs"])
@@ -197,7 +253,9 @@ def test_run_rxb_dim_above_upper_bound(rxb: Path, samples: Path, how: str) -> No
     else:
         np.savez(samples / "big.npz", x=np.zeros((129, 64), np.float32))
         result = invoke("run", rxb, "--inputs", samples / "big.npz")
-    assert_user_error(result, "error: dimension 'n' is 129, larger than its upper bound 128 in @main")
+    assert_user_error(
+        result, "error: dimension 'n' is 129, larger than its upper bound 128 in @main"
+    )
 
 
 def test_run_bytecode_is_recognised_by_its_magic(rxb: Path, samples: Path) -> None:
@@ -233,10 +291,17 @@ def test_disasm_lists_functions_constants_and_instructions(rxb: Path) -> None:
     assert out.startswith(f"{rxb}: relaxc bytecode format 1, {rxb.stat().st_size:,} bytes, sha256 ")
     assert "constants: 17 (195.3 KiB (199,940 B))" in out
     assert "ln1.gamma" in out and "(inline)" in out
-    assert "#0   @scaled_softmax           primitive params 2   registers 5     instructions 6" in out
-    assert "fn @main(r0:%x: Tensor[(n, 64), f32]) -> Tensor[(n, 64), f32] attrs {upper_bounds = {n = 128}, " \
-           "planned = true}" in out
-    assert 'alloc_storage r1:%arena = memory.alloc_storage(557056, align=64, scope="global", arena=true)' in out
+    assert (
+        "#0   @scaled_softmax           primitive params 2   registers 5     instructions 6" in out
+    )
+    assert (
+        "fn @main(r0:%x: Tensor[(n, 64), f32]) -> Tensor[(n, 64), f32] attrs {upper_bounds = {n = 128}, "
+        "planned = true}" in out
+    )
+    assert (
+        'alloc_storage r1:%arena = memory.alloc_storage(557056, align=64, scope="global", arena=true)'
+        in out
+    )
     assert "invoke        layer_norm(r0:%x, r2:%g1, r3:%b1) outs (r4:%ln1)" in out
     assert "invoke_func   @scaled_softmax(" in out
     assert "kill_tensor   r4:%ln1" in out
@@ -247,8 +312,24 @@ def test_disasm_every_instruction(tmp_path: Path) -> None:
     path = tmp_path / "k.rxb"
     path.write_bytes(compile_module(compile_text(KITCHEN_SINK), KITCHEN_WEIGHTS))
     out = invoke("disasm", path).stdout
-    for op in ("alloc_storage", "alloc_tensor", "invoke ", "invoke_func", "kernel", "call ", "tuple", "project",
-               "move", "view", "call_packed", "const", "kill_tensor", "kill_storage", "kill_object", "ret"):
+    for op in (
+        "alloc_storage",
+        "alloc_tensor",
+        "invoke ",
+        "invoke_func",
+        "kernel",
+        "call ",
+        "tuple",
+        "project",
+        "move",
+        "view",
+        "call_packed",
+        "const",
+        "kill_tensor",
+        "kill_storage",
+        "kill_object",
+        "ret",
+    ):
         assert f"  {op}" in out, op
     assert 'r15:%o: Tensor[(n, 4), f32] = call_packed("vm.builtin.reshape", r14:%v, (n, 4))' in out
 
@@ -299,7 +380,7 @@ def malformed(rxb: Path) -> dict[str, bytes]:
         "truncated header": good[:30],
         "truncated payload": good[:-100],
         "bit flip": bytes(flipped),
-        "cut, header fixed": rehash(good[:len(good) // 3]),
+        "cut, header fixed": rehash(good[: len(good) // 3]),
         "trailing garbage": rehash(good + b"junk"),
     }
 
@@ -325,7 +406,9 @@ def test_missing_file_and_directory(samples: Path) -> None:
 def test_malformed_file_in_a_subprocess(rxb: Path, samples: Path) -> None:
     path = samples / "bad.rxb"
     path.write_bytes(rxb.read_bytes()[:500])
-    proc = subprocess.run([sys.executable, "-m", "relaxc.cli.main", "run", path], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "relaxc.cli.main", "run", path], capture_output=True, text=True
+    )
     assert proc.returncode == 1
     assert proc.stderr.startswith(f"error: {path} is truncated")
     assert "Traceback" not in proc.stderr

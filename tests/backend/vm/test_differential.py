@@ -86,7 +86,9 @@ def test_primitive_entry_function() -> None:
     source = parse(KITCHEN_SINK)
     exe = build(source, KITCHEN_WEIGHTS)
     args = inputs_for(source, {"n": 2}, entry="prim")
-    assert_identical(interpret(source, KITCHEN_WEIGHTS, args, entry="prim"), vm_run(exe, args, entry="prim")[0])
+    assert_identical(
+        interpret(source, KITCHEN_WEIGHTS, args, entry="prim"), vm_run(exe, args, entry="prim")[0]
+    )
 
 
 def test_results_are_the_callers() -> None:
@@ -159,7 +161,7 @@ def test_erf_and_leaky_relu_attributes(dtype: str, passes: str) -> None:
     vm = VirtualMachine(exe, poison=True)
     for n in (1, 5):
         args = inputs_for(source, {"n": n}, seed=n)
-        args[0].reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0][:args[0].size]
+        args[0].reshape(-1)[:4] = [np.nan, np.inf, -np.inf, -0.0][: args[0].size]
         assert_identical(interpret(source, {}, args), vm.run("main", args))
 
 
@@ -201,15 +203,23 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
 """
     exe = build(compile_text(text))
     VirtualMachine(exe).run("main", [np.zeros((2, 4), np.float32)])
-    with pytest.raises(RxError, match="dimension 'm' is 3, larger than its upper bound 2 in @inner"):
+    with pytest.raises(
+        RxError, match="dimension 'm' is 3, larger than its upper bound 2 in @inner"
+    ):
         VirtualMachine(exe).run("main", [np.zeros((3, 4), np.float32)])
 
 
-@pytest.mark.parametrize("bad, message", [
-    ([np.zeros((2, 5), np.float32)], "input %x has shape (2, 5), expected (2, 4)"),
-    ([np.zeros((2, 4), np.float64)], "input %x has dtype float64, but Tensor[(n, 4), f32] needs f32"),
-    ([], "@main takes 1 input(s), got 0"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ([np.zeros((2, 5), np.float32)], "input %x has shape (2, 5), expected (2, 4)"),
+        (
+            [np.zeros((2, 4), np.float64)],
+            "input %x has dtype float64, but Tensor[(n, 4), f32] needs f32",
+        ),
+        ([], "@main takes 1 input(s), got 0"),
+    ],
+)
 def test_bad_inputs_are_refused_like_the_interpreter(bad: list, message: str) -> None:
     exe = build(compile_text(BOUNDED))
     with pytest.raises(RxError) as e:

@@ -72,11 +72,18 @@ def loads_or_rejected(data: bytes) -> None:
     fn = exe.module.get("main")
     if fn is None:
         return
-    dims = {d.name: 2 for p in fn.params if isinstance(p.type, TensorType) for d in p.type.shape
-            if isinstance(d, D.Sym)}
+    dims = {
+        d.name: 2
+        for p in fn.params
+        if isinstance(p.type, TensorType)
+        for d in p.type.shape
+        if isinstance(d, D.Sym)
+    }
     try:
         args = random_inputs(fn, dims, 0)
-        VirtualMachine(exe).run("main", args)  # no poison: a corrupted size may be large (lazily mapped)
+        VirtualMachine(exe).run(
+            "main", args
+        )  # no poison: a corrupted size may be large (lazily mapped)
     except RxError:
         pass
 
@@ -119,7 +126,7 @@ def test_header_layout(good: bytes) -> None:
     magic, version, flags, length, digest = F.HEADER.unpack_from(good, 0)
     assert magic == b"\x89RXB\r\n\x1a\n" and version == F.FORMAT_VERSION and flags == 0
     assert length == len(good) - F.HEADER_SIZE
-    assert [good[i:i + 4] for i in section_offsets(good)] == list(F.SECTIONS)
+    assert [good[i : i + 4] for i in section_offsets(good)] == list(F.SECTIONS)
 
 
 def section_offsets(data: bytes) -> list[int]:
@@ -150,7 +157,9 @@ def test_wrong_magic(good: bytes) -> None:
 def test_wrong_version(good: bytes, version: int) -> None:
     data = bytearray(good)
     struct.pack_into("<I", data, 8, version)
-    rejected(bytes(data), f"uses bytecode format version {version}, but this relaxc reads version 1 only")
+    rejected(
+        bytes(data), f"uses bytecode format version {version}, but this relaxc reads version 1 only"
+    )
 
 
 def test_unknown_flags(good: bytes) -> None:
@@ -199,7 +208,7 @@ def test_truncated_inside_every_field(good: bytes, fields) -> None:
     """A file cut inside a field, its header made consistent: the field's read is refused."""
     for off, size, kind in fields[::3]:
         if size > 1:
-            rejected(rehash(good[:off + size // 2]), "is not a valid relaxc bytecode file")
+            rejected(rehash(good[: off + size // 2]), "is not a valid relaxc bytecode file")
 
 
 # ---------------------------------------------------------------------------------------
@@ -242,7 +251,7 @@ def test_every_field_of_a_kind_out_of_range(good: bytes, fields, kind: str) -> N
     assert hits, f"no field of kind {kind}"
     for off, size in hits:
         data = bytearray(good)
-        data[off:off + size] = min(value, (1 << 8 * size) - 1).to_bytes(size, "little")
+        data[off : off + size] = min(value, (1 << 8 * size) - 1).to_bytes(size, "little")
         rejected(rehash(data), "is not a valid relaxc bytecode file", needle)
 
 
@@ -250,20 +259,23 @@ def test_every_field_at_its_extremes_never_crashes(good: bytes, fields) -> None:
     for off, size, kind in fields:
         for fill in (0x00, 0xFF):
             data = bytearray(good)
-            data[off:off + size] = bytes([fill]) * size
+            data[off : off + size] = bytes([fill]) * size
             loads_or_rejected(rehash(data))
 
 
 def test_section_order_and_tags(good: bytes) -> None:
     offs = section_offsets(good)
     data = bytearray(good)
-    data[offs[1]:offs[1] + 4] = b"XXXX"
+    data[offs[1] : offs[1] + 4] = b"XXXX"
     rejected(rehash(data), "expected section CNST here")
 
 
-@pytest.mark.parametrize("pos, sentence", [
-    ("dst", "is already written by instruction"),
-])
+@pytest.mark.parametrize(
+    "pos, sentence",
+    [
+        ("dst", "is already written by instruction"),
+    ],
+)
 def test_register_written_twice(pos: str, sentence: str) -> None:
     text = """\
 fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
@@ -278,7 +290,7 @@ fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
     dsts = [off for off, size, kind in trace if kind == "reg"]
     # Registers in order: dst of relu (1), its operand (0), dst of exp (2), its operand (1), ret (2).
     second_dst = dsts[2]
-    data[second_dst:second_dst + 4] = (1).to_bytes(4, "little")
+    data[second_dst : second_dst + 4] = (1).to_bytes(4, "little")
     rejected(rehash(data), sentence)
 
 
@@ -295,7 +307,7 @@ fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
     trace: list = []
     load_bytes(bytes(data), trace=trace)
     regs = [off for off, size, kind in trace if kind == "reg"]
-    data[regs[3]:regs[3] + 4] = (2).to_bytes(4, "little")
+    data[regs[3] : regs[3] + 4] = (2).to_bytes(4, "little")
     rejected(rehash(data), "its program does not verify: %b is not defined")
 
 
@@ -317,7 +329,9 @@ fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
         rejected(rehash(data2), "is not a valid relaxc bytecode file")
 
 
-def test_dims_that_expand_exponentially_are_refused_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dims_that_expand_exponentially_are_refused_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The IR's canonical form multiplies sums out: (a0+b0)*(a1+b1)*... has 2**k terms and
     would keep the verifier busy for hours. The loader refuses it before verifying."""
     k = 20
@@ -327,7 +341,9 @@ def test_dims_that_expand_exponentially_are_refused_at_once(monkeypatch: pytest.
     text = f"fn @main(%x: Tensor[({expr},), f32], {params}) -> Tensor[({expr},), f32] {{\n  return %x\n}}\n"
     module = parse_module(text, "exp.rx")
     fn = module.get("main")
-    types = {"main": {p.name: p.type for p in fn.params}}  # compiled without verifying (it would not end)
+    types = {
+        "main": {p.name: p.type for p in fn.params}
+    }  # compiled without verifying (it would not end)
     # The writer refuses it too (it never writes a file the loader refuses) ...
     with pytest.raises(RxError, match="expands to more than 4,096 terms"):
         compile_module(module, {}, types=types)

@@ -49,7 +49,11 @@ def report_promise(module, dims: dict[str, int], fn_name: str = "main") -> tuple
     alloc = REGISTRY.get("memory.alloc_storage")
     size_of = {}
     for st in fn.body:
-        if isinstance(st, Bind) and isinstance(st.value, Call) and st.value.op == "memory.alloc_storage":
+        if (
+            isinstance(st, Bind)
+            and isinstance(st.value, Call)
+            and st.value.op == "memory.alloc_storage"
+        ):
             size = bind_args(alloc, st.value.args, st.value.kwargs).attrs["size"]
             size_of[st.name] = D.evaluate(size, dims) if not isinstance(size, int) else size
     intervals = []  # (first, last, bytes, is_arena)
@@ -61,7 +65,10 @@ def report_promise(module, dims: dict[str, int], fn_name: str = "main") -> tuple
 
     def peak(keep) -> int:
         points = sorted({i for f, l, _, _ in intervals for i in (f, l)})
-        return max((sum(s for f, l, s, a in intervals if keep(a) and f <= p <= l) for p in points), default=0)
+        return max(
+            (sum(s for f, l, s, a in intervals if keep(a) and f <= p <= l) for p in points),
+            default=0,
+        )
 
     return rep.arena_bytes, peak(lambda a: not a), peak(lambda a: True)
 
@@ -197,9 +204,14 @@ def test_kills_free_at_the_last_use_and_without_them_at_the_return() -> None:
     without = measure(compile_text(TWO_PHASES, "planned"), {}, {"n": 10})
     # Without kills every dynamic storage lives to the return: the peak is their sum.
     module = compile_text(TWO_PHASES, "planned")
-    total = sum(D.evaluate(s.value.args[0], {"n": 10}) for s in module.get("main").body
-                if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "memory.alloc_storage"
-                and not dict(s.value.kwargs).get("external"))
+    total = sum(
+        D.evaluate(s.value.args[0], {"n": 10})
+        for s in module.get("main").body
+        if isinstance(s, Bind)
+        and isinstance(s.value, Call)
+        and s.value.op == "memory.alloc_storage"
+        and not dict(s.value.kwargs).get("external")
+    )
     assert without.stats.working_peak == total
     assert with_kills.stats.working_peak < total
     for vm in (with_kills, without):
@@ -340,12 +352,21 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] {
     # item 7): with n unbounded, 16 * n bytes may overrun 32, so it is refused before any run.
     with pytest.raises(RxError) as e:
         build(compile_text(text, "none"))
-    assert e.value.message == ("memory.alloc_tensor: %a ends at byte 16 * n, past the end of storage %s (32 bytes), "
-                               "for some allowed dim value")
+    assert e.value.message == (
+        "memory.alloc_tensor: %a ends at byte 16 * n, past the end of storage %s (32 bytes), "
+        "for some allowed dim value"
+    )
     assert e.value.loc is not None and e.value.loc.line == 3
     # Bounded so that it always fits, it runs.
-    ok = build(compile_text(text.replace("-> Tensor[(n, 4), f32] {", "-> Tensor[(n, 4), f32] attrs {upper_bounds = {n = 2}} {"),
-                            "none"))
+    ok = build(
+        compile_text(
+            text.replace(
+                "-> Tensor[(n, 4), f32] {",
+                "-> Tensor[(n, 4), f32] attrs {upper_bounds = {n = 2}} {",
+            ),
+            "none",
+        )
+    )
     VirtualMachine(ok).run("main", [np.zeros((2, 4), np.float32)])
 
 

@@ -103,7 +103,9 @@ def build(module: Module, weights: Mapping[str, np.ndarray] | None = None, name:
     return load_bytes(compile_module(module, weights), name)
 
 
-def inputs_for(module: Module, dims: Mapping[str, int] | None = None, seed: int = 0, entry: str = "main") -> list:
+def inputs_for(
+    module: Module, dims: Mapping[str, int] | None = None, seed: int = 0, entry: str = "main"
+) -> list:
     fn = module.get(entry)
     return random_inputs(fn, resolve_dims(fn, dict(dims or {})), seed)
 
@@ -127,12 +129,16 @@ def assert_identical(a: Any, b: Any) -> None:
 def rehash(data: bytes | bytearray) -> bytes:
     """``data`` with its header's length and checksum made to match its payload."""
     data = bytearray(data)
-    payload = bytes(data[F.HEADER_SIZE:])
+    payload = bytes(data[F.HEADER_SIZE :])
     magic, version, flags, _, _ = F.HEADER.unpack_from(data, 0)
-    data[:F.HEADER_SIZE] = F.HEADER.pack(magic, version, flags, len(payload), hashlib.sha256(payload).digest())
+    data[: F.HEADER_SIZE] = F.HEADER.pack(
+        magic, version, flags, len(payload), hashlib.sha256(payload).digest()
+    )
     return bytes(data)
 
 
-def vm_run(exe, args, dims=None, entry: str = "main", poison: bool = True) -> tuple[Any, VirtualMachine]:
+def vm_run(
+    exe, args, dims=None, entry: str = "main", poison: bool = True
+) -> tuple[Any, VirtualMachine]:
     vm = VirtualMachine(exe, poison=poison)
     return vm.run(entry, args, dims), vm

@@ -19,8 +19,13 @@ from .util import assert_matches, helper, make_model, run_ort, save
 
 
 def invoke(*args: object):
-    return CliRunner().invoke(cli, [str(a) for a in args], env={"RELAXC_DEBUG": None}, prog_name="relaxc",
-                              catch_exceptions=False)
+    return CliRunner().invoke(
+        cli,
+        [str(a) for a in args],
+        env={"RELAXC_DEBUG": None},
+        prog_name="relaxc",
+        catch_exceptions=False,
+    )
 
 
 def assert_user_error(result, *needles: str, code: int = 1) -> None:
@@ -42,8 +47,15 @@ def test_import_build_run_matches_onnxruntime(tmp_path: Path) -> None:
     assert set(load_npz(npz)) >= {"stem.weight", "fc.w"}
     np.savez(tmp_path / "inputs.npz", image=feeds["image"])
     assert invoke("build", rx, "-q").exit_code == 0
-    r = invoke("run", tmp_path / "net.rxb", "--inputs", tmp_path / "inputs.npz", "-o", tmp_path / "out.npz",
-               "--poison")
+    r = invoke(
+        "run",
+        tmp_path / "net.rxb",
+        "--inputs",
+        tmp_path / "inputs.npz",
+        "-o",
+        tmp_path / "out.npz",
+        "--poison",
+    )
     assert r.exit_code == 0, r.output
     got = np.load(tmp_path / "out.npz")["output"]
     assert_matches([got], run_ort(model, feeds), "relaxc run")
@@ -74,24 +86,35 @@ def test_symbolic_dims_are_noted_and_shapes_can_be_overridden(tmp_path: Path) ->
 
 
 def test_outputs_never_overwrite_the_input(tmp_path: Path) -> None:
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, [2])], [("y", np.float32, None)])
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", np.float32, [2])],
+        [("y", np.float32, None)],
+    )
     weird = save(model, tmp_path, "model.npz")  # an ONNX file that happens to end in .npz
     before = weird.read_bytes()
-    assert_user_error(invoke("import", weird, "-o", tmp_path / "model.rx"), "refusing to write", "one of the inputs")
+    assert_user_error(
+        invoke("import", weird, "-o", tmp_path / "model.rx"),
+        "refusing to write",
+        "one of the inputs",
+    )
     assert weird.read_bytes() == before and not (tmp_path / "model.rx").exists()
     assert_user_error(invoke("import", weird, "-o", tmp_path / "out.txt"), "must end in .rx")
 
 
-@pytest.mark.parametrize("args, needles, code", [
-    (["--shape", "x"], ["NAME=D1,D2"], 2),
-    (["--shape", "x=1,-2"], ["cannot be negative"], 2),
-    (["--shape", "x=1,a+b"], ["neither a size nor a dim name"], 2),
-    (["--shape", "x=1", "--shape", "x=2"], ["given twice"], 2),
-    (["--bound", "seq"], ["NAME=VALUE"], 2),
-    (["--bound", "seq=big"], ["not an integer"], 2),
-    (["--bound", "nope=4"], ["--bound names 'nope'"], 1),
-    (["--shape", "nope=1"], ["--shape names 'nope'"], 1),
-])
+@pytest.mark.parametrize(
+    "args, needles, code",
+    [
+        (["--shape", "x"], ["NAME=D1,D2"], 2),
+        (["--shape", "x=1,-2"], ["cannot be negative"], 2),
+        (["--shape", "x=1,a+b"], ["neither a size nor a dim name"], 2),
+        (["--shape", "x=1", "--shape", "x=2"], ["given twice"], 2),
+        (["--bound", "seq"], ["NAME=VALUE"], 2),
+        (["--bound", "seq=big"], ["not an integer"], 2),
+        (["--bound", "nope=4"], ["--bound names 'nope'"], 1),
+        (["--shape", "nope=1"], ["--shape names 'nope'"], 1),
+    ],
+)
 def test_bad_options(tmp_path: Path, args: list[str], needles: list[str], code: int) -> None:
     model, _ = attention_block()
     onnx_path = save(model, tmp_path)
@@ -108,10 +131,16 @@ def test_bad_files(tmp_path: Path) -> None:
 
 
 def test_unsupported_operators_exit_1_without_traceback(tmp_path: Path) -> None:
-    nodes = [helper.make_node("Relu", ["x"], ["a"]), helper.make_node("HardSwish", ["a"], ["y"], name="hs")]
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("HardSwish", ["a"], ["y"], name="hs"),
+    ]
     model = make_model(nodes, [("x", np.float32, [4])], [("y", np.float32, None)], opset=14)
-    r = subprocess.run([sys.executable, "-m", "relaxc.cli.main", "import", str(save(model, tmp_path))],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "relaxc.cli.main", "import", str(save(model, tmp_path))],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 1, r.stderr
     assert "HardSwish (node 'hs')" in r.stderr and "supported:" in r.stderr
     assert "Traceback" not in r.stderr
@@ -119,14 +148,19 @@ def test_unsupported_operators_exit_1_without_traceback(tmp_path: Path) -> None:
 
 def test_dims_named_like_dtypes_or_keywords_stay_dims(tmp_path: Path) -> None:
     """Regression (found by tests/hostile): --shape x=f32,4 wrote an .rx that did not parse."""
-    model = make_model([helper.make_node("Relu", ["x"], ["y"])], [("x", np.float32, ["inf", 4])],
-                       [("y", np.float32, None)])
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [("x", np.float32, ["inf", 4])],
+        [("y", np.float32, None)],
+    )
     onnx_path = save(model, tmp_path)
     r = invoke("import", onnx_path, "--shape", "x=f32,4", "--bound", "f32=8", "-q")
     assert r.exit_code == 0, r.output
     assert invoke("check", tmp_path / "model.rx").exit_code == 0
     assert "upper_bounds = {f32_ = 8}" in (tmp_path / "model.rx").read_text()
-    assert invoke("import", onnx_path, "-o", tmp_path / "b.rx", "-q").exit_code == 0  # dim_param "inf"
+    assert (
+        invoke("import", onnx_path, "-o", tmp_path / "b.rx", "-q").exit_code == 0
+    )  # dim_param "inf"
     assert "Tensor[(inf_, 4), f32]" in (tmp_path / "b.rx").read_text()
 
 
@@ -134,7 +168,9 @@ def test_huge_sizes_are_user_errors(tmp_path: Path) -> None:
     """Regression (found by tests/hostile): they were reported as importer bugs."""
     model, _ = attention_block()
     onnx_path = save(model, tmp_path)
-    assert_user_error(invoke("import", onnx_path, "--shape", "x=1,99999999999999999999,16"), "the model's inputs")
+    assert_user_error(
+        invoke("import", onnx_path, "--shape", "x=1,99999999999999999999,16"), "the model's inputs"
+    )
     r = invoke("import", onnx_path, "--bound", "seq=99999999999999999999999")
     assert_user_error(r, "the model's inputs", "limit")
     assert "bug" not in r.stderr

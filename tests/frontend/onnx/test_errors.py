@@ -36,23 +36,42 @@ def refused(model_or_path, *needles: str, **kw) -> str:
 
 
 def test_every_unsupported_operator_is_listed_at_once() -> None:
-    nodes = [helper.make_node("Relu", ["x"], ["a"], name="ok"),
-             helper.make_node("TopK", ["a", "k"], ["v", "i"], name="topk_1", axis=1),
-             helper.make_node("Resize", ["v", "", "sc"], ["r"], name="up_1"),
-             helper.make_node("Resize", ["r", "", "sc"], ["r2"], name="up_2"),
-             helper.make_node("FancyOp", ["r2"], ["y"], name="mine", domain="com.example")]
-    model = raw_model(nodes, [f32_info("x", [1, 1, 4, 4])], [f32_info("y", None)],
-                      [numpy_helper.from_array(np.array([2], np.int64), "k"),
-                       numpy_helper.from_array(np.ones(4, F32), "sc")], domains=["com.example"])
-    message = refused(model, "3 operators", "4 nodes", "Resize (nodes 'up_1', 'up_2')", "TopK (node 'topk_1')",
-                      "com.example.FancyOp (node 'mine')")
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"], name="ok"),
+        helper.make_node("TopK", ["a", "k"], ["v", "i"], name="topk_1", axis=1),
+        helper.make_node("Resize", ["v", "", "sc"], ["r"], name="up_1"),
+        helper.make_node("Resize", ["r", "", "sc"], ["r2"], name="up_2"),
+        helper.make_node("FancyOp", ["r2"], ["y"], name="mine", domain="com.example"),
+    ]
+    model = raw_model(
+        nodes,
+        [f32_info("x", [1, 1, 4, 4])],
+        [f32_info("y", None)],
+        [
+            numpy_helper.from_array(np.array([2], np.int64), "k"),
+            numpy_helper.from_array(np.ones(4, F32), "sc"),
+        ],
+        domains=["com.example"],
+    )
+    message = refused(
+        model,
+        "3 operators",
+        "4 nodes",
+        "Resize (nodes 'up_1', 'up_2')",
+        "TopK (node 'topk_1')",
+        "com.example.FancyOp (node 'mine')",
+    )
     assert "'ok'" not in message
 
 
 @pytest.mark.parametrize("opset, needle", [(6, "opset 6"), (22, "opset 22")])
 def test_opsets_outside_7_to_21_are_refused(opset: int, needle: str) -> None:
-    model = raw_model([helper.make_node("Relu", ["x"], ["y"])], [f32_info("x", [2])], [f32_info("y", [2])],
-                      opset=opset)
+    model = raw_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [f32_info("x", [2])],
+        [f32_info("y", [2])],
+        opset=opset,
+    )
     refused(model, needle, "7 to 21")
 
 
@@ -65,28 +84,39 @@ def test_not_an_onnx_file(tmp_path) -> None:
 
 
 def test_a_used_dropout_mask_is_refused() -> None:
-    nodes = [helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop"),
-             helper.make_node("Cast", ["mask"], ["m"], to=1)]
+    nodes = [
+        helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop"),
+        helper.make_node("Cast", ["mask"], ["m"], to=1),
+    ]
     model = make_model(nodes, [("x", F32, [3])], [("y", F32, None), ("m", F32, None)], opset=13)
     refused(model, "node 'drop' (Dropout)", "'mask'", "dropout mask")
 
 
 def test_an_unused_dropout_mask_is_fine() -> None:
-    model = make_model([helper.make_node("Dropout", ["x"], ["y", "mask"])], [("x", F32, [3])], [("y", F32, None)],
-                       opset=13)
+    model = make_model(
+        [helper.make_node("Dropout", ["x"], ["y", "mask"])],
+        [("x", F32, [3])],
+        [("y", F32, None)],
+        opset=13,
+    )
     assert import_onnx(model).module.functions[0].body == ()
 
 
 def test_a_reshape_to_a_computed_shape_names_the_node() -> None:
-    nodes = [helper.make_node("Cast", ["s"], ["si"], to=7),
-             helper.make_node("Reshape", ["x", "si"], ["y"], name="reshape_it")]
+    nodes = [
+        helper.make_node("Cast", ["s"], ["si"], to=7),
+        helper.make_node("Reshape", ["x", "si"], ["y"], name="reshape_it"),
+    ]
     model = make_model(nodes, [("x", F32, [6]), ("s", F32, [2])], [("y", F32, None)])
     refused(model, "node 'reshape_it' (Reshape)", "must be known when importing")
 
 
 def test_unknown_input_dims_need_a_shape_option() -> None:
-    model = raw_model([helper.make_node("Relu", ["x"], ["y"])],
-                      [helper.make_tensor_value_info("x", 1, [None, 3])], [f32_info("y", None)])
+    model = raw_model(
+        [helper.make_node("Relu", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", 1, [None, 3])],
+        [f32_info("y", None)],
+    )
     refused(model, "input 'x' has an unknown dimension 0", "--shape x=")
     result = import_onnx(model, input_shapes={"x": ["batch", 3]})
     assert "batch" in str(result.module.functions[0].params[0].type)
@@ -100,23 +130,44 @@ def test_bounds_must_name_a_symbolic_dim() -> None:
 
 
 def test_unsupported_dtypes_are_named() -> None:
-    model = raw_model([helper.make_node("Identity", ["x"], ["y"])], [helper.make_tensor_value_info("x", 8, [2])],
-                      [helper.make_tensor_value_info("y", 8, [2])])
+    model = raw_model(
+        [helper.make_node("Identity", ["x"], ["y"])],
+        [helper.make_tensor_value_info("x", 8, [2])],
+        [helper.make_tensor_value_info("y", 8, [2])],
+    )
     refused(model, "input 'x'", "STRING")
     bf16 = helper.make_tensor("w", 16, [2], [1, 2])
-    model = raw_model([helper.make_node("Add", ["x", "w"], ["y"])], [f32_info("x", [2])], [f32_info("y", None)], [bf16])
+    model = raw_model(
+        [helper.make_node("Add", ["x", "w"], ["y"])],
+        [f32_info("x", [2])],
+        [f32_info("y", None)],
+        [bf16],
+    )
     refused(model, "initializer 'w'", "BFLOAT16")
 
 
 def test_conversion_errors_name_the_node_and_the_reason() -> None:
-    model = make_model([helper.make_node("Conv", ["x", "w"], ["y"], name="conv1d")], [("x", F32, [1, 2, 8])],
-                       [("y", F32, None)], {"w": randn(3, 2, 3)})
+    model = make_model(
+        [helper.make_node("Conv", ["x", "w"], ["y"], name="conv1d")],
+        [("x", F32, [1, 2, 8])],
+        [("y", F32, None)],
+        {"w": randn(3, 2, 3)},
+    )
     refused(model, "node 'conv1d' (Conv)", "only 2-D Conv")
-    model = make_model([helper.make_node("Add", ["a", "b"], ["y"], name="bad_add")], [("a", F32, [2, 3])],
-                       [("y", F32, [2, 3])], {"b": np.ones((2, 3), F32)}, opset=13)
-    model.graph.initializer[0].CopyFrom(numpy_helper.from_array(np.ones((4, 3), F32), "b"))  # breaks broadcasting
+    model = make_model(
+        [helper.make_node("Add", ["a", "b"], ["y"], name="bad_add")],
+        [("a", F32, [2, 3])],
+        [("y", F32, [2, 3])],
+        {"b": np.ones((2, 3), F32)},
+        opset=13,
+    )
+    model.graph.initializer[0].CopyFrom(
+        numpy_helper.from_array(np.ones((4, 3), F32), "b")
+    )  # breaks broadcasting
     refused(model, "node 'bad_add' (Add)", "add")
-    nodes = [helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1, name="mp")]
+    nodes = [
+        helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1, name="mp")
+    ]
     model = make_model(nodes, [("x", F32, [1, 1, 4, 4])], [("y", F32, None)])
     refused(model, "node 'mp' (MaxPool)", "storage_order")
 
@@ -130,8 +181,12 @@ def test_unnamed_nodes_are_named_by_position() -> None:
 def test_onnx_checker_is_not_required_for_old_ir_initializer_inputs() -> None:
     # IR version 3 models list initializers among the graph inputs too.
     w = numpy_helper.from_array(np.full((3,), 2.0, F32), "w")
-    model = raw_model([helper.make_node("Mul", ["x", "w"], ["y"])], [f32_info("x", [3]), f32_info("w", [3])],
-                      [f32_info("y", None)], [w])
+    model = raw_model(
+        [helper.make_node("Mul", ["x", "w"], ["y"])],
+        [f32_info("x", [3]), f32_info("w", [3])],
+        [f32_info("y", None)],
+        [w],
+    )
     params = import_onnx(model).module.functions[0].params
     assert [p.name for p in params] == ["x"]
     assert onnx is not None

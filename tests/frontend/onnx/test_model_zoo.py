@@ -51,7 +51,9 @@ def with_random_weights(model, seed: int = 0):
             arr = 0.1 * rng.standard_normal(shape)
         else:
             arr = rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)
-        model.graph.initializer.append(numpy_helper.from_array(arr.astype(np.float32), node.output[0]))
+        model.graph.initializer.append(
+            numpy_helper.from_array(arr.astype(np.float32), node.output[0])
+        )
     del model.graph.node[:]
     model.graph.node.extend(keep)
     return model

@@ -23,7 +23,9 @@ from .models import attention_block, conv_branches, residual_block
 from .util import assert_matches, feed_order, flatten, import_and_compare, run_ort
 
 MODELS: dict[str, Callable[..., tuple[Any, dict]]] = {
-    "conv_branches": conv_branches, "residual_block": residual_block, "attention_block": attention_block,
+    "conv_branches": conv_branches,
+    "residual_block": residual_block,
+    "attention_block": attention_block,
 }
 
 
@@ -50,7 +52,9 @@ def test_interpreter_and_vm_match_onnxruntime(name: str, opset: int) -> None:
 @pytest.mark.parametrize("bound", [None, 16])
 def test_attention_with_symbolic_sequence_length(seq: int, bound: int | None) -> None:
     model, feeds = attention_block(seq=seq)
-    result = import_and_compare(model, feeds, {"seq": seq}, upper_bounds={"seq": bound} if bound else None)
+    result = import_and_compare(
+        model, feeds, {"seq": seq}, upper_bounds={"seq": bound} if bound else None
+    )
     fn = result.module.functions[0]
     assert "seq" in print_module(result.module).split("{", 1)[0]  # the parameter's type is symbolic
     want = run_ort(model, feeds)
@@ -72,7 +76,9 @@ def test_c_backend_matches_onnxruntime(name: str, tmp_path: Path) -> None:
     result = import_onnx(model, upper_bounds=bounds)
     # The attention bias is full(shape=(1, 1, seq, seq)): a symbolic dim no tensor argument
     # carries, which the packed calling convention cannot pass (LegalizePackedCalls says so).
-    sources = emit(result.module, result.weights, tmp_path, prefix=name, unpacked=name == "attention_block")
+    sources = emit(
+        result.module, result.weights, tmp_path, prefix=name, unpacked=name == "attention_block"
+    )
     built = compile_c(tmp_path, sources)
     args = [feeds[n] for n in feed_order(model)]
     dims = {"seq": feeds["x"].shape[1]} if name == "attention_block" else None

@@ -17,10 +17,14 @@ from relaxc.backend.interpreter import Interpreter  # noqa: E402
 from relaxc.frontend.onnx import ImportResult, import_onnx  # noqa: E402
 
 NP_TO_ONNX = {
-    np.dtype("float32"): TensorProto.FLOAT, np.dtype("float64"): TensorProto.DOUBLE,
-    np.dtype("float16"): TensorProto.FLOAT16, np.dtype("int64"): TensorProto.INT64,
-    np.dtype("int32"): TensorProto.INT32, np.dtype("int8"): TensorProto.INT8,
-    np.dtype("uint8"): TensorProto.UINT8, np.dtype("bool"): TensorProto.BOOL,
+    np.dtype("float32"): TensorProto.FLOAT,
+    np.dtype("float64"): TensorProto.DOUBLE,
+    np.dtype("float16"): TensorProto.FLOAT16,
+    np.dtype("int64"): TensorProto.INT64,
+    np.dtype("int32"): TensorProto.INT32,
+    np.dtype("int8"): TensorProto.INT8,
+    np.dtype("uint8"): TensorProto.UINT8,
+    np.dtype("bool"): TensorProto.BOOL,
 }
 ORT_TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12), "float16": (1e-2, 1e-3)}
 """(rtol, atol) against onnxruntime: both compute in the dtype or wider, in different orders."""
@@ -32,19 +36,27 @@ def tensor_info(name: str, dtype: Any, shape: Shape | None) -> Any:
     return helper.make_tensor_value_info(name, NP_TO_ONNX[np.dtype(dtype)], shape)
 
 
-def make_model(nodes: Sequence[Any], inputs: Sequence[tuple[str, Any, Shape]],
-               outputs: Sequence[tuple[str, Any, Shape | None]],
-               initializers: Mapping[str, np.ndarray] | None = None, opset: int = 17,
-               name: str = "test") -> Any:
+def make_model(
+    nodes: Sequence[Any],
+    inputs: Sequence[tuple[str, Any, Shape]],
+    outputs: Sequence[tuple[str, Any, Shape | None]],
+    initializers: Mapping[str, np.ndarray] | None = None,
+    opset: int = 17,
+    name: str = "test",
+) -> Any:
     """A checked ONNX model of ``nodes`` (inputs/outputs as (name, numpy dtype, shape))."""
     graph = helper.make_graph(
-        list(nodes), name,
+        list(nodes),
+        name,
         [tensor_info(*i) for i in inputs],
         [tensor_info(*o) for o in outputs],
-        initializer=[numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()],
+        initializer=[
+            numpy_helper.from_array(np.asarray(v), k) for k, v in (initializers or {}).items()
+        ],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
-                              producer_name="relaxc-tests")
+    model = helper.make_model(
+        graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="relaxc-tests"
+    )
     model.ir_version = min(model.ir_version, 8)  # what the installed onnxruntime reads
     model = onnx.shape_inference.infer_shapes(model, strict_mode=True)  # fills the outputs' shapes
     onnx.checker.check_model(model)
@@ -62,8 +74,9 @@ def flatten(v: Any) -> list[np.ndarray]:
     return [np.asarray(v)]
 
 
-def run_interpreter(result: ImportResult, args: Sequence[np.ndarray], dims: Mapping[str, int] | None = None
-                    ) -> list[np.ndarray]:
+def run_interpreter(
+    result: ImportResult, args: Sequence[np.ndarray], dims: Mapping[str, int] | None = None
+) -> list[np.ndarray]:
     return flatten(Interpreter(result.module, result.weights).run("main", list(args), dims))
 
 
@@ -80,8 +93,12 @@ def assert_matches(got: Sequence[np.ndarray], want: Sequence[np.ndarray], what: 
             np.testing.assert_array_equal(g, w, err_msg=f"{what} output {i}")
 
 
-def import_and_compare(model: Any, feeds: Mapping[str, np.ndarray], dims: Mapping[str, int] | None = None,
-                       **import_kw: Any) -> ImportResult:
+def import_and_compare(
+    model: Any,
+    feeds: Mapping[str, np.ndarray],
+    dims: Mapping[str, int] | None = None,
+    **import_kw: Any,
+) -> ImportResult:
     """Import ``model``, run it with the reference interpreter and check it against onnxruntime."""
     result = import_onnx(model, **import_kw)
     want = run_ort(model, feeds)
