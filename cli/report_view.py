@@ -97,6 +97,13 @@ def full_report(rep: FunctionReport) -> Group:
         "lower bound", format_bytes(rep.lower_bound) + "  (most bytes live at any program point)"
     )
     facts.add_row("ratio", f"{rep.ratio:.3f}" if rep.ratio else "-")
+    if rep.optimal:
+        facts.add_row("optimal", "yes: the planner proved that no smaller arena exists")
+    elif rep.proven_bound:
+        facts.add_row(
+            "proven bound",
+            format_bytes(rep.proven_bound) + "  (no arena below this exists; the plan may not be optimal)",
+        )
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
     facts.add_row("inputs", _b(rep.input_bytes))

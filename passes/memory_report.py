@@ -56,6 +56,7 @@ class FunctionReport:
     program_points: int
     arena_bytes: int = 0
     lower_bound: int = 0
+    proven_bound: int = 0  # the planner's proven bound on the arena (0: none stated)
     naive_bytes: int = 0
     arenas: list[dict[str, Any]] = field(default_factory=list)
     input_bytes: int | str = 0
@@ -72,6 +73,11 @@ class FunctionReport:
         return self.arena_bytes + self.unplanned_static_bytes
 
     @property
+    def optimal(self) -> bool:
+        """The planner proved no arena smaller than this one exists."""
+        return bool(self.arena_bytes) and self.proven_bound >= self.arena_bytes
+
+    @property
     def ratio(self) -> float | None:
         """Arena over lower bound (1.0 is optimal)."""
         return self.arena_bytes / self.lower_bound if self.lower_bound else None
@@ -86,6 +92,7 @@ class FunctionReport:
         out["ratio"] = self.ratio
         out["saving"] = self.saving
         out["workspace_bytes"] = self.workspace_bytes
+        out["optimal"] = self.optimal
         return out
 
 
@@ -119,8 +126,12 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
             rep.constant_bytes += int(_bytes(types[s.name], bounds) or 0)
     for a in arenas.values():
         size = a.size if isinstance(a.size, int) else D.upper_bound(a.size, bounds) or 0
-        rep.arenas.append({"name": a.name, "scope": a.scope, "bytes": size, "align": a.align})
+        rep.arenas.append(
+            {"name": a.name, "scope": a.scope, "bytes": size, "align": a.align,
+             "proven_bound": a.proven_bound}
+        )
         rep.arena_bytes += size
+        rep.proven_bound += a.proven_bound
     planned_buffers: list[Buffer] = []
     for s in binds:
         carve = call_of(s.value, ALLOC_TENSOR)

@@ -69,6 +69,7 @@ class StorageInfo:
     scope: str
     external: bool
     arena: bool
+    proven_bound: int = 0
 
 
 def storage_info(stmt: Bind, index: int) -> StorageInfo:
@@ -80,6 +81,7 @@ def storage_info(stmt: Bind, index: int) -> StorageInfo:
         "scope": "global",
         "external": False,
         "arena": False,
+        "proven_bound": 0,
     }
     names = ("size", "align", "scope", "external", "arena")
     for k, v in zip(names, call.args):
@@ -93,6 +95,7 @@ def storage_info(stmt: Bind, index: int) -> StorageInfo:
         attrs["scope"],
         bool(attrs["external"]),
         bool(attrs["arena"]),
+        attrs["proven_bound"] if isinstance(attrs["proven_bound"], int) else 0,
     )
 
 
@@ -119,6 +122,7 @@ class FunctionPlan:
     arenas: dict[str, tuple[str, int, int]] = field(
         default_factory=dict
     )  # scope -> (name, size, align)
+    bounds: dict[str, int] = field(default_factory=dict)  # scope -> the planner's proven bound
     reused: dict[str, str] = field(
         default_factory=dict
     )  # dynamic storage -> the dead one it reuses
@@ -214,6 +218,11 @@ class PlanMemory(Pass):
             name = names.fresh("arena" if scope == "global" else f"arena_{_ident(scope)}")
             align = max(b.align for b in buffers)
             plan.arenas[scope] = (name, round_up(result.size, align), align)
+            # What the planner proved no plan can beat (at least the most bytes live), so the
+            # report can say "optimal" or give the bound, not only the ratio to max-live.
+            proven = getattr(result, "proven_bound", 0)
+            if proven:
+                plan.bounds[scope] = round_up(proven, align)
             for (s, _), off in zip(items, result.offsets):
                 plan.placed[s.name] = (name, off)
         plan.reused = _reuse_equal_dynamic(dynamic, live)
@@ -297,7 +306,9 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
 
     body: list[Stmt] = []
     for scope, (arena, size, align) in sorted(plan.arenas.items()):
-        kwargs = (("align", align), ("scope", scope), ("arena", True))
+        kwargs: tuple = (("align", align), ("scope", scope), ("arena", True))
+        if scope in plan.bounds:
+            kwargs += (("proven_bound", plan.bounds[scope]),)
         body.append(Bind(arena, None, Call(ALLOC_STORAGE, (size,), kwargs)))
     for i, st in enumerate(fn.body):
         if isinstance(st, Bind):

@@ -265,6 +265,12 @@ def register_all(reg: Registry) -> None:
                     "true for storage the caller owns (outputs): never planned",
                 ),
                 AttrSpec("arena", "bool", False, "true for an arena made by PlanMemory"),
+                AttrSpec(
+                    "proven_bound",
+                    "int",
+                    0,
+                    "of an arena: the smallest size its planner proved possible (0: not stated)",
+                ),
             ),
         )
     )
