@@ -94,3 +94,13 @@ def returned_objects(fn: Function, groups: dict[str, frozenset[str]]) -> frozens
             out.add(n)
             todo.extend(fields.get(n, ()))
     return frozenset(out)
+
+
+def tuple_holders(fn: Function) -> dict[str, tuple[str, ...]]:
+    """Each name -> the tuples built with it as a field (``%nt = (%t, %y)`` holds ``%t``)."""
+    out: dict[str, list[str]] = {}
+    for stmt in fn.body:
+        if isinstance(stmt, Bind) and isinstance(stmt.value, TupleExpr):
+            for v in stmt.value.fields:
+                out.setdefault(v.name, []).append(stmt.name)
+    return {k: tuple(v) for k, v in out.items()}

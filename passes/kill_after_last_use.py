@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from relaxc.ir.alias import CONST, PARAM, analyze_aliases, buffer_liveness
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
-from relaxc.ir.objects import object_groups, returned_objects, same_object
+from relaxc.ir.objects import object_groups, returned_objects, same_object, tuple_holders
 from relaxc.ir.types import StorageType, TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.vocab import KILL_OBJECT, KILL_STORAGE, KILL_TENSOR, killed_var
@@ -78,6 +78,18 @@ class KillAfterLastUse(Pass):
         protected |= {s for t, s in info.storage_of.items() if t in protected}
         done = existing_kills(fn)
         groups = object_groups(fn)
+        holders = tuple_holders(fn)
+
+        def holders_of(names: frozenset[str]) -> frozenset[str]:
+            out: set[str] = set()
+            todo = list(names)
+            while todo:
+                for h in holders.get(todo.pop(), ()):
+                    for n in same_object(groups, h):
+                        if n not in out:
+                            out.add(n)
+                            todo.append(n)
+            return frozenset(out)
         order = {p.name: -1 for p in fn.params} | {
             s.name: k for k, s in enumerate(fn.body) if isinstance(s, Bind)
         }
@@ -103,6 +115,9 @@ class KillAfterLastUse(Pass):
                     or min(names, key=order.__getitem__) != stmt.name
                 ):
                     continue
+                # ... and not before the last use of a tuple holding it: that tuple's fields
+                # are read through it (``%nt = (%t, %y)``, ``%p = %nt.0``).
+                names = names | holders_of(names)
                 last = max(live.last_use.get(n, i) for n in names)
             elif roots & protected:
                 continue
