@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from relaxc.ir.diagnostics import RxError, render_error
-from relaxc.ir.nodes import Bind
 
 from .errors import Sources, reported_errors
 from .loading import load_program

@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import string
 
 from hypothesis import strategies as st
 

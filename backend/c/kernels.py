@@ -810,12 +810,12 @@ def gen_conv2d(g: Gen) -> list[str]:
     dh, dw = _pair(a["dilation"])
     groups = a["groups"]
     N, C, H, W = g.shape(x)
-    O, CG, KH, KW = g.shape(w)
+    OC, CG, KH, KW = g.shape(w)
     OH, OW = g.shape(out)[2], g.shape(out)[3]
-    og = f"({O} / {groups})" if groups != 1 else O
+    og = f"({OC} / {groups})" if groups != 1 else OC
     acc = "double" if k == "float" else "uint64_t"
     with g.loop("b", N):
-        with g.loop("oc", O):
+        with g.loop("oc", OC):
             g.emit(f"int64_t grp = oc / {og};" if groups != 1 else "int64_t grp = 0;")
             with g.loop("oh", OH):
                 with g.block(f"for (ow0 = 0; ow0 < {OW}; ow0 += {CONV_TILE})"):
@@ -841,7 +841,7 @@ def gen_conv2d(g: Gen) -> list[str]:
                         if len(g.spec.ins) == 3:
                             g.emit(f"acc[t] += {_widen(k, g.load(w.dtype, 'x2[oc]'))};")
                         g.emit(
-                            f"y0[((b * {O} + oc) * {OH} + oh) * {OW} + ow0 + t] = "
+                            f"y0[((b * {OC} + oc) * {OH} + oh) * {OW} + ow0 + t] = "
                             f"{_finish(g, out.dtype, 'acc[t]')};"
                         )
     return ["int64_t b, oc, oh, ow0, t, c, i, j;", f"{acc} acc[{CONV_TILE}];"]

@@ -11,7 +11,6 @@ from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.ir.types import DTYPES, TensorType
 from relaxc.ir import dims as D
-from relaxc.passes.base import PassError
 from relaxc.passes.manifest_alloc import ManifestAlloc, round_up, tensor_bytes
 from tests.strategies import programs
 

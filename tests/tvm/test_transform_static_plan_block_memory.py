@@ -17,7 +17,6 @@ from .harness import (
     arena_bytes,
     invoke,
     assert_reuse_at_least_tvm,
-    function,
     kills,
     placements,
     program,

@@ -17,7 +17,7 @@ from relaxc.backend.inputs import random_inputs
 from relaxc.backend.interpreter import Interpreter
 from relaxc.frontend.parser import parse_module
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import Function, Module, Param, Var
+from relaxc.ir.nodes import Module
 from relaxc.ir.types import TensorType, type_to_str
 from relaxc.ir.verifier import verify_function
 
