@@ -194,7 +194,7 @@ fn @helper_view(%a: Tensor[(p, q), f32]) -> Tensor[(p * q,), f32] {
   return %v
 }
 
-"""
+"""  # noqa: E501
 
 
 class GeneratedProgram:

@@ -48,7 +48,7 @@ typedef union {
 } TVMValue;
 
 enum { kTVMArgInt = 0, kTVMArgFloat = 2, kTVMOpaqueHandle = 3, kTVMNullptr = 4, kTVMDLTensorHandle = 7 };
-enum { kDLCPU = 1 };"""
+enum { kDLCPU = 1 };"""  # noqa: E501
 
 UNPACK = """\
 /* The data pointer of packed argument v, or NULL if it is not a compact CPU tensor of the
@@ -279,7 +279,7 @@ READ_FILE = """static int read_file(const char *path, void *buf, size_t size, si
     return 1;
 }
 
-"""
+"""  # noqa: E501
 
 
 def main_text(info: ModelInfo, err_codes: list[tuple[str, int, str]], source: str) -> str:

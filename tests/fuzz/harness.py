@@ -935,4 +935,4 @@ int main(int argc, char **argv)
     free(data);
     return 0;
 }
-"""
+"""  # noqa: E501

@@ -157,7 +157,7 @@ fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(2, 2), f32],
   %d = relu(%x)
   %e = %d
   return (%a, %u, %e)
-}"""
+}"""  # noqa: E501
 
 
 def test_output_used_inside_and_outputs_reached_through_views_and_tuples() -> None:
@@ -183,7 +183,7 @@ fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(2, 2), f32],
   invoke relu(%x) outs (%d)
   %e = %d
   return (%a, %u, %e)
-}""",
+}""",  # noqa: E501
     )
     a, b = run_both(parse_module(OUTPUTS_BEFORE), after)
     assert_same_results(a, b)
@@ -227,7 +227,7 @@ fn @main(%x: Tensor[(3,), f32]) -> Tensor[(3,), f32] {
   invoke @k(%x) outs (%a)
   %b = call @g(%a)
   return %b
-}""",
+}""",  # noqa: E501
     )
 
 

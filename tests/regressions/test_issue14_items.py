@@ -134,7 +134,7 @@ fn @main(%x: Tensor[(256,), f32]) -> Tensor[(256,), f32] {
   %y = %r.1
   return %y
 }
-"""
+"""  # noqa: E501
 
 
 def test_tuple_field_not_returned_is_planned_and_counted(tmp_path: Path) -> None:

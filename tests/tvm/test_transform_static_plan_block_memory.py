@@ -90,7 +90,7 @@ fn @main(%cond: Tensor[(), bool], %x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32
   }
   return %x
 }
-"""
+"""  # noqa: E501
 
 CROSS_BLOCK_USE = """# tvm: tests/python/relax/test_transform_static_plan_block_memory.py::test_cross_block_use
 fn @main(%cond: Tensor[(), bool], %x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] {
@@ -104,7 +104,7 @@ fn @main(%cond: Tensor[(), bool], %x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32
   }
   return %x
 }
-"""
+"""  # noqa: E501
 
 WITH_DATAFLOW = """# tvm: tests/python/relax/test_transform_static_plan_block_memory.py::test_with_dataflow
 fn @main(%x: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
@@ -114,7 +114,7 @@ fn @main(%x: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
   }
   return %gv
 }
-"""
+"""  # noqa: E501
 
 SHAPE_PARAM = """# tvm: tests/python/relax/test_transform_static_plan_block_memory.py::test_call_tir_dyn (R.Shape parameter)
 fn @main(%s: Shape[(n,)]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 20}} {
@@ -122,7 +122,7 @@ fn @main(%s: Shape[(n,)]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 20}} {
   %lv2 = exp(%full)
   return %lv2
 }
-"""
+"""  # noqa: E501
 
 OUT_OF_SCOPE = {
     "if_cond": IF_COND,
@@ -264,7 +264,7 @@ def test_invalid_tir_var_upper_bound(bound, tmp_path):
   %a = exp(%x)
   return %a
 }}
-"""
+"""  # noqa: E501
     assert "upper bound of 'n'" in refusal(text, tmp_path)
 
 
@@ -274,7 +274,7 @@ def test_invalid_tir_var_lower_bound(tmp_path):
   %a = exp(%x)
   return %a
 }
-"""
+"""  # noqa: E501
     assert "lower_bounds" in refusal(text, tmp_path)
 
 

@@ -249,7 +249,7 @@ fn @main(%x: Tensor[(4, 8), {t}]) -> Tuple[Tensor[(4, 8), {t}], Tensor[(4, 8), {
   %n = leaky_relu(%x, -0.75)
   return (%y, %l, %n)
 }
-"""
+"""  # noqa: E501
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
