@@ -268,7 +268,8 @@ def bind_args(op: OpDef, args: Sequence[Any], kwargs: Sequence[tuple[str, Any]])
         if isinstance(bad, Var):
             raise OpError(f"{op.name}: tensor argument %{bad.name} after its attributes")
         raise OpError(
-            f"{op.name} takes at most {len(op.attrs)} attribute(s) after its inputs, got {len(rest)}"
+            f"{op.name} takes at most {len(op.attrs)} attribute(s) after its inputs, "
+            f"got {len(rest)}"
         )
     for spec, v in zip(op.attrs, rest):
         if isinstance(v, Var):

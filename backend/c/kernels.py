@@ -462,8 +462,8 @@ def gen_cast(g: Gen) -> list[str]:
             mn, mx = T.element_literal(int(info.min), dst), T.element_literal(int(info.max), dst)
             t = f"trunc((double){x})"
             return (
-                f"({x} != {x} ? ({T.c_type(dst)})0 : ({t} <= {lo_c} ? {mn} : ({t} >= {hi_c} ? {mx} : "
-                f"({T.c_type(dst)}){t})))"
+                f"({x} != {x} ? ({T.c_type(dst)})0 : ({t} <= {lo_c} ? {mn} : ({t} >= "
+                f"{hi_c} ? {mx} : ({T.c_type(dst)}){t})))"
             )
         return _int_wrap(
             dst, f"(uint64_t)(int64_t){x}" if ks == "int" else f"(uint64_t){x}"
@@ -606,7 +606,8 @@ def gen_take(g: Gen) -> list[str]:
                 g.emit(f"if (k > {length} - 1) k = {length} - 1;")
                 with g.loop("m", inner):
                     g.emit(
-                        f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) * {inner} + m];"
+                        f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) "
+                        f"* {inner} + m];"
                     )
 
     if length.isdigit() and int(length) > 0:
@@ -686,7 +687,8 @@ def gen_reduce(g: Gen) -> list[str]:
             result = f"acc / (double)({g.prod(red_ext) if red_ext else '1'})"
         oi = horner(o_vars, kept_ext) if o_vars else "0"
         g.emit(
-            f"y0[{oi}] = {g.store(out.dtype, result) if k == 'float' else _int_wrap(out.dtype, result)};"
+            f"y0[{oi}] = "
+            f"{g.store(out.dtype, result) if k == 'float' else _int_wrap(out.dtype, result)};"
         )
 
     def nest(extents: list[str], vars_: list[str], body: Callable[[], None], i: int = 0) -> None:
@@ -758,7 +760,8 @@ def gen_matmul(g: Gen) -> list[str]:
                         g.emit(f"acc[t] += av * {_widen(k, bvv)};")
                 with g.loop("t", "nt"):
                     g.emit(
-                        f"y0[(({o_off}) * {M} + m) * {N} + n0 + t] = {_finish(g, out.dtype, 'acc[t]')};"
+                        f"y0[(({o_off}) * {M} + m) * {N} + n0 + t] = "
+                        f"{_finish(g, out.dtype, 'acc[t]')};"
                     )
 
     vars_ = loop_nest(g, batch, body, "b")

@@ -176,8 +176,8 @@ def _pool_params(
         extent = d * (k - 1) + 1
         if max(lo, hi) >= extent:
             raise OpError(
-                f"{op}: {axis} padding {max(lo, hi)} is not smaller than the window extent {extent}, "
-                f"a window would lie entirely in the padding"
+                f"{op}: {axis} padding {max(lo, hi)} is not smaller than the window "
+                f"extent {extent}, a window would lie entirely in the padding"
             )
     return pool, strides, padding, dilation
 
@@ -307,7 +307,8 @@ def _norm_infer(op: str, params: tuple[str, ...]):
         for name, t in zip(params, ts[1:]):
             if t.ndim != len(want) or not all(D.dims_equal(p, q) for p, q in zip(t.shape, want)):
                 raise OpError(
-                    f"{op}: {name} has shape {sstr(t.shape)}, expected {sstr(want)} (x's normalized axes)"
+                    f"{op}: {name} has shape {sstr(t.shape)}, expected {sstr(want)} (x's "
+                    "normalized axes)"
                 )
         return x
 

@@ -215,7 +215,8 @@ def error_problems(stderr: str, path: Path | str, text: str | None) -> list[str]
         return ["no source line and caret under the error"]
     if lines[1] != "  " + src[line - 1]:
         return [
-            f"the line under the error is {lines[1][:120]!r}, not the source line {src[line - 1][:120]!r}"
+            f"the line under the error is {lines[1][:120]!r}, not the source line "
+            f"{src[line - 1][:120]!r}"
         ]
     caret = _CARET.match(lines[2])
     if caret is None:

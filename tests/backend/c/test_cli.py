@@ -160,8 +160,8 @@ def test_unbounded_dynamic_allocation_is_a_clear_error(tmp_path: Path) -> None:
     assert_user_error(
         result,
         "dyn.rx:3:3: error: the C target needs every allocation planned into static memory, "
-        "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without an upper bound); "
-        "give @main attrs {upper_bounds = {n = ...}}",
+        "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without "
+        "an upper bound); give @main attrs {upper_bounds = {n = ...}}",
         "    %a = exp(%x)\n    ^^",
     )
     assert not out.exists()

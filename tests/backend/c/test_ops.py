@@ -176,7 +176,10 @@ def program(dtype: str) -> tuple[str, dict[str, np.ndarray]]:
     types = verify_function(fn, probe)
     rets = [n for n in names if n not in weights and isinstance(types[n], TensorType)]
     ret_type = "Tuple[" + ", ".join(type_to_str(types[n]) for n in rets) + "]"
-    text = f"fn @main({params}) -> {ret_type} {{{body}  return ({', '.join('%' + n for n in rets)})\n}}\n"
+    text = (
+        f"fn @main({params}) -> {ret_type} {{{body}  return "
+        f"({', '.join('%' + n for n in rets)})\n}}\n"
+    )
     return text, weights
 
 

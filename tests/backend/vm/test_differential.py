@@ -183,8 +183,8 @@ def test_dim_above_its_upper_bound_names_dim_value_and_bound() -> None:
     with pytest.raises(RxError) as e:
         vm.run("main", [np.zeros((9, 4), np.float32)])
     assert e.value.message == (
-        "dimension 'n' is 9, larger than its upper bound 8 in @main; the memory plan only holds sizes "
-        "up to the bound (raise upper_bounds and rebuild)"
+        "dimension 'n' is 9, larger than its upper bound 8 in @main; the memory plan "
+        "only holds sizes up to the bound (raise upper_bounds and rebuild)"
     )
     vm.run("main", [np.zeros((8, 4), np.float32)])  # the bound itself is fine
 

@@ -338,7 +338,10 @@ def test_dims_that_expand_exponentially_are_refused_at_once(
     syms = [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)]
     expr = " * ".join(f"(a{i} + b{i})" for i in range(k))
     params = ", ".join(f"%p{j}: Tensor[({s},), f32]" for j, s in enumerate(syms))
-    text = f"fn @main(%x: Tensor[({expr},), f32], {params}) -> Tensor[({expr},), f32] {{\n  return %x\n}}\n"
+    text = (
+        f"fn @main(%x: Tensor[({expr},), f32], {params}) -> Tensor[({expr},), f32] {{\n  "
+        f"return %x\n}}\n"
+    )
     module = parse_module(text, "exp.rx")
     fn = module.get("main")
     types = {
