@@ -285,7 +285,8 @@ def run_cmd(
 
 
 def report_check(console: Console, got, want, who: str, reference: str) -> None:
-    """Print the agreement of ``got`` with ``want``, or raise RxError naming the first difference."""
+    """Print the agreement of ``got`` with ``want``, or raise RxError naming the first
+    difference."""
     cmp = compare_outputs(got, want)
     if cmp.problem is not None:
         raise RxError(f"check failed: {who} and {reference} disagree: {cmp.problem}")

@@ -91,12 +91,15 @@ def report_html(reports: list[FunctionReport], title: str) -> str:
             f"{html.escape(format_bytes(r.arena_bytes))}; lower bound "
             f"{html.escape(format_bytes(r.lower_bound))}; ratio {ratio}; naive "
             f"{html.escape(format_bytes(r.naive_bytes))}; dynamic allocations "
-            f"{len(r.dynamic)}</p>{function_svg(r) if r.buffers else ''}<table><tr><th>tensor</th><th>shape</th><th>dtype</th><th>bytes</th><th>offset</th><th>first</th><th>last</th></tr>{table}</table>"
+            f"{len(r.dynamic)}</p>{function_svg(r) if r.buffers else ''}<table><tr><th>tensor</th>"
+            "<th>shape</th><th>dtype</th><th>bytes</th><th>offset</th><th>first</th><th>last</th>"
+            f"</tr>{table}</table>"
         )
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>'
         + html.escape(title)
-        + "</title><style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        + "</title><style>body{font-family:sans-serif}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;"
         "padding:2px 6px;text-align:right}</style></head><body><h1>"
         + html.escape(title)
         + "</h1>"

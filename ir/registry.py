@@ -46,7 +46,8 @@ from .types import Type
 
 
 class OpError(Exception):
-    """A call that does not fit its op (bad attribute, shape mismatch); the verifier adds the location."""
+    """A call that does not fit its op (bad attribute, shape mismatch); the verifier adds the
+    location."""
 
 
 class _Required:

@@ -9,7 +9,8 @@ would write past the buffer (the C target's static arrays have no guard).
 
 The proof is by cases, each sound: equal expressions; a difference whose interval is
 non-negative; a storage size ``a * (y / a)`` (a size rounded up to an alignment, as
-ManifestAlloc writes it) with ``end + a - 1 <= y``; a static storage size no smaller than the tensor's largest extent.
+ManifestAlloc writes it) with ``end + a - 1 <= y``; a static storage size no smaller than the
+tensor's largest extent.
 What none of them proves is refused, with the sizes in the message.
 """
 

@@ -2,8 +2,8 @@
 
 Runs only **after** PlanMemory (it requires planned memory and the pipeline refuses the
 other order): a planner that saw buffers only through the structs wrapping them would miss
-their lifetimes and reuse live memory (class 21 of the design notes' memory bug classes; Apache TVM tvm#8096
-moved this step after storage planning for exactly that reason).
+their lifetimes and reuse live memory (class 21 of the design notes' memory bug classes; Apache
+TVM tvm#8096 moved this step after storage planning for exactly that reason).
 
 Stages, per non-primitive function (the *runner*):
 

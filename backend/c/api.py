@@ -285,7 +285,8 @@ READ_FILE = """static int read_file(const char *path, void *buf, size_t size, si
 
 
 def main_text(info: ModelInfo, err_codes: list[tuple[str, int, str]], source: str) -> str:
-    """A small ``main()`` that runs the model on raw little-endian files named on the command line."""
+    """A small ``main()`` that runs the model on raw little-endian files named on the command
+    line."""
     p = info.prefix
     h = Helpers(f"{p}_m")
     nin, nout = len(info.inputs), len(info.outputs)

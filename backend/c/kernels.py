@@ -269,7 +269,8 @@ def _to_int(g: Gen, dtype: str, double_expr: str) -> str:
 
 
 def scalar_formula(formula: str, args: list[str]) -> str:
-    """An op's scalar formula (over ``x0``, ``x1``, ...) with each ``xi`` replaced by ``args[i]``."""
+    """An op's scalar formula (over ``x0``, ``x1``, ...) with each ``xi`` replaced by
+    ``args[i]``."""
     return re.sub(r"\bx(\d+)\b", lambda m: args[int(m[1])], formula)
 
 

@@ -207,7 +207,8 @@ def _pool_infer(op: str):
 
 
 def _pool_padded(op: str, x: np.ndarray, attrs: Mapping[str, Any], fill: Any):
-    """Pad ``x`` for pooling (ceil_mode may need extra bottom/right cells); returns the layout too."""
+    """Pad ``x`` for pooling (ceil_mode may need extra bottom/right cells); returns the layout
+    too."""
     (kh, kw), st, (pt, pl, pb, pr), dil = _pool_params(op, attrs)
     h, w = x.shape[2], x.shape[3]
     oh, ow = (int(v) for v in _pool_out(op, h, w, attrs))

@@ -180,7 +180,8 @@ def run_campaign(
     c_flags: Sequence[str] | None = None,
     chunk: int = 0,
 ) -> Report:
-    """Run ``items`` split into chunks over ``jobs`` worker processes (the default: one per core)."""
+    """Run ``items`` split into chunks over ``jobs`` worker processes (the default: one per
+    core)."""
     jobs = jobs or max(1, min(os.cpu_count() or 1, 8))
     size = chunk or max(1, -(-len(items) // jobs))
     chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]

@@ -205,7 +205,8 @@ def error_problems(stderr: str, path: Path | str, text: str | None) -> list[str]
         ]
     line, col = int(m.group(1)), int(m.group(2))
     if text is None:
-        return []  # a located error about bytes that are not text (e.g. not UTF-8): no source to compare
+        # a located error about bytes that are not text (e.g. not UTF-8): no source to compare
+        return []
     src = source_lines(text)
     if not 1 <= line <= len(src):
         return [f"line {line} is not in the file ({len(src)} lines)"]

@@ -256,7 +256,8 @@ def test_a_short_file_is_not_called_a_pickle(mlp: Path, content: bytes) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# 4. run and build: ranks numpy cannot make, option values, -o onto the weights or after a failed check
+# 4. run and build: ranks numpy cannot make, option values, -o onto the weights or after a
+# failed check
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""PlanMemory: the TVM-derived cases, refusals, and differential tests with an independent checker."""
+"""PlanMemory: the TVM-derived cases, refusals, and differential tests with an
+independent checker."""
 
 from __future__ import annotations
 
@@ -234,7 +235,8 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n * 4,), f32] attrs {upper_bounds =
 
 
 def test_non_monotone_size_is_bounded_by_interval_analysis() -> None:
-    # TVM test_tir_var_decreasing_monotone: (n, m, max(n - m, 1)) with n <= 20, m <= 5 -> 8000 bytes.
+    # TVM test_tir_var_decreasing_monotone: (n, m, max(n - m, 1)) with n <= 20, m <= 5
+    # -> 8000 bytes.
     before, after = plan("""
 fn @main(%x: Tensor[(n, m), f32]) -> Tensor[(n, m), f32] attrs {upper_bounds = {n = 20, m = 5}} {
   %z = zeros((n, m, max(n - m, 1)), dtype=f32)

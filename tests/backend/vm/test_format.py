@@ -288,7 +288,8 @@ fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
     trace: list = []
     load_bytes(bytes(data), trace=trace)
     dsts = [off for off, size, kind in trace if kind == "reg"]
-    # Registers in order: dst of relu (1), its operand (0), dst of exp (2), its operand (1), ret (2).
+    # Registers in order: dst of relu (1), its operand (0), dst of exp (2), its operand (1),
+    # ret (2).
     second_dst = dsts[2]
     data[second_dst : second_dst + 4] = (1).to_bytes(4, "little")
     rejected(rehash(data), sentence)
