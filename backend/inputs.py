@@ -60,7 +60,8 @@ def _bind_value(t: Type, a: object, what: str, env: dict[str, int], source: dict
             raise RxError(f"input {what} must be an array of type {type_to_str(t)}")
         if a.ndim != len(t.shape):
             raise RxError(
-                f"input {what} has rank {a.ndim} (shape {a.shape}) but {type_to_str(t)} has rank {len(t.shape)}"
+                f"input {what} has rank {a.ndim} (shape {a.shape}) but {type_to_str(t)} has "
+                f"rank {len(t.shape)}"
             )
         for i, (d, n) in enumerate(zip(t.shape, a.shape)):
             if isinstance(d, D.Sym):
@@ -91,8 +92,8 @@ def _bind_affine(
             name, k, b = aff
             if (size - b) % k or (size - b) // k < 0:
                 raise RxError(
-                    f"input {what} has {size} in dimension {i}, which is not {D.dim_to_str(d)} for any "
-                    f"'{name}' of 0 or more"
+                    f"input {what} has {size} in dimension {i}, which is not "
+                    f"{D.dim_to_str(d)} for any '{name}' of 0 or more"
                 )
             env[name] = (size - b) // k
             source[name] = f"input {what}"
@@ -123,8 +124,9 @@ def check_bounds(fn: Function, env: Mapping[str, int]) -> None:
         value = env.get(name)
         if value is not None and value > bound:
             raise RxError(
-                f"dimension '{name}' is {value}, larger than its upper bound {bound} in @{fn.name}; "
-                f"the memory plan only holds sizes up to the bound (raise upper_bounds and rebuild)"
+                f"dimension '{name}' is {value}, larger than its upper bound {bound} "
+                f"in @{fn.name}; the memory plan only holds sizes up to the bound (raise "
+                "upper_bounds and rebuild)"
             )
 
 
@@ -177,8 +179,8 @@ def check_ranks(module: Module, types: ModuleTypes) -> None:
             for leaf in tensor_leaves(t) if t is not None else ():
                 if len(leaf.shape) > NUMPY_MAX_RANK:
                     raise RxError(
-                        f"%{name} has a tensor of rank {len(leaf.shape)}; relaxc runs tensors of rank at "
-                        f"most {NUMPY_MAX_RANK} (numpy's limit)",
+                        f"%{name} has a tensor of rank {len(leaf.shape)}; relaxc runs "
+                        f"tensors of rank at most {NUMPY_MAX_RANK} (numpy's limit)",
                         loc,
                     )
 
@@ -204,7 +206,8 @@ def resolve_dims(fn: Function, given: Mapping[str, int]) -> dict[str, int]:
     if unknown:
         have = ", ".join(names) or "none"
         raise RxError(
-            f"--dim {unknown[0]}=...: @{fn.name} has no symbolic dim '{unknown[0]}' (it has: {have})"
+            f"--dim {unknown[0]}=...: @{fn.name} has no symbolic dim '{unknown[0]}' "
+            f"(it has: {have})"
         )
     bounds = fn.upper_bounds()
     env: dict[str, int] = {}
@@ -215,7 +218,8 @@ def resolve_dims(fn: Function, given: Mapping[str, int]) -> dict[str, int]:
             env[name] = bounds[name]
         else:
             raise RxError(
-                f"dimension '{name}' of @{fn.name} has no upper bound; give its value with --dim {name}=N"
+                f"dimension '{name}' of @{fn.name} has no upper bound; give its value "
+                f"with --dim {name}=N"
             )
         if env[name] < 0:
             raise RxError(f"--dim {name}={env[name]}: a dimension cannot be negative")

@@ -283,7 +283,8 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         if isinstance(expected, TupleType):
             if not isinstance(result, tuple) or len(result) != len(expected.fields):
                 raise InternalError(
-                    f"{what} returned {type(result).__name__}, expected a {len(expected.fields)}-tuple"
+                    f"{what} returned {type(result).__name__}, expected a "
+                    f"{len(expected.fields)}-tuple"
                 )
             for r, t in zip(result, expected.fields):
                 self.check_result(what, r, t)
@@ -356,8 +357,8 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         nbytes = count * dt.itemsize
         if offset < 0 or offset + nbytes > storage.nbytes:
             raise RxError(
-                f"memory.alloc_tensor: bytes [{offset}, {offset + nbytes}) do not fit in a storage of "
-                f"{storage.nbytes} bytes",
+                f"memory.alloc_tensor: bytes [{offset}, {offset + nbytes}) do not fit "
+                f"in a storage of {storage.nbytes} bytes",
                 e.loc,
             )
         if offset % dt.itemsize:
@@ -389,8 +390,9 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
         for out, res, var in zip(outs, results, e.outs):
             if not isinstance(out, np.ndarray) or out.shape != res.shape or out.dtype != res.dtype:
                 raise RxError(
-                    f"invoke {e.target}: output %{var.name} is {getattr(out, 'dtype', '?')}{getattr(out, 'shape', '')}"
-                    f" but the kernel produced {res.dtype}{res.shape}",
+                    f"invoke {e.target}: output %{var.name} is "
+                    f"{getattr(out, 'dtype', '?')}{getattr(out, 'shape', '')} but the kernel "
+                    f"produced {res.dtype}{res.shape}",
                     e.loc,
                 )
             np.copyto(out, res)

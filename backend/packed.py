@@ -23,10 +23,10 @@ C_TARGET_OPS = frozenset({STACK_ALLOCA, STRUCT_SET, CALL_CPACKED})
 def c_target_only(e: Call) -> RxError:
     """The error for running IR that LegalizePackedCalls has lowered for the C target."""
     return RxError(
-        f"{e.op}: this program was lowered for the C target (LegalizePackedCalls wrapped its buffers "
-        "into packed-call argument structs), which only C runs; the interpreter and the VM run the IR "
-        "from before that pass (relaxc passes FILE -t c --dump-before LegalizePackedCalls) or build "
-        "the C: relaxc build FILE -t c -p none",
+        f"{e.op}: this program was lowered for the C target (LegalizePackedCalls "
+        "wrapped its buffers into packed-call argument structs), which only C runs; the "
+        "interpreter and the VM run the IR from before that pass (relaxc passes FILE -t "
+        "c --dump-before LegalizePackedCalls) or build the C: relaxc build FILE -t c -p none",
         e.loc,
     )
 

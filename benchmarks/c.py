@@ -141,7 +141,10 @@ def main() -> None:
     from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes
 
     times = Table(
-        title=f"time: generated C (cc -O2) vs the VM, best of {args.repeat} x {args.number} runs, CPU time"
+        title=(
+            f"time: generated C (cc -O2) vs the VM, best of {args.repeat} x "
+            f"{args.number} runs, CPU time"
+        )
     )
     for col in (
         "model",

@@ -14,14 +14,16 @@ def layered_program(n_bindings: int, seed: int = 0, width: int = 16) -> str:
     """Text of a module with roughly ``n_bindings`` bindings in @main."""
     rng = random.Random(seed)
     lines = [
-        "fn @fused_scale_add(%p0: Tensor[(b, 16), f32], %p1: Tensor[(b, 16), f32]) -> Tensor[(b, 16), f32]",
+        "fn @fused_scale_add(%p0: Tensor[(b, 16), f32], %p1: Tensor[(b, 16), f32]) -> "
+        "Tensor[(b, 16), f32]",
         "    attrs {primitive = true} {",
         "  %0 = multiply(%p0, %p1)",
         "  %1 = add(%0, %p1)",
         "  return %1",
         "}",
         "",
-        f"fn @main(%x: Tensor[(b, {width}), f32], %w: Tensor[({width}, {width}), f32]) -> Tensor[(b, {width}), f32]",
+        f"fn @main(%x: Tensor[(b, {width}), f32], %w: Tensor[({width}, {width}), f32]) -> "
+        f"Tensor[(b, {width}), f32]",
         "    attrs {upper_bounds = {b = 64}} {",
     ]
     live = ["x"]
@@ -42,7 +44,8 @@ def layered_program(n_bindings: int, seed: int = 0, width: int = 16) -> str:
             lines.append(f"  %{name} = call @fused_scale_add(%{a}, %{b})")
         elif kind < 0.9:
             lines.append(
-                f"  %{name}_t: Tuple[Tensor[(b, {width}), f32], Tensor[(b, {width}), f32]] = (%{a}, %{b})"
+                f"  %{name}_t: Tuple[Tensor[(b, {width}), f32], Tensor[(b, {width}), "
+                f"f32]] = (%{a}, %{b})"
             )
             lines.append(f"  %{name} = %{name}_t.1")
             count += 1

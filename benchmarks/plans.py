@@ -226,9 +226,9 @@ def main() -> None:
     Console(width=220).print(render(rows, with_tvm, args.time_limit))
     if with_tvm:
         print(
-            f"TVM {tvm_plan.tvm_version()}: StaticPlanBlockMemory storage after the default lowering "
-            "(docs/benchmarks-tvm.md); 'fused' runs FuseOps/FuseTIR first, so fused intermediates need "
-            "no memory at all, which relaxc (no fusion) cannot match."
+            f"TVM {tvm_plan.tvm_version()}: StaticPlanBlockMemory storage after the "
+            "default lowering (docs/benchmarks-tvm.md); 'fused' runs FuseOps/FuseTIR first, so "
+            "fused intermediates need no memory at all, which relaxc (no fusion) cannot match."
         )
 
 

@@ -47,7 +47,7 @@ def available() -> bool:
             import tvm  # noqa: F401
             from tvm import relax  # noqa: F401
             from tvm.relax.frontend.onnx import from_onnx  # noqa: F401
-        except Exception:  # ImportError, or a broken native library (OSError, ...)
+        except Exception:  # noqa: BLE001 - ImportError, or a broken native library (OSError, ...)
             _AVAILABLE = False
         else:
             _AVAILABLE = True
@@ -128,7 +128,7 @@ def _pass_list(fuse: bool):
 def _pass_name(p) -> str:
     try:
         return str(p.info.name)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a pass without a readable name is shown by its type
         return type(p).__name__
 
 
@@ -297,7 +297,7 @@ def _tir_scratch_bytes(mod, callees, sizer: _Sizer) -> int:
     for gv in callees:
         try:
             f = mod[gv]
-        except Exception:
+        except Exception:  # noqa: BLE001 - a callee tvm cannot look up is skipped
             continue
         if not isinstance(f, tvm.tirx.PrimFunc):
             continue
@@ -535,7 +535,7 @@ def main(argv: list[str] | None = None) -> int:
                 p = tvm_planned_bytes(
                     path, shapes, fuse=fuse, upper_bounds=bounds, prefold=args.prefold
                 )
-            except Exception as e:  # report and go on with the next model
+            except Exception as e:  # noqa: BLE001 - report and go on with the next model
                 msg = str(e).strip().splitlines()
                 print(
                     f"{name:28s} {'yes' if fuse else 'no':5s} FAILED: "

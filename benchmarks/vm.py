@@ -227,7 +227,10 @@ def end_to_end_table(repeat: int, number: int) -> Table:
 def memory_table(ns: list[int]) -> Table:
     weights = load_npz(SAMPLES / "transformer.npz")
     table = Table(
-        title="peak bytes of working memory measured by the VM (all allocations dynamic; outputs apart)"
+        title=(
+            "peak bytes of working memory measured by the VM (all allocations "
+            "dynamic; outputs apart)"
+        )
     )
     for col in (
         "model",

@@ -35,7 +35,9 @@ def default_output(path: Path, target: str) -> Path:
     "-o",
     "--output",
     type=click.Path(path_type=Path),
-    help="Output file (--target ir: the transformed .rx, '-' for stdout; vm: the .rxb; c: a folder).",
+    help=(
+        "Output file (--target ir: the transformed .rx, '-' for stdout; vm: the .rxb; c: a folder)."
+    ),
 )
 @click.option(
     "-t",
@@ -71,7 +73,10 @@ def default_output(path: Path, target: str) -> Path:
 @click.option(
     "--emit-main",
     is_flag=True,
-    help="--target c: also write PREFIX_main.c, a main() that runs the model on raw little-endian files.",
+    help=(
+        "--target c: also write PREFIX_main.c, a main() that runs the model on raw "
+        "little-endian files."
+    ),
 )
 @click.option(
     "--prefix",
@@ -146,7 +151,8 @@ def build_cmd(
             _write_c(module, prog, out_path, prefix, emit_main, file)
             return
         raise RxError(
-            f"the {target} backend is not built yet; use --target ir to write the transformed program"
+            f"the {target} backend is not built yet; use --target ir to write the "
+            "transformed program"
         )
 
 

@@ -6,8 +6,6 @@ from pathlib import Path
 
 import click
 
-from relaxc.ir.diagnostics import RxError, render_error
-from relaxc.ir.nodes import Bind
 
 from .errors import Sources, reported_errors
 from .loading import load_program
@@ -42,7 +40,8 @@ def check_cmd(obj: dict, files: tuple[Path, ...], params: Path | None, quiet: bo
                     n = sum(len(f.body) for f in prog.module.functions)
                     extra = f", weights {prog.weights_path}" if prog.weights_path else ""
                     click.echo(
-                        f"{path}: ok ({len(prog.module.functions)} function(s), {n} statement(s){extra})"
+                        f"{path}: ok ({len(prog.module.functions)} function(s), {n} "
+                        f"statement(s){extra})"
                     )
         except SystemExit as e:
             if e.code not in (0, None):

@@ -28,7 +28,8 @@ def check_budget(reports: list[FunctionReport], max_arena: int | None) -> None:
     if over:
         parts = [f"@{r.name} needs {format_bytes(r.workspace_bytes)}" for r in over]
         raise RxError(
-            f"memory budget exceeded: {'; '.join(parts)}; the budget (--max-arena) is {format_bytes(max_arena)}"
+            f"memory budget exceeded: {'; '.join(parts)}; the budget (--max-arena) is "
+            f"{format_bytes(max_arena)}"
         )
 
 

@@ -98,12 +98,13 @@ def stats_table(fn_name: str, env: dict, stats, pred) -> Table:
 
 def stats_verdict(stats, pred) -> list[str]:
     lines = [
-        f"allocator: {stats.allocations} allocation(s), {stats.reuses} from the pool, {stats.frees} freed; "
-        f"{format_bytes(stats.handed_over)} handed over with the outputs"
+        f"allocator: {stats.allocations} allocation(s), {stats.reuses} from the pool, "
+        f"{stats.frees} freed; {format_bytes(stats.handed_over)} handed over with the outputs"
     ]
     if stats.kind_peak["result"]:
         lines.append(
-            f"kernel results without destination passing: peak {format_bytes(stats.kind_peak['result'])}"
+            "kernel results without destination passing: peak "
+            f"{format_bytes(stats.kind_peak['result'])}"
         )
     diff = stats.working_peak - pred.peak
     if diff == 0:
@@ -164,7 +165,10 @@ def stats_verdict(stats, pred) -> list[str]:
 @click.option(
     "--source",
     type=click.Path(path_type=Path),
-    help="With an .rxb FILE and --check: also compare with the interpreter running this original .rx.",
+    help=(
+        "With an .rxb FILE and --check: also compare with the interpreter running "
+        "this original .rx."
+    ),
 )
 @click.option(
     "--poison", is_flag=True, help="VM: overwrite freed and killed memory with 0xFF bytes."
@@ -281,7 +285,8 @@ def run_cmd(
 
 
 def report_check(console: Console, got, want, who: str, reference: str) -> None:
-    """Print the agreement of ``got`` with ``want``, or raise RxError naming the first difference."""
+    """Print the agreement of ``got`` with ``want``, or raise RxError naming the first
+    difference."""
     cmp = compare_outputs(got, want)
     if cmp.problem is not None:
         raise RxError(f"check failed: {who} and {reference} disagree: {cmp.problem}")

@@ -70,8 +70,8 @@ def _too_deep(sources: Sources) -> RxError:
         line = text.count("\n", 0, at) + 1
         col = at - text.rfind("\n", 0, at)
         return RxError(
-            f"brackets nest {deepest:,} levels deep (level {_DEEP} opens here), more than relaxc can "
-            "handle (split the expression or type into several bindings)",
+            f"brackets nest {deepest:,} levels deep (level {_DEEP} opens here), more "
+            "than relaxc can handle (split the expression or type into several bindings)",
             Loc(name, line, col),
         )
     return RxError(

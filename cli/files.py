@@ -71,7 +71,8 @@ _LONE_CR = re.compile("\r(?!\n)")
 
 
 def normalize_newlines(text: str) -> str:
-    """``text`` with every lone ``\r`` made a ``\n`` (``\r\n`` is left: the lexer skips the ``\r``)."""
+    """``text`` with every lone ``\r`` made a ``\n`` (``\r\n`` is left: the lexer skips the
+    ``\r``)."""
     return _LONE_CR.sub("\n", text) if "\r" in text else text
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from importlib.metadata import PackageNotFoundError, version
 
 import click

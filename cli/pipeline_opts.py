@@ -47,7 +47,9 @@ def pipeline_options(f: Callable) -> Callable:
             "configs",
             multiple=True,
             metavar="NAME.KEY=VALUE",
-            help="Set a pass option, e.g. --pass-config PlanMemory.planner=greedy-size (repeatable).",
+            help=(
+                "Set a pass option, e.g. --pass-config PlanMemory.planner=greedy-size (repeatable)."
+            ),
         ),
         click.option(
             "--dump-before",

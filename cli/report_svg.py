@@ -32,7 +32,8 @@ def function_svg(rep: FunctionReport, width: int = 900, height: int = 360) -> st
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
         f'<text x="{pad_l}" y="15" font-weight="bold">@{html.escape(rep.name)}: arena '
-        f"{html.escape(format_bytes(rep.arena_bytes))}, lower bound {html.escape(format_bytes(rep.lower_bound))}</text>",
+        f"{html.escape(format_bytes(rep.arena_bytes))}, lower bound "
+        f"{html.escape(format_bytes(rep.lower_bound))}</text>",
         f'<rect x="{pad_l}" y="{pad_t}" width="{w}" height="{h}" fill="#f7f7f7" stroke="#999"/>',
     ]
     for k, b in enumerate(rep.buffers):
@@ -40,18 +41,24 @@ def function_svg(rep: FunctionReport, width: int = 900, height: int = 360) -> st
         bw = max(1.0, (b.last - b.first + 1) * w / points)
         y = pad_t + h - (b.offset + b.bytes) * h / arena
         bh = max(1.0, b.bytes * h / arena)
-        tip = f"%{b.name} {b.shape} {b.dtype}: {b.bytes:,} B at offset {b.offset:,}, live {b.first}..{b.last}"
+        tip = (
+            f"%{b.name} {b.shape} {b.dtype}: {b.bytes:,} B at offset {b.offset:,}, live "
+            f"{b.first}..{b.last}"
+        )
         out.append(
             f'<rect x="{x:.2f}" y="{y:.2f}" width="{bw:.2f}" height="{bh:.2f}" '
-            f'fill="{PALETTE[k % len(PALETTE)]}" fill-opacity="0.85" stroke="#333" stroke-width="0.5">'
+            f'fill="{PALETTE[k % len(PALETTE)]}" fill-opacity="0.85" stroke="#333" '
+            'stroke-width="0.5">'
             f"<title>{html.escape(tip)}</title></rect>"
         )
     out.append(
-        f'<text x="{pad_l - 6}" y="{pad_t + 4}" text-anchor="end">{html.escape(format_bytes(rep.arena_bytes).split(" (")[0])}</text>'
+        f'<text x="{pad_l - 6}" y="{pad_t + 4}" '
+        f'text-anchor="end">{html.escape(format_bytes(rep.arena_bytes).split(" (")[0])}</text>'
     )
     out.append(f'<text x="{pad_l - 6}" y="{pad_t + h}" text-anchor="end">0</text>')
     out.append(
-        f'<text x="{pad_l + w / 2:.0f}" y="{height - 8}" text-anchor="middle">program point (0 .. {points - 1})</text>'
+        f'<text x="{pad_l + w / 2:.0f}" y="{height - 8}" text-anchor="middle">program point (0 .. '
+        f"{points - 1})</text>"
     )
     out.append("</svg>")
     return "\n".join(out) + "\n"
@@ -61,7 +68,10 @@ def report_svg(reports: list[FunctionReport]) -> str:
     """All functions stacked in one SVG document."""
     bodies = [function_svg(r) for r in reports if r.buffers]
     if not bodies:
-        return '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="40"><text x="10" y="25">no planned memory</text></svg>\n'
+        return (
+            '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="40"><text x="10" '
+            'y="25">no planned memory</text></svg>\n'
+        )
     height = 360 * len(bodies)
     inner = "".join(f'<g transform="translate(0,{i * 360})">{b}</g>' for i, b in enumerate(bodies))
     return f'<svg xmlns="http://www.w3.org/2000/svg" width="900" height="{height}">{inner}</svg>\n'
@@ -77,16 +87,19 @@ def report_html(reports: list[FunctionReport], title: str) -> str:
         )
         ratio = f"{r.ratio:.3f}" if r.ratio else "-"
         rows.append(
-            f"<h2>@{html.escape(r.name)}</h2><p>arena {html.escape(format_bytes(r.arena_bytes))}; lower bound "
-            f"{html.escape(format_bytes(r.lower_bound))}; ratio {ratio}; naive {html.escape(format_bytes(r.naive_bytes))}"
-            f"; dynamic allocations {len(r.dynamic)}</p>{function_svg(r) if r.buffers else ''}"
-            f"<table><tr><th>tensor</th><th>shape</th><th>dtype</th><th>bytes</th><th>offset</th><th>first</th>"
-            f"<th>last</th></tr>{table}</table>"
+            f"<h2>@{html.escape(r.name)}</h2><p>arena "
+            f"{html.escape(format_bytes(r.arena_bytes))}; lower bound "
+            f"{html.escape(format_bytes(r.lower_bound))}; ratio {ratio}; naive "
+            f"{html.escape(format_bytes(r.naive_bytes))}; dynamic allocations "
+            f"{len(r.dynamic)}</p>{function_svg(r) if r.buffers else ''}<table><tr><th>tensor</th>"
+            "<th>shape</th><th>dtype</th><th>bytes</th><th>offset</th><th>first</th><th>last</th>"
+            f"</tr>{table}</table>"
         )
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>'
         + html.escape(title)
-        + "</title><style>body{font-family:sans-serif}table{border-collapse:collapse}td,th{border:1px solid #ccc;"
+        + "</title><style>body{font-family:sans-serif}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;"
         "padding:2px 6px;text-align:right}</style></head><body><h1>"
         + html.escape(title)
         + "</h1>"

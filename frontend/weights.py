@@ -98,8 +98,8 @@ def _check_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> Non
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes > holds:
         raise RxError(
-            f"{where}: {name} declares shape {tuple(shape)} of {dtype} ({nbytes:,} bytes) but holds only "
-            f"{max(holds, 0):,} bytes"
+            f"{where}: {name} declares shape {tuple(shape)} of {dtype} ({nbytes:,} bytes) "
+            f"but holds only {max(holds, 0):,} bytes"
         )
 
 
@@ -137,12 +137,14 @@ def check_weights(
         dtype = dtype_from_numpy(arr.dtype)
         if dtype != t.dtype:
             raise RxError(
-                f"weight '{name}' has dtype {arr.dtype} in {source} but is declared {type_to_str(t)}",
+                f"weight '{name}' has dtype {arr.dtype} in {source} but is declared "
+                f"{type_to_str(t)}",
                 bind.loc,
             )
         if not t.is_static() or tuple(arr.shape) != tuple(t.shape):
             raise RxError(
-                f"weight '{name}' has shape {tuple(arr.shape)} in {source} but is declared {type_to_str(t)}",
+                f"weight '{name}' has shape {tuple(arr.shape)} in {source} but is declared "
+                f"{type_to_str(t)}",
                 bind.loc,
             )
 

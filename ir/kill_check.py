@@ -83,8 +83,9 @@ def check_kills(fn: Function, module: Module) -> None:
                 if target.name in released:
                     by, where = released[target.name]
                     raise RxError(
-                        f"vm.kill_object(%{target.name}) releases again the object that the kill of "
-                        f"%{by}{line(where)} released (%{target.name} = %{by} is the same object)",
+                        f"vm.kill_object(%{target.name}) releases again the object "
+                        f"that the kill of %{by}{line(where)} released (%{target.name} = %{by} is "
+                        "the same object)",
                         target.loc,
                     )
                 if names & ret_names:

@@ -126,9 +126,10 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
                 if ua == wb and _in_place(fn, wb, regions[a], regions[b], refers, registry):
                     continue
                 raise RxError(
-                    f"in @{fn.name}, %{b} (bytes {D.dim_to_str(regions[b].offset)} + {D.dim_to_str(regions[b].nbytes)} "
-                    f"of %{base}) is written while %{a} (bytes {D.dim_to_str(regions[a].offset)} + "
-                    f"{D.dim_to_str(regions[a].nbytes)}), which shares memory with it, is still live",
+                    f"in @{fn.name}, %{b} (bytes {D.dim_to_str(regions[b].offset)} + "
+                    f"{D.dim_to_str(regions[b].nbytes)} of %{base}) is written while %{a} (bytes "
+                    f"{D.dim_to_str(regions[a].offset)} + {D.dim_to_str(regions[a].nbytes)}), "
+                    "which shares memory with it, is still live",
                     regions[b].loc or (fn.body[wb].loc if 0 <= wb < end else fn.loc),
                 )
 

@@ -46,7 +46,8 @@ from .types import Type
 
 
 class OpError(Exception):
-    """A call that does not fit its op (bad attribute, shape mismatch); the verifier adds the location."""
+    """A call that does not fit its op (bad attribute, shape mismatch); the verifier adds the
+    location."""
 
 
 class _Required:
@@ -268,7 +269,8 @@ def bind_args(op: OpDef, args: Sequence[Any], kwargs: Sequence[tuple[str, Any]])
         if isinstance(bad, Var):
             raise OpError(f"{op.name}: tensor argument %{bad.name} after its attributes")
         raise OpError(
-            f"{op.name} takes at most {len(op.attrs)} attribute(s) after its inputs, got {len(rest)}"
+            f"{op.name} takes at most {len(op.attrs)} attribute(s) after its inputs, "
+            f"got {len(rest)}"
         )
     for spec, v in zip(op.attrs, rest):
         if isinstance(v, Var):

@@ -9,7 +9,8 @@ would write past the buffer (the C target's static arrays have no guard).
 
 The proof is by cases, each sound: equal expressions; a difference whose interval is
 non-negative; a storage size ``a * (y / a)`` (a size rounded up to an alignment, as
-ManifestAlloc writes it) with ``end + a - 1 <= y``; a static storage size no smaller than the tensor's largest extent.
+ManifestAlloc writes it) with ``end + a - 1 <= y``; a static storage size no smaller than the
+tensor's largest extent.
 What none of them proves is refused, with the sizes in the message.
 """
 
@@ -85,11 +86,12 @@ def check_tensors_fit_storage(fn: Function) -> None:
         end = D.simplify(D.add(offset, tensor_nbytes(TensorType(tuple(shape), dtype.name))))
         if not provably_le(end, size, ranges):
             raise RxError(
-                f"memory.alloc_tensor: %{stmt.name} ends at byte {D.dim_to_str(end)}, past the end of "
-                f"storage %{storage.name} ({D.dim_to_str(size)} bytes), for some allowed dim value"
+                f"memory.alloc_tensor: %{stmt.name} ends at byte {D.dim_to_str(end)}, "
+                f"past the end of storage %{storage.name} ({D.dim_to_str(size)} bytes), for some "
+                "allowed dim value"
                 if not (is_int(end) and is_int(size))
-                else f"memory.alloc_tensor: %{stmt.name} at bytes [{D.dim_to_str(offset)}, {end}) does not fit in "
-                f"storage %{storage.name} of {size} bytes",
+                else f"memory.alloc_tensor: %{stmt.name} at bytes [{D.dim_to_str(offset)}, {end}) "
+                f"does not fit in storage %{storage.name} of {size} bytes",
                 call.loc or stmt.loc,
             )
 

@@ -58,8 +58,12 @@ KNOWN_FUNCTION_ATTRS = {
     "primitive": "true for a kernel function (bodies of kernel ops only)",
     "upper_bounds": "{name = bound, ...}: largest value of each symbolic dim",
     "planned": "set by PlanMemory: the allocations of this function are planned",
-    "outputs": "set by PlanWorkspace on a primitive function: its last N parameters are its output buffers",
-    "workspace": "set by PlanWorkspace: bytes of scratch the caller passes (a u8 tensor before the outputs)",
+    "outputs": (
+        "set by PlanWorkspace on a primitive function: its last N parameters are its output buffers"
+    ),
+    "workspace": (
+        "set by PlanWorkspace: bytes of scratch the caller passes (a u8 tensor before the outputs)"
+    ),
 }
 
 FunctionTypes = dict[str, Type]
@@ -196,7 +200,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         ret_t = self.visit_expr(fn.ret)
         if not types_equal(ret_t, fn.ret_type):
             raise RxError(
-                f"@{fn.name} returns {type_to_str(ret_t)} but is declared to return {type_to_str(fn.ret_type)}",
+                f"@{fn.name} returns {type_to_str(ret_t)} but is declared to return "
+                f"{type_to_str(fn.ret_type)}",
                 fn.ret.loc or fn.loc,
             )
         return self.types
@@ -220,9 +225,9 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             for name in sorted(type_free_vars(p.type)):
                 if name not in plain:
                     raise RxError(
-                        f"symbolic dim '{name}' of %{p.name} must also appear alone as a dimension of some "
-                        f"parameter, or in one of the form a * {name} + b, so its value can be read from the "
-                        "inputs",
+                        f"symbolic dim '{name}' of %{p.name} must also appear alone as a "
+                        f"dimension of some parameter, or in one of the form a * {name} + b, so "
+                        "its value can be read from the inputs",
                         p.loc,
                     )
         self.dims = plain
@@ -242,7 +247,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                 self._check_lowered(value)
             if key == "workspace" and fn.attr("outputs") is None:
                 raise RxError(
-                    "attribute 'workspace' belongs to a lowered primitive function (with 'outputs')",
+                    "attribute 'workspace' belongs to a lowered primitive function "
+                    "(with 'outputs')",
                     fn.attr_loc(key),
                 )
             if key == "upper_bounds":
@@ -259,7 +265,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             raise RxError("attribute 'outputs' belongs to a primitive function", where)
         if not isinstance(k, int) or isinstance(k, bool) or k < 1 or k > len(fn.params):
             raise RxError(
-                f"attribute 'outputs' must be a count from 1 to {len(fn.params)} (the output parameters)",
+                f"attribute 'outputs' must be a count from 1 to {len(fn.params)} (the "
+                "output parameters)",
                 where,
             )
         outs = fn.params[len(fn.params) - k :]
@@ -346,7 +353,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                     t = annotated  # runtime calls return what their annotation says
                 elif not types_equal(annotated, t):
                     raise RxError(
-                        f"%{stmt.name} is declared {type_to_str(annotated)} but its value has type {type_to_str(t)}",
+                        f"%{stmt.name} is declared {type_to_str(annotated)} but its value has type "
+                        f"{type_to_str(t)}",
                         stmt.loc,
                     )
                 else:
@@ -375,7 +383,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         inferred = self._infer(op, [], bound.attrs, call.loc)
         if not types_equal(inferred, annotated):
             raise RxError(
-                f"constant is declared {type_to_str(annotated)} but its literal has type {type_to_str(inferred)}",
+                f"constant is declared {type_to_str(annotated)} but its literal has type "
+                f"{type_to_str(inferred)}",
                 call.loc,
             )
         return annotated
@@ -403,7 +412,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             )
         if not 0 <= e.index < len(t.fields):
             raise RxError(
-                f"tuple index {e.index} is out of range for %{e.tuple_var.name} with {len(t.fields)} field(s)",
+                f"tuple index {e.index} is out of range for %{e.tuple_var.name} with "
+                f"{len(t.fields)} field(s)",
                 e.loc,
             )
         return t.fields[e.index]
@@ -461,8 +471,8 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             )
         if self._lowered and op.category == "kernel":
             raise RxError(
-                f"lowered primitive function @{self.fn.name} computes {call.op} by destination passing "
-                f"only (invoke {call.op}(...) outs (...))",
+                f"lowered primitive function @{self.fn.name} computes {call.op} by "
+                f"destination passing only (invoke {call.op}(...) outs (...))",
                 call.loc,
             )
         bound = self._bind_op(op, call)
@@ -578,14 +588,15 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         expected = list(result.fields) if isinstance(result, TupleType) else [result]
         if len(expected) != len(out_types):
             raise RxError(
-                f"invoke {'@' if inv.is_func else ''}{inv.target} produces {len(expected)} output(s) "
-                f"but has {len(out_types)} in outs",
+                f"invoke {'@' if inv.is_func else ''}{inv.target} produces "
+                f"{len(expected)} output(s) but has {len(out_types)} in outs",
                 inv.loc,
             )
         for v, want, got in zip(inv.outs, expected, out_types):
             if not types_equal(want, got):
                 raise RxError(
-                    f"output %{v.name} has type {type_to_str(got)} but the kernel produces {type_to_str(want)}",
+                    f"output %{v.name} has type {type_to_str(got)} but the kernel produces "
+                    f"{type_to_str(want)}",
                     v.loc or inv.loc,
                 )
 
@@ -620,8 +631,9 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             elems = D.upper_bound(leaf.num_elements(), self.bounds)
             if elems is not None and elems * dtype_nbytes(leaf.dtype) > MAX_TENSOR_BYTES:
                 raise RxError(
-                    f"{what}: tensor {type_to_str(leaf)} would take {elems * dtype_nbytes(leaf.dtype):,} bytes, "
-                    f"more than the {MAX_TENSOR_BYTES:,}-byte limit",
+                    f"{what}: tensor {type_to_str(leaf)} would take "
+                    f"{elems * dtype_nbytes(leaf.dtype):,} bytes, more than the "
+                    f"{MAX_TENSOR_BYTES:,}-byte limit",
                     loc,
                 )
             if plain:

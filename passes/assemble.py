@@ -18,7 +18,8 @@ def named_pipeline(name: str) -> list[Pass]:
         cls = PASSES.get(pass_name)
         if cls is None:
             raise SpecError(
-                f"pipeline '{name}' needs pass {pass_name}, which this build of relaxc does not have yet"
+                f"pipeline '{name}' needs pass {pass_name}, which this build of relaxc "
+                "does not have yet"
             )
         passes.append(cls())
     return passes

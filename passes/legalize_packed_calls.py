@@ -2,8 +2,8 @@
 
 Runs only **after** PlanMemory (it requires planned memory and the pipeline refuses the
 other order): a planner that saw buffers only through the structs wrapping them would miss
-their lifetimes and reuse live memory (class 21 of the design notes' memory bug classes; Apache TVM tvm#8096
-moved this step after storage planning for exactly that reason).
+their lifetimes and reuse live memory (class 21 of the design notes' memory bug classes; Apache
+TVM tvm#8096 moved this step after storage planning for exactly that reason).
 
 Stages, per non-primitive function (the *runner*):
 
@@ -115,15 +115,16 @@ class LegalizePackedCalls(Pass):
 
     name: ClassVar[str] = "LegalizePackedCalls"
     summary: ClassVar[str] = (
-        "call kernels packed (TVM convention): wrap buffer arguments in DLTensor structs; C target, after PlanMemory"
+        "call kernels packed (TVM convention): wrap buffer arguments in DLTensor structs; C "
+        "target, after PlanMemory"
     )
     requires: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY, PLANNED})
     provides: ClassVar[frozenset[str]] = frozenset({PACKED_CALLS})
     hints: ClassVar[dict[str, str]] = {
         EXPLICIT_MEMORY: "run ManifestAlloc and PlanMemory before it",
         PLANNED: (
-            "run PlanMemory before it: a planner that sees buffers only through the structs that wrap "
-            "them misses their lifetimes, so plan first and legalize after"
+            "run PlanMemory before it: a planner that sees buffers only through the "
+            "structs that wrap them misses their lifetimes, so plan first and legalize after"
         ),
     }
 
@@ -304,8 +305,9 @@ class _State:
         )
         if loose:
             raise PassError(
-                f"LegalizePackedCalls: {op_name} has symbolic dims in its attributes ({', '.join(loose)}) that "
-                f"no tensor argument carries, so it cannot be called packed; build with --unpacked",
+                f"LegalizePackedCalls: {op_name} has symbolic dims in its attributes "
+                f"({', '.join(loose)}) that no tensor argument carries, so it cannot be called "
+                "packed; build with --unpacked",
                 inv.loc,
             )
         result = pnames.fresh("out")

@@ -258,7 +258,8 @@ def _reuse_equal_dynamic(dynamic: list[StorageInfo], live: Liveness) -> dict[str
 
 
 def _planned(fn: Function, body: tuple[Stmt, ...] | list[Stmt]) -> Function:
-    """``fn`` with ``body`` and the attribute ``planned = true`` (last, replacing any earlier one)."""
+    """``fn`` with ``body`` and the attribute ``planned = true`` (last, replacing any earlier
+    one)."""
     attrs = tuple((k, v) for k, v in fn.attrs if k != "planned") + (("planned", True),)
     locs: tuple = ()
     if len(fn.attr_locs) == len(fn.attrs):  # keep each remaining attribute's location with it
@@ -332,7 +333,8 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
                 and root is not None
                 and (root in placed or root in moved or root in last_of_physical)
             ):
-                pass  # kills of storages that no longer exist, or whose life got longer, are re-placed
+                # kills of storages that no longer exist, or whose life got longer, are re-placed
+                pass
             else:
                 body.append(st)
         body.extend(kills_after.get(i, []))

@@ -491,8 +491,9 @@ class PlanWorkspace(Pass):
         if PLANNED in props or PACKED_CALLS in props:
             what = "planned memory" if PLANNED in props else "packed calls"
             raise PassError(
-                f"PlanWorkspace cannot lower @{next(iter(lowered))} in IR with {what}: run it before "
-                "PlanMemory, which plans the workspaces it adds (and before LegalizePackedCalls)",
+                f"PlanWorkspace cannot lower @{next(iter(lowered))} in IR with "
+                f"{what}: run it before PlanMemory, which plans the workspaces it adds (and before "
+                "LegalizePackedCalls)",
                 next(iter(originals.values())).loc,
             )
         out = []

@@ -132,7 +132,8 @@ def parse_pipeline(text: str, registry: Mapping[str, type[Pass]]) -> list[Pass]:
                 "malformed pass pipeline",
                 snippet=_caret(text, pos, 1),
                 notes=(
-                    "write passes separated by commas, options in braces: ManifestAlloc,PlanMemory{planner=greedy-size}",
+                    "write passes separated by commas, options in braces: "
+                    "ManifestAlloc,PlanMemory{planner=greedy-size}",
                 ),
             )
         cls = resolve_pass_name(m.group(1), registry, text, m.start(1))
@@ -173,7 +174,8 @@ def apply_pass_config(
         name, dot, key = target.partition(".")
         if not sep or not dot or not name or not key:
             raise SpecError(
-                f"--pass-config '{item}' is not NAME.KEY=VALUE (for example PlanMemory.planner=greedy-size)"
+                f"--pass-config '{item}' is not NAME.KEY=VALUE (for example "
+                "PlanMemory.planner=greedy-size)"
             )
         cls = resolve_pass_name(name, registry)
         coerced = coerce_option(cls, key, value)

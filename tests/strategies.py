@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import string
 
 from hypothesis import strategies as st
 
@@ -195,7 +194,7 @@ fn @helper_view(%a: Tensor[(p, q), f32]) -> Tensor[(p * q,), f32] {
   return %v
 }
 
-"""
+"""  # noqa: E501
 
 
 class GeneratedProgram:

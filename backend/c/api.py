@@ -48,7 +48,7 @@ typedef union {
 } TVMValue;
 
 enum { kTVMArgInt = 0, kTVMArgFloat = 2, kTVMOpaqueHandle = 3, kTVMNullptr = 4, kTVMDLTensorHandle = 7 };
-enum { kDLCPU = 1 };"""
+enum { kDLCPU = 1 };"""  # noqa: E501
 
 UNPACK = """\
 /* The data pointer of packed argument v, or NULL if it is not a compact CPU tensor of the
@@ -109,7 +109,8 @@ def header_text(
         " * Returns 0 or one of the error codes below. Inputs and outputs are the caller's memory"
     )
     lines.append(
-        " * (C order, native byte order; bool is one byte 0/1, f16 the IEEE half bits); outputs must"
+        " * (C order, native byte order; bool is one byte 0/1, f16 the IEEE half "
+        "bits); outputs must"
     )
     lines.append(
         " * not overlap inputs or each other. Not reentrant: the workspace arena is static, so one"
@@ -163,7 +164,8 @@ def header_text(
     for ir, cparam, bound in info.dims:
         if bound is not None:
             lines.append(
-                f"#define {macros.name(f'{P}_MAX_', macro_name(cparam))} {bound} /* upper bound of {comment(ir)} */"
+                f"#define {macros.name(f'{P}_MAX_', macro_name(cparam))} {bound} /* upper bound of "
+                f"{comment(ir)} */"
             )
     dim_param = {ir: cparam for ir, cparam, _ in info.dims}
     for kind, ports in (("IN", info.inputs), ("OUT", info.outputs)):
@@ -279,11 +281,12 @@ READ_FILE = """static int read_file(const char *path, void *buf, size_t size, si
     return 1;
 }
 
-"""
+"""  # noqa: E501
 
 
 def main_text(info: ModelInfo, err_codes: list[tuple[str, int, str]], source: str) -> str:
-    """A small ``main()`` that runs the model on raw little-endian files named on the command line."""
+    """A small ``main()`` that runs the model on raw little-endian files named on the command
+    line."""
     p = info.prefix
     h = Helpers(f"{p}_m")
     nin, nout = len(info.inputs), len(info.outputs)
@@ -352,7 +355,8 @@ def main_text(info: ModelInfo, err_codes: list[tuple[str, int, str]], source: st
         body.append("    }")
     for k, port in enumerate(info.inputs):
         body.append(
-            f"    if (!read_file(files[{k}], bufs[{k}], sizes[{k}], {T.nbytes(port.type.dtype)})) {{"
+            f"    if (!read_file(files[{k}], bufs[{k}], sizes[{k}], "
+            f"{T.nbytes(port.type.dtype)})) {{"
         )
         body.append("        status = 1;")
         body.append("        goto done;")
@@ -371,8 +375,8 @@ def main_text(info: ModelInfo, err_codes: list[tuple[str, int, str]], source: st
     body.append("    }")
     for k, port in enumerate(info.outputs):
         body.append(
-            f"    if (status == 0 && !write_file(files[{nin + k}], bufs[{nin + k}], sizes[{nin + k}], "
-            f"{T.nbytes(port.type.dtype)})) status = 1;"
+            f"    if (status == 0 && !write_file(files[{nin + k}], bufs[{nin + k}], "
+            f"sizes[{nin + k}], {T.nbytes(port.type.dtype)})) status = 1;"
         )
     if nin + nout:
         body.append("done:")

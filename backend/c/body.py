@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 
 def bound_call(stmt: Stmt, *ops: str) -> Call | None:
-    """The call (of one of ``ops``, or of any op) that a binding binds; None for any other statement."""
+    """The call (of one of ``ops``, or of any op) that a binding binds; None for any other
+    statement."""
     return call_of(stmt.value, *ops) if isinstance(stmt, Bind) else None
 
 

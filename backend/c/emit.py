@@ -52,8 +52,9 @@ def default_prefix(stem: str) -> str:
 def check_prefix(prefix: str) -> str:
     if not is_identifier(prefix) or prefix.startswith("_") or len(prefix) > 32:
         raise RxError(
-            f"--prefix {prefix!r} is not usable as a C identifier prefix (letters, digits and single "
-            f"underscores, starting with a letter, at most 32 characters, not a C keyword)"
+            f"--prefix {prefix!r} is not usable as a C identifier prefix (letters, "
+            "digits and single underscores, starting with a letter, at most 32 characters, "
+            "not a C keyword)"
         )
     return prefix
 

@@ -269,7 +269,8 @@ def _to_int(g: Gen, dtype: str, double_expr: str) -> str:
 
 
 def scalar_formula(formula: str, args: list[str]) -> str:
-    """An op's scalar formula (over ``x0``, ``x1``, ...) with each ``xi`` replaced by ``args[i]``."""
+    """An op's scalar formula (over ``x0``, ``x1``, ...) with each ``xi`` replaced by
+    ``args[i]``."""
     return re.sub(r"\bx(\d+)\b", lambda m: args[int(m[1])], formula)
 
 
@@ -462,8 +463,8 @@ def gen_cast(g: Gen) -> list[str]:
             mn, mx = T.element_literal(int(info.min), dst), T.element_literal(int(info.max), dst)
             t = f"trunc((double){x})"
             return (
-                f"({x} != {x} ? ({T.c_type(dst)})0 : ({t} <= {lo_c} ? {mn} : ({t} >= {hi_c} ? {mx} : "
-                f"({T.c_type(dst)}){t})))"
+                f"({x} != {x} ? ({T.c_type(dst)})0 : ({t} <= {lo_c} ? {mn} : ({t} >= "
+                f"{hi_c} ? {mx} : ({T.c_type(dst)}){t})))"
             )
         return _int_wrap(
             dst, f"(uint64_t)(int64_t){x}" if ks == "int" else f"(uint64_t){x}"
@@ -606,7 +607,8 @@ def gen_take(g: Gen) -> list[str]:
                 g.emit(f"if (k > {length} - 1) k = {length} - 1;")
                 with g.loop("m", inner):
                     g.emit(
-                        f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) * {inner} + m];"
+                        f"y0[(o * {count} + j) * {inner} + m] = x0[(o * {length} + k) "
+                        f"* {inner} + m];"
                     )
 
     if length.isdigit() and int(length) > 0:
@@ -686,7 +688,8 @@ def gen_reduce(g: Gen) -> list[str]:
             result = f"acc / (double)({g.prod(red_ext) if red_ext else '1'})"
         oi = horner(o_vars, kept_ext) if o_vars else "0"
         g.emit(
-            f"y0[{oi}] = {g.store(out.dtype, result) if k == 'float' else _int_wrap(out.dtype, result)};"
+            f"y0[{oi}] = "
+            f"{g.store(out.dtype, result) if k == 'float' else _int_wrap(out.dtype, result)};"
         )
 
     def nest(extents: list[str], vars_: list[str], body: Callable[[], None], i: int = 0) -> None:
@@ -758,7 +761,8 @@ def gen_matmul(g: Gen) -> list[str]:
                         g.emit(f"acc[t] += av * {_widen(k, bvv)};")
                 with g.loop("t", "nt"):
                     g.emit(
-                        f"y0[(({o_off}) * {M} + m) * {N} + n0 + t] = {_finish(g, out.dtype, 'acc[t]')};"
+                        f"y0[(({o_off}) * {M} + m) * {N} + n0 + t] = "
+                        f"{_finish(g, out.dtype, 'acc[t]')};"
                     )
 
     vars_ = loop_nest(g, batch, body, "b")
@@ -810,12 +814,12 @@ def gen_conv2d(g: Gen) -> list[str]:
     dh, dw = _pair(a["dilation"])
     groups = a["groups"]
     N, C, H, W = g.shape(x)
-    O, CG, KH, KW = g.shape(w)
+    OC, CG, KH, KW = g.shape(w)
     OH, OW = g.shape(out)[2], g.shape(out)[3]
-    og = f"({O} / {groups})" if groups != 1 else O
+    og = f"({OC} / {groups})" if groups != 1 else OC
     acc = "double" if k == "float" else "uint64_t"
     with g.loop("b", N):
-        with g.loop("oc", O):
+        with g.loop("oc", OC):
             g.emit(f"int64_t grp = oc / {og};" if groups != 1 else "int64_t grp = 0;")
             with g.loop("oh", OH):
                 with g.block(f"for (ow0 = 0; ow0 < {OW}; ow0 += {CONV_TILE})"):
@@ -841,7 +845,7 @@ def gen_conv2d(g: Gen) -> list[str]:
                         if len(g.spec.ins) == 3:
                             g.emit(f"acc[t] += {_widen(k, g.load(w.dtype, 'x2[oc]'))};")
                         g.emit(
-                            f"y0[((b * {O} + oc) * {OH} + oh) * {OW} + ow0 + t] = "
+                            f"y0[((b * {OC} + oc) * {OH} + oh) * {OW} + ow0 + t] = "
                             f"{_finish(g, out.dtype, 'acc[t]')};"
                         )
     return ["int64_t b, oc, oh, ow0, t, c, i, j;", f"{acc} acc[{CONV_TILE}];"]

@@ -83,7 +83,8 @@ class ModuleEmitter:
                 or str(arr.dtype) != T.DTYPES[t.dtype].numpy
             ):
                 raise RxError(
-                    f"weight '{value}' is {arr.dtype}{tuple(arr.shape)}, but %{name} is {type_to_str(t)}",
+                    f"weight '{value}' is {arr.dtype}{tuple(arr.shape)}, but %{name} is "
+                    f"{type_to_str(t)}",
                     call.loc,
                 )
             label = value
@@ -186,7 +187,8 @@ class ModuleEmitter:
                 )
             else:
                 lines.append(
-                    f"    p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], 0, {code}, {bits}, NULL);"
+                    f"    p{i} = {self.unpack_name}(&args[{i}], type_codes[{i}], 0, "
+                    f"{code}, {bits}, NULL);"
                 )
             lines.append(f"    if (p{i} == NULL) return -1;")
         # Inputs are read-only, except a lowered function's workspace (its last input).

@@ -188,9 +188,10 @@ class PrimitiveEmitter(BodyEmitter):
                     break
             else:
                 raise RxError(
-                    f"the C target cannot place %{stmt.name} ({type_to_str(t)}) inside primitive function "
-                    f"@{fn.name}: no output buffer is free for its whole life, and a kernel gets no scratch "
-                    f"memory (split the function, or build the VM target)",
+                    f"the C target cannot place %{stmt.name} ({type_to_str(t)}) inside "
+                    f"primitive function @{fn.name}: no output buffer is free for its whole life, "
+                    "and a kernel gets no scratch memory (split the function, or "
+                    "build the VM target)",
                     stmt.loc,
                 )
         return placement

@@ -344,15 +344,16 @@ class RunnerEmitter(BodyEmitter):
             free = sorted(D.free_vars(size) - set(bounds))
             if not free:  # every dim is bounded, but no bound of the expression could be derived
                 raise RxError(
-                    f"the C target needs every allocation planned into static memory, but no upper bound "
-                    f"of the size {D.dim_to_str(size)} of %{name} follows from the upper bounds of "
-                    f"@{self.fn.name}",
+                    "the C target needs every allocation planned into static memory, but "
+                    f"no upper bound of the size {D.dim_to_str(size)} of %{name} follows from the "
+                    f"upper bounds of @{self.fn.name}",
                     e.loc,
                 )
             raise RxError(
-                f"the C target needs every allocation planned into static memory, but %{name} has the "
-                f"unbounded size {D.dim_to_str(size)} ({', '.join(free)} without an upper bound); give "
-                f"@{self.fn.name} attrs {{upper_bounds = {{{free[0] if free else 'n'} = ...}}}}",
+                "the C target needs every allocation planned into static memory, but "
+                f"%{name} has the unbounded size {D.dim_to_str(size)} ({', '.join(free)} without "
+                f"an upper bound); give @{self.fn.name} attrs {{upper_bounds = "
+                f"{{{free[0] if free else 'n'} = ...}}}}",
                 e.loc,
             )
         cname = self.m.static_buffer(name, max(int(ub), 0), int(a["align"]), bool(a["arena"]))
@@ -442,8 +443,8 @@ class RunnerEmitter(BodyEmitter):
                 self.emit(f"{at}.{fld} = {arr};")
         else:
             raise RxError(
-                f"tir.struct_set: unknown field {fld!r} (data, device_type, device_id, ndim, dtype, "
-                f"shape, strides, byte_offset)",
+                f"tir.struct_set: unknown field {fld!r} (data, device_type, "
+                f"device_id, ndim, dtype, shape, strides, byte_offset)",
                 e.loc,
             )
         st.fields[(idx, str(fld))] = value
@@ -463,8 +464,8 @@ class RunnerEmitter(BodyEmitter):
         ndims = len(function_dims(callee))
         if len(args) != nin + nout + ndims:
             raise RxError(
-                f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes {nin} input(s), "
-                f"{nout} output(s) and {ndims} dim(s)",
+                f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes "
+                f"{nin} input(s), {nout} output(s) and {ndims} dim(s)",
                 e.loc,
             )
         vals = self.scope.name("v_args")
@@ -570,7 +571,8 @@ def bind_callee_dims(
     for p, a in zip(pleaves, aleaves):
         if p.dtype != a.dtype or len(p.shape) != len(a.shape):
             raise RxError(
-                f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}",
+                f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} "
+                f"of @{callee.name}",
                 loc,
             )
     env.update(call_dims(callee, arg_types))
@@ -578,7 +580,8 @@ def bind_callee_dims(
         for pd, ad in zip(p.shape, a.shape):
             if not D.dims_equal(D.substitute(pd, env), ad):
                 raise RxError(
-                    f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} of @{callee.name}",
+                    f"{where}: argument {type_to_str(a)} does not fit {type_to_str(p)} "
+                    f"of @{callee.name}",
                     loc,
                 )
     return env
@@ -600,7 +603,8 @@ def _check_outs(
             or not all(D.dims_equal(D.substitute(a, env), b) for a, b in zip(w.shape, o.shape))
         ):
             raise RxError(
-                f"{where}: output {type_to_str(o)} does not fit the result {type_to_str(w)} of @{callee.name}",
+                f"{where}: output {type_to_str(o)} does not fit the result {type_to_str(w)} "
+                f"of @{callee.name}",
                 loc,
             )
 

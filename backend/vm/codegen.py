@@ -124,7 +124,8 @@ class _Constants:
             want = (tuple(annotated.shape), numpy_dtype(annotated.dtype))
             if (arr.shape, arr.dtype) != want:
                 raise RxError(
-                    f"weight '{name}' is {arr.dtype}{arr.shape}, but the program declares {type_to_str(annotated)}"
+                    f"weight '{name}' is {arr.dtype}{arr.shape}, but the program declares "
+                    f"{type_to_str(annotated)}"
                 )
         self.named[name] = i = self._add(0, name, arr)
         return i
@@ -224,7 +225,8 @@ def _type(w: F.Writer, t: Type, strings: _Strings, depth: int = 0) -> None:
     if isinstance(t, TensorType):
         if len(t.shape) > MAX_NDIM:
             raise _TooBig(
-                f"a tensor type has rank {len(t.shape)}; .rxb files hold tensors of rank at most {MAX_NDIM}"
+                f"a tensor type has rank {len(t.shape)}; .rxb files hold tensors of rank at "
+                f"most {MAX_NDIM}"
             )
         _check_terms(t.shape)
         w.u8(F.T_TENSOR)

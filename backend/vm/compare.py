@@ -72,6 +72,9 @@ def compare_outputs(got: Any, want: Any) -> Comparison:
                 return res
         else:
             idx = tuple(int(i) for i in np.argwhere(x != y)[0])
-            res.problem = f"{name} differs at index {idx}: {x[idx]!r} against {y[idx]!r} ({x.dtype.name} must be equal)"
+            res.problem = (
+                f"{name} differs at index {idx}: {x[idx]!r} against {y[idx]!r} "
+                f"({x.dtype.name} must be equal)"
+            )
             return res
     return res

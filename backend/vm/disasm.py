@@ -83,7 +83,10 @@ class _Lister:
         elif op == F.INVOKE:
             body = f"{self.call(ins)} outs ({self.regs(ins.outs)})"
         elif op == F.INVOKE_FUNC:
-            body = f"@{self.exe.functions[ins.func].name}({self.regs(ins.regs)}) outs ({self.regs(ins.outs)})"
+            body = (
+                f"@{self.exe.functions[ins.func].name}({self.regs(ins.regs)}) outs "
+                f"({self.regs(ins.outs)})"
+            )
         elif op == F.CALL_FUNC:
             body = f"@{self.exe.functions[ins.func].name}({self.regs(ins.regs)})"
         elif op == F.CONST:
@@ -106,7 +109,8 @@ def disassemble(exe: Executable, source: str = "") -> str:
     out: list[str] = []
     head = f"{source}: " if source else ""
     out.append(
-        f"{head}relaxc bytecode format {exe.version}, {exe.size:,} bytes, sha256 {exe.digest[:16]}..."
+        f"{head}relaxc bytecode format {exe.version}, {exe.size:,} bytes, sha256 "
+        f"{exe.digest[:16]}..."
     )
     out.append(
         f"{_n(len(exe.strings), 'string')}, {_n(len(exe.constants), 'constant')}, "
@@ -118,7 +122,8 @@ def disassemble(exe: Executable, source: str = "") -> str:
     for i, c in enumerate(exe.constants):
         name = "(inline)" if c.inline else c.name
         out.append(
-            f"  c{i:<4} {name:<28} {c.dtype:<5} {str(tuple(c.array.shape)):<18} {_bytes(c.array.nbytes)}"
+            f"  c{i:<4} {name:<28} {c.dtype:<5} {str(tuple(c.array.shape)):<18} "
+            f"{_bytes(c.array.nbytes)}"
         )
     out.append("")
     out.append(f"functions: {len(exe.functions)}")

@@ -289,7 +289,8 @@ class _Decoder:
         if expected_offset != code_len:
             self.context = "function table"
             raise r.fail(
-                f"the functions' code covers {expected_offset:,} of the {code_len:,} bytes of the code section"
+                f"the functions' code covers {expected_offset:,} of the {code_len:,} bytes of "
+                "the code section"
             )
         return out
 
@@ -467,7 +468,8 @@ def load_bytes(data: bytes, name: str = "the bytecode", *, trace: list | None = 
     if length != actual:
         what = "truncated" if actual < length else "longer than its header says"
         raise RxError(
-            f"{name} is {what}: the header declares {length:,} bytes of contents, the file has {actual:,}"
+            f"{name} is {what}: the header declares {length:,} bytes of contents, the "
+            f"file has {actual:,}"
         )
     if hashlib.sha256(memoryview(data)[F.HEADER_SIZE :]).digest() != digest:
         raise RxError(

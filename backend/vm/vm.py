@@ -338,7 +338,8 @@ class _Specializer:
         dtype = b.attrs["dtype"]
         if DTYPES[dtype].numpy is None:
             raise RxError(
-                f"memory.alloc_tensor: dtype {dtype} is storage-only; the VM cannot make a tensor of it"
+                f"memory.alloc_tensor: dtype {dtype} is storage-only; the VM cannot "
+                "make a tensor of it"
             )
         dt = numpy_dtype(dtype)
         if any(x < 0 for x in shape):
@@ -708,8 +709,9 @@ def _store_outs(
 
     def mismatch(o: Any, res: Any, reg: int) -> RxError:
         return RxError(
-            f"invoke {target}: output %{names[reg]} is {getattr(o, 'dtype', '?')}{getattr(o, 'shape', '')}"
-            f" but the kernel produced {res.dtype}{res.shape}"
+            f"invoke {target}: output %{names[reg]} is "
+            f"{getattr(o, 'dtype', '?')}{getattr(o, 'shape', '')} but the kernel produced "
+            f"{res.dtype}{res.shape}"
         )
 
     def copy(o: Any, res: Any, reg: int) -> None:

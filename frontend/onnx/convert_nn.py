@@ -20,7 +20,8 @@ Converter = Callable[[NodeContext], list]
 def _require_4d(ctx: NodeContext, x: Value) -> None:
     if rank_of(x) != 4:
         raise ctx.fail(
-            f"only 2-D {ctx.op_type} (4-D NCHW inputs) is supported; the input has rank {rank_of(x)}"
+            f"only 2-D {ctx.op_type} (4-D NCHW inputs) is supported; the input has "
+            f"rank {rank_of(x)}"
         )
 
 

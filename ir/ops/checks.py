@@ -81,7 +81,8 @@ def pad4(v: tuple[int, ...], op: str) -> tuple[int, int, int, int]:
         p = (v[0], v[1], v[2], v[3])
     else:
         raise OpError(
-            f"{op}: padding needs 1, 2 or 4 integers (all / (h, w) / (top, left, bottom, right)), got {len(v)}"
+            f"{op}: padding needs 1, 2 or 4 integers (all / (h, w) / (top, left, bottom, "
+            f"right)), got {len(v)}"
         )
     if min(p) < 0:
         raise OpError(f"{op}: padding must not be negative, got {v}")

@@ -90,7 +90,8 @@ def check_literal_fits(v: Any, dtype: str) -> None:
             finfo = np.finfo(numpy_dtype(dtype))
             if abs(float(x)) > float(finfo.max) and abs(float(x)) != float("inf"):
                 raise OpError(
-                    f"const: {x!r} is out of range for {dtype} (largest finite value {float(finfo.max):g})"
+                    f"const: {x!r} is out of range for {dtype} (largest finite value "
+                    f"{float(finfo.max):g})"
                 )
 
 
@@ -158,13 +159,14 @@ def _infer_view(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         raise OpError(f"memory.view: offset {offset} is negative")
     if size > 1 and D.simplify(D.BinOp("%", offset, size)) != 0:
         raise OpError(
-            f"memory.view: offset {D.dim_to_str(offset)} is not a multiple of {size}, the size of {dtype}"
+            f"memory.view: offset {D.dim_to_str(offset)} is not a multiple of {size}, the "
+            f"size of {dtype}"
         )
     end = D.simplify(D.add(offset, tensor_nbytes(out)))
     if not provably_le(end, tensor_nbytes(x), {}):
         raise OpError(
-            f"memory.view: bytes [{D.dim_to_str(offset)}, {D.dim_to_str(end)}) may reach past its input "
-            f"of {D.dim_to_str(tensor_nbytes(x))} bytes"
+            f"memory.view: bytes [{D.dim_to_str(offset)}, {D.dim_to_str(end)}) may reach "
+            f"past its input of {D.dim_to_str(tensor_nbytes(x))} bytes"
         )
     return out
 
@@ -214,7 +216,8 @@ def _infer_runtime(name: str):
                 or args[1] <= 0
             ):
                 raise OpError(
-                    'tir.stack_alloca: expects a kind and a positive count, as in tir.stack_alloca("array", 1)'
+                    "tir.stack_alloca: expects a kind and a positive count, as in "
+                    'tir.stack_alloca("array", 1)'
                 )
             return OBJECT
         # tir.struct_set(%handle, index, "field", value)
@@ -295,7 +298,8 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "memory.view",
-            "the bytes of a tensor from a byte offset, as another shape and dtype (a view: no copy)",
+            "the bytes of a tensor from a byte offset, as another shape and dtype "
+            "(a view: no copy)",
             "view",
             _infer_view,
             kernel=_kernel_view,

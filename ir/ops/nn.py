@@ -176,8 +176,8 @@ def _pool_params(
         extent = d * (k - 1) + 1
         if max(lo, hi) >= extent:
             raise OpError(
-                f"{op}: {axis} padding {max(lo, hi)} is not smaller than the window extent {extent}, "
-                f"a window would lie entirely in the padding"
+                f"{op}: {axis} padding {max(lo, hi)} is not smaller than the window "
+                f"extent {extent}, a window would lie entirely in the padding"
             )
     return pool, strides, padding, dilation
 
@@ -207,7 +207,8 @@ def _pool_infer(op: str):
 
 
 def _pool_padded(op: str, x: np.ndarray, attrs: Mapping[str, Any], fill: Any):
-    """Pad ``x`` for pooling (ceil_mode may need extra bottom/right cells); returns the layout too."""
+    """Pad ``x`` for pooling (ceil_mode may need extra bottom/right cells); returns the layout
+    too."""
     (kh, kw), st, (pt, pl, pb, pr), dil = _pool_params(op, attrs)
     h, w = x.shape[2], x.shape[3]
     oh, ow = (int(v) for v in _pool_out(op, h, w, attrs))
@@ -307,7 +308,8 @@ def _norm_infer(op: str, params: tuple[str, ...]):
         for name, t in zip(params, ts[1:]):
             if t.ndim != len(want) or not all(D.dims_equal(p, q) for p, q in zip(t.shape, want)):
                 raise OpError(
-                    f"{op}: {name} has shape {sstr(t.shape)}, expected {sstr(want)} (x's normalized axes)"
+                    f"{op}: {name} has shape {sstr(t.shape)}, expected {sstr(want)} (x's "
+                    "normalized axes)"
                 )
         return x
 

@@ -68,8 +68,8 @@ def _split_sizes(dim: D.Dim, spec: Any) -> list[D.Dim]:
         return [len(range(dim)[a:b]) for a, b in zip(bounds, bounds[1:])]
     if any(i < 0 for i in spec) or list(spec) != sorted(spec):
         raise OpError(
-            f"split: with a symbolic dimension {dstr(dim)} the split indices must be non-negative and "
-            f"increasing, got {spec}"
+            f"split: with a symbolic dimension {dstr(dim)} the split indices must be "
+            f"non-negative and increasing, got {spec}"
         )
     sizes: list[D.Dim] = [b - a for a, b in zip((0, *spec), spec)]
     sizes.append(sub(dim, spec[-1] if spec else 0))
@@ -189,8 +189,8 @@ def _squeeze_axes(x: TensorType, axes: tuple[int, ...] | None) -> set[int]:
         sym = [dstr(d) for d in x.shape if not isinstance(d, int)]
         if sym:
             raise OpError(
-                f"squeeze: {sstr(x.shape)} has symbolic dims ({', '.join(sym)}) that may be 1 at run time; "
-                f"give the axes to squeeze explicitly"
+                f"squeeze: {sstr(x.shape)} has symbolic dims ({', '.join(sym)}) that may be "
+                f"1 at run time; give the axes to squeeze explicitly"
             )
         return {i for i, d in enumerate(x.shape) if d == 1}
     out = set(norm_axes(axes, x.ndim, "squeeze"))
@@ -272,7 +272,8 @@ def _infer_strided_slice(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Ty
         d = shape[ax]
         if not isinstance(d, int):
             raise OpError(
-                f"strided_slice: sliced axis {ax} has symbolic length {dstr(d)}; only static axes can be sliced"
+                f"strided_slice: sliced axis {ax} has symbolic length {dstr(d)}; only static "
+                "axes can be sliced"
             )
         shape[ax] = len(range(d)[sl])
     return TensorType(tuple(shape), x.dtype)

@@ -350,7 +350,7 @@ fn @main(%x: Tensor[(2,), f32], %w: Tensor[(2, 2), f32]) -> Tuple[Tensor[(2,), f
   %mm = matmul(%e2, %w)
   return (%m, %mm)
 }
-"""
+"""  # noqa: E501
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         (m, mm), _ = _run(src, np.array([1000, 1], np.float32), np.zeros((2, 2), np.float32))

@@ -640,7 +640,8 @@ def test_pass_config_changes_the_result(samples: Path) -> None:
     [
         (
             "PlanMemory.planner=fast",
-            "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; got 'fast'",
+            "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, "
+            "best; got 'fast'",
         ),
         (
             "PlanMemory.plannr=best",

@@ -283,9 +283,8 @@ def test_non_utf8_is_refused(tmp_path: Path, command: str) -> None:
 def test_non_utf8_error_has_a_location(tmp_path: Path) -> None:
     path = tmp_path / "latin1.rx"
     path.write_bytes(
-        "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # caf\xe9\n}\n".encode(
-            "latin-1"
-        )
+        "fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return "
+        "%x  # caf\xe9\n}\n".encode("latin-1")
     )
     result = invoke("check", path)
     assert result.exit_code == 1

@@ -295,7 +295,7 @@ def _elements_at(t: TensorType, bounds: dict[str, int], values: dict[str, int]) 
     for d in t.shape:
         try:
             n *= max(0, D.evaluate(d, env)) if not isinstance(d, int) else d
-        except Exception:
+        except Exception:  # noqa: BLE001 - a dim that cannot be evaluated counts as huge
             return 1 << 30
     return n
 

@@ -94,8 +94,8 @@ class Mismatch(AssertionError):
     def __init__(self, prog: GenProgram, where: str, symptom: str):
         self.prog, self.where, self.symptom = prog, where, symptom
         super().__init__(
-            f"{where}: {symptom}\n--- program (dims {prog.dims}, weights {sorted(prog.weights)}) ---\n"
-            f"{prog.text}"
+            f"{where}: {symptom}\n--- program (dims {prog.dims}, weights "
+            f"{sorted(prog.weights)}) ---\n{prog.text}"
         )
 
 
@@ -382,7 +382,10 @@ def same_bits(a: Any, b: Any) -> str | None:
         return f"{b.dtype}{b.shape} instead of {a.dtype}{a.shape}"
     if a.tobytes() != b.tobytes():
         bad = np.flatnonzero(a.view(np.uint8).reshape(-1) != b.view(np.uint8).reshape(-1))
-        return f"values differ (first differing byte {bad[0] if len(bad) else '?'}):\nwant {a!r}\ngot  {b!r}"
+        return (
+            f"values differ (first differing byte {bad[0] if len(bad) else '?'}):\nwant "
+            f"{a!r}\ngot  {b!r}"
+        )
     return None
 
 
@@ -569,7 +572,8 @@ class CBatch:
         lines.append("static const struct model models[] = {")
         for m in self.models:
             lines.append(
-                f"    {{call_{m.prefix}, {len(m.sources.info.inputs)}, {len(m.sources.info.outputs)}}},"
+                f"    {{call_{m.prefix}, {len(m.sources.info.inputs)}, "
+                f"{len(m.sources.info.outputs)}}},"
             )
         lines.append("    {NULL, 0, 0}")
         lines.append("};")
@@ -766,7 +770,10 @@ class CBatch:
                     )
                     pos += n
                 m.outputs.append(outs)  # type: ignore[attr-defined]
-                where = f"C {m.variant} ({m.prefix}{', sanitized' if self.sanitize else ''}), input set {r} (dims {m.case.dims[r]})"
+                where = (
+                    f"C {m.variant} ({m.prefix}{', sanitized' if self.sanitize else ''}), input "
+                    f"set {r} (dims {m.case.dims[r]})"
+                )
                 err = m.case.errors[r]
                 if err is not None:
                     continue  # skipped (see _write_inputs)
@@ -802,7 +809,8 @@ class CBatch:
                             Mismatch(
                                 m.case.prog,
                                 f"C {m.variant} vs {ref.variant}, input set {r}, output {k}",
-                                f"variants of one program differ:\n{ref.variant}: {a!r}\n{m.variant}: {b!r}",
+                                f"variants of one program differ:\n{ref.variant}: "
+                                f"{a!r}\n{m.variant}: {b!r}",
                             )
                         )
 
@@ -827,8 +835,8 @@ def close(got: Sequence[np.ndarray], want: Any, loosest: str | None = None) -> s
             if not ok.all():
                 k = int(np.flatnonzero(~ok.reshape(-1))[0])
                 return (
-                    f"output {i} differs beyond tolerance at flat index {k}: got {g.reshape(-1)[k]!r}, "
-                    f"want {w.reshape(-1)[k]!r}\ngot  {g!r}\nwant {w!r}"
+                    f"output {i} differs beyond tolerance at flat index {k}: got "
+                    f"{g.reshape(-1)[k]!r}, want {w.reshape(-1)[k]!r}\ngot  {g!r}\nwant {w!r}"
                 )
         elif g.tobytes() != w.tobytes():
             return f"output {i} differs:\ngot  {g!r}\nwant {w!r}"
@@ -935,4 +943,4 @@ int main(int argc, char **argv)
     free(data);
     return 0;
 }
-"""
+"""  # noqa: E501

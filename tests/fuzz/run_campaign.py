@@ -76,8 +76,8 @@ class Report:
             f"{self.programs} programs ({self.c_programs} also for the C target), "
             f"{self.vm_variants} VM runs x 2 input sets, {self.c_models} C builds, "
             f"{self.san_models} sanitized C builds of {self.san_programs} programs",
-            f"ops: {len(self.ops)} of {len(FUZZED_OPS)} fuzzed ops used, {sum(self.ops.values())} times"
-            + (f"; never: {', '.join(never)}" if never else ""),
+            f"ops: {len(self.ops)} of {len(FUZZED_OPS)} fuzzed ops used, "
+            f"{sum(self.ops.values())} times" + (f"; never: {', '.join(never)}" if never else ""),
             "seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(self.seconds.items())),
             f"mismatches: {len(self.found)}",
         ]
@@ -180,7 +180,8 @@ def run_campaign(
     c_flags: Sequence[str] | None = None,
     chunk: int = 0,
 ) -> Report:
-    """Run ``items`` split into chunks over ``jobs`` worker processes (the default: one per core)."""
+    """Run ``items`` split into chunks over ``jobs`` worker processes (the default: one per
+    core)."""
     jobs = jobs or max(1, min(os.cpu_count() or 1, 8))
     size = chunk or max(1, -(-len(items) // jobs))
     chunks = [list(items[i : i + size]) for i in range(0, len(items), size)]

@@ -69,8 +69,9 @@ def fixed_run() -> Report:
 
 def _show(report: Report, limit: int = 3) -> str:
     return (
-        f"{len(report.found)} mismatch(es); replay one with python -m tests.fuzz.run_campaign --seed S "
-        f"--count 1 --minimize\n\n" + "\n\n".join(str(f) for f in report.found[:limit])
+        f"{len(report.found)} mismatch(es); replay one with python -m "
+        f"tests.fuzz.run_campaign --seed S --count 1 --minimize\n\n"
+        + "\n\n".join(str(f) for f in report.found[:limit])
     )
 
 
@@ -87,7 +88,8 @@ def test_fixed_seed_run_reaches_every_backend_and_op(fixed_run: Report) -> None:
     # An op of the registry the generator never manages to use needs a recipe in gen.py.
     missing = sorted(op.name for op in FUZZED_OPS if r.ops[op.name] < 5)
     assert not missing, (
-        f"ops the fuzzer (almost) never generates; give them a recipe in tests/fuzz/gen.py: {missing}"
+        "ops the fuzzer (almost) never generates; give them a recipe in "
+        f"tests/fuzz/gen.py: {missing}"
     )
 
 

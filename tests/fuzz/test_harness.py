@@ -33,7 +33,7 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tuple[Tensor[(n, 4), f32], Tensor[(4,), f32
   %s = sum(%c, axes=0)
   return (%c, %s)
 }
-"""
+"""  # noqa: E501
 
 
 def program(text: str = PROGRAM, dims: dict | None = None) -> GenProgram:

@@ -64,7 +64,7 @@ fn @main(%x: Tensor[(4, 5, 4, 4), f32], %x1: Tensor[(5, 4), i16]) -> Tuple[Tenso
   %v9 = expand_dims(%x1, axis=-1)
   return (%v9,)
 }
-""",
+""",  # noqa: E501
         {},
         tmp_path,
     )  # PlanWorkspace places the tuple's fields, so C builds it too
@@ -122,7 +122,7 @@ fn @main(%p7: Tensor[(1, 5, n, 3), f32]) -> Tensor[(1, 5, n - 1, 1), f32] attrs 
   %v8 = max_pool2d(%p7, pool_size=2, ceil_mode=true, dilation=(1, 2))
   return %v8
 }
-""",
+""",  # noqa: E501
         {"n": n},
         tmp_path,
     )
@@ -139,7 +139,7 @@ fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tuple[Tensor[(3,), f
   %t = take(%x, %i, axis=0)
   return (%m, %t)
 }
-""",
+""",  # noqa: E501
         {"n": n},
         tmp_path,
     )
@@ -156,7 +156,7 @@ fn @main(%x: Tensor[(1, 2, n, 4), f32]) -> Tensor[(1, 2, (n - 2) / 2 + 1, 3), f3
   %r = negative(%q)
   return %r
 }
-""",
+""",  # noqa: E501
         {"n": 7},
         tmp_path,
     )
@@ -237,7 +237,7 @@ fn @main(%x: Tensor[(n, 3), f32]) -> Tuple[Tensor[(3 * n,), f32], Tuple[Tensor[(
   %r16 = call @prim1(%f12, %f14, %v3)
   return (%f12, %r16, %r15)
 }
-""",
+""",  # noqa: E501
         {"n": 2},
         tmp_path,
     )
@@ -254,7 +254,7 @@ fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tuple[Tensor[(1, 2, n - 1, 2), f32], 
   %q = max_pool2d(%x, pool_size=(4, 1), strides=(2, 1))
   return (%p, %q)
 }
-""",
+""",  # noqa: E501
         {"n": 1},
         tmp_path,
     )
@@ -271,7 +271,7 @@ fn @main(%p8: Tensor[(1, 2, n, 4), f32]) -> Tuple[Tensor[(1, 2, n - 2, 4), f32],
   %v9 = avg_pool2d(%p8, pool_size=(3, 1), dilation=(1, 2))
   return (%v9, %v9)
 }
-""",
+""",  # noqa: E501
         {"n": 1},
         tmp_path,
         c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"],
@@ -341,7 +341,7 @@ fn @main(%x: Tensor[(6, 6, 6, 6), u32], %x2: Tensor[(6, 6, 6, 1), u32]) -> Tenso
   %v11 = power(%x, %v3)
   return %v11
 }
-""",
+""",  # noqa: E501
         {},
         tmp_path,
     )
@@ -361,7 +361,7 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
   %v9 = relu(%v8)
   return (%v5, %v9)
 }
-""",
+""",  # noqa: E501
         {"n": 1},
         tmp_path,
         c_flags=["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"],
@@ -381,7 +381,7 @@ fn @main(%p4: Tensor[(2, 3, n, 3), f32], %p6: Tensor[(3,), f32]) -> Tuple[Tensor
   %y = relu(%p4)
   return (%y, %v8)
 }
-""",
+""",  # noqa: E501
         {"n": 2},
         tmp_path,
     )

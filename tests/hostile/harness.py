@@ -205,7 +205,8 @@ def error_problems(stderr: str, path: Path | str, text: str | None) -> list[str]
         ]
     line, col = int(m.group(1)), int(m.group(2))
     if text is None:
-        return []  # a located error about bytes that are not text (e.g. not UTF-8): no source to compare
+        # a located error about bytes that are not text (e.g. not UTF-8): no source to compare
+        return []
     src = source_lines(text)
     if not 1 <= line <= len(src):
         return [f"line {line} is not in the file ({len(src)} lines)"]
@@ -215,7 +216,8 @@ def error_problems(stderr: str, path: Path | str, text: str | None) -> list[str]
         return ["no source line and caret under the error"]
     if lines[1] != "  " + src[line - 1]:
         return [
-            f"the line under the error is {lines[1][:120]!r}, not the source line {src[line - 1][:120]!r}"
+            f"the line under the error is {lines[1][:120]!r}, not the source line "
+            f"{src[line - 1][:120]!r}"
         ]
     caret = _CARET.match(lines[2])
     if caret is None:

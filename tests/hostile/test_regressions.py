@@ -236,8 +236,8 @@ def test_an_npy_header_that_claims_a_huge_shape(mlp: Path, option: str) -> None:
     o = invoke("run", mlp, option, path)
     assert crash_problems(o, codes=(1,)) == [], o
     assert (
-        "x.npy declares shape (1000000000000,) of float32 (4,000,000,000,000 bytes) but holds only 16"
-        in o.stderr
+        "x.npy declares shape (1000000000000,) of float32 (4,000,000,000,000 bytes) "
+        "but holds only 16" in o.stderr
     )
 
 
@@ -256,7 +256,8 @@ def test_a_short_file_is_not_called_a_pickle(mlp: Path, content: bytes) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# 4. run and build: ranks numpy cannot make, option values, -o onto the weights or after a failed check
+# 4. run and build: ranks numpy cannot make, option values, -o onto the weights or after a
+# failed check
 
 
 @pytest.mark.parametrize(
@@ -530,7 +531,8 @@ def test_the_column_of_a_byte_that_is_not_utf8_counts_characters(tmp_path: Path)
     counted bytes (23), not characters (20), and no source line or caret was shown."""
     path = tmp_path / "m.rx"
     path.write_bytes(
-        b"fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # \xc3\xa9\xc3\xa9\xc3\xa9 "
+        b"fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {\n  return %x  # "
+        b"\xc3\xa9\xc3\xa9\xc3\xa9 "
         b"\xe9\n}\n"
     )
     o = invoke("check", path)

@@ -142,7 +142,8 @@ def test_mutants_build_run_and_format_cleanly(tmp_path: Path, name: str) -> None
             problems += [f"build: {p}" for p in error_problems(built.stderr, path, text)]
             if changed(before, snapshot(out)):
                 problems.append(
-                    f"a failed build changed the output folder: {sorted(changed(before, snapshot(out)))}"
+                    "a failed build changed the output folder: "
+                    f"{sorted(changed(before, snapshot(out)))}"
                 )
         elif built.code == 0:
             if changed(before, snapshot(out)) != {"prog.rxb"}:

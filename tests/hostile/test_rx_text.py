@@ -256,7 +256,8 @@ def test_hostile_text(tmp_path, name: str) -> None:
             problems += error_problems(r.stderr, path, _text(data))
             if changed(before, snapshot(out)):
                 problems.append(
-                    f"a failed command changed the output folder: {sorted(changed(before, snapshot(out)))}"
+                    "a failed command changed the output folder: "
+                    f"{sorted(changed(before, snapshot(out)))}"
                 )
         if args[0] == "build" and r.code == 0 and o.code != 0:
             problems.append("build accepted what check refused")

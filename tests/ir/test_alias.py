@@ -153,7 +153,7 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %k = call @kernel(%a)
   %s = add(%g0, %k)
   return %s
-}""")
+}""")  # noqa: E501
     assert param_aliases_of_result(module.get("view_of"), module) == fs(0)
     assert param_aliases_of_result(module.get("fresh"), module) == fs()
     assert param_aliases_of_result(module.get("pair"), module) == fs(1)
@@ -210,7 +210,7 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
   %o = call_cpacked("kernel", %x, %h)
   %b = tanh(%x)
   return %b
-}""")
+}""")  # noqa: E501
     assert info.trees["h"] == fs("h", "a")  # the struct refers to the buffer stored into it
     assert info.trees["o"] == fs(
         "o"

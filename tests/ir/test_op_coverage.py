@@ -227,7 +227,10 @@ def test_the_coverage_check_names_what_a_forgotten_op_lacks():
     # Refused and regenerated, only the fuzzer's part is left.
     table.refuse("frobnicate", "not on the C target, because nothing frobnicates in C")
     docs = op_list_markdown(reg, table)
-    row = "| `frobnicate` | x, frobnicated |  | refused: not on the C target, because nothing frobnicates in C |"
+    row = (
+        "| `frobnicate` | x, frobnicated |  | refused: not on the C target, because nothing "
+        "frobnicates in C |"
+    )
     assert row in docs
     assert coverage_problems(reg, table, docs) == [
         "frobnicate: not fuzzed (tests/fuzz/gen.py FUZZED_OPS)"

@@ -165,7 +165,7 @@ fn @main(%x: Tensor[(4,), f32], %t_arg: Tensor[(4,), f32]) -> Tensor[(4,), f32] 
   %o = memory.alloc_tensor(%o_storage, 0, (4,), f32)
   invoke add(%u, %t_arg) outs (%o)
   return %o
-}""",
+}""",  # noqa: E501
             "t.rx",
         )
     )
@@ -206,7 +206,7 @@ fn @main(%x: Tensor[(n, 10), f32]) -> Tensor[(n * 10,), f32] attrs {upper_bounds
   %o = memory.alloc_tensor(%o_storage, 0, (n * 10,), f32)
   invoke exp(%f) outs (%o)
   return %o
-}""",
+}""",  # noqa: E501
             "t.rx",
         )
     )

@@ -11,7 +11,6 @@ from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.ir.types import DTYPES, TensorType
 from relaxc.ir import dims as D
-from relaxc.passes.base import PassError
 from relaxc.passes.manifest_alloc import ManifestAlloc, round_up, tensor_bytes
 from tests.strategies import programs
 
@@ -158,7 +157,7 @@ fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(2, 2), f32],
   %d = relu(%x)
   %e = %d
   return (%a, %u, %e)
-}"""
+}"""  # noqa: E501
 
 
 def test_output_used_inside_and_outputs_reached_through_views_and_tuples() -> None:
@@ -184,7 +183,7 @@ fn @main(%x: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(2, 2), f32],
   invoke relu(%x) outs (%d)
   %e = %d
   return (%a, %u, %e)
-}""",
+}""",  # noqa: E501
     )
     a, b = run_both(parse_module(OUTPUTS_BEFORE), after)
     assert_same_results(a, b)
@@ -228,7 +227,7 @@ fn @main(%x: Tensor[(3,), f32]) -> Tensor[(3,), f32] {
   invoke @k(%x) outs (%a)
   %b = call @g(%a)
   return %b
-}""",
+}""",  # noqa: E501
     )
 
 

@@ -349,7 +349,8 @@ def test_pass_without_options_has_none() -> None:
         ("PlanMemory{time_limit=soon}", "PlanMemory.time_limit must be a number; got 'soon'"),
         (
             "PlanMemory{planner=fast}",
-            "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, best; got 'fast'",
+            "PlanMemory.planner must be one of none, greedy-size, greedy-conflict, "
+            "best; got 'fast'",
         ),
         ("PlanMemory{planner=Best}", "got 'Best'"),
     ],

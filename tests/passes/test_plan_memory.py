@@ -1,10 +1,10 @@
-"""PlanMemory: the TVM-derived cases, refusals, and differential tests with an independent checker."""
+"""PlanMemory: the TVM-derived cases, refusals, and differential tests with an
+independent checker."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -221,16 +221,22 @@ fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n * 4,), f32] attrs {upper_bounds =
 }"""
     _, s = plan(static_src)
     before, b = plan(bounded_src)
-    sizes = lambda m: sorted(
-        c.args[0] for c in calls(m, "main", "memory.alloc_storage") if dict(c.kwargs).get("arena")
-    )
+
+    def sizes(m):
+        return sorted(
+            c.args[0]
+            for c in calls(m, "main", "memory.alloc_storage")
+            if dict(c.kwargs).get("arena")
+        )
+
     assert sizes(s) == sizes(b) == [128]
     for n in (1, 3, 4):
         assert_same_results(*run_both(before, b, {"n": n}))
 
 
 def test_non_monotone_size_is_bounded_by_interval_analysis() -> None:
-    # TVM test_tir_var_decreasing_monotone: (n, m, max(n - m, 1)) with n <= 20, m <= 5 -> 8000 bytes.
+    # TVM test_tir_var_decreasing_monotone: (n, m, max(n - m, 1)) with n <= 20, m <= 5
+    # -> 8000 bytes.
     before, after = plan("""
 fn @main(%x: Tensor[(n, m), f32]) -> Tensor[(n, m), f32] attrs {upper_bounds = {n = 20, m = 5}} {
   %z = zeros((n, m, max(n - m, 1)), dtype=f32)
@@ -323,9 +329,14 @@ fn @main(%x: Tensor[(512,), f32]) -> Tensor[(512,), f32] {
   return %b
 }"""
     _, after = plan(src)
-    arena = lambda fn: [
-        c.args[0] for c in calls(after, fn, "memory.alloc_storage") if dict(c.kwargs).get("arena")
-    ]
+
+    def arena(fn):
+        return [
+            c.args[0]
+            for c in calls(after, fn, "memory.alloc_storage")
+            if dict(c.kwargs).get("arena")
+        ]
+
     assert arena("small") == [64] and arena("main") == [2048]
 
 

@@ -46,7 +46,7 @@ fn @main(%x: Tensor[(10,), f32], %y: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
   %r = call @f(%x, %y)
   return %r
 }
-"""
+"""  # noqa: E501
 
 
 def test_intermediate_dying_at_an_in_place_op_shares_the_output() -> None:
@@ -75,7 +75,7 @@ def test_intermediate_dying_at_an_in_place_op_shares_the_output() -> None:
   %1 = %out0
   invoke subtract(%0, %p1) outs (%1)
   return %out0
-}""",
+}""",  # noqa: E501
     )
     assert print_module(PlanWorkspace()(m)) == expected
 
@@ -202,7 +202,7 @@ fn @f(%x: Tensor[(4,), f32], %workspace: Tensor[(64,), u8], %out0: Tensor[(4,), 
   invoke add(%a, %b) outs (%c)
   return %out0
 }
-"""
+"""  # noqa: E501
 
 
 @pytest.mark.parametrize(
@@ -231,7 +231,7 @@ fn @f(%x: Tensor[(4,), f32], %workspace: Tensor[(64,), u8], %out0: Tensor[(4,), 
   invoke add(%b, %x) outs (%c)
   return %out0
 }
-"""
+"""  # noqa: E501
     verify_module(parse_module(text.replace("OFF", "0"), "l.rx"))  # tanh in place over %a
     with pytest.raises(RxError, match="still live"):
         verify_module(parse_module(text.replace("OFF", "4"), "l.rx"))  # overlapping, shifted

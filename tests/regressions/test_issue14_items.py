@@ -134,7 +134,7 @@ fn @main(%x: Tensor[(256,), f32]) -> Tensor[(256,), f32] {
   %y = %r.1
   return %y
 }
-"""
+"""  # noqa: E501
 
 
 def test_tuple_field_not_returned_is_planned_and_counted(tmp_path: Path) -> None:
@@ -328,8 +328,8 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
         code, out = relaxc(*args)
         assert code == 1
         assert (
-            "ov.rx:4:8: error: memory.alloc_tensor: %t at bytes [8, 24) does not fit in storage %s of 16"
-            in out
+            "ov.rx:4:8: error: memory.alloc_tensor: %t at bytes [8, 24) does not fit in "
+            "storage %s of 16" in out
         )
     assert not (tmp_path / "c").exists()
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
 
 from .harness import assert_no_kill_of_live_value, assert_plan_valid, compiled, refusal, vm_check
 

@@ -54,7 +54,7 @@ def _emit(model: _Model, folder: Path) -> None:
         wrap.append(f'#include "{model.prefix}.c"')
         wrap.append(f'#include "{model.prefix}_main.c"')
         (folder / f"{model.prefix}_wrap.c").write_text("\n".join(wrap) + "\n")
-    except Exception as e:  # reported by the test of the program
+    except Exception as e:  # noqa: BLE001 - reported by the test of the program
         model.error = f"{type(e).__name__}: {e}"
 
 
@@ -91,7 +91,7 @@ def _run(model: _Model, folder: Path, exe: str) -> CRun:
         launcher.chmod(0o755)
         built = cbuild.Built(folder, launcher, model.sources, True)
         return CRun(cbuild.run_c(built, args, dims, tag=model.prefix), ref, None)
-    except Exception as e:
+    except Exception as e:  # noqa: BLE001 - reported by the test of the program
         return CRun(None, None, f"{type(e).__name__}: {e}")
 
 

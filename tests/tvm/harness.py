@@ -189,7 +189,8 @@ def report(m: Module, fn: str = "main"):
 
 def tvm_bytes(groups: Sequence[Sequence[int]], align: int = ALIGN) -> int:
     """The bytes TVM's plan implies at relaxc's alignment: one block per TVM storage, as large
-    as the largest tensor TVM put in it (``groups``: the byte sizes of the tensors of each storage)."""
+    as the largest tensor TVM put in it (``groups``: the byte sizes of the tensors of each
+    storage)."""
     return sum(-(-max(g) // align) * align for g in groups)
 
 

@@ -1,4 +1,5 @@
-"""Port of tests/python/micro/test_aot_legalize_packed_call.py::test_aot_packed_call (Apache TVM)."""
+"""Port of tests/python/micro/test_aot_legalize_packed_call.py::test_aot_packed_call
+(Apache TVM)."""
 
 from __future__ import annotations
 

@@ -18,7 +18,10 @@ def test_with_and_without_planning(name, tmp_path, c_check):
     # TVM test_add, test_add_sub, test_no_fuse: planned == unplanned results.
     memory_safe(name, tmp_path)
     vm_check(name, tmp_path, passes=UNPLANNED)
-    held = lambda m: sum(s.size for s in storages(m).values() if not s.external)
+
+    def held(m):
+        return sum(s.size for s in storages(m).values() if not s.external)
+
     assert held(compiled(name)) <= held(compiled(name, passes=UNPLANNED))
     c_check(name)
 

@@ -68,7 +68,7 @@ fn @main(%x: Tensor[(16, 16), f32]) -> Tensor[(16, 16), f32] {
   %r = %t.1
   return %r
 }
-"""
+"""  # noqa: E501
 
 
 def test_item3_unreturned_field_is_not_external(tmp_path):

@@ -17,7 +17,6 @@ from .harness import (
     arena_bytes,
     invoke,
     assert_reuse_at_least_tvm,
-    function,
     kills,
     placements,
     program,
@@ -91,7 +90,7 @@ fn @main(%cond: Tensor[(), bool], %x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32
   }
   return %x
 }
-"""
+"""  # noqa: E501
 
 CROSS_BLOCK_USE = """# tvm: tests/python/relax/test_transform_static_plan_block_memory.py::test_cross_block_use
 fn @main(%cond: Tensor[(), bool], %x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32] {
@@ -105,7 +104,7 @@ fn @main(%cond: Tensor[(), bool], %x: Tensor[(2, 3), f32]) -> Tensor[(2, 3), f32
   }
   return %x
 }
-"""
+"""  # noqa: E501
 
 WITH_DATAFLOW = """# tvm: tests/python/relax/test_transform_static_plan_block_memory.py::test_with_dataflow
 fn @main(%x: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
@@ -115,7 +114,7 @@ fn @main(%x: Tensor[(10,), f32]) -> Tensor[(10,), f32] {
   }
   return %gv
 }
-"""
+"""  # noqa: E501
 
 SHAPE_PARAM = """# tvm: tests/python/relax/test_transform_static_plan_block_memory.py::test_call_tir_dyn (R.Shape parameter)
 fn @main(%s: Shape[(n,)]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 20}} {
@@ -123,7 +122,7 @@ fn @main(%s: Shape[(n,)]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 20}} {
   %lv2 = exp(%full)
   return %lv2
 }
-"""
+"""  # noqa: E501
 
 OUT_OF_SCOPE = {
     "if_cond": IF_COND,
@@ -159,7 +158,8 @@ def test_with_dataflow(tmp_path):
 
 def test_nested_tuple(tmp_path, c_check):
     # TVM: y1, y2, y3, z1 each their own storage (4 x 24 B); z2 reuses y1's, z3 reuses z1's.
-    # (The walk of the kills is test_regressions_issue14.py::test_nested_tuple_object_killed_while_projected.)
+    # (The walk of the kills is
+    # test_regressions_issue14.py::test_nested_tuple_object_killed_while_projected.)
     m = memory_safe("spbm_nested_tuple", tmp_path, kill_walk=False)
     assert assert_reuse_at_least_tvm(m, [[24, 24], [24], [24], [24, 24]]) == 256  # matched
     for a, b in [
@@ -265,7 +265,7 @@ def test_invalid_tir_var_upper_bound(bound, tmp_path):
   %a = exp(%x)
   return %a
 }}
-"""
+"""  # noqa: E501
     assert "upper bound of 'n'" in refusal(text, tmp_path)
 
 
@@ -275,7 +275,7 @@ def test_invalid_tir_var_lower_bound(tmp_path):
   %a = exp(%x)
   return %a
 }
-"""
+"""  # noqa: E501
     assert "lower_bounds" in refusal(text, tmp_path)
 
 

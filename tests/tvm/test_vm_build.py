@@ -3,7 +3,6 @@ test_lower_memory_alloc_storage_tensor, test_vm_tuple, test_vm_tuplegetitem."""
 
 from __future__ import annotations
 
-import pytest
 
 from .common import memory_safe
 from .harness import assert_no_kill_of_live_value, compiled, kills, storages

@@ -160,8 +160,8 @@ def test_unbounded_dynamic_allocation_is_a_clear_error(tmp_path: Path) -> None:
     assert_user_error(
         result,
         "dyn.rx:3:3: error: the C target needs every allocation planned into static memory, "
-        "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without an upper bound); "
-        "give @main attrs {upper_bounds = {n = ...}}",
+        "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without "
+        "an upper bound); give @main attrs {upper_bounds = {n = ...}}",
         "    %a = exp(%x)\n    ^^",
     )
     assert not out.exists()
@@ -238,7 +238,7 @@ fn @main(%x: Tensor[(n, 4), f32], %y: Tensor[(4,), f32]) -> Tuple[Tensor[(n, 4),
   %a = exp(%x)
   %b = add(%a, %y)
   return (%b, %y)
-}"""
+}"""  # noqa: E501
 
 
 @needs_cc
@@ -280,7 +280,7 @@ int main(void)
            (int)bnd_run(x, y, b, yy, 9), (int)bnd_run(x, y, b, yy, 2), bnd_strerror(BND_ERR_NULL_ARGUMENT));
     return 0;
 }
-""")
+""")  # noqa: E501
     subprocess.run(
         [CC, *STRICT, "bnd.c", "probe.c", "-lm", "-o", "probe"], cwd=tmp_path, check=True
     )

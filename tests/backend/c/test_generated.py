@@ -66,7 +66,7 @@ fn @main(%x: Tensor[(2, 3), f32], %y: Tensor[(3,), f32]) -> Tensor[(2, 3), f32] 
   %z = call @prim(%x, %y)
   return %z
 }
-""",
+""",  # noqa: E501
         {},
     ),
     # f32 intermediates (dead ones, here) computed in the i32 output buffer were passed as
@@ -97,7 +97,7 @@ fn @main(%x: Tensor[(1, 2, n, 4), f32]) -> Tensor[(1, 2, (n - 2) / 2 + 1, 3), f3
   %r = negative(%q)
   return %r
 }
-""",
+""",  # noqa: E501
         {"n": 7},
     ),
     # take from a symbolic axis clipped its indices to n - 1 = -1 at n = 0 and read before
@@ -128,7 +128,7 @@ fn @main(%p8: Tensor[(1, 2, n, 4), f32]) -> Tuple[Tensor[(1, 2, n - 2, 4), f32],
   %v9 = avg_pool2d(%p8, pool_size=(3, 1), dilation=(1, 2))
   return (%v9, %v9)
 }
-""",
+""",  # noqa: E501
         {"n": 4},
     ),
     # power on u16 converts a double out of range as numpy does on x86 (through int32: 0),
@@ -144,7 +144,7 @@ fn @main(%x: Tensor[(4,), u16], %y: Tensor[(4,), u8]) -> Tuple[Tensor[(4,), u16]
   %t = add(%q, %y)
   return (%s, %t)
 }
-""",
+""",  # noqa: E501
         {},
     ),
 }
@@ -216,7 +216,7 @@ fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tensor[(2, 3), f32] 
   %t = take(%x, %i, axis=0)
   return %t
 }
-"""
+"""  # noqa: E501
     built = build(text, workdir / "take_empty", prefix="found", sanitize=True, unpacked=True)
     (out,) = run_c(built, [np.zeros((0, 3), np.float32), np.array([-1, 3], np.int32)], {"n": 0})
     np.testing.assert_array_equal(out, np.zeros((2, 3), np.float32))
@@ -234,7 +234,7 @@ fn @main(%x: Tensor[(n,), f32]) -> Tensor[(n,), f32] attrs {upper_bounds = {n = 
   %y = negative(%t)
   return %y
 }
-"""
+"""  # noqa: E501
     with pytest.raises(RxError) as e:
         emit_c(parse_module(text, "t.rx"))
     assert e.value.message == (
@@ -273,7 +273,7 @@ fn @main(%a: Tensor[(1, 1, 2, 2), f16], %b: Tensor[(1, 1, 2, 2), f16], %c: Tenso
   %ir32 = divide(%one32, %r32)
   return (%imx, %imn, %ip, %ir, %imx32, %imn32, %ip32, %ir32)
 }
-"""
+"""  # noqa: E501
     module = parse_module(text, "zeros.rx")
     z = [[[[-0.0, 0.0], [0.0, -0.0]]]]
     args = [
@@ -309,7 +309,7 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
   %v9 = relu(%v8)
   return (%v5, %v9)
 }
-"""
+"""  # noqa: E501
     module = Pipeline(
         assemble_pipeline("c", "ManifestAlloc,PlanMemory{planner=none}"), [VerifyInstrument()]
     ).run(parse_module(text, "empty.rx"))

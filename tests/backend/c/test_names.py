@@ -52,7 +52,7 @@ fn @main(%int: Tensor[(sizeof, 2), f32], %v_int: Tensor[(sizeof, 2), f32], %0: T
   %out = multiply(%errno, %DLTensor)
   return (%d_sizeof, %int, %d_sizeof, %out, %w)
 }
-""".replace("EVIL", EVIL)
+""".replace("EVIL", EVIL)  # noqa: E501
 
 
 def hostile_weights() -> dict[str, np.ndarray]:

@@ -17,7 +17,7 @@ from relaxc.backend.inputs import random_inputs
 from relaxc.backend.interpreter import Interpreter
 from relaxc.frontend.parser import parse_module
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import Function, Module, Param, Var
+from relaxc.ir.nodes import Module
 from relaxc.ir.types import TensorType, type_to_str
 from relaxc.ir.verifier import verify_function
 
@@ -176,7 +176,10 @@ def program(dtype: str) -> tuple[str, dict[str, np.ndarray]]:
     types = verify_function(fn, probe)
     rets = [n for n in names if n not in weights and isinstance(types[n], TensorType)]
     ret_type = "Tuple[" + ", ".join(type_to_str(types[n]) for n in rets) + "]"
-    text = f"fn @main({params}) -> {ret_type} {{{body}  return ({', '.join('%' + n for n in rets)})\n}}\n"
+    text = (
+        f"fn @main({params}) -> {ret_type} {{{body}  return "
+        f"({', '.join('%' + n for n in rets)})\n}}\n"
+    )
     return text, weights
 
 
@@ -249,7 +252,7 @@ fn @main(%x: Tensor[(4, 8), {t}]) -> Tuple[Tensor[(4, 8), {t}], Tensor[(4, 8), {
   %n = leaky_relu(%x, -0.75)
   return (%y, %l, %n)
 }
-"""
+"""  # noqa: E501
 
 
 @pytest.mark.parametrize("dtype", FLOATS)

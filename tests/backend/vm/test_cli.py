@@ -295,12 +295,12 @@ def test_disasm_lists_functions_constants_and_instructions(rxb: Path) -> None:
         "#0   @scaled_softmax           primitive params 2   registers 5     instructions 6" in out
     )
     assert (
-        "fn @main(r0:%x: Tensor[(n, 64), f32]) -> Tensor[(n, 64), f32] attrs {upper_bounds = {n = 128}, "
-        "planned = true}" in out
+        "fn @main(r0:%x: Tensor[(n, 64), f32]) -> Tensor[(n, 64), f32] attrs "
+        "{upper_bounds = {n = 128}, planned = true}" in out
     )
     assert (
-        'alloc_storage r1:%arena = memory.alloc_storage(557056, align=64, scope="global", arena=true)'
-        in out
+        "alloc_storage r1:%arena = memory.alloc_storage(557056, align=64, "
+        'scope="global", arena=true)' in out
     )
     assert "invoke        layer_norm(r0:%x, r2:%g1, r3:%b1) outs (r4:%ln1)" in out
     assert "invoke_func   @scaled_softmax(" in out

@@ -99,7 +99,7 @@ fn @main(%x: Tensor[(2, 2), f32]) -> Tuple[Tensor[(2, 2), f32], Tensor[(2, 2), f
   %y = add(%x, %c)
   return (%y, %c, %x)
 }
-"""
+"""  # noqa: E501
     vm = VirtualMachine(build(compile_text(text)), poison=True)
     x = np.ones((2, 2), np.float32)
     y1, c1, x1 = vm.run("main", [x])
@@ -145,7 +145,7 @@ fn @main(%x: Tensor[(n, 6), {t}]) -> Tuple[Tensor[(n, 6), {t}], Tensor[(n, 6), {
   %f = leaky_relu(%x, alpha=1e-30)
   return (%d, %f, %c)
 }
-"""
+"""  # noqa: E501
 
 
 @pytest.mark.parametrize("dtype", ["f32", "f64", "f16"])
@@ -183,8 +183,8 @@ def test_dim_above_its_upper_bound_names_dim_value_and_bound() -> None:
     with pytest.raises(RxError) as e:
         vm.run("main", [np.zeros((9, 4), np.float32)])
     assert e.value.message == (
-        "dimension 'n' is 9, larger than its upper bound 8 in @main; the memory plan only holds sizes "
-        "up to the bound (raise upper_bounds and rebuild)"
+        "dimension 'n' is 9, larger than its upper bound 8 in @main; the memory plan "
+        "only holds sizes up to the bound (raise upper_bounds and rebuild)"
     )
     vm.run("main", [np.zeros((8, 4), np.float32)])  # the bound itself is fine
 
@@ -354,7 +354,7 @@ fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tuple[Tensor[(1, 2, n - 1, 2), f32], 
   %q = max_pool2d(%x, pool_size=(4, 1), strides=(2, 1))
   return (%p, %q)
 }
-"""
+"""  # noqa: E501
     source = parse(text)
     args = inputs_for(source, {"n": 1})
     with pytest.raises(RxError) as ref:

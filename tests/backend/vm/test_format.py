@@ -288,7 +288,8 @@ fn @main(%x: Tensor[(2,), f32]) -> Tensor[(2,), f32] {
     trace: list = []
     load_bytes(bytes(data), trace=trace)
     dsts = [off for off, size, kind in trace if kind == "reg"]
-    # Registers in order: dst of relu (1), its operand (0), dst of exp (2), its operand (1), ret (2).
+    # Registers in order: dst of relu (1), its operand (0), dst of exp (2), its operand (1),
+    # ret (2).
     second_dst = dsts[2]
     data[second_dst : second_dst + 4] = (1).to_bytes(4, "little")
     rejected(rehash(data), sentence)
@@ -338,7 +339,10 @@ def test_dims_that_expand_exponentially_are_refused_at_once(
     syms = [f"a{i}" for i in range(k)] + [f"b{i}" for i in range(k)]
     expr = " * ".join(f"(a{i} + b{i})" for i in range(k))
     params = ", ".join(f"%p{j}: Tensor[({s},), f32]" for j, s in enumerate(syms))
-    text = f"fn @main(%x: Tensor[({expr},), f32], {params}) -> Tensor[({expr},), f32] {{\n  return %x\n}}\n"
+    text = (
+        f"fn @main(%x: Tensor[({expr},), f32], {params}) -> Tensor[({expr},), f32] {{\n  "
+        f"return %x\n}}\n"
+    )
     module = parse_module(text, "exp.rx")
     fn = module.get("main")
     types = {

@@ -64,9 +64,9 @@ def report_promise(module, dims: dict[str, int], fn_name: str = "main") -> tuple
         intervals.append((d.first, d.last, size_of[d.name], False))
 
     def peak(keep) -> int:
-        points = sorted({i for f, l, _, _ in intervals for i in (f, l)})
+        points = sorted({i for f, last, _, _ in intervals for i in (f, last)})
         return max(
-            (sum(s for f, l, s, a in intervals if keep(a) and f <= p <= l) for p in points),
+            (sum(s for f, last, s, a in intervals if keep(a) and f <= p <= last) for p in points),
             default=0,
         )
 

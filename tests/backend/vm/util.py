@@ -78,7 +78,7 @@ fn @main(%x: Tensor[(n, 4), f32], %w: Tensor[(4,), f32]) -> Tuple[Tensor[(n, 4),
   %last = negative(%sq)
   return (%last, %v)
 }
-"""
+"""  # noqa: E501
 KITCHEN_WEIGHTS = {"bias": np.array([0.5, -1.0, 2.0, 0.0], np.float32)}
 
 

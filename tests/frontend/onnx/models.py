@@ -115,7 +115,7 @@ def residual_block(opset: int = 13) -> tuple[Any, dict]:
     short = g.op("Conv", [x, g.weight("b2.proj", 16, 8, 1, 1)], strides=[2, 2])
     x = g.op("Relu", [g.op("Sum", [y, short])])
     g.nodes[-1].output[0] = "features"
-    pooled = g.op("ReduceMean", ["features"], axes=[2, 3], keepdims=0)
+    g.op("ReduceMean", ["features"], axes=[2, 3], keepdims=0)
     g.nodes[-1].output[0] = "pooled"
     model = make_model(
         g.nodes,
@@ -206,7 +206,7 @@ def attention_block(
         ],
     )
     down = g.op("MatMul", [gelu, g.weight("fc2.w", 2 * dim, dim)])
-    out = g.op("Add", [x, g.op("Add", [down, g.weight("fc2.b", dim, scale=0.1)])])
+    g.op("Add", [x, g.op("Add", [down, g.weight("fc2.b", dim, scale=0.1)])])
     g.nodes[-1].output[0] = "out"
     model = make_model(
         g.nodes,
