@@ -102,7 +102,8 @@ def full_report(rep: FunctionReport) -> Group:
     elif rep.proven_bound:
         facts.add_row(
             "proven bound",
-            format_bytes(rep.proven_bound) + "  (no arena below this exists; the plan may not be optimal)",
+            format_bytes(rep.proven_bound)
+            + "  (no arena below this exists; the plan may not be optimal)",
         )
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")

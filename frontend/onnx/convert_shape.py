@@ -329,6 +329,14 @@ def convert_slice(ctx: NodeContext) -> list:
         limit = int(dim) + 1 if D.is_static(dim) else _BIG  # type: ignore[arg-type]
         if e in _TO_THE_END:  # "slice to the end" in the direction of the step, as numpy's None
             e = limit if step > 0 else -limit
+        elif step < 0 and D.is_static(dim):
+            # ONNX clamps a negative step's start to [0, dim - 1] and its end to [-1, dim - 1]
+            # after adding dim to negative ones; numpy would give an empty slice for a start
+            # below 0 (x[-5::-1] of 3 elements is [x2, x1, x0] in ONNX, [] in numpy).
+            n = int(dim)  # type: ignore[arg-type]
+            s = min(max(s + n if s < 0 else s, 0), n - 1) if n else 0
+            e = min(max(e + n if e < 0 else e, -1), n - 1)
+            e = -limit if e == -1 else e  # before index 0, as numpy spells it
         begin.append(max(-limit, min(limit, s)))
         end.append(max(-limit, min(limit, e)))
     order = sorted(range(len(axes)), key=lambda i: axes[i])

@@ -140,7 +140,9 @@ def test_nested_tuple_object_killed_while_projected():
     m = compiled("spbm_nested_tuple")
     body = m.get("main").body
     at = {getattr(s, "name", None): i for i, s in enumerate(body)}
-    kill_t = next(i for i, s in enumerate(body) if "kill_object" in repr(s) and "name='t'" in repr(s))
+    kill_t = next(
+        i for i, s in enumerate(body) if "kill_object" in repr(s) and "name='t'" in repr(s)
+    )
     last_nt0 = max(i for i, s in enumerate(body) if "name='nt0'" in repr(getattr(s, "value", None)))
     assert kill_t > last_nt0 > at["nt0"]
     assert "nt0" not in [n for _, n in kills(m)]

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from .util import helper, import_and_compare, make_model
+from .util import helper, import_and_compare, make_model, run_ort
 
 F32 = np.float32
 SETTINGS = settings(
@@ -58,7 +58,13 @@ def test_slice(case) -> None:
         init,
         opset=13,
     )
-    import_and_compare(model, {"x": data(shape)})
+    x = data(shape)
+    # onnxruntime sometimes disagrees with its own shape inference on Slice (negative steps,
+    # INT64_MAX ends, an empty axis beside them: it warns that its result does not match the
+    # inferred shape). Such a case has no trustworthy reference here; every other one counts.
+    inferred = [d.dim_value for d in model.graph.output[0].type.tensor_type.shape.dim]
+    assume(tuple(run_ort(model, {"x": x})[0].shape) == tuple(inferred))
+    import_and_compare(model, {"x": x})
 
 
 @SETTINGS
