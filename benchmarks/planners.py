@@ -33,7 +33,15 @@ from relaxc.passes.planning.checker import check_plan
 from relaxc.passes.planning.model import Buffer, lower_bound
 from relaxc.passes.planning.planners import PLANNERS, plan_best, plan_buffers
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared/benchmarks/minimalloc"
+def _find_data() -> Path:
+    for parent in Path(__file__).resolve().parents:
+        candidate = parent / "shared/benchmarks/minimalloc"
+        if candidate.is_dir():
+            return candidate
+    return Path("/work/shared/benchmarks/minimalloc")
+
+
+DATA = _find_data()
 
 
 def read_instance(path: Path) -> list[Buffer]:

@@ -38,6 +38,7 @@ import bisect
 import math
 import sys
 import time
+from dataclasses import dataclass
 from operator import add
 from typing import Generator, Sequence
 
@@ -112,7 +113,7 @@ class Decision:
         self.sec = sec
         self.capacity = capacity
         self.heuristic = heuristic
-        self.deadline = deadline  # also yield when the clock passes this
+        self.deadline = deadline  # also yield when the safety clock (CPU seconds) passes this
         self.work = 0  # nodes expanded plus candidates examined
         self.pause = 0  # yield when work reaches this
         self.nodes = 0
@@ -172,7 +173,7 @@ class Decision:
         if not rest:
             return True
         self.nodes += 1
-        if self.work >= self.pause or (not self.nodes & 63 and time.perf_counter() > self.deadline):
+        if self.work >= self.pause or (not self.nodes & 63 and time.process_time() > self.deadline):
             yield
         off, mo, rank = self.off, self.min_off, self.rank
         inst, sec = self.inst, self.sec
@@ -392,20 +393,36 @@ class Probe:
         return self.status
 
 
-def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
-             trace: list[str] | None = None) -> tuple[list[int] | None, int, int]:
+@dataclass
+class Outcome:
+    """What :func:`minimize` found: a better plan (or None), its height, the work used, the
+    lowest capacity not proven infeasible, and whether the safety clock stopped it."""
+
+    offsets: list[int] | None
+    height: int
+    work: int
+    bound: int
+    stopped_by_clock: bool = False
+
+
+def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float = math.inf,
+             trace: list[str] | None = None) -> Outcome:
     """Look for a plan of ``inst`` lower than ``best``; none lower than ``goal`` is needed.
 
     The main probe asks for ``goal`` (a lower bound, often the optimum) and gets three
     quarters of the work. Side probes bisect between the lowest capacity not yet given up
     on and the best height found, each with a small work limit: a probe that runs out
     counts as a failure. When the range is used up, bisection starts again from the
-    goal, with twice the limit if the pass found nothing. Search time is heavy-tailed and
-    depends on the capacity asked for, so many short probes do better than a few long
-    ones. Returns (offsets or None, best height, work used).
+    lowest capacity not proven infeasible, with twice the limit if the pass found
+    nothing. Search time is heavy-tailed and depends on the capacity asked for, so many
+    short probes do better than a few long ones.
+
+    Work (nodes plus candidates), not time, ends the search: the result depends on the
+    input and ``budget`` only. ``deadline`` (``time.process_time()``) is a safety net far
+    past the budget; when it ends the search, the outcome says so.
     """
     if best <= goal or not inst.n:
-        return None, best, 0
+        return Outcome(None, best, 0, goal)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 6 * inst.n + 1000))
     try:
@@ -420,11 +437,17 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
         proven = goal - 1  # every capacity up to this one is infeasible
         lo = goal // grain + 1  # in grains: the lowest capacity not yet given up on
         used = 0
+        clock = False
 
-        def out_of_time() -> bool:
-            return used >= budget or time.perf_counter() > deadline
+        def bound() -> int:
+            return max(goal, -(-(proven + 1) // grain) * grain)
 
-        while not out_of_time():
+        while True:
+            if used >= budget:
+                break
+            if time.process_time() > deadline:
+                clock = True
+                break
             # The main probe has most of the work until it has used half the budget.
             turns = 0 if main is None else MAIN_TURNS if main.work < budget // 2 else 1
             for _ in range(turns):
@@ -433,14 +456,17 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
                 used += main.work - before
                 if status == "found":
                     _note(trace, main, inst)
-                    return main.result, inst.height(main.result), used
+                    return Outcome(main.result, inst.height(main.result), used, goal)
                 if status == "infeasible":
                     _note(trace, main, inst)
                     proven = goal
                     main = None
                     break
-                if out_of_time():
-                    return found, best, used
+                if used >= budget or time.process_time() > deadline:
+                    break
+            else:
+                if used >= budget or time.process_time() > deadline:
+                    continue  # the checks at the top end it
             if side is None:
                 if lo >= best // grain:  # a pass over the range is done: again, with more work
                     lo = proven // grain + 1
@@ -458,7 +484,7 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
                 found, best = side.result, inst.height(side.result)
                 improved = True
                 side = None
-                if best <= goal:
+                if best <= bound():
                     break
             elif status == "infeasible" or side.work >= side_limit:
                 _note(trace, side, inst)
@@ -466,7 +492,7 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
                     proven = max(proven, side.capacity)
                 lo = side.capacity // grain + 1
                 side = None
-        return found, best, used
+        return Outcome(found, best, used, bound(), clock)
     finally:
         sys.setrecursionlimit(limit)
 

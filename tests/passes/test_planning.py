@@ -18,7 +18,8 @@ from relaxc.passes.planning.model import Buffer, Plan, lower_bound, naive_total
 from relaxc.passes.planning.planners import PLANNERS, plan_best, plan_buffers
 from relaxc.passes.planning.search import Probe, Sections
 
-MINIMALLOC = Path(__file__).resolve().parents[3] / "shared/benchmarks/minimalloc"
+MINIMALLOC = next((p / "shared/benchmarks/minimalloc" for p in Path(__file__).resolve().parents
+                  if (p / "shared/benchmarks/minimalloc").is_dir()), Path("/work/shared/benchmarks/minimalloc"))
 
 # Small limits keep the file fast; a small instance that misses its bound in this time
 # still has to be valid and no worse than greedy.
