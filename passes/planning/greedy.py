@@ -185,16 +185,17 @@ def _align_up(x: int, a: int) -> int:
     return x if a == 1 else -(-x // a) * a
 
 
-def place(inst: Instance, order: Sequence[int], best_fit: bool = False) -> list[int]:
+def place(inst: Instance, order: Sequence[int], best_fit: bool = False,
+          initial: Sequence[int] | None = None) -> list[int]:
     """Place buffers in ``order``: first fit (lowest offset) or best fit (tightest gap).
 
     First fit puts each buffer at the lowest aligned offset where it overlaps no placed
     neighbour. Best fit picks, among the gaps between placed neighbours that can hold
     it, the one leaving the least slack (ties: the lowest), and otherwise goes on top.
-    Buffers not in ``order`` get -1.
+    Buffers not in ``order`` keep their ``initial`` offset (-1 if none: unplaced).
     """
     size, align, nbrs = inst.size, inst.align, inst.nbrs
-    off = [-1] * inst.n
+    off = [-1] * inst.n if initial is None else list(initial)
     for i in order:
         ranges = [(off[j], off[j] + size[j]) for j in nbrs[i] if off[j] >= 0]
         if not ranges:
@@ -339,21 +340,25 @@ def conflict_weights(inst: Instance) -> list[int]:
     """For each buffer, its own size plus the sizes of the buffers it conflicts with,
     from sorted start and end times and prefix sums (no conflict lists)."""
     n = inst.n
-    start, end, size = inst.start, inst.end, inst.size
-    by_start = sorted(range(n), key=start.__getitem__)
-    by_end = sorted(range(n), key=end.__getitem__)
-    starts = [start[i] for i in by_start]
-    ends = [end[i] for i in by_end]
-    sum_start = [0]
-    for i in by_start:
-        sum_start.append(sum_start[-1] + size[i])
-    sum_end = [0]
-    for i in by_end:
-        sum_end.append(sum_end[-1] + size[i])
+    if not n:
+        return []
     # j conflicts with i (or is i) iff start_j < end_i and not end_j <= start_i; every j
     # with end_j <= start_i also has start_j < end_i.
-    return [sum_start[bisect.bisect_left(starts, end[i])] - sum_end[bisect.bisect_right(ends, start[i])]
-            for i in range(n)]
+    kind = object if _big(inst.start) or _big(inst.end) or sum(inst.size) >= 1 << 62 else np.int64
+    st = np.array(inst.start, dtype=kind)
+    en = np.array(inst.end, dtype=kind)
+    sz = np.array(inst.size, dtype=kind)
+    by_start = np.argsort(st, kind="stable")
+    by_end = np.argsort(en, kind="stable")
+    zero = np.zeros(1, dtype=kind)
+    sum_start = np.concatenate((zero, np.cumsum(sz[by_start])))
+    sum_end = np.concatenate((zero, np.cumsum(sz[by_end])))
+    starts, ends = st[by_start], en[by_end]
+    if kind is object:
+        return [int(sum_start[bisect.bisect_left(starts, inst.end[i])])
+                - int(sum_end[bisect.bisect_right(ends, inst.start[i])]) for i in range(n)]
+    w = sum_start[np.searchsorted(starts, en, side="left")] - sum_end[np.searchsorted(ends, st, side="right")]
+    return w.tolist()
 
 
 def conflict_order(inst: Instance) -> list[int]:
@@ -395,7 +400,7 @@ def greedy(inst: Instance, method: str = "greedy-size", sc: Scan | None = None,
         if method == "greedy-size":
             keys: tuple = (idx, -sz, st)
         else:
-            w = np.array(conflict_weights(inst), dtype=object)[idx]
+            w = np.array(conflict_weights(inst), dtype=sz.dtype)[idx]
             keys = (idx, -sz, -w, st)
         sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
     return off, used

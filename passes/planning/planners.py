@@ -56,6 +56,10 @@ HEURISTIC_SHARE = 0.1
 # Components larger than this are not searched (a search node costs O(n log n), and
 # the search nests a generator per placed buffer).
 SEARCH_MAX_BUFFERS = 2000
+# A buffer is small when this many of it fit in the lower bound; when a component holds
+# both kinds, the large ones are planned first with this share of the work left.
+SMALL_FACTOR = 1024
+BIG_FIRST_SHARE = 0.6
 
 
 def plan_buffers(buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0,
@@ -105,6 +109,17 @@ def _stacked(inst: Instance, members: Sequence[int]) -> list[int]:
     return offsets
 
 
+def _stacked_height(inst: Instance, members: Sequence[int]) -> int:
+    """The height of :func:`_stacked` without building it (no sort when in order)."""
+    order = members if all(a < b for a, b in zip(members, members[1:])) else sorted(members)
+    top = 0
+    align, size = inst.align, inst.size
+    for i in order:
+        a = align[i]
+        top = (-(-top // a) * a if a > 1 else top) + size[i]
+    return top
+
+
 @dataclass
 class _Part:
     """A component of the time axis and the best placement known for it."""
@@ -122,11 +137,20 @@ class _Budget:
 
     def __init__(self, time_limit: float) -> None:
         self.left = int(time_limit * WORK_PER_SECOND)
+        self.used = 0
         self.deadline = time.process_time() + CLOCK_FACTOR * time_limit
         self.clock = False
 
     def spend(self, work: int) -> None:
         self.left -= work
+        self.used += work
+
+    def share(self, fraction: float) -> "_Budget":
+        """A budget of ``fraction`` of the work left, on the same clock."""
+        child = _Budget(0.0)
+        child.left = int(self.left * fraction)
+        child.deadline = self.deadline
+        return child
 
     def can(self, work: int) -> bool:
         """Whether ``work`` more fits (and the safety clock has not run out)."""
@@ -140,19 +164,21 @@ def plan_best(buffers: Sequence[Buffer], *, time_limit: float = 2.0, seed: int =
               trace: list[str] | None = None) -> Plan:
     """The ``best`` planner; ``trace``, if given, collects a line per step taken."""
     budget = _Budget(time_limit)
-    rng = random.Random(seed)
     inst = prepare(buffers)
     sc = scan(inst)
-    goal = _floor(buffers, sc)
+    offsets, bound, method = _best(inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace)
+    return Plan.from_offsets(buffers, inst.expand(offsets, len(buffers)), f"best({method})",
+                             proven_bound=bound, stopped_by_clock=budget.clock)
+
+
+def _best(inst: Instance, sc: Scan, goal: int, budget: _Budget, rng: random.Random,
+          trace: list[str] | None) -> tuple[list[int], int, str]:
+    """Offsets, the proven lower bound and the winning method for ``inst``; ``goal`` is a
+    lower bound already known."""
     base, pairs = greedy(inst, "greedy-size", sc)
-
-    def finish(offsets: list[int], method: str, bound: int) -> Plan:
-        return Plan.from_offsets(buffers, inst.expand(offsets, len(buffers)), f"best({method})",
-                                 proven_bound=bound, stopped_by_clock=budget.clock)
-
     if inst.height(base) <= goal:  # optimal already (the common case)
         _log(trace, f"{inst.n} buffers; greedy-size meets the lower bound {goal}")
-        return finish(base, "greedy-size", goal)
+        return base, goal, "greedy-size"
     by_method = [("greedy-size", base)]
     # The conflict lists are built already when greedy-size used them everywhere.
     cost = 0 if inst._nbrs is not None else sum(sc.pairs)
@@ -164,14 +190,16 @@ def plan_best(buffers: Sequence[Buffer], *, time_limit: float = 2.0, seed: int =
     for members, count in zip(sc.components, sc.pairs):
         # The greedy plans, and no reuse at all (so best <= naive_total even when
         # alignment makes first fit pad more than the input order does).
-        candidates = [(method, [offsets[i] for i in members]) for method, offsets in by_method]
-        candidates.append(("none", _stacked(inst, members)))
         best: _Part | None = None
-        for method, sub in candidates:
-            h = max(o + inst.size[i] for o, i in zip(sub, members))
+        for method, offsets in by_method:
+            h = max(offsets[i] + inst.size[i] for i in members)
             if best is None or h < best.height:
-                best = _Part(members, count, h, method, sub)
+                best = _Part(members, count, h, method, [offsets[i] for i in members])
         assert best is not None
+        if _stacked_height(inst, members) < best.height:
+            stacked = _stacked(inst, members)
+            h = max(o + inst.size[i] for o, i in zip(stacked, members))
+            best = _Part(members, count, h, "none", stacked)
         parts.append(best)
     _log(trace, f"{inst.n} buffers in {len(parts)} components; lower bound {goal}; "
                 f"greedy {max((p.height for p in parts), default=0)}; budget {budget.left}")
@@ -193,7 +221,7 @@ def plan_best(buffers: Sequence[Buffer], *, time_limit: float = 2.0, seed: int =
         for i, o in zip(p.members, p.offsets):
             offsets[i] = o
     winner = max(parts, key=lambda p: p.height).method if parts else "greedy-size"
-    return finish(offsets, winner, bound)
+    return offsets, bound, winner
 
 
 def _improve(part: _Part, sub: Instance, goal: int, budget: _Budget, rng: random.Random,
@@ -234,17 +262,36 @@ def _improve(part: _Part, sub: Instance, goal: int, budget: _Budget, rng: random
             order = sorted(range(sub.n), key=lambda i: (-noisy[i], i))
         consider("first-fit", place(sub, order))
         consider("best-fit", place(sub, order, best_fit=True))
-    if part.height <= goal or sub.n > SEARCH_MAX_BUFFERS or not budget.can(1):
-        return goal
+    bound = goal
+    small = [k for k in range(sub.n) if sub.size[k] * SMALL_FACTOR <= goal]
+    if small and len(small) < sub.n and part.height > goal and budget.can(1):
+        # Small buffers rarely set the height: plan the large ones alone (their
+        # components, searched), then drop the small ones into the gaps by first fit. The
+        # large ones' proven bound holds for the whole.
+        large = [k for k in range(sub.n) if sub.size[k] * SMALL_FACTOR > goal]
+        big = subinstance(sub, large)
+        child = budget.share(BIG_FIRST_SHARE)
+        _log(trace, f"  large buffers first: {len(large)} of {sub.n}")
+        big_off, big_bound, _ = _best(big, scan(big), goal, child, rng, trace)
+        budget.spend(child.used)
+        budget.clock = budget.clock or child.clock
+        bound = max(bound, big_bound)
+        offsets = [-1] * sub.n
+        for k, o in zip(large, big_off):
+            offsets[k] = o
+        small.sort(key=lambda k: (-sub.size[k], sub.start[k], k))
+        consider("large-first", place(sub, small, initial=offsets))
+    if part.height <= bound or sub.n > SEARCH_MAX_BUFFERS or not budget.can(1):
+        return bound
     steps: list[str] | None = [] if trace is not None else None
-    out = minimize(sub, goal, part.height, budget.left, budget.deadline, steps)
+    out = minimize(sub, bound, part.height, budget.left, budget.deadline, steps)
     budget.spend(out.work)
     budget.clock = budget.clock or out.stopped_by_clock
     for line in steps or ():
         _log(trace, "  " + line)
     if out.offsets is not None:
         consider("search", out.offsets)
-    return out.bound
+    return max(bound, out.bound)
 
 
 def _log(trace: list[str] | None, line: str) -> None:
