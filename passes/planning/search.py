@@ -192,7 +192,7 @@ class Decision:
         window = range(last_off * n + last_r + 1 if last_off >= 0 else 0, limit * n)
         order = sorted(filter(window.__contains__,
                               map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))))
-        work = 1
+        work = 1 + (len(rest) >> 5)  # the O(rest) bookkeeping of a node counts too
         # Sections found infeasible for a candidate, with its first (last) section: they
         # stay infeasible for candidates starting no later (ending no earlier) as high up.
         failed_left: dict[int, int] = {}
