@@ -122,6 +122,12 @@ def scan(inst: Instance) -> Scan:
     total = sum(size)
     if n < 64 or total >= 1 << 62 or max(end) >= 1 << 62 or min(start) <= -(1 << 62):
         return _scan_slow(inst)
+    return _scan_numpy(inst)
+
+
+def _scan_numpy(inst: Instance) -> Scan:
+    n = inst.n
+    start, end, size = inst.start, inst.end, inst.size
     st = np.array(start, dtype=np.int64)
     en = np.array(end, dtype=np.int64)
     sz = np.array(size, dtype=np.int64)

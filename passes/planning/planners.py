@@ -44,7 +44,7 @@ PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 
 # Search work (nodes plus candidates examined) per second of time limit: a little less
 # than this machine does in a CPU second, so the count, not the clock, ends it.
-WORK_PER_SECOND = 30_000
+WORK_PER_SECOND = 60_000
 # Conflict pairs built or visited by first fit per unit of work (they are much cheaper).
 PAIRS_PER_WORK = 60
 # The safety clock: CPU seconds past which a search stops whatever its budget says.
@@ -57,9 +57,12 @@ HEURISTIC_SHARE = 0.1
 # the search nests a generator per placed buffer).
 SEARCH_MAX_BUFFERS = 2000
 # A buffer is small when this many of it fit in the lower bound; when a component holds
-# both kinds, the large ones are planned first with this share of the work left.
+# both kinds, the large ones are planned first with BIG_FIRST_SHARE of the work left.
+# Only when small buffers are at least a quarter of the component (as in programs, where
+# every reduction leaves one): a few small ones in an instance change little.
 SMALL_FACTOR = 1024
-BIG_FIRST_SHARE = 0.6
+SMALL_SHARE = 4
+BIG_FIRST_SHARE = 0.8
 
 
 def plan_buffers(buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0,
@@ -264,7 +267,7 @@ def _improve(part: _Part, sub: Instance, goal: int, budget: _Budget, rng: random
         consider("best-fit", place(sub, order, best_fit=True))
     bound = goal
     small = [k for k in range(sub.n) if sub.size[k] * SMALL_FACTOR <= goal]
-    if small and len(small) < sub.n and part.height > goal and budget.can(1):
+    if len(small) * SMALL_SHARE >= sub.n and len(small) < sub.n and part.height > goal and budget.can(1):
         # Small buffers rarely set the height: plan the large ones alone (their
         # components, searched), then drop the small ones into the gaps by first fit. The
         # large ones' proven bound holds for the whole.
