@@ -275,7 +275,10 @@ def _improve(part: _Part, sub: Instance, goal: int, budget: _Budget, rng: random
         big = subinstance(sub, large)
         child = budget.share(BIG_FIRST_SHARE)
         _log(trace, f"  large buffers first: {len(large)} of {sub.n}")
-        big_off, big_bound, _ = _best(big, scan(big), goal, child, rng, trace)
+        big_scan = scan(big)
+        # Their own lower bound: asking the search for more slack than needed makes it
+        # harder, not easier (less pruning).
+        big_off, big_bound, _ = _best(big, big_scan, big_scan.max_live, child, rng, trace)
         budget.spend(child.used)
         budget.clock = budget.clock or child.clock
         bound = max(bound, big_bound)
