@@ -53,9 +53,9 @@ from .greedy import Instance
 # bound) and side probes (with slack) use different mixes.
 MAIN_HEURISTICS = (("TWA", 2), ("TAW", 2), ("TWO", 1))
 SIDE_HEURISTICS = (("TWA", 1), ("TAW", 1), ("WAT", 1), ("TWO", 1))
-SLICE = 250  # work per turn and share of one decision in the portfolio
+SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 3  # turns of the main probe (at the goal) per turn of a side probe
-SIDE_WORK = 8000  # first work limit of a side probe
+SIDE_WORK = 16000  # first work limit of a side probe
 
 Search = Generator[None, None, bool]
 
