@@ -60,7 +60,7 @@ SEARCH_MAX_BUFFERS = 2000
 # both kinds, the large ones are planned first with BIG_FIRST_SHARE of the work left.
 # Only when small buffers are at least a quarter of the component (as in programs, where
 # every reduction leaves one): a few small ones in an instance change little.
-SMALL_FACTOR = 1024
+SMALL_FACTOR = 4096
 SMALL_SHARE = 4
 BIG_FIRST_SHARE = 0.8
 
