@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 row += ["-", "-", "-"]
         table.add_row(*row)
-        err.print(f"{name}: done", style="dim")
+        err.print(" | ".join(row), style="dim")  # as it goes: the table comes at the end
     Console(width=max(console.width, 40 + 18 * len(planners) + 12 + (30 if args.cpsat else 0))).print(table)
     if summary:
         print("best: " + "; ".join(summary))
