@@ -31,9 +31,9 @@ import numpy as np
 
 from .model import Buffer
 
-# Conflict pairs that first fit on conflict lists may cost in all (about two million a
+# Conflict pairs that first fit on conflict lists may cost in all (about a million a
 # second here). Components past it are placed by the sweep.
-PAIR_BUDGET = 3_000_000
+PAIR_BUDGET = 1_500_000
 
 
 @dataclass

@@ -45,8 +45,8 @@ PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 # Search work (nodes plus candidates examined) per second of time limit: a little less
 # than this machine does in a CPU second, so the count, not the clock, ends it.
 WORK_PER_SECOND = 60_000
-# Conflict pairs built or visited by first fit per unit of work (they are much cheaper).
-PAIRS_PER_WORK = 60
+# Conflict pairs built or visited by first fit per unit of work (about a microsecond each).
+PAIRS_PER_WORK = 15
 # The safety clock: CPU seconds past which a search stops whatever its budget says.
 CLOCK_FACTOR = 10.0
 # Orders tried by the first-fit/best-fit stage of ``best`` (each both ways), and the
