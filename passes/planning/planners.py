@@ -52,7 +52,7 @@ CLOCK_FACTOR = 10.0
 # Orders tried by the first-fit/best-fit stage of ``best`` (each both ways), and the
 # share of the budget it may take at most.
 HEURISTIC_ORDERS = 16
-HEURISTIC_SHARE = 0.1
+HEURISTIC_SHARE = 0.05
 # Components larger than this are not searched (a search node costs O(n log n), and
 # the search nests a generator per placed buffer).
 SEARCH_MAX_BUFFERS = 2000
