@@ -39,7 +39,12 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from planning_instances import minimalloc_instances, program_encoding, random_intervals, read_instance  # noqa: E402
+from planning_instances import (
+    minimalloc_instances,
+    program_encoding,
+    random_intervals,
+    read_instance,
+)  # noqa: E402
 
 from relaxc.passes.planning import cpsat  # noqa: E402
 from relaxc.passes.planning.checker import check_plan  # noqa: E402
@@ -47,8 +52,9 @@ from relaxc.passes.planning.model import Buffer, Plan, lower_bound  # noqa: E402
 from relaxc.passes.planning.planners import PLANNERS, plan_best, plan_buffers  # noqa: E402
 
 
-def run(buffers: list[Buffer], planner: str, time_limit: float, seed: int,
-        trace: list[str] | None) -> tuple[Plan, float, bool]:
+def run(
+    buffers: list[Buffer], planner: str, time_limit: float, seed: int, trace: list[str] | None
+) -> tuple[Plan, float, bool]:
     t = time.process_time()
     if planner == "best":
         plan = plan_best(buffers, time_limit=time_limit, seed=seed, trace=trace)
@@ -66,27 +72,49 @@ def cases(args: argparse.Namespace) -> list[tuple[str, object]]:
     if not args.no_raw:
         out += [(name, (lambda p=p: read_instance(p))) for name, p in files]
     if not args.no_programs:
-        out += [(f"{name}.rx", (lambda p=p: program_encoding(read_instance(p))))
-                for name, p in files if not name.startswith("input")]
+        out += [
+            (f"{name}.rx", (lambda p=p: program_encoding(read_instance(p))))
+            for name, p in files
+            if not name.startswith("input")
+        ]
     for e in (int(x) for x in args.sizes.split(",") if x):
         for d in (int(x) for x in args.densities.split(",") if x):
-            n = 10 ** e
-            out.append((f"rand-{n // 1000}k-d{d}", (lambda n=n, d=d: random_intervals(n, d, args.seed))))
+            n = 10**e
+            out.append(
+                (f"rand-{n // 1000}k-d{d}", (lambda n=n, d=d: random_intervals(n, d, args.seed)))
+            )
     return [(name, make) for name, make in out if not only or name in only]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--time-limit", type=float, default=2.0,
-                    help="seconds for 'best' (its work budget; default: PlanMemory's default)")
-    ap.add_argument("--only", default="", help="comma-separated instance names (A, A.rx, rand-10k-d100, ...)")
+    ap.add_argument(
+        "--time-limit",
+        type=float,
+        default=2.0,
+        help="seconds for 'best' (its work budget; default: PlanMemory's default)",
+    )
+    ap.add_argument(
+        "--only", default="", help="comma-separated instance names (A, A.rx, rand-10k-d100, ...)"
+    )
     ap.add_argument("--planners", default=",".join(PLANNERS), help="comma-separated planners")
-    ap.add_argument("--sizes", default="4,5,6", help="random sets: powers of ten of the buffer count ('' for none)")
-    ap.add_argument("--densities", default="10,100,2500", help="random sets: buffers live at a time")
+    ap.add_argument(
+        "--sizes",
+        default="4,5,6",
+        help="random sets: powers of ten of the buffer count ('' for none)",
+    )
+    ap.add_argument(
+        "--densities", default="10,100,2500", help="random sets: buffers live at a time"
+    )
     ap.add_argument("--no-raw", action="store_true", help="skip the MiniMalloc files as given")
     ap.add_argument("--no-programs", action="store_true", help="skip their program encodings")
-    ap.add_argument("--cpsat", type=float, default=0.0, metavar="SECONDS",
-                    help="also run CP-SAT on the MiniMalloc instances for this long (0: skip)")
+    ap.add_argument(
+        "--cpsat",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="also run CP-SAT on the MiniMalloc instances for this long (0: skip)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="print what 'best' did")
     args = ap.parse_args(argv)
@@ -99,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
 
     console = Console()
     err = Console(stderr=True)
-    table = Table(title=f"Memory planners (best: time limit {args.time_limit:g} s, seed {args.seed}; "
-                        f"arena / max-live, * = proven optimal, CPU s)")
+    table = Table(
+        title=f"Memory planners (best: time limit {args.time_limit:g} s, seed {args.seed}; "
+        f"arena / max-live, * = proven optimal, CPU s)"
+    )
     table.add_column("instance")
     table.add_column("buffers", justify="right")
     table.add_column("max-live", justify="right")
@@ -133,21 +163,34 @@ def main(argv: list[str] | None = None) -> int:
             failures += not ok
             if p == "best":
                 best_plan = plan
-                summary.append(f"{name}: {plan.size:,} {plan.algorithm}{' optimal' if plan.optimal else ''}")
+                summary.append(
+                    f"{name}: {plan.size:,} {plan.algorithm}{' optimal' if plan.optimal else ''}"
+                )
         if best_plan is not None:
             row.append(f"{best_plan.proven_bound / lb:.4f}" if lb else "-")
         if args.cpsat:
             if name[0].isupper() or name.startswith("input"):
-                ref = cpsat.solve(buffers, time_limit=args.cpsat, upper=best_plan.size if best_plan else None,
-                                  hint=best_plan.offsets if best_plan else None)
+                ref = cpsat.solve(
+                    buffers,
+                    time_limit=args.cpsat,
+                    upper=best_plan.size if best_plan else None,
+                    hint=best_plan.offsets if best_plan else None,
+                )
                 good = ref.offsets is not None and not check_plan(buffers, ref.offsets, ref.size)
-                row += [f"{ref.size / lb:.4f}{'*' if ref.status == 'OPTIMAL' else ' '}" if good else ref.status,
-                        f"{ref.bound / lb:.4f}", f"{ref.seconds:.1f}"]
+                row += [
+                    f"{ref.size / lb:.4f}{'*' if ref.status == 'OPTIMAL' else ' '}"
+                    if good
+                    else ref.status,
+                    f"{ref.bound / lb:.4f}",
+                    f"{ref.seconds:.1f}",
+                ]
             else:
                 row += ["-", "-", "-"]
         table.add_row(*row)
         err.print(" | ".join(row), style="dim")  # as it goes: the table comes at the end
-    Console(width=max(console.width, 40 + 18 * len(planners) + 12 + (30 if args.cpsat else 0))).print(table)
+    Console(
+        width=max(console.width, 40 + 18 * len(planners) + 12 + (30 if args.cpsat else 0))
+    ).print(table)
     if summary:
         print("best: " + "; ".join(summary))
     if failures:

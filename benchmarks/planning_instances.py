@@ -39,21 +39,30 @@ SMALL = 64  # bytes of a one-element tensor after rounding to the alignment
 
 def read_instance(path: Path) -> list[Buffer]:
     with path.open(newline="") as f:
-        return [Buffer(int(row["lower"]), int(row["upper"]), int(row["size"]), 1, row["id"])
-                for row in csv.DictReader(f)]
+        return [
+            Buffer(int(row["lower"]), int(row["upper"]), int(row["size"]), 1, row["id"])
+            for row in csv.DictReader(f)
+        ]
 
 
 def minimalloc_instances() -> list[tuple[str, Path]]:
     """(name, path) of the challenging instances A-K and the example input.12."""
     files = sorted((DATA / "challenging").glob("*.csv")) + [DATA / "examples" / "input.12.csv"]
     # "A.1048576.csv" -> "A"; "input.12.csv" -> "input.12"
-    return [(p.name.split(".")[0] if p.parent.name == "challenging" else p.stem, p) for p in files if p.exists()]
+    return [
+        (p.name.split(".")[0] if p.parent.name == "challenging" else p.stem, p)
+        for p in files
+        if p.exists()
+    ]
 
 
 def program_encoding(buffers: list[Buffer], align: int = 64) -> list[Buffer]:
     """The buffers PlanMemory sees for the ``.rx`` encoding of an instance (see above)."""
     # Events in program order: at equal times folds (ends) before births (starts).
-    events = sorted([(b.start, 1, i) for i, b in enumerate(buffers)] + [(b.end, 0, i) for i, b in enumerate(buffers)])
+    events = sorted(
+        [(b.start, 1, i) for i, b in enumerate(buffers)]
+        + [(b.end, 0, i) for i, b in enumerate(buffers)]
+    )
     point = 1  # point 0 defines the first accumulator
     born: dict[int, int] = {}
     out: list[Buffer] = []

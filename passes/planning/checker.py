@@ -21,7 +21,9 @@ from typing import Sequence
 from .model import Buffer
 
 
-def check_plan(buffers: Sequence[Buffer], offsets: Sequence[int], arena_size: int, limit: int = 10) -> list[str]:
+def check_plan(
+    buffers: Sequence[Buffer], offsets: Sequence[int], arena_size: int, limit: int = 10
+) -> list[str]:
     """Every problem found (at most ``limit``), as sentences; empty when the plan is valid."""
     problems: list[str] = []
 
@@ -36,10 +38,14 @@ def check_plan(buffers: Sequence[Buffer], offsets: Sequence[int], arena_size: in
         if b.align > 1 and off % b.align:
             problems.append(f"{name(i)} at offset {off} is not aligned to {b.align}")
         if off + b.size > arena_size:
-            problems.append(f"{name(i)} ends at {off + b.size}, past the arena of {arena_size} bytes")
+            problems.append(
+                f"{name(i)} ends at {off + b.size}, past the arena of {arena_size} bytes"
+            )
     # Sweep: at each start time, compare the new buffer with live buffers around its offset.
-    order = sorted((i for i, b in enumerate(buffers) if b.size > 0 and b.start < b.end),
-                   key=lambda i: (buffers[i].start, i))
+    order = sorted(
+        (i for i, b in enumerate(buffers) if b.size > 0 and b.start < b.end),
+        key=lambda i: (buffers[i].start, i),
+    )
     ends = sorted((buffers[i].end, i) for i in order)
     live_offsets: list[tuple[int, int]] = []  # (offset, index), sorted by offset
     e = 0
@@ -71,5 +77,7 @@ def check_plan(buffers: Sequence[Buffer], offsets: Sequence[int], arena_size: in
 
 
 def _overlap(a: str, b: str, ba: Buffer, bb: Buffer, oa: int, ob: int) -> str:
-    return (f"{a} [{oa}, {oa + ba.size}) and {b} [{ob}, {ob + bb.size}) overlap in memory "
-            f"while both are live (times [{ba.start}, {ba.end}) and [{bb.start}, {bb.end}))")
+    return (
+        f"{a} [{oa}, {oa + ba.size}) and {b} [{ob}, {ob + bb.size}) overlap in memory "
+        f"while both are live (times [{ba.start}, {ba.end}) and [{bb.start}, {bb.end}))"
+    )

@@ -42,8 +42,15 @@ class CpsatResult:
     seconds: float
 
 
-def solve(buffers: Sequence[Buffer], *, time_limit: float = 10.0, deterministic_time: float | None = None,
-          upper: int | None = None, hint: Sequence[int] | None = None, workers: int = 1) -> CpsatResult:
+def solve(
+    buffers: Sequence[Buffer],
+    *,
+    time_limit: float = 10.0,
+    deterministic_time: float | None = None,
+    upper: int | None = None,
+    hint: Sequence[int] | None = None,
+    workers: int = 1,
+) -> CpsatResult:
     """The smallest arena for ``buffers`` by CP-SAT, within the limits given. ``upper``
     (an arena known to be feasible, e.g. relaxc's) caps ``H``; ``hint`` is a plan to start from."""
     from ortools.sat.python import cp_model

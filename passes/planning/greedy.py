@@ -191,8 +191,12 @@ def _align_up(x: int, a: int) -> int:
     return x if a == 1 else -(-x // a) * a
 
 
-def place(inst: Instance, order: Sequence[int], best_fit: bool = False,
-          initial: Sequence[int] | None = None) -> list[int]:
+def place(
+    inst: Instance,
+    order: Sequence[int],
+    best_fit: bool = False,
+    initial: Sequence[int] | None = None,
+) -> list[int]:
     """Place buffers in ``order``: first fit (lowest offset) or best fit (tightest gap).
 
     First fit puts each buffer at the lowest aligned offset where it overlaps no placed
@@ -361,9 +365,15 @@ def conflict_weights(inst: Instance) -> list[int]:
     sum_end = np.concatenate((zero, np.cumsum(sz[by_end])))
     starts, ends = st[by_start], en[by_end]
     if kind is object:
-        return [int(sum_start[bisect.bisect_left(starts, inst.end[i])])
-                - int(sum_end[bisect.bisect_right(ends, inst.start[i])]) for i in range(n)]
-    w = sum_start[np.searchsorted(starts, en, side="left")] - sum_end[np.searchsorted(ends, st, side="right")]
+        return [
+            int(sum_start[bisect.bisect_left(starts, inst.end[i])])
+            - int(sum_end[bisect.bisect_right(ends, inst.start[i])])
+            for i in range(n)
+        ]
+    w = (
+        sum_start[np.searchsorted(starts, en, side="left")]
+        - sum_end[np.searchsorted(ends, st, side="right")]
+    )
     return w.tolist()
 
 
@@ -374,12 +384,16 @@ def conflict_order(inst: Instance) -> list[int]:
     return sorted(range(inst.n), key=lambda i: (-weight[i], -size[i], start[i], i))
 
 
-def greedy(inst: Instance, method: str = "greedy-size", sc: Scan | None = None,
-           pair_budget: int | None = None) -> tuple[list[int], int]:
+def greedy(
+    inst: Instance,
+    method: str = "greedy-size",
+    sc: Scan | None = None,
+    pair_budget: int | None = None,
+) -> tuple[list[int], int]:
     """A greedy plan (``greedy-size`` or ``greedy-conflict``) and the conflict pairs it
     looked at. Components go to first fit on conflict lists in time order while the pairs
-    they hold fit in ``pair_budget`` (default :data:`PAIR_BUDGET`); the rest to the sweep (births ordered by start, then
-    by the method's key)."""
+    they hold fit in ``pair_budget`` (default :data:`PAIR_BUDGET`); the rest to the sweep
+    (births ordered by start, then by the method's key)."""
     sc = sc or scan(inst)
     if pair_budget is None:
         pair_budget = PAIR_BUDGET

@@ -44,10 +44,18 @@ class Plan:
     stopped_by_clock: bool = False
 
     @staticmethod
-    def from_offsets(buffers: Sequence[Buffer], offsets: Sequence[int], algorithm: str, *,
-                     proven_bound: int = 0, stopped_by_clock: bool = False) -> "Plan":
+    def from_offsets(
+        buffers: Sequence[Buffer],
+        offsets: Sequence[int],
+        algorithm: str,
+        *,
+        proven_bound: int = 0,
+        stopped_by_clock: bool = False,
+    ) -> "Plan":
         size = max((o + b.size for b, o in zip(buffers, offsets)), default=0)
-        return Plan(tuple(offsets), size, algorithm, proven_bound, size <= proven_bound, stopped_by_clock)
+        return Plan(
+            tuple(offsets), size, algorithm, proven_bound, size <= proven_bound, stopped_by_clock
+        )
 
 
 def lower_bound(buffers: Sequence[Buffer]) -> int:

@@ -35,8 +35,15 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from .greedy import (Instance, Scan, conflict_order, greedy, place, prepare, scan, size_order,
-                     subinstance)
+from .greedy import (
+    Instance,
+    Scan,
+    greedy,
+    place,
+    prepare,
+    scan,
+    subinstance,
+)
 from .model import Buffer, Plan
 from .search import minimize
 
@@ -65,8 +72,9 @@ SMALL_SHARE = 4
 BIG_FIRST_SHARE = 0.8
 
 
-def plan_buffers(buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0,
-                 seed: int = 0) -> Plan:
+def plan_buffers(
+    buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0, seed: int = 0
+) -> Plan:
     """Offsets for ``buffers`` in one arena, by ``algorithm`` (one of :data:`PLANNERS`)."""
     if algorithm not in PLANNERS:
         raise ValueError(f"unknown planner {algorithm!r}; expected one of {', '.join(PLANNERS)}")
@@ -80,7 +88,9 @@ def plan_buffers(buffers: Sequence[Buffer], algorithm: str = "best", *, time_lim
     if algorithm == "none":
         return _no_reuse(buffers, bound)
     offsets, _ = greedy(inst, algorithm, sc)
-    return Plan.from_offsets(buffers, inst.expand(offsets, len(buffers)), algorithm, proven_bound=bound)
+    return Plan.from_offsets(
+        buffers, inst.expand(offsets, len(buffers)), algorithm, proven_bound=bound
+    )
 
 
 def _floor(buffers: Sequence[Buffer], sc: Scan) -> int:
@@ -163,19 +173,37 @@ class _Budget:
         return work <= self.left
 
 
-def plan_best(buffers: Sequence[Buffer], *, time_limit: float = 2.0, seed: int = 0,
-              trace: list[str] | None = None) -> Plan:
+def plan_best(
+    buffers: Sequence[Buffer],
+    *,
+    time_limit: float = 2.0,
+    seed: int = 0,
+    trace: list[str] | None = None,
+) -> Plan:
     """The ``best`` planner; ``trace``, if given, collects a line per step taken."""
     budget = _Budget(time_limit)
     inst = prepare(buffers)
     sc = scan(inst)
-    offsets, bound, method = _best(inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace)
-    return Plan.from_offsets(buffers, inst.expand(offsets, len(buffers)), f"best({method})",
-                             proven_bound=bound, stopped_by_clock=budget.clock)
+    offsets, bound, method = _best(
+        inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace
+    )
+    return Plan.from_offsets(
+        buffers,
+        inst.expand(offsets, len(buffers)),
+        f"best({method})",
+        proven_bound=bound,
+        stopped_by_clock=budget.clock,
+    )
 
 
-def _best(inst: Instance, sc: Scan, goal: int, budget: _Budget, rng: random.Random,
-          trace: list[str] | None) -> tuple[list[int], int, str]:
+def _best(
+    inst: Instance,
+    sc: Scan,
+    goal: int,
+    budget: _Budget,
+    rng: random.Random,
+    trace: list[str] | None,
+) -> tuple[list[int], int, str]:
     """Offsets, the proven lower bound and the winning method for ``inst``; ``goal`` is a
     lower bound already known."""
     base, pairs = greedy(inst, "greedy-size", sc)
@@ -204,8 +232,11 @@ def _best(inst: Instance, sc: Scan, goal: int, budget: _Budget, rng: random.Rand
             h = max(o + inst.size[i] for o, i in zip(stacked, members))
             best = _Part(members, count, h, "none", stacked)
         parts.append(best)
-    _log(trace, f"{inst.n} buffers in {len(parts)} components; lower bound {goal}; "
-                f"greedy {max((p.height for p in parts), default=0)}; budget {budget.left}")
+    _log(
+        trace,
+        f"{inst.n} buffers in {len(parts)} components; lower bound {goal}; "
+        f"greedy {max((p.height for p in parts), default=0)}; budget {budget.left}",
+    )
     bound = goal
     while parts:
         part = max(parts, key=lambda p: p.height)  # the one that sets the arena
@@ -214,11 +245,16 @@ def _best(inst: Instance, sc: Scan, goal: int, budget: _Budget, rng: random.Rand
         part.tried = True
         # Building its conflict lists is the least the improvement costs.
         if not budget.can(part.pairs // PAIRS_PER_WORK):
-            _log(trace, f"component of {len(part.members)} buffers ({part.pairs} conflicting pairs): "
-                        f"past the budget")
+            _log(
+                trace,
+                f"component of {len(part.members)} buffers ({part.pairs} conflicting pairs): "
+                f"past the budget",
+            )
             break
         budget.spend(part.pairs // PAIRS_PER_WORK)
-        bound = max(bound, _improve(part, subinstance(inst, part.members), bound, budget, rng, trace))
+        bound = max(
+            bound, _improve(part, subinstance(inst, part.members), bound, budget, rng, trace)
+        )
     offsets = [0] * inst.n
     for p in parts:
         for i, o in zip(p.members, p.offsets):
@@ -227,10 +263,17 @@ def _best(inst: Instance, sc: Scan, goal: int, budget: _Budget, rng: random.Rand
     return offsets, bound, winner
 
 
-def _improve(part: _Part, sub: Instance, goal: int, budget: _Budget, rng: random.Random,
-             trace: list[str] | None) -> int:
+def _improve(
+    part: _Part,
+    sub: Instance,
+    goal: int,
+    budget: _Budget,
+    rng: random.Random,
+    trace: list[str] | None,
+) -> int:
     """Try to lower ``part.height``: more greedy orders, then the exact search. Returns
     the best lower bound proven for the part (at least ``goal``)."""
+
     def consider(method: str, offsets: list[int]) -> None:
         h = sub.height(offsets)
         if h < part.height:
@@ -242,12 +285,12 @@ def _improve(part: _Part, sub: Instance, goal: int, budget: _Budget, rng: random
     length = [e - s for s, e in zip(first, last)]
     weight = [size[i] + sum(size[j] for j in sub.nbrs[i]) for i in range(sub.n)]
     keys = [
-        lambda i: (-size[i], first[i], i),               # size (greedy-size, for best fit)
-        lambda i: (-size[i] * length[i], i),             # breadth: size x lifetime
-        lambda i: (-size[i], -length[i], i),             # size, then lifetime
-        lambda i: (-length[i], -size[i], i),             # lifetime
-        lambda i: (first[i], -size[i], i),               # start time
-        lambda i: (-weight[i], -size[i], i),             # conflicting bytes
+        lambda i: (-size[i], first[i], i),  # size (greedy-size, for best fit)
+        lambda i: (-size[i] * length[i], i),  # breadth: size x lifetime
+        lambda i: (-size[i], -length[i], i),  # size, then lifetime
+        lambda i: (-length[i], -size[i], i),  # lifetime
+        lambda i: (first[i], -size[i], i),  # start time
+        lambda i: (-weight[i], -size[i], i),  # conflicting bytes
     ]
     # Each first-fit pass visits every conflict twice and sorts a buffer's ranges.
     per_order = 2 * max(1, (2 * part.pairs + sub.n) // PAIRS_PER_WORK)
@@ -267,7 +310,12 @@ def _improve(part: _Part, sub: Instance, goal: int, budget: _Budget, rng: random
         consider("best-fit", place(sub, order, best_fit=True))
     bound = goal
     small = [k for k in range(sub.n) if sub.size[k] * SMALL_FACTOR <= goal]
-    if len(small) * SMALL_SHARE >= sub.n and len(small) < sub.n and part.height > goal and budget.can(1):
+    if (
+        len(small) * SMALL_SHARE >= sub.n
+        and len(small) < sub.n
+        and part.height > goal
+        and budget.can(1)
+    ):
         # Small buffers rarely set the height: plan the large ones alone (their
         # components, searched), then drop the small ones into the gaps by first fit. The
         # large ones' proven bound holds for the whole.

@@ -106,7 +106,9 @@ class Decision:
     ``pause`` units of work have been done and returns offsets, or None if there is none.
     """
 
-    def __init__(self, sec: Sections, capacity: int, heuristic: str, deadline: float = math.inf) -> None:
+    def __init__(
+        self, sec: Sections, capacity: int, heuristic: str, deadline: float = math.inf
+    ) -> None:
         inst = sec.inst
         n = inst.n
         self.inst = inst
@@ -130,7 +132,9 @@ class Decision:
 
     def run(self) -> Generator[None, None, list[int] | None]:
         inst, sec = self.inst, self.sec
-        if any(sz > self.capacity for sz in inst.size) or any(t > self.capacity for t in self.total):
+        if any(sz > self.capacity for sz in inst.size) or any(
+            t > self.capacity for t in self.total
+        ):
             return None
         # Initial partitions: runs of sections with no buffer spanning their borders.
         start = 0
@@ -149,8 +153,16 @@ class Decision:
         keys = []
         for i in bufs:
             width = end[i] - start[i]
-            d = {"T": max(total[lo[i]:hi[i]]), "W": width, "A": size[i] * width, "Z": size[i],
-                 "C": hi[i] - lo[i], "O": len(inst.nbrs[i]), "S": -start[i], "E": end[i]}
+            d = {
+                "T": max(total[lo[i] : hi[i]]),
+                "W": width,
+                "A": size[i] * width,
+                "Z": size[i],
+                "C": hi[i] - lo[i],
+                "O": len(inst.nbrs[i]),
+                "S": -start[i],
+                "E": end[i],
+            }
             keys.append((tuple(-d[c] for c in self.heuristic), i))
         keys.sort()
         return [i for _, i in keys]
@@ -166,8 +178,9 @@ class Decision:
             rank[b] = r
         return found
 
-    def _search(self, porder: list[int], rest: list[int], last_off: int, last_r: int, slo: int,
-                shi: int) -> Search:
+    def _search(
+        self, porder: list[int], rest: list[int], last_off: int, last_r: int, slo: int, shi: int
+    ) -> Search:
         """Place ``rest``, the unplaced buffers of the partition ``porder`` (both in preorder)
         over sections ``[slo, shi)``, after a placement at ``last_off`` of rank ``last_r``."""
         if not rest:
@@ -187,11 +200,16 @@ class Decision:
         rest_mo = list(map(mo.__getitem__, rest))
         # (3) and (1): candidates lie below the top of every unplaced buffer and below
         # cap - (largest section total) + 1.
-        limit = min(min(map(add, rest_mo, map(size.__getitem__, rest))), cap - max(total[slo:shi]) + 1)
+        limit = min(
+            min(map(add, rest_mo, map(size.__getitem__, rest))), cap - max(total[slo:shi]) + 1
+        )
         # Canonical order: placements go in non-decreasing (offset, rank).
         window = range(last_off * n + last_r + 1 if last_off >= 0 else 0, limit * n)
-        order = sorted(filter(window.__contains__,
-                              map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))))
+        order = sorted(
+            filter(
+                window.__contains__, map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))
+            )
+        )
         work = 1 + (len(rest) >> 5)  # the O(rest) bookkeeping of a node counts too
         # Sections found infeasible for a candidate, with its first (last) section: they
         # stay infeasible for candidates starting no later (ending no earlier) as high up.
@@ -364,8 +382,13 @@ class Probe:
     """A portfolio of decisions for one capacity, run in turns: each gets ``SLICE`` work
     per share per turn, and the first to finish answers for all."""
 
-    def __init__(self, sec: Sections, capacity: int,
-                 heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS, deadline: float = math.inf) -> None:
+    def __init__(
+        self,
+        sec: Sections,
+        capacity: int,
+        heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS,
+        deadline: float = math.inf,
+    ) -> None:
         self.capacity = capacity
         self.runs = [Decision(sec, capacity, h, deadline) for h, _ in heuristics]
         self.shares = [share for _, share in heuristics]
@@ -405,8 +428,14 @@ class Outcome:
     stopped_by_clock: bool = False
 
 
-def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float = math.inf,
-             trace: list[str] | None = None) -> Outcome:
+def minimize(
+    inst: Instance,
+    goal: int,
+    best: int,
+    budget: int,
+    deadline: float = math.inf,
+    trace: list[str] | None = None,
+) -> Outcome:
     """Look for a plan of ``inst`` lower than ``best``; none lower than ``goal`` is needed.
 
     The main probe asks for ``goal`` (a lower bound, often the optimum) and gets three
@@ -500,4 +529,6 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float 
 def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
     if trace is not None:
         h = f" height {inst.height(probe.result)}" if probe.result is not None else ""
-        trace.append(f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} work")
+        trace.append(
+            f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} work"
+        )

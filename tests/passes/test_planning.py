@@ -19,8 +19,14 @@ from relaxc.passes.planning.model import Buffer, Plan, lower_bound, naive_total
 from relaxc.passes.planning.planners import PLANNERS, plan_best, plan_buffers
 from relaxc.passes.planning.search import Probe, Sections
 
-MINIMALLOC = next((p / "shared/benchmarks/minimalloc" for p in Path(__file__).resolve().parents
-                  if (p / "shared/benchmarks/minimalloc").is_dir()), Path("/work/shared/benchmarks/minimalloc"))
+MINIMALLOC = next(
+    (
+        p / "shared/benchmarks/minimalloc"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared/benchmarks/minimalloc").is_dir()
+    ),
+    Path("/work/shared/benchmarks/minimalloc"),
+)
 
 # Small limits keep the file fast; a small instance that misses its bound in this time
 # still has to be valid and no worse than greedy.
@@ -44,8 +50,15 @@ def brute_force_problems(buffers: list[Buffer], offsets: list[int], arena: int) 
         if o < 0 or o % b.align or o + b.size > arena:
             return True
     for (a, oa), (b, ob) in itertools.combinations(zip(buffers, offsets), 2):
-        if (a.size and b.size and a.start < a.end and b.start < b.end and a.overlaps_in_time(b)
-                and oa < ob + b.size and ob < oa + a.size):
+        if (
+            a.size
+            and b.size
+            and a.start < a.end
+            and b.start < b.end
+            and a.overlaps_in_time(b)
+            and oa < ob + b.size
+            and ob < oa + a.size
+        ):
             return True
     return False
 
@@ -61,6 +74,7 @@ def plan(buffers: list[Buffer], algorithm: str, **kw) -> Plan:
 
 
 # -- properties ------------------------------------------------------------------------
+
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(buffer_lists())
@@ -100,12 +114,18 @@ def test_none_is_exactly_naive_total(buffers: list[Buffer]) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(buffer_lists(max_size=10), st.randoms(use_true_random=False))
-def test_checker_agrees_with_the_pairwise_definition(buffers: list[Buffer], rnd: random.Random) -> None:
+def test_checker_agrees_with_the_pairwise_definition(
+    buffers: list[Buffer], rnd: random.Random
+) -> None:
     # Random plans, most of them bad: the sweep must find a problem exactly when the
     # pairwise comparison does.
     offsets = [rnd.choice([0, b.align, 3, 2 * b.align, rnd.randrange(0, 200)]) for b in buffers]
-    arena = max((o + b.size for b, o in zip(buffers, offsets)), default=0) - rnd.choice([0, 0, 0, 1])
-    assert bool(check_plan(buffers, offsets, arena, limit=1000)) == brute_force_problems(buffers, offsets, arena)
+    arena = max((o + b.size for b, o in zip(buffers, offsets)), default=0) - rnd.choice(
+        [0, 0, 0, 1]
+    )
+    assert bool(check_plan(buffers, offsets, arena, limit=1000)) == brute_force_problems(
+        buffers, offsets, arena
+    )
 
 
 @settings(max_examples=100, deadline=None)
@@ -113,21 +133,31 @@ def test_checker_agrees_with_the_pairwise_definition(buffers: list[Buffer], rnd:
 def test_conflicts_from_the_sweep_are_all_intersecting_pairs(buffers: list[Buffer]) -> None:
     inst = prepare(buffers)
     got = {(i, j) for i, js in enumerate(inst.nbrs) for j in js}
-    want = {(i, j) for i in range(inst.n) for j in range(inst.n)
-            if i != j and inst.start[i] < inst.end[j] and inst.start[j] < inst.end[i]}
+    want = {
+        (i, j)
+        for i in range(inst.n)
+        for j in range(inst.n)
+        if i != j and inst.start[i] < inst.end[j] and inst.start[j] < inst.end[i]
+    }
     assert got == want
 
 
 def optimum(buffers: list[Buffer]) -> int:
     """The smallest arena, by first fit over every order (some order is optimal)."""
     inst = prepare(buffers)
-    return min((inst.height(place(inst, list(order))) for order in itertools.permutations(range(inst.n))),
-               default=0)
+    return min(
+        (inst.height(place(inst, list(order))) for order in itertools.permutations(range(inst.n))),
+        default=0,
+    )
 
 
 def with_twins(n: int) -> st.SearchStrategy[list[Buffer]]:
     """Lists drawn from a few distinct buffers: identical ones (twins) are common."""
-    return buffer_lists(max_size=3).filter(bool).flatmap(lambda pool: st.lists(st.sampled_from(pool), max_size=n))
+    return (
+        buffer_lists(max_size=3)
+        .filter(bool)
+        .flatmap(lambda pool: st.lists(st.sampled_from(pool), max_size=n))
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -153,6 +183,7 @@ def test_search_decides_the_optimum_exactly(buffers: list[Buffer]) -> None:
 
 
 # -- the sweep (huge inputs), forced on small ones ---------------------------------------
+
 
 def sweep_everywhere():
     """Every component past the pair budget: the greedy planners use the sweep."""
@@ -199,8 +230,10 @@ def test_the_sweep_on_random_interval_sets() -> None:
     # Dense enough that the pair budget sends everything to the sweep.
     rnd = random.Random(3)
     n = 20_000
-    buffers = [Buffer(s, s + 1 + rnd.randrange(400), 64 * int(2 ** rnd.uniform(0, 10)), 64)
-               for s in (rnd.randrange(n) for _ in range(n))]
+    buffers = [
+        Buffer(s, s + 1 + rnd.randrange(400), 64 * int(2 ** rnd.uniform(0, 10)), 64)
+        for s in (rnd.randrange(n) for _ in range(n))
+    ]
     lb = lower_bound(buffers)
     for algorithm in ("greedy-size", "greedy-conflict", "best"):
         with mock.patch.object(greedy_module, "PAIR_BUDGET", 10_000):
@@ -210,6 +243,7 @@ def test_the_sweep_on_random_interval_sets() -> None:
 
 
 # -- examples --------------------------------------------------------------------------
+
 
 def test_minimalloc_example_reaches_its_optimum_of_12() -> None:
     # MiniMalloc's examples/input.12.csv: id,lower,upper,size (half-open lifetimes).
@@ -225,8 +259,10 @@ def test_minimalloc_example_file() -> None:
         pytest.skip("shared MiniMalloc benchmarks not present")
     lines = path.read_text().split()
     assert lines[0] == "id,lower,upper,size"
-    buffers = [Buffer(int(lo), int(hi), int(size), 1, name)
-               for name, lo, hi, size in (line.split(",") for line in lines[1:])]
+    buffers = [
+        Buffer(int(lo), int(hi), int(size), 1, name)
+        for name, lo, hi, size in (line.split(",") for line in lines[1:])
+    ]
     assert len(buffers) == 5
     assert plan(buffers, "best").size == 12
 
@@ -312,8 +348,10 @@ def test_best_is_deterministic_for_a_seed(monkeypatch: pytest.MonkeyPatch) -> No
     # A work budget far below what the time limit allows: the count ends the search.
     monkeypatch.setattr(planners_module, "WORK_PER_SECOND", 5000)
     rnd = random.Random(7)
-    buffers = [Buffer(s, s + rnd.randrange(1, 12), rnd.randrange(1, 40) * 16, 16)
-               for s in (rnd.randrange(0, 40) for _ in range(60))]
+    buffers = [
+        Buffer(s, s + rnd.randrange(1, 12), rnd.randrange(1, 40) * 16, 16)
+        for s in (rnd.randrange(0, 40) for _ in range(60))
+    ]
     first = plan(buffers, "best", time_limit=1.0, seed=3)
     second = plan(buffers, "best", time_limit=1.0, seed=3)
     assert first == second
@@ -336,7 +374,9 @@ def test_unknown_planner_and_negative_time_limit() -> None:
 def test_greedy_size_plans_a_100k_chain() -> None:
     # Time belongs in benchmarks/planners.py; here only that it works and reuses.
     rnd = random.Random(0)
-    buffers = [Buffer(i, i + 1 + rnd.randrange(4), 64 * rnd.randrange(1, 64), 64) for i in range(100_000)]
+    buffers = [
+        Buffer(i, i + 1 + rnd.randrange(4), 64 * rnd.randrange(1, 64), 64) for i in range(100_000)
+    ]
     p = plan_buffers(buffers, "greedy-size")
     assert not check_plan(buffers, p.offsets, p.size)
     assert p.size <= 2 * lower_bound(buffers)
@@ -346,11 +386,14 @@ def test_conflict_lists_of_a_chain_are_local() -> None:
     starts = list(range(1000))
     ends = [s + 3 for s in starts]
     nbrs = conflict_lists(starts, ends)
-    assert all(sorted(js) == [j for j in range(i - 2, i + 3) if j != i and 0 <= j < 1000]
-               for i, js in enumerate(nbrs))
+    assert all(
+        sorted(js) == [j for j in range(i - 2, i + 3) if j != i and 0 <= j < 1000]
+        for i, js in enumerate(nbrs)
+    )
 
 
 # -- the checker on hand-made bad plans ------------------------------------------------
+
 
 def test_checker_accepts_a_good_plan() -> None:
     buffers = [Buffer(0, 4, 8, 8, "a"), Buffer(2, 6, 8, 8, "b"), Buffer(4, 8, 8, 8, "c")]
@@ -363,7 +406,11 @@ def test_checker_catches_an_overlap() -> None:
     assert len(problems) == 1
     assert "a" in problems[0] and "b" in problems[0] and "overlap" in problems[0]
     # A buffer hidden entirely inside a longer one below it.
-    buffers = [Buffer(0, 9, 100, 1, "big"), Buffer(1, 2, 10, 1, "small"), Buffer(1, 2, 10, 1, "other")]
+    buffers = [
+        Buffer(0, 9, 100, 1, "big"),
+        Buffer(1, 2, 10, 1, "small"),
+        Buffer(1, 2, 10, 1, "other"),
+    ]
     assert check_plan(buffers, [0, 50, 100], 110)
 
 

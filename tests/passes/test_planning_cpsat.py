@@ -22,7 +22,11 @@ pytestmark = pytest.mark.skipif(not cpsat.available(), reason="ortools (CP-SAT) 
 def small_instances() -> st.SearchStrategy[list[Buffer]]:
     one = st.builds(
         lambda start, length, size, align: Buffer(start, start + length, size * align, align),
-        st.integers(0, 12), st.integers(1, 8), st.integers(1, 12), st.sampled_from([1, 2, 4, 8]))
+        st.integers(0, 12),
+        st.integers(1, 8),
+        st.integers(1, 12),
+        st.sampled_from([1, 2, 4, 8]),
+    )
     return st.lists(one, min_size=1, max_size=9)
 
 
@@ -44,8 +48,10 @@ def test_best_matches_cpsat_on_small_instances(buffers: list[Buffer]) -> None:
 def test_cpsat_on_random_instances_with_a_fixed_seed() -> None:
     rnd = random.Random(11)
     for _ in range(5):
-        buffers = [Buffer(s, s + rnd.randrange(1, 6), rnd.randrange(1, 9) * 16, 16)
-                   for s in (rnd.randrange(0, 15) for _ in range(14))]
+        buffers = [
+            Buffer(s, s + rnd.randrange(1, 6), rnd.randrange(1, 9) * 16, 16)
+            for s in (rnd.randrange(0, 15) for _ in range(14))
+        ]
         best = plan_buffers(buffers, "best", time_limit=2.0)
         ref = cpsat.solve(buffers, time_limit=30.0, upper=best.size, hint=best.offsets)
         assert ref.status == "OPTIMAL"

@@ -16,8 +16,14 @@ from relaxc.passes.planning.checker import check_plan
 from relaxc.passes.planning.model import Buffer
 from relaxc.passes.planning.planners import plan_buffers
 
-MINIMALLOC = next((p / "shared/benchmarks/minimalloc" for p in Path(__file__).resolve().parents
-                   if (p / "shared/benchmarks/minimalloc").is_dir()), Path("/work/shared/benchmarks/minimalloc"))
+MINIMALLOC = next(
+    (
+        p / "shared/benchmarks/minimalloc"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared/benchmarks/minimalloc").is_dir()
+    ),
+    Path("/work/shared/benchmarks/minimalloc"),
+)
 
 
 def _spin(stop) -> None:  # noqa: ANN001 (a multiprocessing Event)
@@ -32,8 +38,10 @@ def _instance() -> list[Buffer]:
         rows = [line.split(",") for line in path.read_text().split()[1:]]
         return [Buffer(int(lo), int(hi), int(size), 1, name) for name, lo, hi, size in rows]
     rnd = random.Random(5)
-    return [Buffer(s, s + rnd.randrange(1, 30), rnd.randrange(1, 64) * 1024, 64)
-            for s in (rnd.randrange(0, 200) for _ in range(200))]
+    return [
+        Buffer(s, s + rnd.randrange(1, 30), rnd.randrange(1, 64) * 1024, 64)
+        for s in (rnd.randrange(0, 200) for _ in range(200))
+    ]
 
 
 def test_best_gives_the_same_plan_on_a_busy_machine() -> None:
