@@ -74,7 +74,7 @@ def prepare(buffers: Sequence[Buffer]) -> Instance:
     start = [buffers[i].start for i in index]
     end = [buffers[i].end for i in index]
     size = [buffers[i].size for i in index]
-    align = [max(1, buffers[i].align) for i in index]
+    align = [a if (a := buffers[i].align) > 1 else 1 for i in index]
     return Instance(index, start, end, size, align)
 
 

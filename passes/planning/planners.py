@@ -38,6 +38,7 @@ from typing import Sequence
 from .greedy import (
     Instance,
     Scan,
+    conflict_weights,
     greedy,
     place,
     prepare,
@@ -283,7 +284,10 @@ def _improve(
     _log(trace, f"component of {sub.n} buffers at {part.height} ({part.method})")
     size, first, last = sub.size, sub.start, sub.end
     length = [e - s for s, e in zip(first, last)]
-    weight = [size[i] + sum(size[j] for j in sub.nbrs[i]) for i in range(sub.n)]
+    # Each first-fit pass visits every conflict twice and sorts a buffer's ranges.
+    per_order = 2 * max(1, (2 * part.pairs + sub.n) // PAIRS_PER_WORK)
+    stage = int(HEURISTIC_SHARE * budget.left)
+    weight = conflict_weights(sub) if per_order <= stage else []
     keys = [
         lambda i: (-size[i], first[i], i),  # size (greedy-size, for best fit)
         lambda i: (-size[i] * length[i], i),  # breadth: size x lifetime
@@ -292,9 +296,6 @@ def _improve(
         lambda i: (first[i], -size[i], i),  # start time
         lambda i: (-weight[i], -size[i], i),  # conflicting bytes
     ]
-    # Each first-fit pass visits every conflict twice and sorts a buffer's ranges.
-    per_order = 2 * max(1, (2 * part.pairs + sub.n) // PAIRS_PER_WORK)
-    stage = int(HEURISTIC_SHARE * budget.left)
     for k in range(HEURISTIC_ORDERS):
         if part.height <= goal or per_order > stage or not budget.can(per_order):
             break
