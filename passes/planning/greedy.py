@@ -1,35 +1,62 @@
-"""Greedy placement on an interval conflict graph: first fit and best fit.
+"""Greedy placement: first fit on conflict lists, and a sweep over time for huge inputs.
 
 Everything here works on an :class:`Instance`: the buffers that actually need memory
-(non-zero size, non-empty lifetime), renumbered ``0..n-1``, with their conflict lists.
-Conflicts are found by a sweep over time, so a chain-like program with a handful of
-live buffers at each point costs O(n log n), not O(n^2). Placing a buffer sorts only the
-address ranges of its already-placed neighbours, so first fit costs O(sum of d log d)
-for degrees d.
+(non-zero size, non-empty lifetime), renumbered ``0..n-1``. Conflict lists are built only
+when asked for (:attr:`Instance.nbrs`), by a sweep over time.
+
+Two ways to place:
+
+* :func:`place` -- first fit (or best fit) in a given order among the placed buffers whose
+  lifetimes intersect. Costs O(sum of d log d) for degrees d: excellent plans, but the
+  conflict lists alone are O(n x live) (a million sparse buffers with a hundred live at a
+  time, or 100,000 with 2,500 live, mean 10^8 pairs).
+* :func:`sweep_place` -- a sweep over time that allocates each buffer when it is born and
+  frees it when it dies, best fit among the free blocks of the arena (boundary tags, a
+  sorted list of free blocks by size): O(n log n), never looks at a pair.
+
+:func:`greedy` picks per component of the time axis (a maximal run of overlapping
+lifetimes): first fit on conflict lists while their total stays within a pair budget
+(first fit is the same per component as over the whole set, so small programs get
+exactly the classic plan), the sweep for what is left.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import bisect
+import math
+from dataclasses import dataclass, field
 from typing import Sequence
 
+import numpy as np
+
 from .model import Buffer
+
+# Conflict pairs that first fit on conflict lists may cost in all (about a million a
+# second here). Components past it are placed by the sweep.
+PAIR_BUDGET = 1_500_000
 
 
 @dataclass
 class Instance:
-    """The buffers that need memory, renumbered, with their conflicts."""
+    """The buffers that need memory, renumbered; conflicts on demand."""
 
     index: list[int]  # position of each buffer in the caller's list
     start: list[int]
     end: list[int]
     size: list[int]
     align: list[int]
-    nbrs: list[list[int]]  # buffers whose lifetimes intersect, in no particular order
+    _nbrs: list[list[int]] | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
         return len(self.index)
+
+    @property
+    def nbrs(self) -> list[list[int]]:
+        """Buffers whose lifetimes intersect, in no particular order (built on first use)."""
+        if self._nbrs is None:
+            self._nbrs = conflict_lists(self.start, self.end)
+        return self._nbrs
 
     def height(self, offsets: Sequence[int]) -> int:
         return max((o + s for o, s in zip(offsets, self.size)), default=0)
@@ -47,8 +74,8 @@ def prepare(buffers: Sequence[Buffer]) -> Instance:
     start = [buffers[i].start for i in index]
     end = [buffers[i].end for i in index]
     size = [buffers[i].size for i in index]
-    align = [max(1, buffers[i].align) for i in index]
-    return Instance(index, start, end, size, align, conflict_lists(start, end))
+    align = [a if (a := buffers[i].align) > 1 else 1 for i in index]
+    return Instance(index, start, end, size, align)
 
 
 def conflict_lists(start: Sequence[int], end: Sequence[int]) -> list[list[int]]:
@@ -75,19 +102,110 @@ def conflict_lists(start: Sequence[int], end: Sequence[int]) -> list[list[int]]:
     return nbrs
 
 
+@dataclass
+class Scan:
+    """One pass over time: components, their conflict pairs, the most bytes live."""
+
+    by_start: list[int]  # buffers by (start, index)
+    components: list[list[int]]  # runs of by_start joined by overlapping lifetimes
+    pairs: list[int]  # conflicting pairs inside each component
+    max_live: int
+
+
+def scan(inst: Instance) -> Scan:
+    """Components, their pairs and the most bytes live, vectorised (numpy) when the sums fit
+    in 64 bits."""
+    n = inst.n
+    start, end, size = inst.start, inst.end, inst.size
+    if not n:
+        return Scan([], [], [], 0)
+    total = sum(size)
+    if n < 64 or total >= 1 << 62 or max(end) >= 1 << 62 or min(start) <= -(1 << 62):
+        return _scan_slow(inst)
+    return _scan_numpy(inst)
+
+
+def _scan_numpy(inst: Instance) -> Scan:
+    n = inst.n
+    start, end, size = inst.start, inst.end, inst.size
+    st = np.array(start, dtype=np.int64)
+    en = np.array(end, dtype=np.int64)
+    sz = np.array(size, dtype=np.int64)
+    order = np.argsort(st, kind="stable")
+    s_sorted = st[order]
+    reach = np.maximum.accumulate(en[order])
+    ends = np.sort(en)
+    # A component begins where a start is at or past every earlier end.
+    cut = np.flatnonzero(s_sorted[1:] >= reach[:-1]) + 1
+    firsts = np.concatenate(([0], cut))
+    # Buffers live when the k-th starts (frees first: half-open lifetimes).
+    active = np.arange(n, dtype=np.int64) - np.searchsorted(ends, s_sorted, side="right")
+    pairs = np.add.reduceat(active, firsts).tolist()
+    by_start = order.tolist()
+    bounds = firsts.tolist() + [n]
+    comps = [by_start[a:b] for a, b in zip(bounds, bounds[1:])]
+    times = np.concatenate((st, en))
+    deltas = np.concatenate((sz, -sz))
+    ev = np.lexsort((deltas, times))  # by time, frees (negative) first
+    best = int(np.cumsum(deltas[ev]).max())
+    return Scan(by_start, comps, pairs, max(best, 0))
+
+
+def _scan_slow(inst: Instance) -> Scan:
+    n = inst.n
+    start, end, size = inst.start, inst.end, inst.size
+    by_start = sorted(range(n), key=start.__getitem__)
+    by_end = sorted(range(n), key=end.__getitem__)
+    comps: list[list[int]] = []
+    pairs: list[int] = []
+    active = live = best = e = 0
+    reach = None
+    cur: list[int] = []
+    count = 0
+    for i in by_start:
+        s = start[i]
+        while e < n and end[by_end[e]] <= s:
+            active -= 1
+            live -= size[by_end[e]]
+            e += 1
+        if reach is None or s >= reach:
+            if cur:
+                comps.append(cur)
+                pairs.append(count)
+            cur, count, reach = [], 0, end[i]
+        cur.append(i)
+        count += active
+        active += 1
+        live += size[i]
+        if live > best:
+            best = live
+        if end[i] > reach:
+            reach = end[i]
+    if cur:
+        comps.append(cur)
+        pairs.append(count)
+    return Scan(by_start, comps, pairs, best)
+
+
 def _align_up(x: int, a: int) -> int:
     return x if a == 1 else -(-x // a) * a
 
 
-def place(inst: Instance, order: Sequence[int], best_fit: bool = False) -> list[int]:
+def place(
+    inst: Instance,
+    order: Sequence[int],
+    best_fit: bool = False,
+    initial: Sequence[int] | None = None,
+) -> list[int]:
     """Place buffers in ``order``: first fit (lowest offset) or best fit (tightest gap).
 
     First fit puts each buffer at the lowest aligned offset where it overlaps no placed
     neighbour. Best fit picks, among the gaps between placed neighbours that can hold
     it, the one leaving the least slack (ties: the lowest), and otherwise goes on top.
+    Buffers not in ``order`` keep their ``initial`` offset (-1 if none: unplaced).
     """
     size, align, nbrs = inst.size, inst.align, inst.nbrs
-    off = [-1] * inst.n
+    off = [-1] * inst.n if initial is None else list(initial)
     for i in order:
         ranges = [(off[j], off[j] + size[j]) for j in nbrs[i] if off[j] >= 0]
         if not ranges:
@@ -121,51 +239,217 @@ def place(inst: Instance, order: Sequence[int], best_fit: bool = False) -> list[
     return off
 
 
+def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
+    """Allocate the buffers ``births`` (in that order, which must be by start time) at their
+    start and free them at their end, best fit: the smallest free block that holds the
+    buffer aligned (ties: the lowest); the top of the arena when none does. Writes ``off``.
+
+    Free blocks are kept with boundary tags (coalesced on free) and in one sorted list of
+    ``size * K + offset`` keys, so a step costs O(log n) plus a short list move.
+    """
+    start, end, size, align = inst.start, inst.end, inst.size, inst.align
+    dying = sorted(births, key=end.__getitem__)
+    death_times = [end[j] for j in dying] + [math.inf]
+    K = sum(size[i] + align[i] for i in births) + 1  # above every offset and block size
+    amax = max((align[i] for i in births), default=1)
+    # When every size is a multiple of the largest alignment, so is every offset made.
+    plain = all(size[i] % amax == 0 for i in births)
+    free_at: dict[int, int] = {}  # offset -> size of the free block there
+    free_end: dict[int, int] = {}  # end of a free block -> its offset
+    blocks: list[int] = []  # size * K + offset, sorted
+    bisect_left, insort = bisect.bisect_left, bisect.insort
+    pop_end, pop_at = free_end.pop, free_at.pop
+    top = 0
+    e = 0
+    next_death = death_times[0]
+    for i in births:
+        s = start[i]
+        while next_death <= s:  # i itself dies after s: the loop stops in time
+            j = dying[e]
+            e += 1
+            next_death = death_times[e]
+            lo = off[j]
+            hi = lo + size[j]
+            p = pop_end(lo, None)
+            if p is not None:  # merge with the free block below
+                del blocks[bisect_left(blocks, (lo - p) * K + p)]
+                del free_at[p]
+                lo = p
+            q = pop_at(hi, None)
+            if q is not None:  # and the one above
+                del blocks[bisect_left(blocks, q * K + hi)]
+                del free_end[hi + q]
+                hi += q
+            free_at[lo] = hi - lo
+            free_end[hi] = lo
+            insort(blocks, (hi - lo) * K + lo)
+        z = size[i]
+        k = bisect_left(blocks, z * K)
+        if plain:
+            if k < len(blocks):
+                bs, bo = divmod(blocks[k], K)
+                p = bo
+            else:
+                t = free_end.get(top)
+                if t is None:
+                    off[i] = top
+                    top += z
+                    continue
+                bs, bo, p = top - t, t, t
+                k = bisect_left(blocks, bs * K + bo)
+        else:
+            a = align[i]
+            nb = len(blocks)
+            while k < nb:
+                bs, bo = divmod(blocks[k], K)
+                p = -(-bo // a) * a
+                if p + z <= bo + bs:
+                    break
+                k += 1
+            else:
+                # Nothing fits: on top, or in the free block that reaches the top.
+                t = free_end.get(top)
+                if t is not None:
+                    bs, bo = top - t, t
+                    k = bisect_left(blocks, bs * K + bo)
+                    p = -(-bo // a) * a
+                else:
+                    p = -(-top // a) * a
+                    if p > top:  # the padding is a free block
+                        free_at[top] = p - top
+                        free_end[p] = top
+                        insort(blocks, (p - top) * K + top)
+                    off[i] = p
+                    top = p + z
+                    continue
+        del blocks[k]
+        del free_at[bo]
+        del free_end[bo + bs]
+        if p > bo:
+            free_at[bo] = p - bo
+            free_end[p] = bo
+            insort(blocks, (p - bo) * K + bo)
+        hi = p + z
+        rest = bo + bs - hi
+        if rest > 0:
+            free_at[hi] = rest
+            free_end[bo + bs] = hi
+            insort(blocks, rest * K + hi)
+        off[i] = p
+        if hi > top:
+            top = hi
+
+
 def size_order(inst: Instance) -> list[int]:
     """Largest first; ties: earlier start, then input order."""
     size, start = inst.size, inst.start
     return sorted(range(inst.n), key=lambda i: (-size[i], start[i], i))
 
 
+def conflict_weights(inst: Instance) -> list[int]:
+    """For each buffer, its own size plus the sizes of the buffers it conflicts with,
+    from sorted start and end times and prefix sums (no conflict lists)."""
+    n = inst.n
+    if not n:
+        return []
+    # j conflicts with i (or is i) iff start_j < end_i and not end_j <= start_i; every j
+    # with end_j <= start_i also has start_j < end_i.
+    kind = object if _big(inst.start) or _big(inst.end) or sum(inst.size) >= 1 << 62 else np.int64
+    st = np.array(inst.start, dtype=kind)
+    en = np.array(inst.end, dtype=kind)
+    sz = np.array(inst.size, dtype=kind)
+    by_start = np.argsort(st, kind="stable")
+    by_end = np.argsort(en, kind="stable")
+    zero = np.zeros(1, dtype=kind)
+    sum_start = np.concatenate((zero, np.cumsum(sz[by_start])))
+    sum_end = np.concatenate((zero, np.cumsum(sz[by_end])))
+    starts, ends = st[by_start], en[by_end]
+    if kind is object:
+        return [
+            int(sum_start[bisect.bisect_left(starts, inst.end[i])])
+            - int(sum_end[bisect.bisect_right(ends, inst.start[i])])
+            for i in range(n)
+        ]
+    w = (
+        sum_start[np.searchsorted(starts, en, side="left")]
+        - sum_end[np.searchsorted(ends, st, side="right")]
+    )
+    return w.tolist()
+
+
 def conflict_order(inst: Instance) -> list[int]:
     """Most conflicting bytes first (own size included); ties: larger, earlier, input order."""
-    size, start, nbrs = inst.size, inst.start, inst.nbrs
-    weight = [size[i] + sum(size[j] for j in nbrs[i]) for i in range(inst.n)]
+    size, start = inst.size, inst.start
+    weight = conflict_weights(inst)
     return sorted(range(inst.n), key=lambda i: (-weight[i], -size[i], start[i], i))
+
+
+def greedy(
+    inst: Instance,
+    method: str = "greedy-size",
+    sc: Scan | None = None,
+    pair_budget: int | None = None,
+) -> tuple[list[int], int]:
+    """A greedy plan (``greedy-size`` or ``greedy-conflict``) and the conflict pairs it
+    looked at. Components go to first fit on conflict lists in time order while the pairs
+    they hold fit in ``pair_budget`` (default :data:`PAIR_BUDGET`); the rest to the sweep
+    (births ordered by start, then by the method's key)."""
+    sc = sc or scan(inst)
+    if pair_budget is None:
+        pair_budget = PAIR_BUDGET
+    key = size_order if method == "greedy-size" else conflict_order
+    if sum(sc.pairs) <= pair_budget:
+        return place(inst, key(inst)), sum(sc.pairs)
+    off = [-1] * inst.n
+    used = 0
+    swept: list[int] = []
+    for members, pairs in zip(sc.components, sc.pairs):
+        if len(members) == 1:
+            off[members[0]] = 0
+        elif used + pairs <= pair_budget:
+            used += pairs
+            sub = subinstance(inst, members)
+            for i, o in zip(members, place(sub, key(sub))):
+                off[i] = o
+        else:
+            swept.extend(members)
+    if swept:
+        idx = np.array(swept, dtype=np.int64)
+        st = np.array(inst.start, dtype=object if _big(inst.start) else np.int64)[idx]
+        sz = np.array(inst.size, dtype=object if _big(inst.size) else np.int64)[idx]
+        if method == "greedy-size":
+            keys: tuple = (idx, -sz, st)
+        else:
+            w = np.array(conflict_weights(inst), dtype=sz.dtype)[idx]
+            keys = (idx, -sz, -w, st)
+        sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
+    return off, used
+
+
+def _big(xs: list[int]) -> bool:
+    return bool(xs) and (max(xs) >= 1 << 62 or min(xs) <= -(1 << 62))
 
 
 def components(inst: Instance) -> list[list[int]]:
     """Groups of buffers joined by chains of lifetime overlaps, in time order."""
-    groups: list[list[int]] = []
-    reach = None
-    for i in sorted(range(inst.n), key=lambda i: (inst.start[i], i)):
-        if reach is None or inst.start[i] >= reach:
-            groups.append([])
-            reach = inst.end[i]
-        groups[-1].append(i)
-        reach = max(reach, inst.end[i])
-    return groups
+    return scan(inst).components
 
 
 def subinstance(inst: Instance, members: Sequence[int]) -> Instance:
     """The buffers ``members`` of ``inst`` as an instance of their own (``index`` maps back)."""
-    pos = {j: k for k, j in enumerate(members)}
-    return Instance(
+    sub = Instance(
         list(members),
         [inst.start[i] for i in members],
         [inst.end[i] for i in members],
         [inst.size[i] for i in members],
         [inst.align[i] for i in members],
-        [[pos[j] for j in inst.nbrs[i]] for i in members],
     )
+    if inst._nbrs is not None:
+        pos = {j: k for k, j in enumerate(members)}
+        sub._nbrs = [[pos[j] for j in inst._nbrs[i] if j in pos] for i in members]
+    return sub
 
 
 def max_live(inst: Instance) -> int:
     """Most bytes live at once (the lower bound for this instance)."""
-    events = sorted([(s, z) for s, z in zip(inst.start, inst.size)] + [(e, -z) for e, z in zip(inst.end, inst.size)])
-    live = best = 0
-    for _, d in events:
-        live += d
-        if live > best:
-            best = live
-    return best
+    return scan(inst).max_live

@@ -26,16 +26,36 @@ class Buffer:
 
 @dataclass(frozen=True)
 class Plan:
-    """Offsets for a list of buffers (same order) and the arena size they need."""
+    """Offsets for a list of buffers (same order) and the arena size they need.
+
+    ``proven_bound`` is the best lower bound on the arena the planner proved: at least the
+    most bytes live at once, more when the exact search showed lower capacities
+    infeasible. ``optimal`` says ``size == proven_bound``: no plan is smaller.
+    ``stopped_by_clock`` says the safety clock (far past the work budget) ended a search,
+    so this plan may differ from run to run; otherwise it depends on the input and the
+    options only.
+    """
 
     offsets: tuple[int, ...]
     size: int
     algorithm: str
+    proven_bound: int = 0
+    optimal: bool = False
+    stopped_by_clock: bool = False
 
     @staticmethod
-    def from_offsets(buffers: Sequence[Buffer], offsets: Sequence[int], algorithm: str) -> "Plan":
+    def from_offsets(
+        buffers: Sequence[Buffer],
+        offsets: Sequence[int],
+        algorithm: str,
+        *,
+        proven_bound: int = 0,
+        stopped_by_clock: bool = False,
+    ) -> "Plan":
         size = max((o + b.size for b, o in zip(buffers, offsets)), default=0)
-        return Plan(tuple(offsets), size, algorithm)
+        return Plan(
+            tuple(offsets), size, algorithm, proven_bound, size <= proven_bound, stopped_by_clock
+        )
 
 
 def lower_bound(buffers: Sequence[Buffer]) -> int:

@@ -4,19 +4,28 @@ Planners (each returns a :class:`Plan` whose offsets follow the input order):
 
 * ``none`` -- no reuse: every buffer its own block, one after another, aligned.
 * ``greedy-size`` -- largest first (ties: earlier start, then input order), first fit by
-  address among the placed buffers whose lifetimes intersect.
-* ``greedy-conflict`` -- the same first fit, most conflicting bytes first.
-* ``best`` -- both greedy plans; then, for the component of the conflict graph that sets
-  the arena size, first fit and best fit over more orders and a MiniMalloc-style exact
-  search (:mod:`.search`) within ``time_limit``. Never worse than ``greedy-size``; stops
-  early when the arena equals the lower bound (the most bytes live at once).
+  address among the placed buffers whose lifetimes intersect. On huge inputs, the
+  components whose conflict lists would cost too much are placed by a sweep over time
+  instead (best fit among free blocks, O(n log n); see :mod:`.greedy`).
+* ``greedy-conflict`` -- the same, most conflicting bytes first.
+* ``best`` -- ``greedy-size``, then within a work budget derived from ``time_limit``:
+  ``greedy-conflict``; for the component of the time axis that sets the arena size,
+  first fit and best fit over more orders and a MiniMalloc-style exact search
+  (:mod:`.search`). Never worse than ``greedy-size``; stops early when the arena equals
+  the best proven lower bound.
 
 Buffers with zero size or an empty lifetime need no memory and sit at offset 0 (except
 under ``none``, which lays out every buffer).
 
-``best`` is deterministic for a given ``seed`` as long as the time limit is not what stops
-it: its work is bounded by counts (orders tried, search work) proportional to
-``time_limit``; the clock is only a safety net for slow or loaded machines.
+*Determinism.* Every planner's output depends on the input and the options only. ``best``
+counts its work (search nodes and candidates, conflict pairs built and visited) against
+``time_limit * WORK_PER_SECOND``; a CPU clock stops it only ``CLOCK_FACTOR`` times past
+the time limit, and then ``Plan.stopped_by_clock`` says so. The greedy pass it starts
+from is not counted against the budget (it is what every planner costs).
+
+*Bounds.* Every plan carries ``proven_bound`` (the most bytes live at once, or more when
+the search proved lower capacities infeasible for the component that sets the arena) and
+``optimal`` (the arena equals it).
 """
 
 from __future__ import annotations
@@ -26,41 +35,72 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
-from .greedy import Instance, components, conflict_order, max_live, place, prepare, size_order, subinstance
+from .greedy import (
+    Instance,
+    Scan,
+    conflict_weights,
+    greedy,
+    place,
+    prepare,
+    scan,
+    subinstance,
+)
 from .model import Buffer, Plan
 from .search import minimize
 
 PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 
 # Search work (nodes plus candidates examined) per second of time limit: a little less
-# than this machine does in a second, so the count, not the clock, usually ends it.
-WORK_PER_SECOND = 30_000
+# than this machine does in a CPU second, so the count, not the clock, ends it.
+WORK_PER_SECOND = 60_000
+# Conflict pairs built or visited by first fit per unit of work (about a microsecond each).
+PAIRS_PER_WORK = 15
+# The safety clock: CPU seconds past which a search stops whatever its budget says.
+CLOCK_FACTOR = 10.0
 # Orders tried by the first-fit/best-fit stage of ``best`` (each both ways), and the
-# share of the time limit it may take at most.
+# share of the budget it may take at most.
 HEURISTIC_ORDERS = 16
-HEURISTIC_SHARE = 0.1
+HEURISTIC_SHARE = 0.05
 # Components larger than this are not searched (a search node costs O(n log n), and
 # the search nests a generator per placed buffer).
 SEARCH_MAX_BUFFERS = 2000
+# A buffer is small when this many of it fit in the lower bound; when a component holds
+# both kinds, the large ones are planned first with BIG_FIRST_SHARE of the work left.
+# Only when small buffers are at least a quarter of the component (as in programs, where
+# every reduction leaves one): a few small ones in an instance change little.
+SMALL_FACTOR = 4096
+SMALL_SHARE = 4
+BIG_FIRST_SHARE = 0.8
 
 
-def plan_buffers(buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0,
-                 seed: int = 0) -> Plan:
+def plan_buffers(
+    buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0, seed: int = 0
+) -> Plan:
     """Offsets for ``buffers`` in one arena, by ``algorithm`` (one of :data:`PLANNERS`)."""
     if algorithm not in PLANNERS:
         raise ValueError(f"unknown planner {algorithm!r}; expected one of {', '.join(PLANNERS)}")
     if time_limit < 0:
         raise ValueError("time_limit must not be negative")
-    if algorithm == "none":
-        return _no_reuse(buffers)
     if algorithm == "best":
         return plan_best(buffers, time_limit=time_limit, seed=seed)
     inst = prepare(buffers)
-    order = size_order(inst) if algorithm == "greedy-size" else conflict_order(inst)
-    return Plan.from_offsets(buffers, inst.expand(place(inst, order), len(buffers)), algorithm)
+    sc = scan(inst)
+    bound = _floor(buffers, sc)
+    if algorithm == "none":
+        return _no_reuse(buffers, bound)
+    offsets, _ = greedy(inst, algorithm, sc)
+    return Plan.from_offsets(
+        buffers, inst.expand(offsets, len(buffers)), algorithm, proven_bound=bound
+    )
 
 
-def _no_reuse(buffers: Sequence[Buffer]) -> Plan:
+def _floor(buffers: Sequence[Buffer], sc: Scan) -> int:
+    """No plan beats the most bytes live at once; a buffer with an empty lifetime sits
+    at 0 but still has to fit in the arena."""
+    return max([sc.max_live] + [b.size for b in buffers if b.start >= b.end])
+
+
+def _no_reuse(buffers: Sequence[Buffer], bound: int) -> Plan:
     offsets = []
     top = 0
     for b in buffers:
@@ -68,7 +108,7 @@ def _no_reuse(buffers: Sequence[Buffer]) -> Plan:
         top = -(-top // a) * a
         offsets.append(top)
         top += b.size
-    return Plan.from_offsets(buffers, offsets, "none")
+    return Plan.from_offsets(buffers, offsets, "none", proven_bound=bound)
 
 
 def _stacked(inst: Instance, members: Sequence[int]) -> list[int]:
@@ -83,68 +123,158 @@ def _stacked(inst: Instance, members: Sequence[int]) -> list[int]:
     return offsets
 
 
+def _stacked_height(inst: Instance, members: Sequence[int]) -> int:
+    """The height of :func:`_stacked` without building it (no sort when in order)."""
+    order = members if all(a < b for a, b in zip(members, members[1:])) else sorted(members)
+    top = 0
+    align, size = inst.align, inst.size
+    for i in order:
+        a = align[i]
+        top = (-(-top // a) * a if a > 1 else top) + size[i]
+    return top
+
+
 @dataclass
 class _Part:
-    """A component of the conflict graph and the best placement known for it."""
+    """A component of the time axis and the best placement known for it."""
 
     members: list[int]  # indices into the instance
+    pairs: int  # conflicting pairs among them
     height: int
     method: str
     offsets: list[int]  # same order as members
     tried: bool = False
 
 
-def plan_best(buffers: Sequence[Buffer], *, time_limit: float = 2.0, seed: int = 0,
-              trace: list[str] | None = None) -> Plan:
+class _Budget:
+    """Work left, and the safety clock."""
+
+    def __init__(self, time_limit: float) -> None:
+        self.left = int(time_limit * WORK_PER_SECOND)
+        self.used = 0
+        self.deadline = time.process_time() + CLOCK_FACTOR * time_limit
+        self.clock = False
+
+    def spend(self, work: int) -> None:
+        self.left -= work
+        self.used += work
+
+    def share(self, fraction: float) -> "_Budget":
+        """A budget of ``fraction`` of the work left, on the same clock."""
+        child = _Budget(0.0)
+        child.left = int(self.left * fraction)
+        child.deadline = self.deadline
+        return child
+
+    def can(self, work: int) -> bool:
+        """Whether ``work`` more fits (and the safety clock has not run out)."""
+        if time.process_time() > self.deadline:
+            self.clock = True
+            return False
+        return work <= self.left
+
+
+def plan_best(
+    buffers: Sequence[Buffer],
+    *,
+    time_limit: float = 2.0,
+    seed: int = 0,
+    trace: list[str] | None = None,
+) -> Plan:
     """The ``best`` planner; ``trace``, if given, collects a line per step taken."""
-    start = time.perf_counter()
-    # Leave a little time for assembling the plan.
-    deadline = start + max(0.0, time_limit * 0.98 - 0.01)
-    rng = random.Random(seed)
+    budget = _Budget(time_limit)
     inst = prepare(buffers)
-    # No plan beats the most bytes live at once, and no component need go below that.
-    # (A buffer with an empty lifetime sits at 0 but still has to fit in the arena.)
-    goal = max([max_live(inst)] + [b.size for b in buffers if b.start >= b.end])
-    by_method = [("greedy-size", place(inst, size_order(inst)))]
-    if inst.height(by_method[0][1]) <= goal:  # optimal already (the common case)
+    sc = scan(inst)
+    offsets, bound, method = _best(
+        inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace
+    )
+    return Plan.from_offsets(
+        buffers,
+        inst.expand(offsets, len(buffers)),
+        f"best({method})",
+        proven_bound=bound,
+        stopped_by_clock=budget.clock,
+    )
+
+
+def _best(
+    inst: Instance,
+    sc: Scan,
+    goal: int,
+    budget: _Budget,
+    rng: random.Random,
+    trace: list[str] | None,
+) -> tuple[list[int], int, str]:
+    """Offsets, the proven lower bound and the winning method for ``inst``; ``goal`` is a
+    lower bound already known."""
+    base, pairs = greedy(inst, "greedy-size", sc)
+    if inst.height(base) <= goal:  # optimal already (the common case)
         _log(trace, f"{inst.n} buffers; greedy-size meets the lower bound {goal}")
-        return Plan.from_offsets(buffers, inst.expand(by_method[0][1], len(buffers)), "best(greedy-size)")
-    by_method.append(("greedy-conflict", place(inst, conflict_order(inst))))
+        return base, goal, "greedy-size"
+    by_method = [("greedy-size", base)]
+    # The conflict lists are built already when greedy-size used them everywhere.
+    cost = 0 if inst._nbrs is not None else sum(sc.pairs)
+    if budget.can(cost // PAIRS_PER_WORK):
+        other, pairs = greedy(inst, "greedy-conflict", sc)
+        budget.spend(cost // PAIRS_PER_WORK + pairs // PAIRS_PER_WORK)
+        by_method.append(("greedy-conflict", other))
     parts: list[_Part] = []
-    for members in components(inst):
+    for members, count in zip(sc.components, sc.pairs):
         # The greedy plans, and no reuse at all (so best <= naive_total even when
         # alignment makes first fit pad more than the input order does).
-        candidates = [(method, [offsets[i] for i in members]) for method, offsets in by_method]
-        candidates.append(("none", _stacked(inst, members)))
         best: _Part | None = None
-        for method, sub in candidates:
-            h = max(o + inst.size[i] for o, i in zip(sub, members))
+        for method, offsets in by_method:
+            h = max(offsets[i] + inst.size[i] for i in members)
             if best is None or h < best.height:
-                best = _Part(members, h, method, sub)
+                best = _Part(members, count, h, method, [offsets[i] for i in members])
         assert best is not None
+        if _stacked_height(inst, members) < best.height:
+            stacked = _stacked(inst, members)
+            h = max(o + inst.size[i] for o, i in zip(stacked, members))
+            best = _Part(members, count, h, "none", stacked)
         parts.append(best)
-    budget = int(time_limit * WORK_PER_SECOND)
-    _log(trace, f"{inst.n} buffers in {len(parts)} components; lower bound {goal}; "
-                f"greedy {max((p.height for p in parts), default=0)}")
+    _log(
+        trace,
+        f"{inst.n} buffers in {len(parts)} components; lower bound {goal}; "
+        f"greedy {max((p.height for p in parts), default=0)}; budget {budget.left}",
+    )
+    bound = goal
     while parts:
         part = max(parts, key=lambda p: p.height)  # the one that sets the arena
-        if part.height <= goal or part.tried or time.perf_counter() > deadline:
+        if part.height <= bound or part.tried:
             break
         part.tried = True
-        budget -= _improve(part, subinstance(inst, part.members), goal, start, deadline,
-                           time_limit, rng, budget, trace)
+        # Building its conflict lists is the least the improvement costs.
+        if not budget.can(part.pairs // PAIRS_PER_WORK):
+            _log(
+                trace,
+                f"component of {len(part.members)} buffers ({part.pairs} conflicting pairs): "
+                f"past the budget",
+            )
+            break
+        budget.spend(part.pairs // PAIRS_PER_WORK)
+        bound = max(
+            bound, _improve(part, subinstance(inst, part.members), bound, budget, rng, trace)
+        )
     offsets = [0] * inst.n
     for p in parts:
         for i, o in zip(p.members, p.offsets):
             offsets[i] = o
     winner = max(parts, key=lambda p: p.height).method if parts else "greedy-size"
-    return Plan.from_offsets(buffers, inst.expand(offsets, len(buffers)), f"best({winner})")
+    return offsets, bound, winner
 
 
-def _improve(part: _Part, sub: Instance, goal: int, start: float, deadline: float, time_limit: float,
-             rng: random.Random, budget: int, trace: list[str] | None) -> int:
+def _improve(
+    part: _Part,
+    sub: Instance,
+    goal: int,
+    budget: _Budget,
+    rng: random.Random,
+    trace: list[str] | None,
+) -> int:
     """Try to lower ``part.height``: more greedy orders, then the exact search. Returns
-    the search work used."""
+    the best lower bound proven for the part (at least ``goal``)."""
+
     def consider(method: str, offsets: list[int]) -> None:
         h = sub.height(offsets)
         if h < part.height:
@@ -154,19 +284,23 @@ def _improve(part: _Part, sub: Instance, goal: int, start: float, deadline: floa
     _log(trace, f"component of {sub.n} buffers at {part.height} ({part.method})")
     size, first, last = sub.size, sub.start, sub.end
     length = [e - s for s, e in zip(first, last)]
-    weight = [size[i] + sum(size[j] for j in sub.nbrs[i]) for i in range(sub.n)]
+    # Each first-fit pass visits every conflict twice and sorts a buffer's ranges.
+    per_order = 2 * max(1, (2 * part.pairs + sub.n) // PAIRS_PER_WORK)
+    stage = int(HEURISTIC_SHARE * budget.left)
+    weight = conflict_weights(sub) if per_order <= stage else []
     keys = [
-        lambda i: (-size[i], first[i], i),               # size (greedy-size, for best fit)
-        lambda i: (-size[i] * length[i], i),             # breadth: size x lifetime
-        lambda i: (-size[i], -length[i], i),             # size, then lifetime
-        lambda i: (-length[i], -size[i], i),             # lifetime
-        lambda i: (first[i], -size[i], i),               # start time
-        lambda i: (-weight[i], -size[i], i),             # conflicting bytes
+        lambda i: (-size[i], first[i], i),  # size (greedy-size, for best fit)
+        lambda i: (-size[i] * length[i], i),  # breadth: size x lifetime
+        lambda i: (-size[i], -length[i], i),  # size, then lifetime
+        lambda i: (-length[i], -size[i], i),  # lifetime
+        lambda i: (first[i], -size[i], i),  # start time
+        lambda i: (-weight[i], -size[i], i),  # conflicting bytes
     ]
-    stage_end = min(deadline, start + HEURISTIC_SHARE * time_limit)
     for k in range(HEURISTIC_ORDERS):
-        if part.height <= goal or time.perf_counter() > stage_end:
+        if part.height <= goal or per_order > stage or not budget.can(per_order):
             break
+        stage -= per_order
+        budget.spend(per_order)
         if k < len(keys):
             order = sorted(range(sub.n), key=keys[k])
         else:  # sizes or breadths with multiplicative noise
@@ -175,15 +309,44 @@ def _improve(part: _Part, sub: Instance, goal: int, start: float, deadline: floa
             order = sorted(range(sub.n), key=lambda i: (-noisy[i], i))
         consider("first-fit", place(sub, order))
         consider("best-fit", place(sub, order, best_fit=True))
-    if part.height <= goal or sub.n > SEARCH_MAX_BUFFERS or budget <= 0:
-        return 0
+    bound = goal
+    small = [k for k in range(sub.n) if sub.size[k] * SMALL_FACTOR <= goal]
+    if (
+        len(small) * SMALL_SHARE >= sub.n
+        and len(small) < sub.n
+        and part.height > goal
+        and budget.can(1)
+    ):
+        # Small buffers rarely set the height: plan the large ones alone (their
+        # components, searched), then drop the small ones into the gaps by first fit. The
+        # large ones' proven bound holds for the whole.
+        large = [k for k in range(sub.n) if sub.size[k] * SMALL_FACTOR > goal]
+        big = subinstance(sub, large)
+        child = budget.share(BIG_FIRST_SHARE)
+        _log(trace, f"  large buffers first: {len(large)} of {sub.n}")
+        big_scan = scan(big)
+        # Their own lower bound: asking the search for more slack than needed makes it
+        # harder, not easier (less pruning).
+        big_off, big_bound, _ = _best(big, big_scan, big_scan.max_live, child, rng, trace)
+        budget.spend(child.used)
+        budget.clock = budget.clock or child.clock
+        bound = max(bound, big_bound)
+        offsets = [-1] * sub.n
+        for k, o in zip(large, big_off):
+            offsets[k] = o
+        small.sort(key=lambda k: (-sub.size[k], sub.start[k], k))
+        consider("large-first", place(sub, small, initial=offsets))
+    if part.height <= bound or sub.n > SEARCH_MAX_BUFFERS or not budget.can(1):
+        return bound
     steps: list[str] | None = [] if trace is not None else None
-    found, _, used = minimize(sub, goal, part.height, budget, deadline, steps)
+    out = minimize(sub, bound, part.height, budget.left, budget.deadline, steps)
+    budget.spend(out.work)
+    budget.clock = budget.clock or out.stopped_by_clock
     for line in steps or ():
         _log(trace, "  " + line)
-    if found is not None:
-        consider("search", found)
-    return used
+    if out.offsets is not None:
+        consider("search", out.offsets)
+    return max(bound, out.bound)
 
 
 def _log(trace: list[str] | None, line: str) -> None:

@@ -38,6 +38,7 @@ import bisect
 import math
 import sys
 import time
+from dataclasses import dataclass
 from operator import add
 from typing import Generator, Sequence
 
@@ -52,9 +53,9 @@ from .greedy import Instance
 # bound) and side probes (with slack) use different mixes.
 MAIN_HEURISTICS = (("TWA", 2), ("TAW", 2), ("TWO", 1))
 SIDE_HEURISTICS = (("TWA", 1), ("TAW", 1), ("WAT", 1), ("TWO", 1))
-SLICE = 250  # work per turn and share of one decision in the portfolio
+SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 3  # turns of the main probe (at the goal) per turn of a side probe
-SIDE_WORK = 8000  # first work limit of a side probe
+SIDE_WORK = 16000  # first work limit of a side probe
 
 Search = Generator[None, None, bool]
 
@@ -105,14 +106,16 @@ class Decision:
     ``pause`` units of work have been done and returns offsets, or None if there is none.
     """
 
-    def __init__(self, sec: Sections, capacity: int, heuristic: str, deadline: float = math.inf) -> None:
+    def __init__(
+        self, sec: Sections, capacity: int, heuristic: str, deadline: float = math.inf
+    ) -> None:
         inst = sec.inst
         n = inst.n
         self.inst = inst
         self.sec = sec
         self.capacity = capacity
         self.heuristic = heuristic
-        self.deadline = deadline  # also yield when the clock passes this
+        self.deadline = deadline  # also yield when the safety clock (CPU seconds) passes this
         self.work = 0  # nodes expanded plus candidates examined
         self.pause = 0  # yield when work reaches this
         self.nodes = 0
@@ -129,7 +132,9 @@ class Decision:
 
     def run(self) -> Generator[None, None, list[int] | None]:
         inst, sec = self.inst, self.sec
-        if any(sz > self.capacity for sz in inst.size) or any(t > self.capacity for t in self.total):
+        if any(sz > self.capacity for sz in inst.size) or any(
+            t > self.capacity for t in self.total
+        ):
             return None
         # Initial partitions: runs of sections with no buffer spanning their borders.
         start = 0
@@ -148,8 +153,16 @@ class Decision:
         keys = []
         for i in bufs:
             width = end[i] - start[i]
-            d = {"T": max(total[lo[i]:hi[i]]), "W": width, "A": size[i] * width, "Z": size[i],
-                 "C": hi[i] - lo[i], "O": len(inst.nbrs[i]), "S": -start[i], "E": end[i]}
+            d = {
+                "T": max(total[lo[i] : hi[i]]),
+                "W": width,
+                "A": size[i] * width,
+                "Z": size[i],
+                "C": hi[i] - lo[i],
+                "O": len(inst.nbrs[i]),
+                "S": -start[i],
+                "E": end[i],
+            }
             keys.append((tuple(-d[c] for c in self.heuristic), i))
         keys.sort()
         return [i for _, i in keys]
@@ -165,14 +178,15 @@ class Decision:
             rank[b] = r
         return found
 
-    def _search(self, porder: list[int], rest: list[int], last_off: int, last_r: int, slo: int,
-                shi: int) -> Search:
+    def _search(
+        self, porder: list[int], rest: list[int], last_off: int, last_r: int, slo: int, shi: int
+    ) -> Search:
         """Place ``rest``, the unplaced buffers of the partition ``porder`` (both in preorder)
         over sections ``[slo, shi)``, after a placement at ``last_off`` of rank ``last_r``."""
         if not rest:
             return True
         self.nodes += 1
-        if self.work >= self.pause or (not self.nodes & 63 and time.perf_counter() > self.deadline):
+        if self.work >= self.pause or (not self.nodes & 63 and time.process_time() > self.deadline):
             yield
         off, mo, rank = self.off, self.min_off, self.rank
         inst, sec = self.inst, self.sec
@@ -186,12 +200,17 @@ class Decision:
         rest_mo = list(map(mo.__getitem__, rest))
         # (3) and (1): candidates lie below the top of every unplaced buffer and below
         # cap - (largest section total) + 1.
-        limit = min(min(map(add, rest_mo, map(size.__getitem__, rest))), cap - max(total[slo:shi]) + 1)
+        limit = min(
+            min(map(add, rest_mo, map(size.__getitem__, rest))), cap - max(total[slo:shi]) + 1
+        )
         # Canonical order: placements go in non-decreasing (offset, rank).
         window = range(last_off * n + last_r + 1 if last_off >= 0 else 0, limit * n)
-        order = sorted(filter(window.__contains__,
-                              map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))))
-        work = 1
+        order = sorted(
+            filter(
+                window.__contains__, map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))
+            )
+        )
+        work = 1 + (len(rest) >> 5)  # the O(rest) bookkeeping of a node counts too
         # Sections found infeasible for a candidate, with its first (last) section: they
         # stay infeasible for candidates starting no later (ending no earlier) as high up.
         failed_left: dict[int, int] = {}
@@ -363,8 +382,13 @@ class Probe:
     """A portfolio of decisions for one capacity, run in turns: each gets ``SLICE`` work
     per share per turn, and the first to finish answers for all."""
 
-    def __init__(self, sec: Sections, capacity: int,
-                 heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS, deadline: float = math.inf) -> None:
+    def __init__(
+        self,
+        sec: Sections,
+        capacity: int,
+        heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS,
+        deadline: float = math.inf,
+    ) -> None:
         self.capacity = capacity
         self.runs = [Decision(sec, capacity, h, deadline) for h, _ in heuristics]
         self.shares = [share for _, share in heuristics]
@@ -392,20 +416,42 @@ class Probe:
         return self.status
 
 
-def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
-             trace: list[str] | None = None) -> tuple[list[int] | None, int, int]:
+@dataclass
+class Outcome:
+    """What :func:`minimize` found: a better plan (or None), its height, the work used, the
+    lowest capacity not proven infeasible, and whether the safety clock stopped it."""
+
+    offsets: list[int] | None
+    height: int
+    work: int
+    bound: int
+    stopped_by_clock: bool = False
+
+
+def minimize(
+    inst: Instance,
+    goal: int,
+    best: int,
+    budget: int,
+    deadline: float = math.inf,
+    trace: list[str] | None = None,
+) -> Outcome:
     """Look for a plan of ``inst`` lower than ``best``; none lower than ``goal`` is needed.
 
     The main probe asks for ``goal`` (a lower bound, often the optimum) and gets three
     quarters of the work. Side probes bisect between the lowest capacity not yet given up
     on and the best height found, each with a small work limit: a probe that runs out
     counts as a failure. When the range is used up, bisection starts again from the
-    goal, with twice the limit if the pass found nothing. Search time is heavy-tailed and
-    depends on the capacity asked for, so many short probes do better than a few long
-    ones. Returns (offsets or None, best height, work used).
+    lowest capacity not proven infeasible, with twice the limit if the pass found
+    nothing. Search time is heavy-tailed and depends on the capacity asked for, so many
+    short probes do better than a few long ones.
+
+    Work (nodes plus candidates), not time, ends the search: the result depends on the
+    input and ``budget`` only. ``deadline`` (``time.process_time()``) is a safety net far
+    past the budget; when it ends the search, the outcome says so.
     """
     if best <= goal or not inst.n:
-        return None, best, 0
+        return Outcome(None, best, 0, goal)
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 6 * inst.n + 1000))
     try:
@@ -420,11 +466,17 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
         proven = goal - 1  # every capacity up to this one is infeasible
         lo = goal // grain + 1  # in grains: the lowest capacity not yet given up on
         used = 0
+        clock = False
 
-        def out_of_time() -> bool:
-            return used >= budget or time.perf_counter() > deadline
+        def bound() -> int:
+            return max(goal, -(-(proven + 1) // grain) * grain)
 
-        while not out_of_time():
+        while True:
+            if used >= budget:
+                break
+            if time.process_time() > deadline:
+                clock = True
+                break
             # The main probe has most of the work until it has used half the budget.
             turns = 0 if main is None else MAIN_TURNS if main.work < budget // 2 else 1
             for _ in range(turns):
@@ -433,14 +485,17 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
                 used += main.work - before
                 if status == "found":
                     _note(trace, main, inst)
-                    return main.result, inst.height(main.result), used
+                    return Outcome(main.result, inst.height(main.result), used, goal)
                 if status == "infeasible":
                     _note(trace, main, inst)
                     proven = goal
                     main = None
                     break
-                if out_of_time():
-                    return found, best, used
+                if used >= budget or time.process_time() > deadline:
+                    break
+            else:
+                if used >= budget or time.process_time() > deadline:
+                    continue  # the checks at the top end it
             if side is None:
                 if lo >= best // grain:  # a pass over the range is done: again, with more work
                     lo = proven // grain + 1
@@ -458,7 +513,7 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
                 found, best = side.result, inst.height(side.result)
                 improved = True
                 side = None
-                if best <= goal:
+                if best <= bound():
                     break
             elif status == "infeasible" or side.work >= side_limit:
                 _note(trace, side, inst)
@@ -466,7 +521,7 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
                     proven = max(proven, side.capacity)
                 lo = side.capacity // grain + 1
                 side = None
-        return found, best, used
+        return Outcome(found, best, used, bound(), clock)
     finally:
         sys.setrecursionlimit(limit)
 
@@ -474,4 +529,6 @@ def minimize(inst: Instance, goal: int, best: int, budget: int, deadline: float,
 def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
     if trace is not None:
         h = f" height {inst.height(probe.result)}" if probe.result is not None else ""
-        trace.append(f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} work")
+        trace.append(
+            f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} work"
+        )

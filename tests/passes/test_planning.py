@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import itertools
 import random
-import time
+from unittest import mock
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from relaxc.passes.planning import greedy as greedy_module
 from relaxc.passes.planning import planners as planners_module
 from relaxc.passes.planning.checker import check_plan
 from relaxc.passes.planning.greedy import conflict_lists, place, prepare
@@ -18,7 +19,14 @@ from relaxc.passes.planning.model import Buffer, Plan, lower_bound, naive_total
 from relaxc.passes.planning.planners import PLANNERS, plan_best, plan_buffers
 from relaxc.passes.planning.search import Probe, Sections
 
-MINIMALLOC = Path(__file__).resolve().parents[3] / "shared/benchmarks/minimalloc"
+MINIMALLOC = next(
+    (
+        p / "shared/benchmarks/minimalloc"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared/benchmarks/minimalloc").is_dir()
+    ),
+    Path("/work/shared/benchmarks/minimalloc"),
+)
 
 # Small limits keep the file fast; a small instance that misses its bound in this time
 # still has to be valid and no worse than greedy.
@@ -42,8 +50,15 @@ def brute_force_problems(buffers: list[Buffer], offsets: list[int], arena: int) 
         if o < 0 or o % b.align or o + b.size > arena:
             return True
     for (a, oa), (b, ob) in itertools.combinations(zip(buffers, offsets), 2):
-        if (a.size and b.size and a.start < a.end and b.start < b.end and a.overlaps_in_time(b)
-                and oa < ob + b.size and ob < oa + a.size):
+        if (
+            a.size
+            and b.size
+            and a.start < a.end
+            and b.start < b.end
+            and a.overlaps_in_time(b)
+            and oa < ob + b.size
+            and ob < oa + a.size
+        ):
             return True
     return False
 
@@ -59,6 +74,7 @@ def plan(buffers: list[Buffer], algorithm: str, **kw) -> Plan:
 
 
 # -- properties ------------------------------------------------------------------------
+
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(buffer_lists())
@@ -98,12 +114,18 @@ def test_none_is_exactly_naive_total(buffers: list[Buffer]) -> None:
 
 @settings(max_examples=100, deadline=None)
 @given(buffer_lists(max_size=10), st.randoms(use_true_random=False))
-def test_checker_agrees_with_the_pairwise_definition(buffers: list[Buffer], rnd: random.Random) -> None:
+def test_checker_agrees_with_the_pairwise_definition(
+    buffers: list[Buffer], rnd: random.Random
+) -> None:
     # Random plans, most of them bad: the sweep must find a problem exactly when the
     # pairwise comparison does.
     offsets = [rnd.choice([0, b.align, 3, 2 * b.align, rnd.randrange(0, 200)]) for b in buffers]
-    arena = max((o + b.size for b, o in zip(buffers, offsets)), default=0) - rnd.choice([0, 0, 0, 1])
-    assert bool(check_plan(buffers, offsets, arena, limit=1000)) == brute_force_problems(buffers, offsets, arena)
+    arena = max((o + b.size for b, o in zip(buffers, offsets)), default=0) - rnd.choice(
+        [0, 0, 0, 1]
+    )
+    assert bool(check_plan(buffers, offsets, arena, limit=1000)) == brute_force_problems(
+        buffers, offsets, arena
+    )
 
 
 @settings(max_examples=100, deadline=None)
@@ -111,21 +133,31 @@ def test_checker_agrees_with_the_pairwise_definition(buffers: list[Buffer], rnd:
 def test_conflicts_from_the_sweep_are_all_intersecting_pairs(buffers: list[Buffer]) -> None:
     inst = prepare(buffers)
     got = {(i, j) for i, js in enumerate(inst.nbrs) for j in js}
-    want = {(i, j) for i in range(inst.n) for j in range(inst.n)
-            if i != j and inst.start[i] < inst.end[j] and inst.start[j] < inst.end[i]}
+    want = {
+        (i, j)
+        for i in range(inst.n)
+        for j in range(inst.n)
+        if i != j and inst.start[i] < inst.end[j] and inst.start[j] < inst.end[i]
+    }
     assert got == want
 
 
 def optimum(buffers: list[Buffer]) -> int:
     """The smallest arena, by first fit over every order (some order is optimal)."""
     inst = prepare(buffers)
-    return min((inst.height(place(inst, list(order))) for order in itertools.permutations(range(inst.n))),
-               default=0)
+    return min(
+        (inst.height(place(inst, list(order))) for order in itertools.permutations(range(inst.n))),
+        default=0,
+    )
 
 
 def with_twins(n: int) -> st.SearchStrategy[list[Buffer]]:
     """Lists drawn from a few distinct buffers: identical ones (twins) are common."""
-    return buffer_lists(max_size=3).filter(bool).flatmap(lambda pool: st.lists(st.sampled_from(pool), max_size=n))
+    return (
+        buffer_lists(max_size=3)
+        .filter(bool)
+        .flatmap(lambda pool: st.lists(st.sampled_from(pool), max_size=n))
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -150,7 +182,68 @@ def test_search_decides_the_optimum_exactly(buffers: list[Buffer]) -> None:
     assert plan(buffers, "best", time_limit=5.0).size == max(opt, floor)
 
 
+# -- the sweep (huge inputs), forced on small ones ---------------------------------------
+
+
+def sweep_everywhere():
+    """Every component past the pair budget: the greedy planners use the sweep."""
+    return mock.patch.object(greedy_module, "PAIR_BUDGET", -1)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(buffer_lists(max_size=40))
+def test_the_sweep_is_valid_and_above_the_lower_bound(buffers: list[Buffer]) -> None:
+    lb = lower_bound(buffers)
+    with sweep_everywhere():
+        plans = {a: plan(buffers, a) for a in PLANNERS}
+    for algorithm, p in plans.items():
+        assert p.size >= lb
+        assert p.proven_bound <= p.size
+        for b, o in zip(buffers, p.offsets):
+            assert o % b.align == 0
+    assert plans["best"].size <= plans["greedy-size"].size
+
+
+@settings(max_examples=80, deadline=None)
+@given(buffer_lists(max_size=40, aligned=False))
+def test_the_sweep_is_no_worse_than_no_reuse_without_alignment(buffers: list[Buffer]) -> None:
+    with sweep_everywhere():
+        assert plan(buffers, "greedy-size").size <= naive_total(buffers)
+        assert plan(buffers, "greedy-conflict").size <= naive_total(buffers)
+
+
+@settings(max_examples=60, deadline=None)
+@given(buffer_lists(max_size=40))
+def test_the_numpy_scan_agrees_with_the_plain_one(buffers: list[Buffer]) -> None:
+    inst = prepare(buffers)
+    slow = greedy_module._scan_slow(inst)
+    if inst.n:
+        assert greedy_module._scan_numpy(inst) == slow
+    fast = greedy_module.scan(inst)
+    assert fast == slow
+    assert fast.max_live == lower_bound(buffers) or inst.n == 0
+    want = [inst.size[i] + sum(inst.size[j] for j in inst.nbrs[i]) for i in range(inst.n)]
+    assert greedy_module.conflict_weights(inst) == want
+
+
+def test_the_sweep_on_random_interval_sets() -> None:
+    # Dense enough that the pair budget sends everything to the sweep.
+    rnd = random.Random(3)
+    n = 20_000
+    buffers = [
+        Buffer(s, s + 1 + rnd.randrange(400), 64 * int(2 ** rnd.uniform(0, 10)), 64)
+        for s in (rnd.randrange(n) for _ in range(n))
+    ]
+    lb = lower_bound(buffers)
+    for algorithm in ("greedy-size", "greedy-conflict", "best"):
+        with mock.patch.object(greedy_module, "PAIR_BUDGET", 10_000):
+            p = plan(buffers, algorithm)
+        assert lb <= p.size <= 1.25 * lb
+        assert p.proven_bound == lb
+
+
 # -- examples --------------------------------------------------------------------------
+
 
 def test_minimalloc_example_reaches_its_optimum_of_12() -> None:
     # MiniMalloc's examples/input.12.csv: id,lower,upper,size (half-open lifetimes).
@@ -166,8 +259,10 @@ def test_minimalloc_example_file() -> None:
         pytest.skip("shared MiniMalloc benchmarks not present")
     lines = path.read_text().split()
     assert lines[0] == "id,lower,upper,size"
-    buffers = [Buffer(int(lo), int(hi), int(size), 1, name)
-               for name, lo, hi, size in (line.split(",") for line in lines[1:])]
+    buffers = [
+        Buffer(int(lo), int(hi), int(size), 1, name)
+        for name, lo, hi, size in (line.split(",") for line in lines[1:])
+    ]
     assert len(buffers) == 5
     assert plan(buffers, "best").size == 12
 
@@ -253,8 +348,10 @@ def test_best_is_deterministic_for_a_seed(monkeypatch: pytest.MonkeyPatch) -> No
     # A work budget far below what the time limit allows: the count ends the search.
     monkeypatch.setattr(planners_module, "WORK_PER_SECOND", 5000)
     rnd = random.Random(7)
-    buffers = [Buffer(s, s + rnd.randrange(1, 12), rnd.randrange(1, 40) * 16, 16)
-               for s in (rnd.randrange(0, 40) for _ in range(60))]
+    buffers = [
+        Buffer(s, s + rnd.randrange(1, 12), rnd.randrange(1, 40) * 16, 16)
+        for s in (rnd.randrange(0, 40) for _ in range(60))
+    ]
     first = plan(buffers, "best", time_limit=1.0, seed=3)
     second = plan(buffers, "best", time_limit=1.0, seed=3)
     assert first == second
@@ -274,25 +371,29 @@ def test_unknown_planner_and_negative_time_limit() -> None:
         plan_buffers([Buffer(0, 1, 1)], "best", time_limit=-1)
 
 
-def test_greedy_size_plans_a_100k_chain_quickly() -> None:
+def test_greedy_size_plans_a_100k_chain() -> None:
+    # Time belongs in benchmarks/planners.py; here only that it works and reuses.
     rnd = random.Random(0)
-    buffers = [Buffer(i, i + 1 + rnd.randrange(4), 64 * rnd.randrange(1, 64), 64) for i in range(100_000)]
-    t = time.perf_counter()
+    buffers = [
+        Buffer(i, i + 1 + rnd.randrange(4), 64 * rnd.randrange(1, 64), 64) for i in range(100_000)
+    ]
     p = plan_buffers(buffers, "greedy-size")
-    seconds = time.perf_counter() - t
     assert not check_plan(buffers, p.offsets, p.size)
-    assert seconds < 5.0
+    assert p.size <= 2 * lower_bound(buffers)
 
 
 def test_conflict_lists_of_a_chain_are_local() -> None:
     starts = list(range(1000))
     ends = [s + 3 for s in starts]
     nbrs = conflict_lists(starts, ends)
-    assert all(sorted(js) == [j for j in range(i - 2, i + 3) if j != i and 0 <= j < 1000]
-               for i, js in enumerate(nbrs))
+    assert all(
+        sorted(js) == [j for j in range(i - 2, i + 3) if j != i and 0 <= j < 1000]
+        for i, js in enumerate(nbrs)
+    )
 
 
 # -- the checker on hand-made bad plans ------------------------------------------------
+
 
 def test_checker_accepts_a_good_plan() -> None:
     buffers = [Buffer(0, 4, 8, 8, "a"), Buffer(2, 6, 8, 8, "b"), Buffer(4, 8, 8, 8, "c")]
@@ -305,7 +406,11 @@ def test_checker_catches_an_overlap() -> None:
     assert len(problems) == 1
     assert "a" in problems[0] and "b" in problems[0] and "overlap" in problems[0]
     # A buffer hidden entirely inside a longer one below it.
-    buffers = [Buffer(0, 9, 100, 1, "big"), Buffer(1, 2, 10, 1, "small"), Buffer(1, 2, 10, 1, "other")]
+    buffers = [
+        Buffer(0, 9, 100, 1, "big"),
+        Buffer(1, 2, 10, 1, "small"),
+        Buffer(1, 2, 10, 1, "other"),
+    ]
     assert check_plan(buffers, [0, 50, 100], 110)
 
 
