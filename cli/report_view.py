@@ -105,6 +105,12 @@ def full_report(rep: FunctionReport) -> Group:
             format_bytes(rep.proven_bound)
             + "  (no arena below this exists; the plan may not be optimal)",
         )
+    if rep.clock_stopped:
+        facts.add_row(
+            "warning",
+            "the planner's safety clock ended its search far past its work budget: this plan "
+            "may differ from run to run (raise PlanMemory.time_limit, or use greedy-size)",
+        )
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
     facts.add_row("inputs", _b(rep.input_bytes))

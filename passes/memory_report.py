@@ -57,6 +57,7 @@ class FunctionReport:
     arena_bytes: int = 0
     lower_bound: int = 0
     proven_bound: int = 0  # the planner's proven bound on the arena (0: none stated)
+    clock_stopped: bool = False  # a safety clock ended the planner's search: may vary by run
     naive_bytes: int = 0
     arenas: list[dict[str, Any]] = field(default_factory=list)
     input_bytes: int | str = 0
@@ -132,6 +133,7 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         )
         rep.arena_bytes += size
         rep.proven_bound += a.proven_bound
+        rep.clock_stopped = rep.clock_stopped or a.clock_stopped
     planned_buffers: list[Buffer] = []
     for s in binds:
         carve = call_of(s.value, ALLOC_TENSOR)

@@ -70,6 +70,7 @@ class StorageInfo:
     external: bool
     arena: bool
     proven_bound: int = 0
+    clock_stopped: bool = False
 
 
 def storage_info(stmt: Bind, index: int) -> StorageInfo:
@@ -82,6 +83,7 @@ def storage_info(stmt: Bind, index: int) -> StorageInfo:
         "external": False,
         "arena": False,
         "proven_bound": 0,
+        "clock_stopped": False,
     }
     names = ("size", "align", "scope", "external", "arena")
     for k, v in zip(names, call.args):
@@ -96,6 +98,7 @@ def storage_info(stmt: Bind, index: int) -> StorageInfo:
         bool(attrs["external"]),
         bool(attrs["arena"]),
         attrs["proven_bound"] if isinstance(attrs["proven_bound"], int) else 0,
+        attrs["clock_stopped"] is True,
     )
 
 
@@ -123,6 +126,7 @@ class FunctionPlan:
         default_factory=dict
     )  # scope -> (name, size, align)
     bounds: dict[str, int] = field(default_factory=dict)  # scope -> the planner's proven bound
+    clock_stopped: set[str] = field(default_factory=set)  # scopes whose search the clock ended
     reused: dict[str, str] = field(
         default_factory=dict
     )  # dynamic storage -> the dead one it reuses
@@ -223,6 +227,8 @@ class PlanMemory(Pass):
             proven = getattr(result, "proven_bound", 0)
             if proven:
                 plan.bounds[scope] = round_up(proven, align)
+            if getattr(result, "stopped_by_clock", False):
+                plan.clock_stopped.add(scope)
             for (s, _), off in zip(items, result.offsets):
                 plan.placed[s.name] = (name, off)
         plan.reused = _reuse_equal_dynamic(dynamic, live)
@@ -310,6 +316,8 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
         kwargs: tuple = (("align", align), ("scope", scope), ("arena", True))
         if scope in plan.bounds:
             kwargs += (("proven_bound", plan.bounds[scope]),)
+        if scope in plan.clock_stopped:
+            kwargs += (("clock_stopped", True),)
         body.append(Bind(arena, None, Call(ALLOC_STORAGE, (size,), kwargs)))
     for i, st in enumerate(fn.body):
         if isinstance(st, Bind):

@@ -274,6 +274,13 @@ def register_all(reg: Registry) -> None:
                     0,
                     "of an arena: the smallest size its planner proved possible (0: not stated)",
                 ),
+                AttrSpec(
+                    "clock_stopped",
+                    "bool",
+                    False,
+                    "of an arena: the planner's safety clock ended its search (far past its work "
+                    "budget), so this plan may differ from run to run",
+                ),
             ),
         )
     )

@@ -1,0 +1,78 @@
+"""PlanMemory records what the planner proved (issue 17): the arena's proven bound, whether
+the plan is optimal, and whether a safety clock ended the search (issue 14, item 11: the
+output says so); the report shows each."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from relaxc.frontend.parser import parse_module
+from relaxc.frontend.printer import print_module
+from relaxc.passes import plan_memory
+from relaxc.passes.manifest_alloc import ManifestAlloc
+from relaxc.passes.memory_report import memory_report
+from relaxc.passes.plan_memory import PlanMemory
+from relaxc.passes.planning.planners import plan_buffers
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+
+CHAIN = """
+fn @main(%x: Tensor[(64,), f32]) -> Tensor[(64,), f32] {
+  %a = exp(%x)
+  %b = tanh(%a)
+  %c = add(%a, %b)
+  %d = relu(%c)
+  return %d
+}
+"""
+
+
+def planned(text: str, **options) -> tuple:
+    m = PlanMemory(**options)(ManifestAlloc()(parse_module(text, "t.rx")))
+    return m, {r.name: r for r in memory_report(m)}["main"]
+
+
+def test_an_optimal_plan_is_reported_optimal() -> None:
+    m, rep = planned(CHAIN)
+    assert rep.arena_bytes == 768  # %a, %b and %c live at once at the add
+    assert rep.proven_bound == 768 and rep.optimal
+    assert "proven_bound=768" in print_module(m)
+    assert rep.to_json()["optimal"] is True
+
+
+def test_a_plan_above_its_bound_is_not_called_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
+    def loose(buffers, algorithm="best", **kw):
+        plan = plan_buffers(buffers, "none")  # no reuse: above the bound
+        return dataclasses.replace(plan, proven_bound=768)
+
+    monkeypatch.setattr(plan_memory, "plan_buffers", loose)
+    _, rep = planned(CHAIN.replace("  return %d", "  %e = exp(%d)\n  return %e"))
+    assert rep.arena_bytes > rep.proven_bound == 768
+    assert not rep.optimal
+
+
+def test_a_search_the_clock_ended_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    def clocked(buffers, algorithm="best", **kw):
+        return dataclasses.replace(plan_buffers(buffers, algorithm, **kw), stopped_by_clock=True)
+
+    monkeypatch.setattr(plan_memory, "plan_buffers", clocked)
+    m, rep = planned(CHAIN)
+    assert "clock_stopped=true" in print_module(m)
+    assert rep.clock_stopped and rep.to_json()["clock_stopped"] is True
+    from io import StringIO
+
+    from rich.console import Console
+
+    from relaxc.cli.report_view import print_reports
+
+    out = StringIO()
+    print_reports([rep], Console(file=out, width=100))
+    assert "safety clock ended its search" in out.getvalue()
+
+
+def test_greedy_plans_state_their_bound_too() -> None:
+    _, rep = planned(CHAIN, planner="greedy-size")
+    assert rep.proven_bound >= rep.lower_bound
