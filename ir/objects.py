@@ -11,6 +11,7 @@ from an object ``%o`` is ``%o`` again. Tensors are tracked per buffer by
 from __future__ import annotations
 
 from .nodes import Bind, Function, Project, TupleExpr, Var, expr_vars
+from .walk import ExprFunctor, StmtVisitor
 
 
 class _UnionFind:
@@ -32,25 +33,41 @@ class _UnionFind:
             self.parent[ra] = rb
 
 
+class _SameObject(StmtVisitor, ExprFunctor[None]):
+    """Unites the names of one object: ``%u = %t``, and ``%p = %tup.i`` of a tuple built here."""
+
+    def __init__(self) -> None:
+        self.uf = _UnionFind()
+        self.fields: dict[str, tuple[str, ...]] = {}  # tuple built here -> its field names
+        self.name = ""
+
+    def visit_bind(self, stmt: Bind) -> None:
+        self.name = stmt.name
+        self.visit_expr(stmt.value)
+
+    def visit_default(self, expr) -> None:
+        pass  # a kernel, a call, a constant: a new object
+
+    def visit_var(self, expr: Var) -> None:
+        self.uf.union(self.name, expr.name)
+
+    def visit_tuple(self, expr: TupleExpr) -> None:
+        self.fields[self.name] = tuple(v.name for v in expr.fields)
+
+    def visit_project(self, expr: Project) -> None:
+        src = _built_tuple(expr.tuple_var.name, self.fields, self.uf)
+        if src is not None and expr.index < len(src):
+            self.uf.union(self.name, src[expr.index])
+
+
 def object_groups(fn: Function) -> dict[str, frozenset[str]]:
     """Each name that is the same object as another name -> every name of that object.
 
     Names of an object of one name are absent.
     """
-    uf = _UnionFind()
-    fields: dict[str, tuple[str, ...]] = {}  # tuple built here -> its field names
-    for stmt in fn.body:
-        if not isinstance(stmt, Bind):
-            continue
-        e = stmt.value
-        if isinstance(e, Var):
-            uf.union(stmt.name, e.name)
-        elif isinstance(e, TupleExpr):
-            fields[stmt.name] = tuple(v.name for v in e.fields)
-        elif isinstance(e, Project):
-            src = _built_tuple(e.tuple_var.name, fields, uf)
-            if src is not None and e.index < len(src):
-                uf.union(stmt.name, src[e.index])
+    walk = _SameObject()
+    walk.visit_function(fn)
+    uf = walk.uf
     members: dict[str, set[str]] = {}
     for name in list(uf.parent):
         members.setdefault(uf.find(name), set()).add(name)
