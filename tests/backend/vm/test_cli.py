@@ -300,7 +300,7 @@ def test_disasm_lists_functions_constants_and_instructions(rxb: Path) -> None:
     )
     assert (
         "alloc_storage r1:%arena = memory.alloc_storage(557056, align=64, "
-        'scope="global", arena=true)' in out
+        'scope="global", arena=true, proven_bound=557056)' in out
     )
     assert "invoke        layer_norm(r0:%x, r2:%g1, r3:%b1) outs (r4:%ln1)" in out
     assert "invoke_func   @scaled_softmax(" in out
