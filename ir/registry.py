@@ -40,9 +40,9 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import dims as D
 from .nodes import DictLit, DType, ListLit, Var
 from .types import Type
+from .vocab import is_dim, is_int
 
 
 class OpError(Exception):
@@ -167,14 +167,6 @@ class Registry:
 # Attribute checking and argument binding.
 
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-def _is_dim(v: Any) -> bool:
-    return _is_int(v) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
-
-
 def check_attr(op: str, spec: AttrSpec, v: Any) -> Any:
     """Check ``v`` against ``spec`` and return it in the Python form kernels use.
 
@@ -183,11 +175,11 @@ def check_attr(op: str, spec: AttrSpec, v: Any) -> Any:
     kind = spec.kind
     where = f"attribute '{spec.name}' of {op}"
     if kind == "int":
-        if _is_int(v):
+        if is_int(v):
             return v
         raise OpError(f"{where} must be an integer")
     if kind == "float":
-        if _is_int(v) or isinstance(v, float):
+        if is_int(v) or isinstance(v, float):
             return float(v)
         raise OpError(f"{where} must be a number")
     if kind == "bool":
@@ -203,31 +195,31 @@ def check_attr(op: str, spec: AttrSpec, v: Any) -> Any:
             return v.name
         raise OpError(f"{where} must be a dtype such as f32")
     if kind == "ints":
-        if _is_int(v):
+        if is_int(v):
             return (v,)
-        if isinstance(v, tuple) and all(_is_int(x) for x in v):
+        if isinstance(v, tuple) and all(is_int(x) for x in v):
             return v
         raise OpError(f"{where} must be a tuple of integers")
     if kind == "axes":
         if v is None:
             return None
-        if _is_int(v):
+        if is_int(v):
             return (v,)
-        if isinstance(v, tuple) and all(_is_int(x) for x in v):
+        if isinstance(v, tuple) and all(is_int(x) for x in v):
             return v
         raise OpError(f"{where} must be an integer or a tuple of integers")
     if kind == "shape":
-        if isinstance(v, tuple) and all(_is_dim(x) for x in v):
+        if isinstance(v, tuple) and all(is_dim(x) for x in v):
             return v
         raise OpError(f"{where} must be a shape such as (2, n)")
     if kind == "dim":
-        if _is_dim(v):
+        if is_dim(v):
             return v
         raise OpError(f"{where} must be an integer or a symbolic dim")
     if kind == "pad":
-        if _is_int(v):
+        if is_int(v):
             return (v,)
-        if isinstance(v, tuple) and all(_is_int(x) for x in v):
+        if isinstance(v, tuple) and all(is_int(x) for x in v):
             return v
         raise OpError(f"{where} must be an integer or a tuple of integers")
     # "value": any literal
