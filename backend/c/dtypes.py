@@ -103,3 +103,28 @@ def array_literal(arr: np.ndarray, dtype: str, per_line: int = 8, indent: str = 
         items = [element_literal(x, dtype) for x in flat]
     lines = [", ".join(items[i : i + per_line]) for i in range(0, len(items), per_line)]
     return "{\n" + ",\n".join(indent + ln for ln in lines) + "\n}"
+
+
+def constant_words(arr: np.ndarray, per_line: int = 8, indent: str = "    ") -> tuple[str, str]:
+    """The C word type and the brace initializer that hold ``arr``'s bytes exactly, one
+    unsigned word per element (its bit pattern in hex, C order).
+
+    No per-element formatting: the hex digits come from one ``tobytes().hex()`` and are cut
+    into words by numpy, so emitting the weights of a real model takes a fraction of a second
+    (the decimal literals took a Python call per element) and the text is shorter.
+    """
+    flat = np.ascontiguousarray(arr).reshape(-1)
+    size = flat.dtype.itemsize
+    word = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t", 8: "uint64_t"}[size]
+    if flat.size == 0:
+        return word, "{0}"
+    suffix = b"u" if size <= 4 else b"ull"
+    digits = flat.view(f"u{size}").astype(f">u{size}").tobytes().hex().encode()
+    hexes = np.frombuffer(digits, dtype=f"S{2 * size}")
+    words = np.char.add(np.char.add(b"0x", hexes), suffix)
+    words = np.where(hexes == b"0" * (2 * size), b"0", words).tolist()  # zeros, written short
+    lines = [
+        indent + b", ".join(words[i : i + per_line]).decode()
+        for i in range(0, len(words), per_line)
+    ]
+    return word, "{\n" + ",\n".join(lines) + "\n}"

@@ -97,17 +97,20 @@ class ModuleEmitter:
             arr = arr.reshape(tuple(int(d) for d in t.shape))
         cname = self.scope.name(f"{self.prefix}_c_", label)
         count = max(int(arr.size), 1)
+        # The bytes exactly, as words (the bit patterns), read through a union member of
+        # the element type: exact for every dtype, and no per-element decimal formatting.
+        word, init = T.constant_words(arr)
         self.constant_defs.append(
             (
                 cname,
                 f"/* {comment(label)}: {comment(type_to_str(t))} */\n"
-                f"static const {T.c_type(t.dtype)} {cname}[{count}] = "
-                f"{T.array_literal(arr, t.dtype)};",
+                f"static const union {{ {word} w[{count}]; {T.c_type(t.dtype)} v[{count}]; }} "
+                f"{cname} = {{{init}}};",
                 int(arr.size) * T.nbytes(t.dtype),
             )
         )
-        self.constants[key] = cname
-        return cname
+        self.constants[key] = f"{cname}.v"
+        return f"{cname}.v"
 
     # -- kernels --------------------------------------------------------------------------
     def kernel(self, spec: Spec, loc: Loc | None) -> str:
