@@ -23,6 +23,7 @@ from . import dims as D
 from .diagnostics import Loc, RxError
 from .nodes import Bind, Call, Effect, Function, Invoke, Project, TupleExpr, Var, expr_vars
 from .registry import Registry
+from .storage_bounds import provably_le
 from .types import TensorType, Type, dtype_nbytes
 from .vocab import MEMORY_VIEW, call_of, is_int
 
@@ -43,8 +44,6 @@ def _nbytes(t: TensorType) -> D.Dim:
 
 def _intersect(a: Region, b: Region) -> bool:
     """May the byte ranges of ``a`` and ``b`` intersect? (True when it cannot be ruled out.)"""
-    from .storage_bounds import provably_le
-
     if is_int(a.nbytes) and a.nbytes == 0 or is_int(b.nbytes) and b.nbytes == 0:
         return False
     a_end, b_end = D.simplify(D.add(a.offset, a.nbytes)), D.simplify(D.add(b.offset, b.nbytes))

@@ -48,6 +48,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness, flatten
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
+    Project,
     Bind,
     Call,
     DType,
@@ -102,7 +103,7 @@ class Placement:
     slots: dict[str, Slot]  # value name (or tuple field name) -> slot
     fields: dict[str, list[str]]  # tuple-valued kernel result -> its field names
     workspace: D.Dim  # bytes
-    copies: list[tuple[int, Var]]  # outputs written by a copy at the end: (index, source)
+    copies: list[tuple[int, Var | Project]]  # outputs written by a copy at the end: (index, source)
     out_types: list[TensorType]
 
 
@@ -192,7 +193,7 @@ class _Planner:
         roots = self.out_roots()
         slots: dict[str, Slot] = {}
         fields: dict[str, list[str]] = {}
-        copies: list[tuple[int, Var]] = []
+        copies: list[tuple[int, Var | Project]] = []
         occupants: dict[int, list[tuple[str, int, int]]] = {k: [] for k in range(len(out_types))}
         kinds = self.info.kind
         # A multi-output kernel whose tuple is the whole result writes every output.
@@ -255,12 +256,13 @@ class _Planner:
             return None
         return Placement(slots, fields, workspace, copies, out_types)
 
-    def _ret_leaf_vars(self) -> list[Var]:
-        out: list[Var] = []
+    def _ret_leaf_vars(self) -> list[Var | Project]:
+        """Each output's value: a returned variable, or a field of a returned tuple."""
+        out: list[Var | Project] = []
         for v in self.ret_vars():
             t = self.types[v.name]
             if isinstance(t, TupleType):
-                out += [Var(f"{v.name}.{j}") for j in range(len(tensor_leaves(t)))]
+                out += [Project(v, j) for j in range(len(tensor_leaves(t)))]
             else:
                 out.append(v)
         return out
@@ -428,12 +430,11 @@ def _lower(
         else:
             body.append(stmt)
     for k, src in placement.copies:
-        if "." in src.name:  # a field of a returned tuple
-            tup, j = src.name.rsplit(".", 1)
-            from relaxc.ir.nodes import Project
-
-            name = names.fresh(f"{tup}_{j}")
-            body.append(Bind(name, None, Project(Var(tup, loc), int(j), loc), loc))
+        if isinstance(src, Project):  # a field of a returned tuple: bound first, then copied
+            name = names.fresh(f"{src.tuple_var.name}_{src.index}")
+            body.append(
+                Bind(name, None, Project(Var(src.tuple_var.name, loc), src.index, loc), loc)
+            )
             src = Var(name, loc)
         t = placement.out_types[k]
         body.append(

@@ -12,6 +12,7 @@ import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import ListLit
+from relaxc.ir.storage_bounds import provably_le, tensor_nbytes
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import (
     OBJECT,
@@ -147,8 +148,6 @@ def view_bytes(x: np.ndarray, offset: int, shape: tuple[int, ...], dtype: str) -
 
 
 def _infer_view(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
-    from relaxc.ir.storage_bounds import provably_le, tensor_nbytes
-
     x = inputs[0]
     if not isinstance(x, TensorType):
         raise OpError("memory.view: its input must be a tensor")
