@@ -100,11 +100,17 @@ def nbytes_dim(t: TensorType) -> D.Dim:
 
 @dataclass
 class Port:
-    """An input or output of ``<prefix>_run``: its C parameter name, IR type and description."""
+    """An input or output of ``<prefix>_run``: its C parameter name, IR type and description.
+
+    With inputs and outputs in the arena (``io_in_arena``), a port that lives in static
+    memory is no parameter of the run function: ``accessor`` names the function that gives
+    the caller its pointer, ``location`` says where that is (``arena + 4096``)."""
 
     name: str
     ir_name: str
     type: TensorType
+    accessor: str | None = None
+    location: str = ""
 
 
 @dataclass

@@ -212,5 +212,9 @@ class ModuleEmitter:
         self.buffers.append(StaticBuffer(cname, ir_name, nbytes, align, arena))
         return cname
 
+    def is_arena(self, cname: str) -> bool:
+        """``cname`` is the C name of an arena (not of another static allocation)."""
+        return any(b.cname == cname and b.arena for b in self.buffers)
+
 
 __all__ = ["ModuleEmitter"]
