@@ -106,6 +106,10 @@ def stats_verdict(stats, pred) -> list[str]:
             "kernel results without destination passing: peak "
             f"{format_bytes(stats.kind_peak['result'])}"
         )
+    if pred.io_in_arena:
+        lines.append(
+            "inputs and outputs are in the arena: copied in at the start, read out at the end"
+        )
     diff = stats.working_peak - pred.peak
     if diff == 0:
         lines.append("the run held exactly the memory the plan promised")
@@ -173,6 +177,12 @@ def stats_verdict(stats, pred) -> list[str]:
 @click.option(
     "--poison", is_flag=True, help="VM: overwrite freed and killed memory with 0xFF bytes."
 )
+@click.option(
+    "--io-in-arena",
+    is_flag=True,
+    help="With an .rx FILE and --stats or --check: compile it with the inputs and outputs "
+    "planned into the arena (PlanMemory.io_in_arena=true), as relaxc build --io-in-arena does.",
+)
 @click.pass_obj
 def run_cmd(
     obj: dict,
@@ -187,6 +197,7 @@ def run_cmd(
     check: bool,
     source: Path | None,
     poison: bool,
+    io_in_arena: bool,
 ) -> None:
     """Run FILE: an .rx program with the reference interpreter, or an .rxb (made by relaxc
     build) with the VM.
@@ -199,6 +210,11 @@ def run_cmd(
     bytecode = is_bytecode(file)
     if source is not None and not (bytecode and check):
         raise click.UsageError("--source needs an .rxb FILE and --check")
+    if io_in_arena and (bytecode or not (stats or check)):
+        raise click.UsageError(
+            "--io-in-arena plans the program compiled from an .rx FILE for --stats or --check "
+            "(an .rxb was planned when it was built: relaxc build --io-in-arena)"
+        )
     if bytecode and params is not None and source is None:
         raise click.UsageError(
             "--params gives the weights of an .rx file; an .rxb holds its own "
@@ -243,7 +259,8 @@ def run_cmd(
             from relaxc.passes.assemble import assemble_pipeline
             from relaxc.passes.pipeline import Pipeline
 
-            compiled = Pipeline(assemble_pipeline("vm", None, (), ())).run(module, types)
+            configs = ("PlanMemory.io_in_arena=true",) if io_in_arena else ()
+            compiled = Pipeline(assemble_pipeline("vm", None, (), configs)).run(module, types)
             exe = load_bytes(compile_module(compiled, weights), f"{file} (compiled)")
             vm = VirtualMachine(exe, poison=poison)
             vm_result = vm.run(fn.name, args, dim_values or None)

@@ -72,6 +72,12 @@ def pipeline_options(f: Callable) -> Callable:
             "--time-passes", is_flag=True, help="Print the time each pass took (to stderr)."
         ),
         click.option("--no-verify", is_flag=True, help="Do not verify the IR after every pass."),
+        click.option(
+            "--io-in-arena",
+            is_flag=True,
+            help="Plan the inputs and outputs of the entry function into the arena (as "
+            "TFLite Micro does): the same as --pass-config PlanMemory.io_in_arena=true.",
+        ),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -89,6 +95,7 @@ class PipelineRequest:
     dump_dir: Path | None
     time_passes: bool
     no_verify: bool
+    io_in_arena: bool = False
 
 
 class _Dumps:
@@ -126,6 +133,23 @@ class _Dumps:
             self.written.append(path)
 
 
+IO_IN_ARENA_CONFIG = "PlanMemory.io_in_arena=true"
+
+
+def io_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...]:
+    """``configs`` plus the setting ``--io-in-arena`` stands for (a clear error when the
+    pipeline has no PlanMemory to set it on)."""
+    if not req.io_in_arena:
+        return tuple(configs)
+    probe = assemble_pipeline(req.target, req.passes, req.disable, ())
+    if not any(p.name == "PlanMemory" for p in probe):
+        raise RxError(
+            "--io-in-arena plans the inputs and outputs with PlanMemory, which is not in the "
+            f"pipeline ({', '.join(p.name for p in probe) or 'empty'})"
+        )
+    return (IO_IN_ARENA_CONFIG, *configs)
+
+
 def run_pipeline(
     module: Module,
     req: PipelineRequest,
@@ -136,7 +160,7 @@ def run_pipeline(
     """Assemble the requested pipeline and run it with the requested instruments.
 
     A dump that would land on one of ``inputs`` is refused before any pass runs."""
-    passes = assemble_pipeline(req.target, req.passes, req.disable, req.configs)
+    passes = assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
     if req.dump_dir is not None:

@@ -5,7 +5,9 @@ rewrite are wrong): arenas are the ``alloc_storage(..., arena=true)`` bindings, 
 buffers are the tensors carved from them, dynamic allocations are the other
 non-external storages, and lifetimes come from the same alias-aware liveness the passes
 use. Sizes with symbolic dims are reported at their upper bound, or as expressions when
-unbounded.
+unbounded. With inputs and outputs in the arena (``io_in_arena``) the arena, the lower bound
+and the placed buffers include them, and the report says how many of their bytes the arena
+holds.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from relaxc.ir import dims as D
-from relaxc.ir.alias import analyze_aliases, buffer_liveness
-from relaxc.ir.nodes import Bind, Function, Module
+from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
+from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
+from relaxc.ir.nodes import Bind, Function, Module, TupleExpr, Var
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, shape_to_str, tensor_leaves
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import ALLOC_TENSOR, CONST, call_of
@@ -62,6 +65,9 @@ class FunctionReport:
     arenas: list[dict[str, Any]] = field(default_factory=list)
     input_bytes: int | str = 0
     output_bytes: int | str = 0
+    io_in_arena: bool = False  # PlanMemory planned the inputs and outputs into the arena
+    inputs_in_arena_bytes: int = 0  # ... of the input bytes, those the arena holds
+    outputs_in_arena_bytes: int = 0  # ... of the output bytes, those the arena holds
     constant_bytes: int = 0
     unplanned_static_bytes: int = 0
     buffers: list[BufferRow] = field(default_factory=list)
@@ -121,6 +127,13 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
     arenas = {s.name: s for s in all_storages if s.arena}
     rep.input_bytes = _sum([_bytes(p.type, bounds) for p in fn.params])
     rep.output_bytes = _bytes(fn.ret_type, bounds)
+    if is_io_in_arena(fn):
+        rep.io_in_arena = True
+        for a in arena_inputs(fn):
+            n = _bytes(a.type, bounds)
+            if a.storage in arenas and isinstance(n, int):
+                rep.inputs_in_arena_bytes += n
+        rep.outputs_in_arena_bytes = _outputs_in(fn, info, types, set(arenas), bounds)
     binds = [s for s in fn.body if isinstance(s, Bind)]
     for s in binds:
         if call_of(s.value, CONST):
@@ -169,6 +182,34 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         else:
             rep.unplanned_static_bytes += max(ub, 0)  # negative for every allowed dim: never made
     return rep
+
+
+def _outputs_in(
+    fn: Function, info: AliasInfo, types: dict[str, Type], arenas: set[str], bounds: dict
+) -> int:
+    """Bytes of the outputs that are tensors carved from one of ``arenas``."""
+    total = 0
+    ret = list(fn.ret.fields) if isinstance(fn.ret, TupleExpr) else [fn.ret]
+    for v in ret:
+        assert isinstance(v, Var)
+        leaves = tensor_leaves(types[v.name])
+        tree = info.trees.get(v.name, frozenset())
+        per_leaf = _tree_leaves(tree)
+        if len(per_leaf) != len(leaves):
+            continue
+        for leaf, roots in zip(leaves, per_leaf):
+            if roots and all(
+                info.kind.get(r) == TENSOR and info.storage_of.get(r) in arenas for r in roots
+            ):
+                n = _bytes(leaf, bounds)
+                total += n if isinstance(n, int) else 0
+    return total
+
+
+def _tree_leaves(tree) -> list[frozenset]:
+    if isinstance(tree, frozenset):
+        return [tree]
+    return [x for t in tree for x in _tree_leaves(t)]
 
 
 def _sum(values: list[int | str]) -> int | str:
