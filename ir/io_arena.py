@@ -32,7 +32,18 @@ from dataclasses import dataclass
 from . import dims as D
 from .alias import TENSOR, analyze_aliases, buffer_liveness
 from .diagnostics import Loc, RxError
-from .nodes import Bind, CallFunc, Effect, Function, Invoke, Module, Project, Var, expr_vars
+from .nodes import (
+    Bind,
+    CallFunc,
+    Effect,
+    Function,
+    Invoke,
+    Module,
+    Project,
+    TupleExpr,
+    Var,
+    expr_vars,
+)
 from .storage_bounds import provably_le, tensor_nbytes
 from .types import TensorType, Type, tensor_leaves, types_equal
 from .vocab import ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, CALL_PACKED, KILL_OPS, call_of
@@ -170,7 +181,7 @@ def check_io_in_arena(fn: Function, module: Module) -> None:
     for i, s in enumerate(fn.body):
         if i in copies:
             continue
-        if i < last_copy and not _prologue(s, leaves):
+        if i < last_copy and not _prologue(s):
             raise RxError(
                 "with io_in_arena, the inputs are copied into the arena before anything is "
                 "computed (the caller writes them there)",
@@ -197,11 +208,11 @@ def check_io_in_arena(fn: Function, module: Module) -> None:
     _check_regions(fn, module, inputs)
 
 
-def _prologue(s, leaves: dict) -> bool:
+def _prologue(s) -> bool:
     """A statement that may come before the last input copy: it allocates, names part of a
     parameter, frees what is dead, or is another copy; none of them writes memory."""
-    if isinstance(s, Bind) and isinstance(s.value, (Var, Project)):
-        return s.value.name in leaves if isinstance(s.value, Var) else True
+    if isinstance(s, Bind) and isinstance(s.value, (Var, Project, TupleExpr)):
+        return True  # names only (a tuple of the copies of a tuple input, a part of one)
     c = call_of(s.value, *PROLOGUE_OPS)
     if c is None:
         return False
