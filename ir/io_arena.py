@@ -146,7 +146,9 @@ def arena_inputs(fn: Function) -> list[ArenaInput]:
 
 def entry_functions(module: Module) -> set[str]:
     """The non-primitive functions no function of ``module`` calls (``call @f``)."""
-    called = {s.value.func for f in module.functions for s in f.body if isinstance(s.value, CallFunc)}
+    called = {
+        s.value.func for f in module.functions for s in f.body if isinstance(s.value, CallFunc)
+    }
     return {f.name for f in module.functions if not f.is_primitive and f.name not in called}
 
 

@@ -200,6 +200,6 @@ def test_a_caller_written_against_the_header(builds, tmp_path: Path) -> None:
     module, weights = load("mlp")
     for run in range(2):
         i = np.arange(8 * 64)
-        x = (((i * 7 + run * 3) % 11).astype(np.float32) / np.float32(10.0) - np.float32(0.5))
+        x = ((i * 7 + run * 3) % 11).astype(np.float32) / np.float32(10.0) - np.float32(0.5)
         want = vm_result(module, weights, [x.reshape(8, 64)], {})
         assert_close([got[:, run].reshape(8, 10)], want, f"run {run}")
