@@ -128,8 +128,13 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
     for a in arenas.values():
         size = a.size if isinstance(a.size, int) else D.upper_bound(a.size, bounds) or 0
         rep.arenas.append(
-            {"name": a.name, "scope": a.scope, "bytes": size, "align": a.align,
-             "proven_bound": a.proven_bound}
+            {
+                "name": a.name,
+                "scope": a.scope,
+                "bytes": size,
+                "align": a.align,
+                "proven_bound": a.proven_bound,
+            }
         )
         rep.arena_bytes += size
         rep.proven_bound += a.proven_bound
