@@ -90,6 +90,7 @@ class KillAfterLastUse(Pass):
                             out.add(n)
                             todo.append(n)
             return frozenset(out)
+
         order = {p.name: -1 for p in fn.params} | {
             s.name: k for k, s in enumerate(fn.body) if isinstance(s, Bind)
         }

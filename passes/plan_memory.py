@@ -213,40 +213,8 @@ class PlanMemory(Pass):
         return _planned(fn, body)
 
     def _plan(self, fn: Function, info: AliasInfo, live: Liveness) -> FunctionPlan:
-        bounds = fn.upper_bounds()
         plan = FunctionPlan()
-        by_scope: dict[str, list[tuple[StorageInfo, Buffer]]] = {}
-        dynamic: list[StorageInfo] = []
-        returned = info.returned(fn)
-        # With inputs and outputs in the arena, the storages of the outputs are planned too:
-        # live to the end (the return uses them), so nothing reuses their bytes.
-        holds_output = (
-            set()
-            if fn.attr(IO_IN_ARENA) is True
-            else {s for t, s in info.storage_of.items() if t in returned}
-        )
-        kept = {s for t, s in info.storage_of.items() if t in info.escaping}
-        for s in storages(fn):
-            if (
-                s.external
-                or s.arena
-                or s.name in info.escaping
-                or s.name in kept
-                or s.name in returned
-                or s.name in holds_output
-            ):
-                continue  # the caller's memory, an arena already, or kept by a runtime function
-            size = s.size if isinstance(s.size, int) else D.upper_bound(s.size, bounds)
-            if size is None:
-                dynamic.append(s)
-                continue
-            # Negative for every allowed dim (a window taller than the bounded input): no run
-            # gets past this allocation, and the arena must not shrink for it.
-            size = max(size, 0)
-            start = live.defined[s.name]
-            end = live.last_use.get(s.name, start) + 1
-            buf = Buffer(start, end, round_up(size, s.align), s.align, s.name)
-            by_scope.setdefault(s.scope, []).append((s, buf))
+        by_scope, dynamic = planning_candidates(fn, info, live)
         names = NameSupply.for_function(fn)
         for scope in sorted(by_scope):
             items = by_scope[scope]
@@ -394,6 +362,51 @@ def _renamed(st: Stmt, rename: dict[str, str]) -> Stmt:
         return st
     value = _RenameVars(rename).visit_expr(st.value)
     return st if value is st.value else dataclasses.replace(st, value=value)
+
+
+def planning_candidates(
+    fn: Function, info: AliasInfo, live: Liveness
+) -> tuple[dict[str, list[tuple[StorageInfo, Buffer]]], list[StorageInfo]]:
+    """What PlanMemory places: per scope, each storage of known or bounded size with its
+    buffer (live interval, size rounded up to its alignment); and the dynamic storages.
+
+    Not candidates: outputs (``external``), arenas, and storages a runtime function keeps
+    or the return hands over (unless the function has its inputs and outputs in the arena).
+    """
+    bounds = fn.upper_bounds()
+    by_scope: dict[str, list[tuple[StorageInfo, Buffer]]] = {}
+    dynamic: list[StorageInfo] = []
+    returned = info.returned(fn)
+    # With inputs and outputs in the arena, the storages of the outputs are planned too:
+    # live to the end (the return uses them), so nothing reuses their bytes.
+    holds_output = (
+        set()
+        if fn.attr(IO_IN_ARENA) is True
+        else {s for t, s in info.storage_of.items() if t in returned}
+    )
+    kept = {s for t, s in info.storage_of.items() if t in info.escaping}
+    for s in storages(fn):
+        if (
+            s.external
+            or s.arena
+            or s.name in info.escaping
+            or s.name in kept
+            or s.name in returned
+            or s.name in holds_output
+        ):
+            continue  # the caller's memory, an arena already, or kept by a runtime function
+        size = s.size if isinstance(s.size, int) else D.upper_bound(s.size, bounds)
+        if size is None:
+            dynamic.append(s)
+            continue
+        # Negative for every allowed dim (a window taller than the bounded input): no run
+        # gets past this allocation, and the arena must not shrink for it.
+        size = max(size, 0)
+        start = live.defined[s.name]
+        end = live.last_use.get(s.name, start) + 1
+        buf = Buffer(start, end, round_up(size, s.align), s.align, s.name)
+        by_scope.setdefault(s.scope, []).append((s, buf))
+    return by_scope, dynamic
 
 
 def _ident(text: str) -> str:

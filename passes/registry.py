@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from .base import Pass
+from .compute_in_place import ComputeInPlace
+from .elide_concat_split import ElideConcatSplit
 from .kill_after_last_use import KillAfterLastUse
 from .legalize_packed_calls import LegalizePackedCalls
 from .manifest_alloc import ManifestAlloc
@@ -11,13 +13,35 @@ from .plan_workspace import PlanWorkspace
 
 PASSES: dict[str, type[Pass]] = {
     cls.name: cls
-    for cls in (ManifestAlloc, PlanWorkspace, PlanMemory, KillAfterLastUse, LegalizePackedCalls)
+    for cls in (
+        ManifestAlloc,
+        PlanWorkspace,
+        ElideConcatSplit,
+        ComputeInPlace,
+        PlanMemory,
+        KillAfterLastUse,
+        LegalizePackedCalls,
+    )
 }
 """Canonical name → pass class. Kebab-case spellings are accepted by the spec parser."""
 
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "vm": ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse"),
-    "c": ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls"),
+    "vm": (
+        "ManifestAlloc",
+        "PlanWorkspace",
+        "ElideConcatSplit",
+        "ComputeInPlace",
+        "PlanMemory",
+        "KillAfterLastUse",
+    ),
+    "c": (
+        "ManifestAlloc",
+        "PlanWorkspace",
+        "ElideConcatSplit",
+        "ComputeInPlace",
+        "PlanMemory",
+        "LegalizePackedCalls",
+    ),
     "none": (),
 }
 """Named pipelines: the default for each target, and ``none``."""

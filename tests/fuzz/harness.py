@@ -75,8 +75,21 @@ FAST = ["-std=c99", "-O0", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 assert set(PIPELINES) == {"vm", "c", "none"}, (
     "a new named pipeline: teach tests/fuzz/harness.py to run it"
 )
-assert PIPELINES["vm"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse")
-assert PIPELINES["c"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls")
+SHARING = ("ElideConcatSplit", "ComputeInPlace")
+assert PIPELINES["vm"] == (
+    "ManifestAlloc",
+    "PlanWorkspace",
+    *SHARING,
+    "PlanMemory",
+    "KillAfterLastUse",
+)
+assert PIPELINES["c"] == (
+    "ManifestAlloc",
+    "PlanWorkspace",
+    *SHARING,
+    "PlanMemory",
+    "LegalizePackedCalls",
+)
 
 C_REFUSALS = (
     # What the C target refuses by design (docs/c.md), and the generator may still produce.

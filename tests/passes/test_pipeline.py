@@ -19,6 +19,8 @@ from relaxc.ir.nodes import Module, Var
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.passes.assemble import assemble_pipeline, named_pipeline, resolve_dump_names
 from relaxc.passes.base import Pass, PassError
+from relaxc.passes.compute_in_place import ComputeInPlace
+from relaxc.passes.elide_concat_split import ElideConcatSplit
 from relaxc.passes.kill_after_last_use import KillAfterLastUse
 from relaxc.passes.manifest_alloc import ManifestAlloc
 from relaxc.passes.pipeline import (
@@ -45,7 +47,14 @@ fn @main(%x: Tensor[(4, 4), f32]) -> Tensor[(4, 4), f32] {
 """
 
 VM = [ManifestAlloc, PlanMemory, KillAfterLastUse]
-VM_PIPELINE = [ManifestAlloc, PlanWorkspace, PlanMemory, KillAfterLastUse]
+VM_PIPELINE = [
+    ManifestAlloc,
+    PlanWorkspace,
+    ElideConcatSplit,
+    ComputeInPlace,
+    PlanMemory,
+    KillAfterLastUse,
+]
 
 
 def vm_passes() -> list[Pass]:
@@ -54,7 +63,7 @@ def vm_passes() -> list[Pass]:
 
 def default_vm_passes() -> list[Pass]:
     """The vm pipeline as the registry names it."""
-    return [ManifestAlloc(), PlanWorkspace(), PlanMemory(), KillAfterLastUse()]
+    return [cls() for cls in VM_PIPELINE]
 
 
 def module() -> Module:
@@ -501,7 +510,7 @@ def test_target_default_pipelines(target: str) -> None:
 
 def test_named_pipelines_are_registered() -> None:
     assert set(PIPELINES) >= {"vm", "c", "none"}
-    assert PIPELINES["vm"] == ("ManifestAlloc", "PlanWorkspace", "PlanMemory", "KillAfterLastUse")
+    assert PIPELINES["vm"] == tuple(cls.name for cls in VM_PIPELINE)
     assert PIPELINES["none"] == ()
     c = PIPELINES["c"]
     assert c.index("PlanMemory") < c.index("LegalizePackedCalls")  # plan first, legalize after
@@ -509,7 +518,14 @@ def test_named_pipelines_are_registered() -> None:
 
 def test_c_pipeline_with_legalize() -> None:
     got = [p.name for p in assemble_pipeline("c")]
-    assert got == ["ManifestAlloc", "PlanWorkspace", "PlanMemory", "LegalizePackedCalls"]
+    assert got == [
+        "ManifestAlloc",
+        "PlanWorkspace",
+        "ElideConcatSplit",
+        "ComputeInPlace",
+        "PlanMemory",
+        "LegalizePackedCalls",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -540,6 +556,8 @@ def test_configs_apply_to_the_named_pipeline() -> None:
     assert got == [
         ManifestAlloc(align=16),
         PlanWorkspace(),
+        ElideConcatSplit(),
+        ComputeInPlace(),
         PlanMemory(planner="greedy-size"),
         KillAfterLastUse(),
     ]
@@ -556,7 +574,7 @@ def test_named_pipeline_gives_fresh_default_passes() -> None:
 
 def test_disable_removes_the_pass() -> None:
     got = [type(p) for p in assemble_pipeline("vm", None, ("KillAfterLastUse",))]
-    assert got == [ManifestAlloc, PlanWorkspace, PlanMemory]
+    assert got == VM_PIPELINE[:-1]
 
 
 @pytest.mark.parametrize(
@@ -569,10 +587,7 @@ def test_disable_removes_the_pass() -> None:
     ],
 )
 def test_disable_lists_and_repeats(disable: tuple[str, ...]) -> None:
-    assert [type(p) for p in assemble_pipeline("vm", None, disable)] == [
-        ManifestAlloc,
-        PlanWorkspace,
-    ]
+    assert [type(p) for p in assemble_pipeline("vm", None, disable)] == VM_PIPELINE[:-2]
 
 
 def test_disable_every_occurrence() -> None:
@@ -583,10 +598,7 @@ def test_disable_every_occurrence() -> None:
 
 
 def test_disable_everything_leaves_an_empty_pipeline() -> None:
-    assert (
-        assemble_pipeline("vm", None, ("ManifestAlloc,PlanWorkspace,PlanMemory,KillAfterLastUse",))
-        == []
-    )
+    assert assemble_pipeline("vm", None, (",".join(PIPELINES["vm"]),)) == []
 
 
 def test_disable_pass_not_in_pipeline() -> None:
