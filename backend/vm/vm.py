@@ -113,7 +113,7 @@ class VirtualMachine:
         if f.io_in_arena:
             # Inputs and outputs in the arena: the outputs are read from it at the end, and
             # the arena goes back to the pool like any other block.
-            result = copy_value(result)
+            result = copy_value(_copy_out(result))
             for blk in blocks:
                 blk.rc -= 1
                 if blk.rc == 0:
