@@ -8,10 +8,18 @@ from .legalize_packed_calls import LegalizePackedCalls
 from .manifest_alloc import ManifestAlloc
 from .plan_memory import PlanMemory
 from .plan_workspace import PlanWorkspace
+from .reorder_for_memory import ReorderForMemory
 
 PASSES: dict[str, type[Pass]] = {
     cls.name: cls
-    for cls in (ManifestAlloc, PlanWorkspace, PlanMemory, KillAfterLastUse, LegalizePackedCalls)
+    for cls in (
+        ManifestAlloc,
+        PlanWorkspace,
+        PlanMemory,
+        KillAfterLastUse,
+        LegalizePackedCalls,
+        ReorderForMemory,
+    )
 }
 """Canonical name → pass class. Kebab-case spellings are accepted by the spec parser."""
 
