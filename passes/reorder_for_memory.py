@@ -15,10 +15,9 @@ the report can show both. The search is deterministic: its work is counted in st
 
 Left to later passes: it allocates nothing and plans nothing. It runs on the dataflow IR,
 before ManifestAlloc (a function that already has explicit memory, planned or not, is
-refused); PlanMemory,
-and the in-place and concat/split-elision rewrites the model anticipates, decide the memory.
-Functions with a tensor whose size is unbounded (a symbolic dim without ``upper_bounds``)
-are left as written, without the attributes.
+refused); PlanMemory, and the in-place and elision rewrites the model anticipates, decide
+the memory. Functions with a tensor whose size is unbounded (a symbolic dim without
+``upper_bounds``) are left as written, without the attributes.
 
 **Analysis (the cost model).** Per buffer, the way PlanMemory's lower bound counts it (the
 most bytes live at once, see :mod:`relaxc.passes.memory_report`): each value computed by a
@@ -49,8 +48,8 @@ and projections cost nothing and extend their source's life (alias analysis per 
 These follow ComputeInPlace and ElideConcatSplit, with stricter conditions where those go
 further (a concat input also read elsewhere, an input moved into a slice or into an
 output: not modelled, so such savings are missed). ElideConcatSplit keeps its rewrite of a
-function only when it lowers the bytes live at once in the order it is given; the model
-cannot know that in advance and assumes every elision it describes.
+function only when it lowers the bytes live at once, so with ``concat`` or ``split`` on, an
+order costs the lower of its peaks with those elisions and without them (each searched).
 
 Statements that allocate nothing and whose every use of a buffer is followed by a later use
 of the same buffer (views, aliases, tuples, constants, with a consumer) cannot change the
@@ -77,9 +76,9 @@ allows. ``max_states`` bounds all the work (states visited: each step tried from
 counts one); stretches the budget does not reach stay as written.
 
 **Rewrite.** Each stretch takes the better of its written order and the order found (the
-written one on ties); when the function's peak improves, the body is rebuilt in the new
-order of nodes, every left-out statement just before its first consumer, and the
-attributes are set.
+written one on ties). When the function's peak improves (the lower of the models' peaks,
+each order measured under both), the body is rebuilt in the new order of nodes, every
+left-out statement just before its first consumer; the attributes are set either way.
 """
 
 from __future__ import annotations
@@ -180,6 +179,42 @@ class OrderProblem:
             best = max(best, live + made - credit)
             done |= bit
         return best
+
+
+def order_peak(p: OrderProblem, order: list[int]) -> int:
+    """The peak of the topological order ``order`` of ``p``'s nodes, in one sweep (the same
+    value as :meth:`OrderProblem.peak`, which evaluates each step from the definition)."""
+    if not order:
+        return 0
+    pos = [0] * p.n
+    for t, v in enumerate(order):
+        pos[v] = t
+    delta = [0] * (len(order) + 1)  # bytes made live at each step, freed after their last
+    for size, births, users in zip(p.sizes, p.births, p.users):
+        if not size or not births:
+            continue
+        born = min(pos[v] for v in _bits(births))
+        last = max((pos[v] for v in _bits(users)), default=born)
+        delta[born] += size
+        delta[last + 1] -= size
+    best = live = 0
+    for t, v in enumerate(order):
+        live += delta[t]
+        credit = 0
+        for b, c in p.inplace[v]:
+            if c > credit and max(pos[u] for u in _bits(p.users[b])) == t:
+                credit = c
+        best = max(best, live - credit)
+    return best
+
+
+def _bits(mask: int) -> list[int]:
+    out = []
+    while mask:
+        low = mask & -mask
+        out.append(low.bit_length() - 1)
+        mask ^= low
+    return out
 
 
 @dataclass
@@ -846,15 +881,15 @@ def _inplace_credits(
     return out
 
 
-def _emit(fn: Function, model: _Model, order: list[int]) -> tuple[Stmt, ...]:
-    """The body in the order of nodes ``order``, each left-out statement pulled just before
-    its first consumer (in written order among themselves), the rest at the end of their
-    stretch between barriers."""
+def _emit(fn: Function, model: _Model, order: list[int]) -> list[int]:
+    """The statements (indices into the body) in the order of nodes ``order``, each left-out
+    statement pulled just before its first consumer (in written order among themselves), the
+    rest at the end of their stretch between barriers."""
     body = fn.body
     free = model.free
     defined_at = {s.name: i for i, s in enumerate(body) if isinstance(s, Bind)}
     emitted = [False] * len(body)
-    out: list[Stmt] = []
+    out: list[int] = []
 
     def pull(i: int) -> None:
         todo = [i]
@@ -868,12 +903,12 @@ def _emit(fn: Function, model: _Model, order: list[int]) -> tuple[Stmt, ...]:
                     todo.append(j)
         for j in sorted(found):
             emitted[j] = True
-            out.append(body[j])
+            out.append(j)
 
     def emit(i: int) -> None:
         pull(i)
         emitted[i] = True
-        out.append(body[i])
+        out.append(i)
 
     barrier_set = set(model.barrier_stmts)
     for g in order:
@@ -886,7 +921,7 @@ def _emit(fn: Function, model: _Model, order: list[int]) -> tuple[Stmt, ...]:
     for j in range(len(body)):
         if not emitted[j]:
             emit(j)
-    return tuple(out)
+    return out
 
 
 @dataclass(frozen=True)
@@ -923,24 +958,50 @@ class ReorderForMemory(Pass):
         )
 
     def _function(self, fn: Function, module: Module, types: ModuleTypes) -> Function:
-        model = build_model(
-            fn,
-            module,
-            types[fn.name],
-            align=self.align,
-            inplace=self.inplace,
-            concat=self.concat,
-            split=self.split,
-        )
-        if model is None or not any(model.problem.sizes):
-            return fn
-        result = schedule(model.problem, beam=self.beam, max_states=self.max_states)
-        improved = result.peak < result.written_peak
-        body = _emit(fn, model, result.order) if improved else fn.body
+        # ElideConcatSplit keeps its rewrite only where it lowers the bytes live at once:
+        # an order costs the lower of its peaks with and without the elisions.
+        variants = [(self.concat, self.split)]
+        if self.concat or self.split:
+            variants.append((False, False))
+        models = []
+        for concat, split in variants:
+            model = build_model(
+                fn,
+                module,
+                types[fn.name],
+                align=self.align,
+                inplace=self.inplace,
+                concat=concat,
+                split=split,
+            )
+            if model is None or not any(model.problem.sizes):
+                return fn
+            models.append(model)
+        written = min(order_peak(m.problem, list(range(m.problem.n))) for m in models)
+        best: tuple[int, list[int]] | None = None
+        used = 0
+        for model in models:
+            result = schedule(model.problem, beam=self.beam, max_states=self.max_states - used)
+            used += result.states
+            if result.peak >= written:
+                continue
+            stmts = _emit(fn, model, result.order)
+            peak = min(order_peak(m.problem, _nodes_in(m, stmts)) for m in models)
+            if peak < written and (best is None or peak < best[0]):
+                best = (peak, stmts)
+        body = fn.body if best is None else tuple(fn.body[i] for i in best[1])
         earlier = fn.attr(WRITTEN_ATTR)
-        written = earlier if is_int(earlier) else result.written_peak
-        chosen = result.peak if improved else result.written_peak
-        return _with_attrs(fn, body, {WRITTEN_ATTR: written, CHOSEN_ATTR: chosen})
+        attrs = {
+            WRITTEN_ATTR: earlier if is_int(earlier) else written,
+            CHOSEN_ATTR: written if best is None else best[0],
+        }
+        return _with_attrs(fn, body, attrs)
+
+
+def _nodes_in(model: _Model, stmts: list[int]) -> list[int]:
+    """The order of ``model``'s nodes in the statement order ``stmts``."""
+    node_of = {i: g for g, i in enumerate(model.stmt_of)}
+    return [node_of[i] for i in stmts if i in node_of]
 
 
 def _refuse_explicit_memory(fn: Function) -> None:
