@@ -64,6 +64,10 @@ KNOWN_FUNCTION_ATTRS = {
     "workspace": (
         "set by PlanWorkspace: bytes of scratch the caller passes (a u8 tensor before the outputs)"
     ),
+    "order_peak_written": (
+        "set by ReorderForMemory: the most bytes live at once in the order it was given"
+    ),
+    "order_peak_chosen": "set by ReorderForMemory: the most bytes live at once in its order",
 }
 
 FunctionTypes = dict[str, Type]
@@ -243,6 +247,10 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                 )
             if key in ("primitive", "planned") and not isinstance(value, bool):
                 raise RxError(f"attribute '{key}' must be true or false", fn.attr_loc(key))
+            if key in ("order_peak_written", "order_peak_chosen") and (
+                type(value) is not int or value < 0
+            ):
+                raise RxError(f"attribute '{key}' must be a byte count", fn.attr_loc(key))
             if key == "outputs":
                 self._check_lowered(value)
             if key == "workspace" and fn.attr("outputs") is None:
