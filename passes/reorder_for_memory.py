@@ -15,7 +15,8 @@ the report can show both. The search is deterministic: its work is counted in st
 
 Left to later passes: it allocates nothing and plans nothing. It runs on the dataflow IR,
 before ManifestAlloc (a function that already has explicit memory, planned or not, is
-refused); PlanMemory, and the in-place and elision rewrites the model anticipates, decide
+left as it is, so that the pipelines accept their own output again); PlanMemory, and the
+in-place and elision rewrites the model anticipates, decide
 the memory. Functions with a tensor whose size is unbounded (a symbolic dim without
 ``upper_bounds``) are left as written, without the attributes.
 
@@ -112,7 +113,7 @@ from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.vocab import ALLOC_OPS, CONST, is_int
 from relaxc.ir.walk import map_functions
 
-from .base import Pass, PassError
+from .base import Pass
 from .manifest_alloc import round_up as round_up_dim
 from .manifest_alloc import tensor_bytes
 
@@ -950,11 +951,13 @@ class ReorderForMemory(Pass):
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         types = types if types is not None else verify_module(module)
-        for fn in module.functions:
-            if not fn.is_primitive:
-                _refuse_explicit_memory(fn)
         return map_functions(
-            module, lambda fn: fn if fn.is_primitive else self._function(fn, module, types)
+            module,
+            lambda fn: (
+                fn
+                if fn.is_primitive or _has_explicit_memory(fn)
+                else self._function(fn, module, types)
+            ),
         )
 
     def _function(self, fn: Function, module: Module, types: ModuleTypes) -> Function:
@@ -1004,16 +1007,13 @@ def _nodes_in(model: _Model, stmts: list[int]) -> list[int]:
     return [node_of[i] for i in stmts if i in node_of]
 
 
-def _refuse_explicit_memory(fn: Function) -> None:
-    for s in fn.body:
-        e = s.value
-        if isinstance(e, Invoke) or (isinstance(e, Call) and e.op in ALLOC_OPS):
-            raise PassError(
-                f"ReorderForMemory reorders the dataflow IR: run it before ManifestAlloc "
-                f"(@{fn.name} already has explicit memory, whose order its allocations and "
-                "any plan fix)",
-                s.loc,
-            )
+def _has_explicit_memory(fn: Function) -> bool:
+    """``fn`` already has explicit memory (its allocations, and any plan, fix its order), as
+    the ``-t ir`` output of ``relaxc build`` has: it is left as it is."""
+    return any(
+        isinstance(s.value, Invoke) or (isinstance(s.value, Call) and s.value.op in ALLOC_OPS)
+        for s in fn.body
+    )
 
 
 def _with_attrs(fn: Function, body: tuple[Stmt, ...], new: dict[str, int]) -> Function:
