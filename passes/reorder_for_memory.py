@@ -551,24 +551,49 @@ class _Model:
 
 def _has_effects(fn: Function, functions: dict[str, Function], memo: dict[str, bool]) -> bool:
     """True if ``fn`` (or a function it calls) has an expression statement or an effectful
-    or runtime op: its call must keep its place among the other barriers."""
-    if fn.name in memo:
-        return memo[fn.name]
-    memo[fn.name] = True  # recursion (refused by the verifier): assume the worst
-    out = False
+    or runtime op: its call must keep its place among the other barriers. Callees are
+    decided first, with an explicit stack (a chain of thousands of calls is no deeper)."""
+    stack = [fn.name]
+    while stack:
+        name = stack[-1]
+        if name in memo:
+            stack.pop()
+            continue
+        f = functions.get(name)
+        if f is None:
+            memo[name] = True
+            stack.pop()
+            continue
+        pending = [
+            s.value.func
+            for s in f.body
+            if isinstance(s.value, CallFunc)
+            and s.value.func not in memo
+            and s.value.func not in stack  # recursion (refused by the verifier)
+        ]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        memo[name] = _own_effects(f, functions, memo)
+    return memo[fn.name]
+
+
+def _own_effects(fn: Function, functions: dict[str, Function], memo: dict[str, bool]) -> bool:
+    """``fn`` has effects itself or calls a function that has (callees already in ``memo``;
+    a callee missing from it is on the current call path: recursion, assume the worst)."""
     for s in fn.body:
         if isinstance(s, Effect) or isinstance(s.value, Invoke):
-            out = True
-        elif isinstance(s.value, Call):
+            return True
+        if isinstance(s.value, Call):
             op = REGISTRY.get(s.value.op)
-            out = op is None or op.effectful or op.category in ("runtime", "memory")
+            if op is None or op.effectful or op.category in ("runtime", "memory"):
+                return True
         elif isinstance(s.value, CallFunc):
             callee = functions.get(s.value.func)
-            out = callee is None or _has_effects(callee, functions, memo)
-        if out:
-            break
-    memo[fn.name] = out
-    return out
+            if callee is None or memo.get(callee.name, True):
+                return True
+    return False
 
 
 def _size(t: TensorType, bounds: dict[str, int], align: int, cache: dict) -> int | None:

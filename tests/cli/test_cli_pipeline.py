@@ -477,9 +477,11 @@ def test_named_pipeline_none_prints_the_input(samples: Path, spelling: str) -> N
 @pytest.mark.parametrize(
     "spec",
     [
-        "ManifestAlloc,ElideConcatSplit,ComputeInPlace,PlanMemory,KillAfterLastUse",
-        "manifest-alloc,elide-concat-split,compute-in-place,plan-memory,kill-after-last-use",
-        "ManifestAlloc{align=64},ElideConcatSplit{concat=true split=true},ComputeInPlace,"
+        "ReorderForMemory,ManifestAlloc,ElideConcatSplit,ComputeInPlace,PlanMemory,KillAfterLastUse",
+        "reorder-for-memory,manifest-alloc,elide-concat-split,compute-in-place,plan-memory,"
+        "kill-after-last-use",
+        "ReorderForMemory{inplace=true},ManifestAlloc{align=64},"
+        "ElideConcatSplit{concat=true split=true},ComputeInPlace,"
         "PlanMemory{planner=best check=true},KillAfterLastUse",
     ],
 )
