@@ -124,6 +124,12 @@ def full_report(rep: FunctionReport) -> Group:
             "the planner's safety clock ended its search far past its work budget: this plan "
             "may differ from run to run (raise PlanMemory.time_limit, or use greedy-size)",
         )
+    if rep.order_peak_written is not None and rep.order_peak_chosen is not None:
+        facts.add_row(
+            "order peak",
+            f"{format_bytes(rep.order_peak_chosen)} as reordered, "
+            f"{format_bytes(rep.order_peak_written)} as written  (ReorderForMemory's model)",
+        )
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
     facts.add_row(

@@ -69,6 +69,10 @@ KNOWN_FUNCTION_ATTRS = {
         "set by PlanMemory{io_in_arena=true}: the inputs are copied into the arena at the top "
         "and the outputs carved from it (see relaxc.ir.io_arena)"
     ),
+    "order_peak_written": (
+        "set by ReorderForMemory: the most bytes live at once in the order it was given"
+    ),
+    "order_peak_chosen": "set by ReorderForMemory: the most bytes live at once in its order",
 }
 
 FunctionTypes = dict[str, Type]
@@ -252,6 +256,10 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                 )
             if key in ("primitive", "planned", "io_in_arena") and not isinstance(value, bool):
                 raise RxError(f"attribute '{key}' must be true or false", fn.attr_loc(key))
+            if key in ("order_peak_written", "order_peak_chosen") and (
+                type(value) is not int or value < 0
+            ):
+                raise RxError(f"attribute '{key}' must be a byte count", fn.attr_loc(key))
             if key == "outputs":
                 self._check_lowered(value)
             if key == "workspace" and fn.attr("outputs") is None:

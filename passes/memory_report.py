@@ -72,6 +72,10 @@ class FunctionReport:
     unplanned_static_bytes: int = 0
     buffers: list[BufferRow] = field(default_factory=list)
     dynamic: list[DynamicRow] = field(default_factory=list)
+    # ReorderForMemory's model of the most bytes live at once, in the order it was given and
+    # in the order it chose (None: the pass did not run on this function).
+    order_peak_written: int | None = None
+    order_peak_chosen: int | None = None
 
     @property
     def workspace_bytes(self) -> int:
@@ -121,6 +125,7 @@ def _shape_str(t: TensorType) -> str:
 def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:
     bounds = fn.upper_bounds()
     rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
+    rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     info = analyze_aliases(fn, module)
     live = buffer_liveness(fn, info)
     all_storages = storages(fn)
@@ -215,6 +220,15 @@ def _tree_leaves(tree) -> list[frozenset]:
     if isinstance(tree, frozenset):
         return [tree]
     return [x for t in tree for x in _tree_leaves(t)]
+
+
+def _order_peaks(fn: Function) -> tuple[int | None, int | None]:
+    """The ``order_peak_written`` and ``order_peak_chosen`` attributes ReorderForMemory sets."""
+    out = []
+    for key in ("order_peak_written", "order_peak_chosen"):
+        v = fn.attr(key)
+        out.append(v if type(v) is int else None)
+    return out[0], out[1]
 
 
 def _sum(values: list[int | str]) -> int | str:
