@@ -178,7 +178,6 @@ def check_io_in_arena(fn: Function, module: Module) -> None:
             )
     copied_params = {a.param for a in inputs}
     copies = {a.copy_at for a in inputs}
-    params = {p.name: p for p in fn.params}
     last_copy = max(copies, default=-1)
     for i, s in enumerate(fn.body):
         if i in copies:
@@ -194,7 +193,7 @@ def check_io_in_arena(fn: Function, module: Module) -> None:
         for v in expr_vars(s.value):
             if v.name in leaves and leaves[v.name][0] in copied_params:
                 pname, path = leaves[v.name]
-                idx = _flat_index(params[pname].type, path)
+                idx = _flat_index(params_by_name[pname].type, path)
                 if idx is None or (pname, idx) in copied:
                     raise RxError(
                         f"with io_in_arena, input %{v.name} lives in the arena: read its copy "
