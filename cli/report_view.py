@@ -130,6 +130,12 @@ def full_report(rep: FunctionReport) -> Group:
             f"{format_bytes(rep.order_peak_chosen)} as reordered, "
             f"{format_bytes(rep.order_peak_written)} as written  (ReorderForMemory's model)",
         )
+    if rep.written_into_views:
+        facts.add_row(
+            "shared",
+            f"{rep.written_into_views:,} values written into another's bytes (in place over "
+            "a dying input, or into a concat's slice): no buffer of their own",
+        )
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
     facts.add_row(

@@ -18,10 +18,10 @@ from typing import Any
 from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
-from relaxc.ir.nodes import Bind, Function, Module, TupleExpr, Var
+from relaxc.ir.nodes import Bind, Function, Invoke, Module, TupleExpr, Var
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, shape_to_str, tensor_leaves
 from relaxc.ir.verifier import verify_module
-from relaxc.ir.vocab import ALLOC_TENSOR, CONST, call_of
+from relaxc.ir.vocab import ALLOC_TENSOR, CONST, MEMORY_VIEW, call_of
 
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
@@ -76,6 +76,10 @@ class FunctionReport:
     # in the order it chose (None: the pass did not run on this function).
     order_peak_written: int | None = None
     order_peak_chosen: int | None = None
+    # Values an op writes into the bytes of another value (a memory.view in the outs of an
+    # invoke: computed in place over an input, or straight into a concat's slice), which
+    # hold no buffer of their own.
+    written_into_views: int = 0
 
     @property
     def workspace_bytes(self) -> int:
@@ -126,6 +130,7 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
     bounds = fn.upper_bounds()
     rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
+    rep.written_into_views = _written_into_views(fn)
     info = analyze_aliases(fn, module)
     live = buffer_liveness(fn, info)
     all_storages = storages(fn)
@@ -220,6 +225,14 @@ def _tree_leaves(tree) -> list[frozenset]:
     if isinstance(tree, frozenset):
         return [tree]
     return [x for t in tree for x in _tree_leaves(t)]
+
+
+def _written_into_views(fn: Function) -> int:
+    views = {
+        s.name for s in fn.body if isinstance(s, Bind) and call_of(s.value, MEMORY_VIEW) is not None
+    }
+    written = {v.name for s in fn.body if isinstance(s.value, Invoke) for v in s.value.outs}
+    return len(views & written)
 
 
 def _order_peaks(fn: Function) -> tuple[int | None, int | None]:
