@@ -21,6 +21,7 @@ from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs
 from .loading import load_program
 from .options import dim_option, parse_dims
+from .progress import make_progress
 from .tensors_io import flatten_outputs, inputs_from_npz, write_npz
 from .units import format_bytes
 
@@ -183,6 +184,9 @@ def stats_verdict(stats, pred) -> list[str]:
     help="With an .rx FILE and --stats or --check: compile it with the inputs and outputs "
     "planned into the arena (PlanMemory.io_in_arena=true), as relaxc build --io-in-arena does.",
 )
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Do not print the outputs table or show progress."
+)
 @click.pass_obj
 def run_cmd(
     obj: dict,
@@ -198,13 +202,15 @@ def run_cmd(
     source: Path | None,
     poison: bool,
     io_in_arena: bool,
+    quiet: bool,
 ) -> None:
     """Run FILE: an .rx program with the reference interpreter, or an .rxb (made by relaxc
     build) with the VM.
 
     Without --inputs, inputs are random (seeded) with the declared shapes; a symbolic dim
     takes its --dim value, else its upper bound, and an unbounded dim without --dim is an
-    error.
+    error. On a terminal, a step that takes more than a second (loading, running, checking)
+    shows its progress on stderr (not with -q).
     """
     dim_values = parse_dims(dims)
     bytecode = is_bytecode(file)
@@ -221,7 +227,7 @@ def run_cmd(
             "(with --source, --params gives the weights of the source)"
         )
     sources = Sources()
-    with reported_errors(sources, obj["debug"]):
+    with reported_errors(sources, obj["debug"]), make_progress(obj, quiet) as progress:
         if output_path is not None:
             guarded = [file, inputs_path, params, source]
             if params is None:  # then the weights are the .npz beside the .rx (FILE, or --source)
@@ -231,13 +237,14 @@ def run_cmd(
                     if p is not None
                 ]
             refuse_overwriting_inputs(output_path, guarded)
-        if bytecode:
-            exe = load_file(file)
-            module, weights, types = exe.module, exe.weights(), exe.types
-        else:
-            prog = load_program(file, sources, params)
-            module, weights, types = prog.module, prog.weights, prog.types
-            check_ranks(module, types)
+        with progress.step(f"loading {file.name}"):
+            if bytecode:
+                exe = load_file(file)
+                module, weights, types = exe.module, exe.weights(), exe.types
+            else:
+                prog = load_program(file, sources, params)
+                module, weights, types = prog.module, prog.weights, prog.types
+                check_ranks(module, types)
         fn = entry_function(module, entry)
         if inputs_path is not None:
             args = inputs_from_npz(fn, inputs_path)
@@ -247,23 +254,28 @@ def run_cmd(
         vm = None
         if bytecode:
             vm = VirtualMachine(exe, poison=poison)
-            result = vm.run(fn.name, args, dim_values or None)
+            with progress.step(f"running @{fn.name} on the VM"):
+                result = vm.run(fn.name, args, dim_values or None)
         else:
-            result = Interpreter(module, weights, types=types).run(
-                fn.name, args, dim_values or None
-            )
+            with progress.step(f"running @{fn.name} with the reference interpreter"):
+                result = Interpreter(module, weights, types=types).run(
+                    fn.name, args, dim_values or None
+                )
         named = flatten_outputs(result)
         console = Console(soft_wrap=True)
-        console.print(outputs_table(named))
+        if not quiet:
+            console.print(outputs_table(named))
         if not bytecode and (stats or check):
             from relaxc.passes.assemble import assemble_pipeline
             from relaxc.passes.pipeline import Pipeline
 
             configs = ("PlanMemory.io_in_arena=true",) if io_in_arena else ()
-            compiled = Pipeline(assemble_pipeline("vm", None, (), configs)).run(module, types)
-            exe = load_bytes(compile_module(compiled, weights), f"{file} (compiled)")
+            with progress.step("compiling for the VM"):
+                compiled = Pipeline(assemble_pipeline("vm", None, (), configs)).run(module, types)
+                exe = load_bytes(compile_module(compiled, weights), f"{file} (compiled)")
             vm = VirtualMachine(exe, poison=poison)
-            vm_result = vm.run(fn.name, args, dim_values or None)
+            with progress.step(f"running @{fn.name} on the VM"):
+                vm_result = vm.run(fn.name, args, dim_values or None)
             if check:
                 report_check(
                     console,
@@ -273,7 +285,10 @@ def run_cmd(
                     "the reference interpreter",
                 )
         elif check:
-            ref = Interpreter(module, weights, types=types).run(fn.name, args, dim_values or None)
+            with progress.step(f"running @{fn.name} with the reference interpreter"):
+                ref = Interpreter(module, weights, types=types).run(
+                    fn.name, args, dim_values or None
+                )
             report_check(
                 console,
                 result,
@@ -282,11 +297,12 @@ def run_cmd(
                 f"the reference interpreter running the program in {file}",
             )
             if source is not None:
-                src = load_program(source, sources, params)
-                entry_function(src.module, entry)
-                ref = Interpreter(src.module, src.weights, types=src.types).run(
-                    fn.name, args, dim_values or None
-                )
+                with progress.step(f"running @{fn.name} of {source.name} with the interpreter"):
+                    src = load_program(source, sources, params)
+                    entry_function(src.module, entry)
+                    ref = Interpreter(src.module, src.weights, types=src.types).run(
+                        fn.name, args, dim_values or None
+                    )
                 report_check(
                     console, result, ref, "the VM", f"the reference interpreter running {source}"
                 )

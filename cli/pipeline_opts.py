@@ -20,6 +20,7 @@ from relaxc.passes.pipeline import DumpInstrument, Pipeline, TimingInstrument, V
 
 from .files import refuse_overwriting_inputs, write_atomic
 from .gc_pause import gc_paused
+from .progress import Progress, Step
 
 TARGETS = ("vm", "c", "ir")
 
@@ -150,6 +151,31 @@ def io_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...
     return (IO_IN_ARENA_CONFIG, *configs)
 
 
+@dataclass
+class PipelineRun:
+    """What running the pipeline gives: the module, the instruments' findings, and the
+    verified types of the module (None when nothing verified it, with --no-verify)."""
+
+    module: Module
+    timing: TimingInstrument
+    dumps: _Dumps
+    types: ModuleTypes | None
+
+
+class _ProgressInstrument:
+    """Moves a progress step along the passes (after each pass and its verification)."""
+
+    def __init__(self, step: Step, passes: Sequence[Pass]):
+        self.step = step
+        self.n = len(passes)
+
+    def before_pass(self, index: int, p: Pass, module: Module) -> None:
+        self.step.update(index, self.n, f"pass {index + 1}/{self.n}: {p.name}")
+
+    def after_pass(self, index: int, p: Pass, module: Module) -> None:
+        self.step.update(index + 1, self.n)
+
+
 def run_pipeline(
     module: Module,
     req: PipelineRequest,
@@ -160,6 +186,20 @@ def run_pipeline(
     """Assemble the requested pipeline and run it with the requested instruments.
 
     A dump that would land on one of ``inputs`` is refused before any pass runs."""
+    run = execute_pipeline(module, req, stem, types, inputs)
+    return run.module, run.timing, run.dumps
+
+
+def execute_pipeline(
+    module: Module,
+    req: PipelineRequest,
+    stem: str,
+    types: "ModuleTypes | None" = None,
+    inputs: Sequence[Path | None] = (),
+    progress: Progress | None = None,
+) -> PipelineRun:
+    """:func:`run_pipeline`, also giving the verified types of the result, with the passes
+    shown on ``progress``."""
     passes = assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
@@ -181,13 +221,21 @@ def run_pipeline(
         refuse_overwriting_inputs(path, inputs)
     timing = TimingInstrument()
     instruments: list = [timing]
+    verify = None
     if not req.no_verify:
-        instruments.append(VerifyInstrument())
+        verify = VerifyInstrument()
+        instruments.append(verify)
     if before or after:
         instruments.append(DumpInstrument(dumps, before, after))
-    with gc_paused():
+    if progress is None or (req.dump_dir is None and (before or after)):
+        progress = Progress(None)  # dumps printed on stdout: no display in between
+    with progress.step("passes", len(passes)) as step, gc_paused():
+        instruments.append(_ProgressInstrument(step, passes))
         result = Pipeline(passes, instruments).run(module, types)
-    return result, timing, dumps
+    out_types = verify.types_for(result) if verify is not None else None
+    if out_types is None and result is module:
+        out_types = types  # no pass changed it
+    return PipelineRun(result, timing, dumps, out_types)
 
 
 def print_timings(timing: TimingInstrument) -> None:  # noqa: D103

@@ -137,6 +137,8 @@ class ModelInfo:
     constant_bytes: int
     packed: bool
     bounds: dict[str, int]
+    weights_file: str | None = None  # the weights' binary file, in file mode
+    weights_bytes: int = 0  # the bytes of that file (part of constant_bytes)
 
     @property
     def workspace_bytes(self) -> int:
@@ -151,5 +153,5 @@ class ModelInfo:
 class CSources:
     """The emitted files (name -> text) and what they contain."""
 
-    files: dict[str, str]
+    files: dict[str, str | bytes]  # text, and the weights file's bytes in file mode
     info: ModelInfo

@@ -18,7 +18,6 @@ write (it emits nothing).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Mapping
 
 from relaxc.ir import dims as D
@@ -77,7 +76,7 @@ from .model import (
     ret_vars,
     tree_leaves,
 )
-from .names import comment, is_identifier, macro_name, sanitize
+from .names import comment, is_identifier, macro_name, sanitize, word_counts
 
 if TYPE_CHECKING:
     from .module import ModuleEmitter
@@ -230,8 +229,18 @@ class RunnerEmitter(BodyEmitter):
         # -- body -----------------------------------------------------------------------
         ptrs = [p.name for p in self.inputs + self.outputs if p.accessor is None]
         body_start = len(self.lines)
+        # The last statement reading each value (a packed call's structs must be read by
+        # nothing after it), indexed once: looking a group up is then linear in its length.
+        self._last_read: dict[str, int] = {}
+        for k, st in enumerate(fn.body):
+            for v in expr_vars(st.value):
+                self._last_read[v.name] = k
+        self._ret_reads = {v.name for v in expr_vars(fn.ret)}
+        progress = m.progress
         i = 0
         while i < len(fn.body):
+            if progress is not None:
+                progress("statements", i, len(fn.body))
             j = self._packed_group(i)
             if j is None:
                 self.visit_stmt(fn.body[i])
@@ -245,6 +254,8 @@ class RunnerEmitter(BodyEmitter):
             self.depth -= 1
             self.emit("}")
             i = j + 1
+        if progress is not None:
+            progress("statements", len(fn.body), len(fn.body))
         self._copy_outputs()
         self.emit(f"return {pfx}_OK;")
         self._emit_accessors()
@@ -262,11 +273,9 @@ class RunnerEmitter(BodyEmitter):
                 + f") return {pfx}_ERR_NULL_ARGUMENT;"
             )
         head += ["    " + c for c in checks]
-        body_text = "\n".join(self.lines[body_start:])
+        body_words = word_counts("\n".join(self.lines[body_start:]))
         head += [
-            f"    (void){self.dimvars[d]};"
-            for d in dim_names
-            if not re.search(rf"\b{self.dimvars[d]}\b", body_text)
+            f"    (void){self.dimvars[d]};" for d in dim_names if not body_words[self.dimvars[d]]
         ]
         self.lines[body_start:body_start] = head
         sig = f"int32_t {m.run_name}({', '.join(params) or 'void'})"
@@ -397,11 +406,8 @@ class RunnerEmitter(BodyEmitter):
             return None
         if effect_call(body[j], CALL_CPACKED) is None:
             return None
-        for st in body[j + 1 :]:
-            if any(v.name in handles for v in expr_vars(st.value)):
-                return None
-        if any(v.name in handles for v in expr_vars(self.fn.ret)):
-            return None
+        if any(self._last_read.get(h, -1) > j or h in self._ret_reads for h in handles):
+            return None  # a struct read after the call
         return j
 
     def _is_external(self, storage: str) -> bool:
