@@ -4,8 +4,8 @@ static memory next to the memory report.
 Two tables, for the CNN and transformer samples (n = 128), packed (the c pipeline) and
 --unpacked:
 
-1. **Time.** relaxc's emission time, ``cc -std=c99 -O2`` time, and the time of one call of
-   ``<prefix>_run`` (a small driver calls it ``--number`` times per round, best of
+1. **Time.** relaxc's emission time, ``cc -std=c99 -O2`` time (both CPU), and the time of
+   one call of ``<prefix>_run`` (a small driver calls it ``--number`` times per round, best of
    ``--repeat`` rounds, CPU time), next to the VM running the .rxb built with the vm
    pipeline (same rounds, CPU time), and the reference interpreter for scale.
 2. **Static memory.** ``size -A`` of the object file: .bss (the workspace arena, exactly the
@@ -406,19 +406,17 @@ def samples_tables(args: argparse.Namespace) -> bool:
                     passes = [p for p in passes if p.name != "LegalizePackedCalls"]
                 planned = Pipeline(passes).run(source)
                 report = {r.name: r for r in memory_report(planned)}["main"]
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 sources = emit_c(planned, weights, prefix=stem, source=f"{stem}.rx")
-                t_emit = time.perf_counter() - t0
+                t_emit = time.process_time() - t0
                 folder = Path(tmp) / f"{stem}_{build}"
                 folder.mkdir()
                 for name, text in sources.files.items():
                     (folder / name).write_text(text)
                 (folder / "bench.c").write_text(driver(sources.info, env))
-                t0 = time.perf_counter()
-                subprocess.run(
-                    [args.cc, *CFLAGS, "-c", f"{stem}.c", "-o", f"{stem}.o"], cwd=folder, check=True
+                t_cc, _, _ = run_measured(
+                    [args.cc, *CFLAGS, "-c", f"{stem}.c", "-o", f"{stem}.o"], cwd=folder
                 )
-                t_cc = time.perf_counter() - t0
                 subprocess.run(
                     [args.cc, *CFLAGS, "bench.c", f"{stem}.o", "-lm", "-o", "bench"],
                     cwd=folder,
