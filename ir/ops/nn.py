@@ -203,7 +203,6 @@ def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     (:func:`_conv2d_into`: the same bits).
     """
     x, w = xs[0], xs[1]
-    g = _conv_params(attrs)[3]
     acc = product_dtype(x.dtype)
     shape, (k, length) = _conv_shape(x, w, attrs)
     if acc == x.dtype:
@@ -214,7 +213,7 @@ def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     if n * o * length == 0 or k == 0:  # nothing to compute, or empty sums
         res = np.zeros(shape, dtype=acc)
     else:
-        res = np.matmul(_conv_weight(w, g, acc), _conv_columns(x, w, attrs, acc)).reshape(shape)
+        res = _conv_products(x, w, attrs, acc)
     return _round_sum(res, xs[2] if len(xs) == 3 else None, x.dtype)
 
 
@@ -227,16 +226,10 @@ def _conv2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.nda
     shape, (k, length) = _conv_shape(x, w, attrs)
     if out.shape != shape or any(np.may_share_memory(out, v) for v in xs):
         return False
-    g = _conv_params(attrs)[3]
     if shape[0] * shape[1] * length == 0 or k == 0:
         out[...] = 0
     else:
-        n, o = shape[0], shape[1]
-        np.matmul(
-            _conv_weight(w, g, x.dtype),
-            _conv_columns(x, w, attrs, x.dtype),
-            out=out.reshape(n, g, o // g, length),
-        )
+        _conv_products(x, w, attrs, x.dtype, out)
     if len(xs) == 3:
         np.add(out, xs[2].reshape(1, -1, 1, 1), out=out)
     return True
@@ -260,20 +253,60 @@ def _conv_weight(w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
     return w.astype(acc, copy=False).reshape(groups, w.shape[0] // groups, -1)
 
 
-def _conv_columns(
-    x: np.ndarray, w: np.ndarray, attrs: Mapping[str, Any], acc: np.dtype
+def _conv_products(
+    x: np.ndarray,
+    w: np.ndarray,
+    attrs: Mapping[str, Any],
+    acc: np.dtype,
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The im2col columns (N, G, C/G*KH*KW, OH*OW) in ``acc``: ``x`` itself (reshaped) for a
-    1x1 convolution with unit strides and no padding, else copied from a strided view."""
+    """The sums of products (N, O, OH, OW) in ``acc``, written into ``out`` when given.
+
+    Three ways to the im2col columns: a 1x1 convolution with unit strides and no padding
+    multiplies ``x`` itself; a unit-stride convolution copies, per tap, one contiguous run of
+    the flattened padded rows (the "row-padded" columns: OH * Wp - (Wp - OW) positions, the
+    ones past a row's end computed and dropped), when that costs at most a third more
+    products; any other copies a strided view of the padded input (short runs of OW)."""
     strides, pads, dilation, g = _conv_params(attrs)
-    (n, _, oh, ow), (k, length) = _conv_shape(x, w, attrs)
+    (n, o, oh, ow), (k, length) = _conv_shape(x, w, attrs)
     cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    wg = _conv_weight(w, g, acc)
     if kh == kw == 1 and strides == (1, 1) and not any(pads):
-        return x.astype(acc, copy=False).reshape(n, g, k, length)
-    xp = _padded(x, pads, 0)  # in x's dtype: widened while the columns are copied
+        cols = x.astype(acc, copy=False).reshape(n, g, k, length)
+        return _matmul_to(wg, cols, (n, o, oh, ow), out)
+    xp = np.ascontiguousarray(_padded(x, pads, 0))  # x's dtype: widened by the copy below
+    wp = xp.shape[3]
+    if strides == (1, 1) and 3 * wp <= 4 * ow and kh * kw > 1:
+        run = (oh - 1) * wp + ow  # from output (0, 0) to (OH-1, OW-1) in padded rows
+        s0, s1, s2, s3 = xp.strides
+        taps = np.lib.stride_tricks.as_strided(
+            xp,
+            (n, g, cg, kh, kw, run),
+            (s0, s1 * cg, s1, s2 * dilation[0], s3 * dilation[1], s3),
+            writeable=False,
+        )
+        cols = np.empty((n, g, cg, kh, kw, run), dtype=acc)
+        cols[...] = taps
+        res = np.matmul(wg, cols.reshape(n, g, k, run)).reshape(n, o, run)
+        r0, r1, r2 = res.strides
+        rows = np.lib.stride_tricks.as_strided(res, (n, o, oh, ow), (r0, r1, r2 * wp, r2))
+        if out is None:
+            return rows
+        out[...] = rows
+        return out
     cols = np.empty((n, g, cg, kh, kw, oh, ow), dtype=acc)
     cols[...] = _windows(xp, g, (kh, kw), dilation, strides, (oh, ow))
-    return cols.reshape(n, g, k, length)
+    return _matmul_to(wg, cols.reshape(n, g, k, length), (n, o, oh, ow), out)
+
+
+def _matmul_to(
+    wg: np.ndarray, cols: np.ndarray, shape: tuple[int, int, int, int], out: np.ndarray | None
+) -> np.ndarray:
+    """``wg @ cols`` as ``shape``, written into ``out`` when given."""
+    if out is None:
+        return np.matmul(wg, cols).reshape(shape)
+    np.matmul(wg, cols, out=out.reshape(cols.shape[0], wg.shape[0], wg.shape[1], cols.shape[3]))
+    return out
 
 
 def _round_sum(acc: np.ndarray, add: np.ndarray | None, dtype: np.dtype) -> np.ndarray:

@@ -160,6 +160,10 @@ def test_conv2d_depthwise_and_grouped_shapes_of_the_zoo() -> None:
         ((1, 16, 9, 9), (16, 1, 3, 3), dict(padding=1, groups=16, strides=2)),
         ((1, 12, 5, 5), (8, 3, 1, 1), dict(groups=4)),
         ((1, 3, 15, 15), (8, 3, 7, 7), dict(padding=3, strides=2)),
+        # unit stride on wide rows: the row-padded columns (one run per tap)
+        ((2, 8, 12, 12), (6, 8, 3, 3), dict(padding=1)),
+        ((1, 8, 12, 13), (8, 1, 3, 3), dict(padding=(2, 1), dilation=2, groups=8)),
+        ((1, 4, 12, 12), (4, 4, 3, 1), dict(padding=(1, 0, 0, 0))),
     ):
         x = rng.standard_normal(xshape).astype(np.float32)
         w = rng.standard_normal(wshape).astype(np.float32)
