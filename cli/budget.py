@@ -42,6 +42,13 @@ def _unbounded(r: FunctionReport) -> str:
     return f"@{r.name} has {len(r.dynamic)} allocation(s) with no upper bound: {shown}{more}"
 
 
+def _budget_text(n: int) -> str:
+    try:
+        return format_bytes(n)
+    except OverflowError:  # more than a float holds (a budget of 400 digits)
+        return f"{n:,} B"
+
+
 def budget_problems(
     reports: Sequence[FunctionReport], max_arena: int, allow_unbounded: bool = False
 ) -> tuple[list[str], list[str]]:
@@ -94,9 +101,9 @@ def check_budget(
     if max_arena is None:
         return
     uncounted, over = budget_problems(reports, max_arena, allow_unbounded)
-    budget = f"the budget (--max-arena) is {format_bytes(max_arena)}"
     if not uncounted and not over:
         return
+    budget = f"the budget (--max-arena) is {_budget_text(max_arena)}"
     if not uncounted:
         raise RxError(f"memory budget exceeded: {'; '.join(over)}; {budget}")
     notes: list[str] = []
