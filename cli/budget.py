@@ -3,9 +3,10 @@
 A function's workspace (its arenas plus its bounded storages outside an arena, every
 symbolic size counted at its upper bound: ``workspace_bytes``) must fit the budget. A
 function whose memory the report cannot count fails the check rather than pass with 0
-bytes: one that no PlanMemory planned, and one with an allocation that has no upper bound,
-unless ``--allow-unbounded`` says to check only the bounded part (a warning then names what
-was left out).
+bytes: one whose memory is implicit (no ManifestAlloc or PlanMemory ran on it), and one with
+an allocation that has no upper bound, unless ``--allow-unbounded`` says to check only the
+bounded part (a warning then names what was left out). Explicit memory that no PlanMemory
+planned is counted in full, every allocation as if all were live at once.
 """
 
 from __future__ import annotations
@@ -57,9 +58,10 @@ def budget_problems(
     uncounted: list[str] = []
     over: list[str] = []
     for r in reports:
-        if not r.planned:
+        if not r.explicit:
             uncounted.append(
-                f"@{r.name} is not planned (no PlanMemory ran on it), so its memory is not known"
+                f"@{r.name} is not planned (no ManifestAlloc or PlanMemory ran on it), so its "
+                "memory is not known"
             )
             continue
         if r.dynamic and not allow_unbounded:
@@ -74,7 +76,7 @@ def unbounded_warnings(reports: Sequence[FunctionReport]) -> list[str]:
     return [
         f"{_unbounded(r)}; --allow-unbounded leaves them out of the budget"
         for r in reports
-        if r.planned and r.dynamic
+        if r.explicit and r.dynamic
     ]
 
 
@@ -107,13 +109,13 @@ def check_budget(
     if not uncounted:
         raise RxError(f"memory budget exceeded: {'; '.join(over)}; {budget}")
     notes: list[str] = []
-    if any(r.planned and r.dynamic for r in reports) and not allow_unbounded:
+    if any(r.explicit and r.dynamic for r in reports) and not allow_unbounded:
         notes.append(
             "give the symbolic dims upper bounds (attrs {upper_bounds = {n = 64}}, or "
             "relaxc import --bound n=64) so that the budget counts them, or pass "
             "--allow-unbounded to check the bounded memory only"
         )
-    if any(not r.planned for r in reports):
+    if any(not r.explicit for r in reports):
         notes.append("run a pipeline with PlanMemory, not -p none on a source that is not planned")
     raise RxError(
         f"memory budget cannot be checked: {'; '.join(uncounted + over)}; {budget}",

@@ -84,6 +84,7 @@ def function_json(r: FunctionReport) -> Json:
     return {
         "name": r.name,
         "planned": r.planned,
+        "explicit_memory": r.explicit,
         "program_points": r.program_points,
         "arena_bytes": r.arena_bytes,
         "workspace_bytes": r.workspace_bytes,

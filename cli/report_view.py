@@ -15,9 +15,14 @@ from .units import format_bytes
 MARKS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
+IMPLICIT = (
+    "NO: no pass made this function's memory explicit (ManifestAlloc, PlanMemory), so the "
+    "figures below count none of it (run the target's pipeline: -p none reports only IR "
+    "that is already planned)"
+)
 UNPLANNED = (
-    "no PlanMemory ran on this function, so the figures below count none of its memory "
-    "(run the target's pipeline: -p none reports only IR that is already planned)"
+    "no: no PlanMemory ran on this function, so nothing is in an arena; every allocation "
+    "is counted in full, as if all were live at once (unplanned)"
 )
 
 
@@ -27,10 +32,11 @@ def _b(v: Size) -> str:
 
 def summary_line(rep: FunctionReport) -> str:
     """One line: arena, how close to the lower bound, saving, and dynamic allocations."""
-    if not rep.planned:
+    if not rep.explicit:
         text = f"@{rep.name}: not planned (no PlanMemory ran on it): its memory is not counted"
     elif not rep.buffers and not rep.arenas:
-        text = f"@{rep.name}: no planned memory"
+        state = "no planned memory" if rep.planned else "not planned (no PlanMemory ran on it)"
+        text = f"@{rep.name}: {state}"
         if rep.unplanned_static_bytes:
             text += f", {format_bytes(rep.unplanned_static_bytes)} in unplanned allocations"
     else:
@@ -104,7 +110,7 @@ def full_report(rep: FunctionReport) -> Group:
     facts.add_column(style="bold")
     facts.add_column()
     if not rep.planned:
-        facts.add_row("planned", "NO: " + UNPLANNED)
+        facts.add_row("planned", UNPLANNED if rep.explicit else IMPLICIT)
     facts.add_row(
         "arena",
         ("none (not planned)" if not rep.planned else format_bytes(rep.arena_bytes))

@@ -25,6 +25,7 @@ from relaxc.ir.vocab import ALLOC_TENSOR, CONST, MEMORY_VIEW, call_of
 
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
+from .properties import has_explicit_memory
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,11 @@ class DynamicRow:
 @dataclass
 class FunctionReport:
     name: str
-    planned: bool
+    planned: bool  # PlanMemory planned it (the function's ``planned`` attribute)
     program_points: int
+    # Every value it computes is written into an allocated tensor (ManifestAlloc ran): when
+    # false, its memory is implicit and none of it is counted here.
+    explicit: bool = True
     arena_bytes: int = 0
     lower_bound: int = 0
     proven_bound: int = 0  # the planner's proven bound on the arena (0: none stated)
@@ -136,6 +140,7 @@ def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
 def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:
     bounds = fn.upper_bounds()
     rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
+    rep.explicit = has_explicit_memory(fn, {f.name for f in module.functions if f.is_primitive})
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
     info = analyze_aliases(fn, module)

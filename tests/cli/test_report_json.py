@@ -126,12 +126,26 @@ def test_an_unplanned_report_says_so_in_json_and_text(tmp_path: Path) -> None:
     doc = report_json(src, "-p", "none")
     assert_valid(doc)
     assert doc["pipeline"] == [] and doc["planner"] is None
-    assert [f["planned"] for f in doc["functions"]] == [False]
+    assert [(f["planned"], f["explicit_memory"]) for f in doc["functions"]] == [(False, False)]
     text = invoke("report", src, "-p", "none").stdout
-    assert "planned" in text and "NO: no PlanMemory ran" in text
+    assert "planned      NO: no pass made this function's memory explicit" in text
     assert "arena        none (not planned)" in text
     summary = invoke("build", src, "-p", "none", "-t", "ir", "-o", tmp_path / "o.rx").stderr
     assert "@main: not planned" in summary
+
+
+def test_explicit_memory_that_no_planmemory_planned_is_counted_in_full(tmp_path: Path) -> None:
+    """After ManifestAlloc alone every allocation is explicit but none is in an arena: the
+    report says it is not planned, and counts every storage in full."""
+    src = copy(ROOT / "samples" / "cnn.rx", tmp_path)
+    doc = report_json(src, "-p", "ManifestAlloc")
+    assert_valid(doc)
+    (fn,) = doc["functions"]
+    assert (fn["planned"], fn["explicit_memory"], fn["arena_bytes"]) == (False, True, 0)
+    planned = report_json(src, "--pass-config", "PlanMemory.planner=none")["functions"][0]
+    assert fn["workspace_bytes"] == fn["unplanned_static_bytes"] > planned["arena_bytes"]
+    text = invoke("report", src, "-p", "ManifestAlloc").stdout
+    assert "planned      no: no PlanMemory ran on this function" in text
 
 
 def test_planned_ir_reported_again_with_no_passes_is_still_planned(tmp_path: Path) -> None:

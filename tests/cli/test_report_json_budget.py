@@ -119,6 +119,23 @@ def test_an_unplanned_function_fails_the_budget(tmp_path: Path, command: str) ->
     assert not (tmp_path / "o.rx").exists()
 
 
+@pytest.mark.parametrize("command", ["report", "build"])
+def test_explicit_memory_without_planmemory_is_counted_in_full(
+    tmp_path: Path, command: str
+) -> None:
+    """After ManifestAlloc alone each of the three buffers is its own storage: 3 x 512 bytes
+    at n = 8, checked like any workspace."""
+    src = program(tmp_path, 8)
+
+    def run(budget: str):
+        args = ("-p", "ManifestAlloc", "--max-arena", budget)
+        if command == "report":
+            return invoke("report", src, *args)
+        return invoke("build", src, "-t", "ir", "-o", tmp_path / "o.rx", *args)
+
+    assert run("1535").exit_code == 1 and run("1536").exit_code == 0
+
+
 def test_planned_ir_reported_again_keeps_its_budget(tmp_path: Path) -> None:
     """IR planned by an earlier build is planned: -p none checks it like the original."""
     src = program(tmp_path, 8)
@@ -128,15 +145,17 @@ def test_planned_ir_reported_again_keeps_its_budget(tmp_path: Path) -> None:
     assert invoke("report", low, "-p", "none", "--max-arena", "1535").exit_code == 1
 
 
-def _report(planned: bool, arena: int, unplanned: int, dynamic: int) -> FunctionReport:
-    rep = FunctionReport("f", planned, 4, arena_bytes=arena, unplanned_static_bytes=unplanned)
+def _report(explicit: bool, arena: int, unplanned: int, dynamic: int) -> FunctionReport:
+    rep = FunctionReport(
+        "f", explicit, 4, explicit=explicit, arena_bytes=arena, unplanned_static_bytes=unplanned
+    )
     rep.dynamic = [DynamicRow(f"s{i}", Size("4 * n", None), "global", 0, 1) for i in range(dynamic)]
     return rep
 
 
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    planned=st.booleans(),
+    explicit=st.booleans(),
     arena=st.integers(0, 1 << 20),
     unplanned=st.integers(0, 1 << 20),
     dynamic=st.integers(0, 3),
@@ -144,10 +163,10 @@ def _report(planned: bool, arena: int, unplanned: int, dynamic: int) -> Function
     allow=st.booleans(),
 )
 def test_a_budget_passes_only_what_it_counted(
-    planned: bool, arena: int, unplanned: int, dynamic: int, budget: int, allow: bool
+    explicit: bool, arena: int, unplanned: int, dynamic: int, budget: int, allow: bool
 ) -> None:
-    """The check passes exactly when the function is planned, its arena plus its bounded
-    storages fit, and it has no unbounded allocation (or --allow-unbounded)."""
-    uncounted, over = budget_problems([_report(planned, arena, unplanned, dynamic)], budget, allow)
-    fits = planned and arena + unplanned <= budget and (dynamic == 0 or allow)
+    """The check passes exactly when the function's memory is explicit, its arena plus its
+    bounded storages fit, and it has no unbounded allocation (or --allow-unbounded)."""
+    uncounted, over = budget_problems([_report(explicit, arena, unplanned, dynamic)], budget, allow)
+    fits = explicit and arena + unplanned <= budget and (dynamic == 0 or allow)
     assert (not uncounted and not over) == fits
