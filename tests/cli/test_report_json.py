@@ -158,21 +158,41 @@ def test_planned_ir_reported_again_with_no_passes_is_still_planned(tmp_path: Pat
     assert again["functions"] == first["functions"]
 
 
-def test_an_imported_model_zoo_network_follows_the_schema(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "dims",
+    [
+        (),
+        ("--shape", "data_0=batch,3,224,224", "--bound", "batch=2"),
+        ("--shape", "data_0=batch,3,224,224"),
+    ],
+    ids=["static", "bounded", "unbounded"],
+)
+def test_an_imported_model_zoo_network_follows_the_schema(tmp_path: Path, dims: tuple) -> None:
+    """squeezenet imported as it is, with a bounded batch and with an unbounded one."""
     pytest.importorskip("onnx")
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from zoo_models import light_dir
 
     model = light_dir() / "light_squeezenet.onnx"
     out = tmp_path / "squeezenet.rx"
-    r = invoke("import", model, "-o", out)
+    r = invoke("import", model, "-o", out, "-q", *dims)
     assert r.exit_code == 0, r.output
     doc = report_json(out)
     assert_valid(doc)
     (fn,) = doc["functions"]
-    assert fn["planned"] and fn["arena_bytes"] >= fn["lower_bound"] > 0
-    assert fn["input_bytes"] == {"expr": str(1 * 3 * 224 * 224 * 4), "bound": 602112}
-    assert all(isinstance(d, int) for b in fn["buffers"] for d in b["shape"])
+    assert fn["planned"] and fn["explicit_memory"]
+    image = 3 * 224 * 224 * 4
+    if not dims:
+        assert fn["input_bytes"] == {"expr": str(image), "bound": image}
+        assert all(isinstance(d, int) for b in fn["buffers"] for d in b["shape"])
+    elif "--bound" in dims:
+        assert fn["input_bytes"] == {"expr": f"{image} * batch", "bound": 2 * image}
+        assert fn["dynamic"] == [] and fn["arena_bytes"] >= fn["lower_bound"] > 0
+        assert all(b["shape"][0] == "batch" for b in fn["buffers"])
+    else:
+        assert fn["input_bytes"] == {"expr": f"{image} * batch", "bound": None}
+        assert fn["buffers"] == [] and fn["dynamic"]
+        assert all(d["size"]["bound"] is None for d in fn["dynamic"])
 
 
 BOUNDED = """\
