@@ -131,7 +131,7 @@ def function_events(rep: FunctionReport, pid: int) -> list[Event]:
                 {"ph": "C", "name": "live bytes", "pid": pid, "ts": t, "args": {"live": n}}
             )
     end = len(live)
-    for t in (0, end):
+    for t in sorted({0, end}):
         events.append(
             {
                 "ph": "C",
