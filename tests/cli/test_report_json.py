@@ -291,3 +291,14 @@ def test_json_is_byte_identical_across_processes(tmp_path: Path) -> None:
         )
         outs.append(r.stdout)
     assert outs[0] == outs[1] and outs[0].startswith(b'{\n  "schema_version": 1,')
+
+
+def test_docs_name_every_key_of_the_schema() -> None:
+    """docs/report.md's JSON section lists each key the schema defines, and no other."""
+    text = (ROOT / "docs" / "report.md").read_text(encoding="utf-8")
+    section = text[text.index("## JSON") : text.index("## The timeline")]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    documented = {k for line in rows for k in line.split("|")[1].replace("`", "").split(", ")}
+    documented = {k.strip() for k in documented}
+    keys = set(SCHEMA["properties"]) | set(SCHEMA["$defs"]["function"]["properties"])
+    assert documented == keys
