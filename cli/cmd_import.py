@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from relaxc.frontend.printer import print_module
 from relaxc.frontend.weights import npz_bytes
 from relaxc.ir.diagnostics import RxError
 
@@ -102,7 +101,7 @@ def import_cmd(
         refuse_overwriting_inputs(npz_path, [file])
         with progress.step(f"importing {file.name}"):
             result = import_onnx(file, input_shapes=input_shapes, upper_bounds=upper)
-            text = result.header(file.name) + print_module(result.module)
+            text = result.text(file.name)
         with progress.step(f"writing {rx_path} and {npz_path}"):
             write_all_atomic(
                 [(npz_path, npz_bytes(result.weights)), (rx_path, text)]

@@ -15,7 +15,7 @@ from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
 from .loading import load_program
 from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
-from .report_svg import report_html, report_svg
+from .report_svg import origins_from_text, report_html, report_svg
 from .report_view import print_reports
 from .units import ByteSize, format_bytes
 
@@ -103,12 +103,13 @@ def report_cmd(
         if kw["time_passes"]:
             print_timings(timing)
         reports = memory_report(module)
+        origins = origins_from_text(file.name, sources.get(str(file), ""))
         if as_json:
             click.echo(reports_json(file, reports), nl=False)
         else:
-            print_reports(reports, Console(soft_wrap=False))
+            print_reports(reports, Console(soft_wrap=False), origins)
         if svg is not None:
-            write_atomic(svg, report_svg(reports))
+            write_atomic(svg, report_svg(reports, origins))
         if html is not None:
-            write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}"))
+            write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}", origins))
         check_budget(reports, max_arena)

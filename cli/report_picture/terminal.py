@@ -1,0 +1,106 @@
+"""The memory map in a terminal, laid out as TFLite Micro's ``PrintMemoryPlan`` is: one row
+per stretch of program points (a segment of :mod:`.layout`, over which the same buffers are
+live), the arena's offsets across the terminal's width, and at the end of each row the live
+bytes and the buffers that start there. Depth adds rows, never squeezes them, so it reads
+the same on a ten-layer sample and on densenet121.
+
+A cell stands for a range of offsets in one row. It shows the buffer that holds the offset
+at its middle, or else the largest live buffer that touches its range, so a buffer smaller
+than a cell still shows. Two buffers that live at the same time bear different glyphs. ``#``
+marks a cell whose middle two live buffers both hold: an overlap in memory and time, which a
+correct plan never has; so a glyph cell is never given to two tensors that do not overlap.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from relaxc.passes.memory_report import FunctionReport
+
+from .layout import Layout, Rect, layout
+from .svg import short_bytes
+
+OVERLAP = "#"
+
+
+def cell_rects(lay: Layout, seg: int, cols: int) -> list[int | None]:
+    """For row ``seg``: per column, the index of the rect drawn there, -1 for an overlap, or
+    None. Column ``c`` covers offsets ``[c * H / cols, (c + 1) * H / cols)``."""
+    height = lay.height
+    live = [r for r in lay.rects if r.seg0 <= seg < r.seg1 and r.row.bytes > 0]
+    out: list[int | None] = []
+    for c in range(cols):
+        lo, hi = c * height / cols, (c + 1) * height / cols
+        mid = (lo + hi) / 2
+        holders = [r for r in live if r.y <= mid < r.y + r.row.bytes]
+        if len(holders) > 1:
+            out.append(-1)
+            continue
+        if holders:
+            out.append(holders[0].index)
+            continue
+        touching = [r for r in live if r.y < hi and r.y + r.row.bytes > lo]
+        if touching:
+            best = max(touching, key=lambda r: (r.row.bytes, -r.index))
+            out.append(best.index)
+        else:
+            out.append(None)
+    return out
+
+
+def _starts(lay: Layout, seg: int) -> list[Rect]:
+    return [r for r in lay.rects if r.seg0 == seg]
+
+
+def memory_map(rep: FunctionReport, width: int = 80) -> Text:
+    """The map of ``rep`` in ``width`` terminal columns."""
+    text = Text()
+    if not rep.buffers or rep.arena_bytes <= 0:
+        text.append("(nothing placed)\n")
+        return text
+    lay = layout(rep)
+    left = len(str(lay.points - 1))
+    live_w = max(len(short_bytes(n)) for n in lay.live)
+    # row: POINT ' |' cells '| ' LIVE ' ' names; keep at least 16 columns for the names
+    cols = max(16, min(width - left - 2 - 2 - live_w - 1 - 16, 160))
+    names_w = max(width - left - 4 - cols - live_w - 1, 0)
+    per_col = lay.height / cols
+    text.append(
+        f"one row per stretch of program points with the same live buffers; columns are "
+        f"offsets, {short_bytes(max(int(per_col), 1))} each; at the end, the bytes live and "
+        "the buffers that start\n",
+        style="dim",
+    )
+    axis = [" "] * cols
+    for frac in (0.0, 0.5, 1.0):
+        label = short_bytes(int(lay.height * frac))
+        at = min(int(frac * cols), cols - len(label)) if frac > 0 else 0
+        at = max(at - (len(label) // 2 if 0 < frac < 1 else 0), 0)
+        for k, ch in enumerate(label):
+            if at + k < cols:
+                axis[at + k] = ch
+    text.append(" " * (left + 2) + "".join(axis) + "\n", style="dim")
+    for seg in range(lay.segments):
+        text.append(f"{lay.cuts[seg]:>{left}} |", style="dim")
+        for idx in cell_rects(lay, seg, cols):
+            if idx is None:
+                text.append(" ")
+            elif idx < 0:
+                text.append(OVERLAP, style="bold red")
+            else:
+                r = lay.rects[idx]
+                text.append(r.mark, style=f"bold {r.colour}")
+        text.append("| ", style="dim")
+        text.append(f"{short_bytes(lay.live[seg]):>{live_w}}", style="dim")
+        names = " ".join(f"{r.mark}=%{r.row.name}" for r in _starts(lay, seg))
+        if names and names_w > 2:
+            clipped = names if len(names) <= names_w - 1 else names[: names_w - 2] + "…"
+            text.append(" " + clipped)
+        text.append("\n")
+    text.append(
+        f"{'':>{left}}  peak {short_bytes(lay.live[lay.peak])} live at program point "
+        f"{lay.cuts[lay.peak]}; lower bound {short_bytes(lay.lower_bound)}, arena "
+        f"{short_bytes(lay.arena_bytes)}\n",
+        style="dim",
+    )
+    return text
