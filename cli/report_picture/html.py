@@ -38,22 +38,33 @@ def _buffers(r: FunctionReport, origins: Origins) -> str:
     lay = layout(r)
     head = "".join(
         f'<th class="{"l" if c in ("tensor", "shape", "dtype", "op", "source") else ""}">{c}</th>'
-        for c in ("", "#", "tensor", "shape", "dtype", "bytes", "offset", "first", "last", "op",
-                  "source")
+        for c in (
+            "",
+            "#",
+            "tensor",
+            "shape",
+            "dtype",
+            "bytes",
+            "offset",
+            "first",
+            "last",
+            "op",
+            "source",
+        )
     )
     rows = []
     for rect in lay.rects:
         b = rect.row
         rows.append(
             f'<tr data-i="{rect.index}"><td><span class="sw" style="background:{rect.colour}">'
-            f"</span></td><td>{rect.rank or ''}</td><td class=\"l\">%{escape(b.name)}</td>"
+            f'</span></td><td>{rect.rank or ""}</td><td class="l">%{escape(b.name)}</td>'
             f'<td class="l">{escape(b.shape)}</td><td class="l">{escape(b.dtype)}</td>'
             f"<td>{b.bytes:,}</td><td>{b.offset:,}</td><td>{b.first}</td><td>{b.last}</td>"
             f'<td class="l">{escape(b.op)}</td>'
             f'<td class="l">{escape(origins.describe(b.line))}</td></tr>'
         )
     return (
-        "<h3>placed buffers</h3><div class=\"scroll\"><table><tr>"
+        '<h3>placed buffers</h3><div class="scroll"><table><tr>'
         + head
         + "</tr>"
         + "".join(rows)
@@ -127,9 +138,7 @@ def function_section(r: FunctionReport, origins: Origins) -> str:
     return "".join(parts)
 
 
-def report_html(
-    reports: list[FunctionReport], title: str, origins: Origins | None = None
-) -> str:
+def report_html(reports: list[FunctionReport], title: str, origins: Origins | None = None) -> str:
     origins = origins or Origins()
     return (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>'

@@ -189,7 +189,7 @@ def byte_ticks(top: int, count: int = 6) -> list[int]:
     step = 1
     while step * count < top:
         step *= 2
-    if top // step < count // 2 and step > 1:
+    if top // step <= count // 2 and step > 1:
         step //= 2
     return list(range(0, top + 1, step))
 

@@ -24,6 +24,11 @@ WIDTH = 1400
 LEGEND_W = 330
 
 
+PX_PER_SEGMENT = 4.0
+"""The map widens past WIDTH for programs with many segments, up to MAX_WIDTH."""
+MAX_WIDTH = 2400
+
+
 @dataclass(frozen=True)
 class Frame:
     """Where the panels of one function go, in pixels."""
@@ -36,6 +41,10 @@ class Frame:
     width: float = WIDTH - LEGEND_W - 84.0 - 20.0
 
     @property
+    def total_width(self) -> float:
+        return self.left + self.width + 20.0 + LEGEND_W
+
+    @property
     def live_top(self) -> float:
         return self.top + self.map_h + self.gap
 
@@ -46,6 +55,14 @@ class Frame:
     @property
     def height(self) -> float:
         return self.bottom + 52.0
+
+
+def frame_for(lay: Layout) -> Frame:
+    """The frame of ``lay``: the map is at least WIDTH's share wide, wider for many segments
+    (PX_PER_SEGMENT each) up to MAX_WIDTH, so a rectangle stays wide enough to see."""
+    base = Frame()
+    wide = min(lay.segments * PX_PER_SEGMENT, MAX_WIDTH - LEGEND_W - base.left - 20.0)
+    return Frame(width=max(base.width, wide))
 
 
 def short_bytes(n: int) -> str:
@@ -120,6 +137,11 @@ def _rect(r: Rect, sc: _Scale, origins: Origins, peak: bool) -> list[str]:
                 f'<text class="label" x="{_f(cx)}" y="{_f(cy + 3.5 + 6)}" '
                 f'text-anchor="middle" fill-opacity="0.8">{escape(size)}</text>'
             )
+    elif w >= 11 and h >= len(label) * CHAR_W + 4:  # tall and narrow: write it upwards
+        out.append(
+            f'<text class="label" transform="translate({_f(cx + 3.5)},{_f(cy)}) rotate(-90)" '
+            f'text-anchor="middle">{escape(label)}</text>'
+        )
     elif r.rank and w >= len(str(r.rank)) * CHAR_W + 3 and h >= 11:
         out.append(
             f'<text class="label" x="{_f(cx)}" y="{_f(cy + 3.5)}" text-anchor="middle">'
@@ -198,11 +220,7 @@ def _live_panel(lay: Layout, sc: _Scale, origins: Origins, lines: list[int]) -> 
         if n <= 0 or n > top:
             continue
         y = sc.live_y(n)
-        text = (
-            f"arena = lower bound = {short_bytes(n)}"
-            if same
-            else f"{what} {short_bytes(n)}"
-        )
+        text = f"arena = lower bound = {short_bytes(n)}" if same else f"{what} {short_bytes(n)}"
         out.append(
             f'<line class="{cls}" x1="{_f(fr.left)}" y1="{_f(y)}" x2="{_f(fr.left + fr.width)}" '
             f'y2="{_f(y)}"/>'
@@ -242,10 +260,12 @@ def _peak(lay: Layout, sc: _Scale, origins: Origins, lines: list[int]) -> list[s
     ]
 
 
-def _legend(lay: Layout, origins: Origins, x: float, top: float, bottom: float) -> list[str]:
+def _legend(
+    lay: Layout, origins: Origins, x: float, right: float, top: float, bottom: float
+) -> list[str]:
     out: list[str] = []
     y = top
-    chars = int((WIDTH - x - 10) / (CHAR_W * 0.95))
+    chars = int((right - x) / (CHAR_W * 0.95))
 
     def line(text: str, cls: str = "legend", dx: float = 0.0) -> None:
         nonlocal y
@@ -264,8 +284,9 @@ def _legend(lay: Layout, origins: Origins, x: float, top: float, bottom: float) 
             f'<rect class="swatch" data-op="{escape(k.op)}" x="{_f(x)}" y="{_f(y - 9)}" '
             f'width="10" height="10" fill="{k.colour}"/>'
         )
-        line(f"{k.op}: {k.count} buffer{'s' if k.count != 1 else ''}, {short_bytes(k.bytes)}",
-             dx=15)
+        line(
+            f"{k.op}: {k.count} buffer{'s' if k.count != 1 else ''}, {short_bytes(k.bytes)}", dx=15
+        )
     y += 6
     line(f"the {len(lay.named)} largest buffers", "head")
     for i in lay.named:
@@ -275,8 +296,10 @@ def _legend(lay: Layout, origins: Origins, x: float, top: float, bottom: float) 
             f'<rect class="swatch" data-i="{r.index}" x="{_f(x)}" y="{_f(y - 9)}" width="10" '
             f'height="10" fill="{r.colour}"/>'
         )
-        line(f"{r.rank} %{b.name} {b.shape} {short_bytes(b.bytes)}, points {b.first}..{b.last}",
-             dx=15)
+        line(
+            f"{r.rank} %{b.name} {b.shape} {short_bytes(b.bytes)}, points {b.first}..{b.last}",
+            dx=15,
+        )
         where = origins.describe(b.line)
         if where:
             line(where, "sub", dx=15)
@@ -311,7 +334,8 @@ def function_svg(
     """One function's picture as a standalone ``<svg>`` element."""
     origins = origins or Origins()
     lay = layout(rep) if top_n is None else layout(rep, top_n)
-    fr = Frame()
+    fr = frame_for(lay)
+    total = _f(fr.total_width)
     sc = _Scale(lay, fr)
     lines = rep.point_lines
     ratio = f", ratio {rep.ratio:.3f}" if rep.ratio else ""
@@ -322,10 +346,10 @@ def function_svg(
         + (f"; {len(rep.dynamic)} dynamic allocations" if rep.dynamic else "")
     )
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="map" width="{WIDTH}" '
-        f'height="{_f(fr.height)}" viewBox="0 0 {WIDTH} {_f(fr.height)}">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="map" width="{total}" '
+        f'height="{_f(fr.height)}" viewBox="0 0 {total} {_f(fr.height)}">',
         f"<style>{STYLE}</style>",
-        f'<rect x="0" y="0" width="{WIDTH}" height="{_f(fr.height)}" fill="#fff"/>',
+        f'<rect x="0" y="0" width="{total}" height="{_f(fr.height)}" fill="#fff"/>',
         f'<text class="title" x="{_f(fr.left)}" y="18">{escape(title)}</text>',
         f'<rect class="panel" x="{_f(fr.left)}" y="{_f(fr.top)}" width="{_f(fr.width)}" '
         f'height="{_f(fr.map_h)}"/>',
@@ -338,7 +362,8 @@ def function_svg(
     out.append("</g>")
     out += _live_panel(lay, sc, origins, lines)
     out += _peak(lay, sc, origins, lines)
-    out += _legend(lay, origins, WIDTH - LEGEND_W + 10, fr.top + 4, fr.height - 6)
+    x = fr.left + fr.width + 30
+    out += _legend(lay, origins, x, x + LEGEND_W - 20, fr.top + 4, fr.height - 6)
     out.append("</svg>")
     return "\n".join(out) + "\n"
 
@@ -357,12 +382,13 @@ def report_svg(reports: list[FunctionReport], origins: Origins | None = None) ->
         return empty_svg("no planned memory")
     if len(bodies) == 1:
         return bodies[0]
-    fr = Frame()
-    h = fr.height
-    inner = "".join(
-        f'<g transform="translate(0,{_f(i * h)})">{b}</g>' for i, b in enumerate(bodies)
-    )
+    frames = [frame_for(layout(r)) for r in reports if r.buffers]
+    width = _f(max(f.total_width for f in frames))
+    inner, y = [], 0.0
+    for fr, body in zip(frames, bodies):
+        inner.append(f'<g transform="translate(0,{_f(y)})">{body}</g>')
+        y += fr.height
     return (
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{_f(h * len(bodies))}" '
-        f'viewBox="0 0 {WIDTH} {_f(h * len(bodies))}">{inner}</svg>\n'
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{_f(y)}" '
+        f'viewBox="0 0 {width} {_f(y)}">{"".join(inner)}</svg>\n'
     )

@@ -13,6 +13,8 @@ correct plan never has; so a glyph cell is never given to two tensors that do no
 
 from __future__ import annotations
 
+import textwrap
+
 from rich.text import Text
 
 from relaxc.passes.memory_report import FunctionReport
@@ -61,16 +63,18 @@ def memory_map(rep: FunctionReport, width: int = 80) -> Text:
     lay = layout(rep)
     left = len(str(lay.points - 1))
     live_w = max(len(short_bytes(n)) for n in lay.live)
-    # row: POINT ' |' cells '| ' LIVE ' ' names; keep at least 16 columns for the names
-    cols = max(16, min(width - left - 2 - 2 - live_w - 1 - 16, 160))
-    names_w = max(width - left - 4 - cols - live_w - 1, 0)
+    # row: POINT ' |' cells '| ' LIVE ' ' names; the names get a quarter of the width
+    fixed = left + 4 + live_w
+    cols = max(8, min(width - fixed - max((width - fixed) // 4, 0), 160))
+    names_w = max(width - fixed - cols, 0)
     per_col = lay.height / cols
-    text.append(
-        f"one row per stretch of program points with the same live buffers; columns are "
+    note = (
+        "one row per stretch of program points with the same live buffers; columns are "
         f"offsets, {short_bytes(max(int(per_col), 1))} each; at the end, the bytes live and "
-        "the buffers that start\n",
-        style="dim",
+        "the buffers that start"
     )
+    for line in textwrap.wrap(note, max(width, 20)):
+        text.append(line + "\n", style="dim")
     axis = [" "] * cols
     for frac in (0.0, 0.5, 1.0):
         label = short_bytes(int(lay.height * frac))
@@ -97,10 +101,11 @@ def memory_map(rep: FunctionReport, width: int = 80) -> Text:
             clipped = names if len(names) <= names_w - 1 else names[: names_w - 2] + "…"
             text.append(" " + clipped)
         text.append("\n")
-    text.append(
-        f"{'':>{left}}  peak {short_bytes(lay.live[lay.peak])} live at program point "
+    foot = (
+        f"peak {short_bytes(lay.live[lay.peak])} live at program point "
         f"{lay.cuts[lay.peak]}; lower bound {short_bytes(lay.lower_bound)}, arena "
-        f"{short_bytes(lay.arena_bytes)}\n",
-        style="dim",
+        f"{short_bytes(lay.arena_bytes)}"
     )
+    for line in textwrap.wrap(foot, max(width, 20)):
+        text.append(line + "\n", style="dim")
     return text
