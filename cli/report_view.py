@@ -9,7 +9,7 @@ from rich.text import Text
 
 from relaxc.passes.memory_report import FunctionReport
 
-from .report_picture.layout import layout
+from .report_picture.layout import Layout, layout
 from .report_picture.origins import Origins
 from .report_picture.terminal import memory_map
 from .units import format_bytes
@@ -129,7 +129,7 @@ def full_report(
     if rep.buffers:
         lay = layout(rep)
         bufs = Table(title="placed buffers", show_edge=False)
-        for col in ("", "tensor", "shape", "dtype", "bytes", "offset", "first", "last", "op"):
+        for col in ("", "tensor", "shape", "dtype", "bytes", "offset", "first", "last"):
             bufs.add_column(
                 col, justify="right" if col in ("bytes", "offset", "first", "last") else "left"
             )
@@ -144,12 +144,22 @@ def full_report(
                 f"{b.offset:,}",
                 str(b.first),
                 str(b.last),
-                b.op,
             )
         parts.append(bufs)
         parts.append(Text("memory map (offset against program point)", style="bold"))
         parts.append(memory_map(rep, max(width - 4, 40)))
+        parts.append(op_legend(lay))
     return Group(Panel(Group(*parts), title=f"@{rep.name}", title_align="left"))
+
+
+def op_legend(lay: Layout) -> Text:
+    """What the colours of the marks mean: the op that wrote each buffer."""
+    text = Text("colour = the op that wrote the buffer: ", style="dim")
+    for k, kind in enumerate(lay.ops):
+        text.append(", " if k else "")
+        text.append("■ ", style=kind.colour)
+        text.append(kind.op)
+    return text
 
 
 def print_reports(

@@ -111,6 +111,10 @@ class FunctionReport:
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
+        # What only the pictures read (the writing op, source lines) stays out of the JSON.
+        del out["point_lines"]
+        for row in out["buffers"] + out["dynamic"]:
+            del row["op"], row["line"]
         out["ratio"] = self.ratio
         out["saving"] = self.saving
         out["workspace_bytes"] = self.workspace_bytes

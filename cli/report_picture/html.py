@@ -36,8 +36,9 @@ def _facts(r: FunctionReport) -> str:
 
 def _buffers(r: FunctionReport, origins: Origins) -> str:
     lay = layout(r)
+    left = ("tensor", "shape", "dtype", "op", "source")
     head = "".join(
-        f'<th class="{"l" if c in ("tensor", "shape", "dtype", "op", "source") else ""}">{c}</th>'
+        f'<th class="l">{c}</th>' if c in left else f"<th>{c}</th>"
         for c in (
             "",
             "#",
