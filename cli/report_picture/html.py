@@ -11,6 +11,7 @@ from html import escape
 from relaxc.passes.memory_report import FunctionReport
 
 from ..units import format_bytes
+from .colours import op_colour
 from .layout import layout
 from .origins import Origins
 from .page_script import CSS, JS
@@ -77,20 +78,24 @@ def _dynamic(r: FunctionReport, origins: Origins) -> str:
     """The dynamic allocations: a table, and their lifetimes against the program points."""
     points = max(r.program_points, 1)
     shown = r.dynamic[:400]
-    w, row_h, left = 900.0, 6.0, 10.0
+    w, row_h, left = 900.0, 13.0, 10.0
     h = row_h * len(shown) + 30
     bars = []
     for k, d in enumerate(shown):
         x0 = left + d.first * w / points
         x1 = left + (d.last + 1) * w / points
+        y = 4 + k * row_h
         bars.append(
-            f'<rect x="{x0:.2f}" y="{4 + k * row_h:.2f}" width="{max(x1 - x0, 1.0):.2f}" '
-            f'height="{row_h - 1:.2f}" fill="#e15759"><title>{escape(d.name)}: '
-            f"{escape(d.size)} bytes, points {d.first}..{d.last}</title></rect>"
+            f'<rect x="{x0:.2f}" y="{y:.2f}" width="{max(x1 - x0, 1.0):.2f}" '
+            f'height="{row_h - 2:.2f}" fill="{op_colour(d.op)}"><title>%{escape(d.name)}: '
+            f"{escape(d.size)} bytes, points {d.first}..{d.last}, written by "
+            f"{escape(d.op or 'no op')}</title></rect>"
+            f'<text x="{x1 + 4:.2f}" y="{y + row_h - 4:.2f}" font-size="10">%{escape(d.name)}'
+            f" ({escape(d.size)} B)</text>"
         )
     lifetimes = (
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="dyn" width="{w + 2 * left:.0f}" '
-        f'height="{h:.0f}" viewBox="0 0 {w + 2 * left:.0f} {h:.0f}">'
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="dyn" width="{w + 300:.0f}" '
+        f'height="{h:.0f}" viewBox="0 0 {w + 300:.0f} {h:.0f}">'
         + "".join(bars)
         + f'<text x="{left}" y="{h - 6:.0f}" font-size="11">program point 0 .. {points - 1}'
         "</text></svg>"

@@ -92,13 +92,19 @@ def _round_up(n: int, align: int) -> int:
 
 def _marks(spans: list[tuple[int, int]]) -> list[str]:
     """A glyph per span (seg0, seg1) such that spans sharing a segment get different glyphs
-    (interval colouring, first come first served); '?' once all 62 are in use at once."""
+    (interval colouring, first come first served), preferring one not in use in the segment
+    before; '?' once all 62 are in use at once."""
     order = sorted(range(len(spans)), key=lambda i: (spans[i][0], i))
     free_at: dict[str, int] = {}  # glyph -> the segment from which it is free again
     out = [""] * len(spans)
     for i in order:
         s0, s1 = spans[i]
-        mark = next((m for m in MARKS if free_at.get(m, 0) <= s0), "?")
+        # a glyph free for a while first, so that a buffer does not seem to go on in the
+        # next one's glyph
+        mark = next(
+            (m for m in MARKS if free_at.get(m, -1) < s0),
+            next((m for m in MARKS if free_at.get(m, -1) <= s0), "?"),
+        )
         if mark != "?":
             free_at[mark] = s1
         out[i] = mark
