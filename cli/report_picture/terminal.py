@@ -69,9 +69,9 @@ def memory_map(rep: FunctionReport, width: int = 80) -> Text:
     names_w = max(width - fixed - cols, 0)
     per_col = lay.height / cols
     note = (
-        "one row per stretch of program points with the same live buffers; columns are "
-        f"offsets, {short_bytes(max(int(per_col), 1))} each; at the end, the bytes live and "
-        "the buffers that start"
+        "a row per stretch of program points with the same buffers live, a column per "
+        f"{short_bytes(max(int(per_col), 1))} of offsets; then the bytes live and the "
+        "buffers that start"
     )
     for line in textwrap.wrap(note, max(width, 20)):
         text.append(line + "\n", style="dim")
