@@ -25,33 +25,57 @@ from .svg import short_bytes
 OVERLAP = "#"
 
 
-def cell_rects(lay: Layout, seg: int, cols: int) -> list[int | None]:
-    """For row ``seg``: per column, the index of the rect drawn there, -1 for an overlap, or
-    None. Column ``c`` covers offsets ``[c * H / cols, (c + 1) * H / cols)``."""
-    height = lay.height
-    live = [r for r in lay.rects if r.seg0 <= seg < r.seg1 and r.row.bytes > 0]
-    out: list[int | None] = []
-    for c in range(cols):
-        lo, hi = c * height / cols, (c + 1) * height / cols
-        mid = (lo + hi) / 2
-        holders = [r for r in live if r.y <= mid < r.y + r.row.bytes]
-        if len(holders) > 1:
-            out.append(-1)
-            continue
-        if holders:
-            out.append(holders[0].index)
-            continue
-        touching = [r for r in live if r.y < hi and r.y + r.row.bytes > lo]
-        if touching:
-            best = max(touching, key=lambda r: (r.row.bytes, -r.index))
-            out.append(best.index)
-        else:
-            out.append(None)
+def live_rects(lay: Layout) -> list[list[Rect]]:
+    """The rects live in each segment (a sweep: each rect is visited once per segment it
+    covers, never once per segment of the program)."""
+    starts: dict[int, list[Rect]] = {}
+    for r in lay.rects:
+        if r.row.bytes > 0:
+            starts.setdefault(r.seg0, []).append(r)
+    out: list[list[Rect]] = []
+    live: list[Rect] = []
+    for seg in range(lay.segments):
+        live = [r for r in live if r.seg1 > seg] + starts.get(seg, [])
+        out.append(live)
     return out
 
 
-def _starts(lay: Layout, seg: int) -> list[Rect]:
-    return [r for r in lay.rects if r.seg0 == seg]
+def cell_rects(
+    lay: Layout, seg: int, cols: int, live: list[Rect] | None = None
+) -> list[int | None]:
+    """For row ``seg``: per column, the index of the rect drawn there, -1 for an overlap, or
+    None. Column ``c`` covers offsets ``[c * H / cols, (c + 1) * H / cols)``. ``live`` is
+    the rects live in the segment, if the caller has them."""
+    height = lay.height
+    if live is None:
+        live = [r for r in lay.rects if r.seg0 <= seg < r.seg1 and r.row.bytes > 0]
+    holders: list[list[Rect]] = [[] for _ in range(cols)]
+    touching: list[Rect | None] = [None] * cols
+    for r in live:
+        end = r.y + r.row.bytes
+        # the columns the rect may reach, one more each side against rounding; the exact
+        # tests below decide
+        c0 = max(int(r.y * cols // height) - 1, 0)
+        c1 = min(int(end * cols // height) + 2, cols)
+        for c in range(c0, c1):
+            lo, hi = c * height / cols, (c + 1) * height / cols
+            if not (r.y < hi and end > lo):
+                continue
+            if r.y <= (lo + hi) / 2 < end:
+                holders[c].append(r)
+            best = touching[c]
+            if best is None or (r.row.bytes, -r.index) > (best.row.bytes, -best.index):
+                touching[c] = r
+    out: list[int | None] = []
+    for c in range(cols):
+        if len(holders[c]) > 1:
+            out.append(-1)
+        elif holders[c]:
+            out.append(holders[c][0].index)
+        else:
+            t = touching[c]
+            out.append(t.index if t is not None else None)
+    return out
 
 
 def memory_map(rep: FunctionReport, width: int = 80) -> Text:
@@ -84,9 +108,12 @@ def memory_map(rep: FunctionReport, width: int = 80) -> Text:
             if at + k < cols:
                 axis[at + k] = ch
     text.append(" " * (left + 2) + "".join(axis) + "\n", style="dim")
-    for seg in range(lay.segments):
+    starts: dict[int, list[Rect]] = {}
+    for r in lay.rects:
+        starts.setdefault(r.seg0, []).append(r)
+    for seg, live in enumerate(live_rects(lay)):
         text.append(f"{lay.cuts[seg]:>{left}} |", style="dim")
-        for idx in cell_rects(lay, seg, cols):
+        for idx in cell_rects(lay, seg, cols, live):
             if idx is None:
                 text.append(" ")
             elif idx < 0:
@@ -96,7 +123,7 @@ def memory_map(rep: FunctionReport, width: int = 80) -> Text:
                 text.append(r.mark, style=f"bold {r.colour}")
         text.append("| ", style="dim")
         text.append(f"{short_bytes(lay.live[seg]):>{live_w}}", style="dim")
-        names = " ".join(f"{r.mark}=%{r.row.name}" for r in _starts(lay, seg))
+        names = " ".join(f"{r.mark}=%{r.row.name}" for r in starts.get(seg, []))
         if names and names_w > 2:
             clipped = names if len(names) <= names_w - 1 else names[: names_w - 2] + "…"
             text.append(" " + clipped)

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relaxc.cli.report_picture.layout import layout
-from relaxc.cli.report_picture.terminal import cell_rects, memory_map
+from relaxc.cli.report_picture.terminal import cell_rects, live_rects, memory_map
 
 from .plans import reports
 
@@ -44,8 +44,17 @@ def test_a_cell_shows_a_live_buffer_that_touches_it_and_an_overlap_only_when_rea
 @given(reports(valid=True), st.integers(1, 120))
 def test_a_valid_plan_never_draws_an_overlap(rep, cols) -> None:
     lay = layout(rep)
-    for seg in range(lay.segments):
-        assert -1 not in cell_rects(lay, seg, cols)
+    for seg, live in enumerate(live_rects(lay)):
+        assert -1 not in cell_rects(lay, seg, cols, live)
+
+
+@settings(max_examples=100, deadline=None)
+@given(reports(valid=False))
+def test_the_sweep_finds_the_buffers_live_in_each_row(rep) -> None:
+    lay = layout(rep)
+    for seg, live in enumerate(live_rects(lay)):
+        expected = {r.index for r in lay.rects if r.seg0 <= seg < r.seg1 and r.row.bytes > 0}
+        assert {r.index for r in live} == expected
 
 
 @settings(max_examples=60, deadline=None)
