@@ -212,3 +212,22 @@ def test_nodes_without_names_are_named_by_index_and_output(tmp_path: Path) -> No
     assert invoke("import", save(model, tmp_path, "m.onnx"), "-q").exit_code == 0
     text = (tmp_path / "m.rx").read_text()
     assert "  # onnx: #0 (Relu) -> h\n" in text and "  # onnx: #1 (Exp) -> y\n" in text
+
+
+def test_node_comments_only_when_the_lines_match_the_statements() -> None:
+    import dataclasses
+
+    from relaxc.frontend.onnx import import_onnx
+    from relaxc.frontend.parser import parse_module
+    from relaxc.frontend.printer import print_module
+
+    model, _ = conv_branches()
+    result = import_onnx(model)
+    text = result.text("net.onnx")
+    body = [line for line in text.splitlines() if line.startswith("  %")]
+    assert len(body) == len(result.module.functions[0].body)
+    for line in body:  # every statement a node made says which; weights do not
+        assert ("# onnx: '" in line) != (" = const(" in line), line
+    assert parse_module(text, "net.rx") == result.module  # comments change nothing
+    wrong = dataclasses.replace(result, origins=result.origins[:-1])
+    assert wrong.text("net.onnx") == result.header("net.onnx") + print_module(result.module)
