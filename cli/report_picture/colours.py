@@ -72,3 +72,11 @@ def op_colour(op: str) -> str:
         shades = SHADES["elementwise"]
         return shades[zlib.crc32(op.encode()) % len(shades)]
     return UNKNOWN
+
+
+def ink(fill: str) -> str:
+    """The text colour that reads on ``fill`` (``#rrggbb``): dark on light fills, white on
+    dark ones (by relative luminance)."""
+    r, g, b = (int(fill[k : k + 2], 16) / 255 for k in (1, 3, 5))
+    lum = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#222" if lum > 0.55 else "#fff"

@@ -121,7 +121,7 @@ def layout(rep: FunctionReport, top_n: int = TOP_N) -> Layout:
         bases[a["name"]] = (base, int(a["align"]))
         arenas.append((str(a["name"]), base, int(a["bytes"])))
         base += int(a["bytes"])
-    bufs = [b for b in rep.buffers]
+    bufs = list(rep.buffers)
     cut_set = {0, points}
     for b in bufs:
         cut_set.add(min(max(b.first, 0), points))

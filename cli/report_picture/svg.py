@@ -16,10 +16,13 @@ from html import escape
 
 from relaxc.passes.memory_report import FunctionReport
 
+from ..units import short_bytes
+
+from .colours import ink
 from .layout import Layout, Rect, byte_ticks, layout, segment_ticks
 from .origins import Origins
 
-CHAR_W = 6.0  # width of a character at font-size 10 (sans-serif), a safe overestimate
+CHAR_W = 6.6  # width of a character at font-size 10 (DejaVu Sans digits), a safe overestimate
 WIDTH = 1400
 LEGEND_W = 330
 
@@ -63,17 +66,6 @@ def frame_for(lay: Layout) -> Frame:
     base = Frame()
     wide = min(lay.segments * PX_PER_SEGMENT, MAX_WIDTH - LEGEND_W - base.left - 20.0)
     return Frame(width=max(base.width, wide))
-
-
-def short_bytes(n: int) -> str:
-    """``7225344`` -> ``6.9 MiB``: the tick and label spelling."""
-    if n < 1024:
-        return f"{n} B"
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if n >= scale:
-            v = n / scale
-            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
-    return f"{n} B"  # pragma: no cover
 
 
 def _f(v: float) -> str:
@@ -124,27 +116,28 @@ def _rect(r: Rect, sc: _Scale, origins: Origins, peak: bool) -> list[str]:
     ]
     label = r.label
     cx, cy = x0 + w / 2, y0 + h / 2
+    style = f' style="fill:{ink(r.colour)}"'
     if w >= len(label) * CHAR_W + 4 and h >= 12:
         size = short_bytes(b.bytes)
         two = h >= 25 and w >= len(size) * CHAR_W + 4
         dy = -5 if two else 0
         out.append(
-            f'<text class="label" x="{_f(cx)}" y="{_f(cy + 3.5 + dy)}" text-anchor="middle">'
+            f'<text class="label" x="{_f(cx)}" y="{_f(cy + 3.5 + dy)}" text-anchor="middle"{style}>'
             f"{escape(label)}</text>"
         )
         if two:
             out.append(
                 f'<text class="label" x="{_f(cx)}" y="{_f(cy + 3.5 + 6)}" '
-                f'text-anchor="middle" fill-opacity="0.8">{escape(size)}</text>'
+                f'text-anchor="middle" fill-opacity="0.8"{style}>{escape(size)}</text>'
             )
     elif w >= 11 and h >= len(label) * CHAR_W + 4:  # tall and narrow: write it upwards
         out.append(
             f'<text class="label" transform="translate({_f(cx + 3.5)},{_f(cy)}) rotate(-90)" '
-            f'text-anchor="middle">{escape(label)}</text>'
+            f'text-anchor="middle"{style}>{escape(label)}</text>'
         )
     elif r.rank and w >= len(str(r.rank)) * CHAR_W + 3 and h >= 11:
         out.append(
-            f'<text class="label" x="{_f(cx)}" y="{_f(cy + 3.5)}" text-anchor="middle">'
+            f'<text class="label" x="{_f(cx)}" y="{_f(cy + 3.5)}" text-anchor="middle"{style}>'
             f"{r.rank}</text>"
         )
     return out

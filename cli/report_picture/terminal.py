@@ -19,8 +19,9 @@ from rich.text import Text
 
 from relaxc.passes.memory_report import FunctionReport
 
+from ..units import short_bytes
+
 from .layout import Layout, Rect, layout
-from .svg import short_bytes
 
 OVERLAP = "#"
 

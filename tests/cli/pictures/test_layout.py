@@ -69,3 +69,17 @@ def test_ticks() -> None:
     assert segment_ticks(5) == [0, 1, 2, 3, 4, 5]
     ticks = segment_ticks(111)
     assert ticks[0] == 0 and ticks[-1] == 111 and 10 <= len(ticks) <= 13
+
+
+def test_short_byte_spellings() -> None:
+    from relaxc.cli.units import short_bytes
+
+    assert short_bytes(512) == "512 B" and short_bytes(1024) == "1 KiB"
+    assert short_bytes(7225344) == "6.9 MiB" and short_bytes(3 << 30) == "3 GiB"
+
+
+def test_label_ink_reads_on_its_fill() -> None:
+    from relaxc.cli.report_picture.colours import ink
+
+    assert ink("#4e79a7") == "#fff" and ink("#edc948") == "#222"
+    assert ink("#000000") == "#fff" and ink("#ffffff") == "#222"
