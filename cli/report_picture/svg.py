@@ -23,6 +23,7 @@ from .layout import Layout, Rect, byte_ticks, layout, segment_ticks
 from .origins import Origins
 
 CHAR_W = 6.6  # width of a character at font-size 10 (DejaVu Sans digits), a safe overestimate
+LEGEND_CHAR_W = 5.7  # ... of the legend's mixed text, on average
 WIDTH = 1400
 LEGEND_W = 330
 
@@ -258,14 +259,14 @@ def _legend(
 ) -> list[str]:
     out: list[str] = []
     y = top
-    chars = int((right - x) / (CHAR_W * 0.95))
+    chars = int((right - x) / LEGEND_CHAR_W)
 
     def line(text: str, cls: str = "legend", dx: float = 0.0) -> None:
         nonlocal y
         if y < bottom:
             out.append(
                 f'<text class="{cls}" x="{_f(x + dx)}" y="{_f(y)}">'
-                f"{escape(_clip(text, chars - int(dx / CHAR_W)))}</text>"
+                f"{escape(_clip(text, chars - int(dx / LEGEND_CHAR_W)))}</text>"
             )
         y += 13
 

@@ -10,7 +10,7 @@ from relaxc.cli.report_picture.layout import byte_ticks, layout, segment_ticks
 from .plans import live_at, reports
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(reports(valid=False))
 def test_segments_keep_every_point_where_the_live_set_changes(rep) -> None:
     lay = layout(rep)
@@ -22,7 +22,7 @@ def test_segments_keep_every_point_where_the_live_set_changes(rep) -> None:
         assert {live_at(rep, p) for p in range(a, b + 1)} == {lay.live[k]}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(reports())
 def test_the_curve_peaks_at_the_most_bytes_live_and_names_what_is_live_there(rep) -> None:
     lay = layout(rep)
@@ -34,7 +34,7 @@ def test_the_curve_peaks_at_the_most_bytes_live_and_names_what_is_live_there(rep
     }
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(reports(valid=False))
 def test_buffers_live_at_once_bear_different_marks(rep) -> None:
     lay = layout(rep)

@@ -19,7 +19,7 @@ def _overlap(a, b) -> bool:
     )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(reports(valid=False), st.integers(1, 120))
 def test_a_cell_shows_a_live_buffer_that_touches_it_and_an_overlap_only_when_real(
     rep, cols
@@ -40,7 +40,7 @@ def test_a_cell_shows_a_live_buffer_that_touches_it_and_an_overlap_only_when_rea
                 assert r.seg0 <= seg < r.seg1 and r.y < hi and r.y + r.row.bytes > lo
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(reports(valid=True), st.integers(1, 120))
 def test_a_valid_plan_never_draws_an_overlap(rep, cols) -> None:
     lay = layout(rep)
