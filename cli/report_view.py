@@ -147,7 +147,7 @@ def full_report(
             )
         parts.append(bufs)
         parts.append(Text("memory map (offset against program point)", style="bold"))
-        parts.append(memory_map(rep, max(width - 4, 40)))
+        parts.append(memory_map(rep, max(width - 4, 40), origins))
         parts.append(op_legend(lay))
     return Group(Panel(Group(*parts), title=f"@{rep.name}", title_align="left"))
 

@@ -22,6 +22,7 @@ from relaxc.passes.memory_report import FunctionReport
 from ..units import short_bytes
 
 from .layout import Layout, Rect, layout
+from .origins import Origins
 
 OVERLAP = "#"
 
@@ -79,8 +80,9 @@ def cell_rects(
     return out
 
 
-def memory_map(rep: FunctionReport, width: int = 80) -> Text:
-    """The map of ``rep`` in ``width`` terminal columns."""
+def memory_map(rep: FunctionReport, width: int = 80, origins: Origins | None = None) -> Text:
+    """The map of ``rep`` in ``width`` terminal columns; the peak names its source line
+    (and ONNX node) when ``origins`` knows it."""
     text = Text()
     if not rep.buffers or rep.arena_bytes <= 0:
         text.append("(nothing placed)\n")
@@ -129,10 +131,13 @@ def memory_map(rep: FunctionReport, width: int = 80) -> Text:
             clipped = names if len(names) <= names_w - 1 else names[: names_w - 2] + "…"
             text.append(" " + clipped)
         text.append("\n")
+    point = lay.cuts[lay.peak]
+    line = rep.point_lines[point] if point < len(rep.point_lines) else 0
+    where = (origins or Origins()).describe(line)
     foot = (
-        f"peak {short_bytes(lay.live[lay.peak])} live at program point "
-        f"{lay.cuts[lay.peak]}; lower bound {short_bytes(lay.lower_bound)}, arena "
-        f"{short_bytes(lay.arena_bytes)}"
+        f"peak {short_bytes(lay.live[lay.peak])} live at program point {point}"
+        + (f" ({where})" if where else "")
+        + f"; lower bound {short_bytes(lay.lower_bound)}, arena {short_bytes(lay.arena_bytes)}"
     )
     for line in textwrap.wrap(foot, max(width, 20)):
         text.append(line + "\n", style="dim")

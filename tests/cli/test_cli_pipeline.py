@@ -1065,7 +1065,8 @@ def test_report_tables_and_memory_map(samples: Path) -> None:
         "constants    102.0 KiB (104,488 B)",
         "placed buffers",
         "memory map (offset against program point)",
-        "peak 8 KiB live at program point 5; lower bound 8 KiB, arena 8 KiB",
+        # the peak, with the source line of the statement there (%a1 = relu(%h1))
+        "peak 8 KiB live at program point 5 (mlp.rx:7); lower bound 8 KiB, arena 8",
     ):
         assert needle in out, needle
     for name, offset in (("h1", "0"), ("a1", "4,096"), ("logits", "0")):
