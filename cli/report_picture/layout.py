@@ -25,6 +25,9 @@ MARKS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 """Glyphs of the terminal map; a glyph is reused only by a buffer that is never live at the
 same time as another one bearing it."""
 
+NO_KERNEL = "(no kernel: an input, or a copy)"
+"""The legend's name for buffers no kernel writes (an input planned into the arena)."""
+
 TOP_N = 10
 """How many of the largest buffers the legend names."""
 
@@ -167,7 +170,7 @@ def layout(rep: FunctionReport, top_n: int = TOP_N) -> Layout:
         k[0] += 1
         k[1] += b.bytes
     ops = tuple(
-        OpKind(op or "(no writer)", op_colour(op), c, n)
+        OpKind(op or NO_KERNEL, op_colour(op), c, n)
         for op, (c, n) in sorted(kinds.items(), key=lambda kv: (-kv[1][1], kv[0]))
     )
     return Layout(

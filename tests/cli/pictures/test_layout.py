@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from relaxc.cli.report_picture.colours import op_colour
-from relaxc.cli.report_picture.layout import byte_ticks, layout, segment_ticks
+from relaxc.cli.report_picture.layout import NO_KERNEL, byte_ticks, layout, segment_ticks
 
 from .plans import live_at, reports
 
@@ -50,7 +50,7 @@ def test_the_legend_names_the_largest_buffers_and_every_op_once(rep) -> None:
     sizes = sorted((b.bytes for b in rep.buffers), reverse=True)
     assert [lay.rects[i].row.bytes for i in lay.named] == sizes[:3]
     assert [lay.rects[i].rank for i in lay.named] == list(range(1, len(lay.named) + 1))
-    assert sorted(k.op for k in lay.ops) == sorted({b.op or "(no writer)" for b in rep.buffers})
+    assert sorted(k.op for k in lay.ops) == sorted({b.op or NO_KERNEL for b in rep.buffers})
     assert sum(k.count for k in lay.ops) == len(rep.buffers)
     for r in lay.rects:
         assert r.colour == op_colour(r.row.op)

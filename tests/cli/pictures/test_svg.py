@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 from hypothesis import given, settings
 
-from relaxc.cli.report_picture.layout import layout
+from relaxc.cli.report_picture.layout import NO_KERNEL, layout
 from relaxc.cli.report_picture.origins import Origins
 from relaxc.cli.report_picture.svg import CHAR_W, frame_for, function_svg, report_svg
 
@@ -64,7 +64,7 @@ def test_fill_is_a_function_of_the_op_kind_and_the_legend_explains_it(rep) -> No
         if s.get("class") == "swatch" and s.get("data-op") is not None
     }
     for op, f in fills.items():
-        assert swatches[op or "(no writer)"] == next(iter(f))
+        assert swatches[op or NO_KERNEL] == next(iter(f))
 
 
 def _report() -> FunctionReport:
