@@ -31,7 +31,7 @@ class Origins:
             return ""
         where = f"{self.file}:{line}" if self.file else f"line {line}"
         node = self.onnx_nodes.get(line)
-        return f"{where} (onnx {node})" if node else where
+        return f"{where}, onnx {node}" if node else where
 
 
 def origins_from_text(file: str, text: str) -> Origins:

@@ -50,6 +50,6 @@ def test_the_comments_name_the_onnx_nodes_by_line() -> None:
     )
     origins = origins_from_text("m.rx", text)
     assert origins.onnx_nodes == {2: "'r' (Relu)"}
-    assert origins.describe(2) == "m.rx:2 (onnx 'r' (Relu))"
+    assert origins.describe(2) == "m.rx:2, onnx 'r' (Relu)"
     assert origins.describe(4) == "m.rx:4" and origins.describe(0) == ""
     assert Origins().describe(3) == "line 3"

@@ -97,7 +97,7 @@ def test_names_ticks_axes_peak_and_legend() -> None:
     legend = " ".join(texts(root, "legend") + texts(root, "sub") + texts(root, "head"))
     assert "conv2d: 1 buffer, 2 MiB" in legend
     assert "1 %big (1, 64, 112, 112) 2 MiB, points 0..20" in legend
-    assert "net.rx:7 (onnx 'stem' (Conv))" in legend  # the source line and the ONNX node
+    assert "net.rx:7, onnx 'stem' (Conv)" in legend  # the source line and the ONNX node
     assert "live at the peak (2 buffers)" in legend
     assert "arena = lower bound = 3 MiB" in texts(root, "note")
     peak = [e for e in buffer_rects(root).values() if e.get("stroke") == "#111"]

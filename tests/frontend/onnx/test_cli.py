@@ -199,8 +199,8 @@ def test_import_names_each_statement_s_onnx_node_and_the_report_maps_back(tmp_pa
     svg, page = tmp_path / "net.svg", tmp_path / "net.html"
     assert invoke("report", rx, "--svg", svg, "--html", page).exit_code == 0
     conv_line = next(k for k, line in enumerate(lines, 1) if "# onnx: 'Conv_1' (Conv)" in line)
-    assert f"net.rx:{conv_line} (onnx 'Conv_1' (Conv))" in html.unescape(svg.read_text())
-    assert f"net.rx:{conv_line} (onnx 'Conv_1' (Conv))" in html.unescape(page.read_text())
+    assert f"net.rx:{conv_line}, onnx 'Conv_1' (Conv)" in html.unescape(svg.read_text())
+    assert f"net.rx:{conv_line}, onnx 'Conv_1' (Conv)" in html.unescape(page.read_text())
 
 
 def test_nodes_without_names_are_named_by_index_and_output(tmp_path: Path) -> None:
