@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from relaxc.frontend.printer import print_module
 from relaxc.frontend.weights import npz_bytes
 from relaxc.ir.diagnostics import RxError
 
@@ -115,7 +114,7 @@ def import_cmd(
                 upper_bounds=upper,
                 fold_batch_norm=fold_batch_norm,
             )
-            text = result.header(file.name) + print_module(result.module)
+            text = result.text(file.name)
         with progress.step(f"writing {rx_path} and {npz_path}"):
             write_all_atomic(
                 [(npz_path, npz_bytes(result.weights)), (rx_path, text)]

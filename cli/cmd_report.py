@@ -22,7 +22,7 @@ from .pipeline_opts import (
     run_pipeline,
 )
 from .report_json import reports_json
-from .report_svg import report_html, report_svg
+from .report_svg import origins_from_text, report_html, report_svg
 from .report_trace import report_trace
 from .report_view import print_reports
 
@@ -89,14 +89,15 @@ def report_cmd(
         if kw["time_passes"]:
             print_timings(timing)
         reports = memory_report(module)
+        origins = origins_from_text(file.name, sources.get(str(file), ""))
         if as_json:
             click.echo(reports_json(file, reports, requested_passes(req)), nl=False)
         else:
-            print_reports(reports, Console(soft_wrap=False))
+            print_reports(reports, Console(soft_wrap=False), origins)
         if svg is not None:
-            write_atomic(svg, report_svg(reports))
+            write_atomic(svg, report_svg(reports, origins))
         if html is not None:
-            write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}"))
+            write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}", origins))
         if trace is not None:
             write_atomic(trace, report_trace(reports, str(file)))
         warn_unbounded(reports, max_arena, allow_unbounded)

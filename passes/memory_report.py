@@ -18,7 +18,7 @@ from typing import Any
 from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
-from relaxc.ir.nodes import Bind, Function, Invoke, Module, TupleExpr, Var
+from relaxc.ir.nodes import Bind, Call, Function, Invoke, Module, TupleExpr, Var
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import ALLOC_TENSOR, CONST, MEMORY_VIEW, call_of
@@ -56,6 +56,8 @@ class BufferRow:
     first: int
     last: int
     arena: str
+    op: str = ""  # the kernel op that writes it (a primitive function: its first kernel op)
+    line: int = 0  # the source line of the statement that writes it (0: unknown)
 
 
 @dataclass
@@ -67,6 +69,8 @@ class DynamicRow:
     scope: str
     first: int
     last: int
+    op: str = ""  # the kernel op that writes its first tensor ("" if none does)
+    line: int = 0  # the source line of its allocation (0: unknown)
 
 
 @dataclass
@@ -100,6 +104,9 @@ class FunctionReport:
     # invoke: computed in place over an input, or straight into a concat's slice), which
     # hold no buffer of their own.
     written_into_views: int = 0
+    # The source line of each program point (statements the passes made carry the line of
+    # the statement they came from; 0 where no line is known), so pictures can name them.
+    point_lines: list[int] = field(default_factory=list)
 
     @property
     def workspace_bytes(self) -> int:
@@ -143,6 +150,8 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
     rep.explicit = has_explicit_memory(fn, {f.name for f in module.functions if f.is_primitive})
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
+    rep.point_lines = _point_lines(fn)
+    writer = _writers(fn, module)
     info = analyze_aliases(fn, module)
     live = buffer_liveness(fn, info)
     all_storages = storages(fn)
@@ -192,7 +201,17 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)
         rep.buffers.append(
-            BufferRow(s.name, t.shape, t.dtype, nbytes, offset, first, last, storage)
+            BufferRow(
+                s.name,
+                t.shape,
+                t.dtype,
+                nbytes,
+                offset,
+                first,
+                last,
+                storage,
+                *writer.get(s.name, ("", 0)),
+            )
         )
         align = arenas[storage].align
         planned_buffers.append(Buffer(first, last + 1, round_up(nbytes, align), align, s.name))
@@ -208,8 +227,14 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)
         if ub is None:
-            size = Size(D.dim_to_str(s.size), None)
-            rep.dynamic.append(DynamicRow(s.name, size, s.scope, first, last))
+            op = next(
+                (writer[t][0] for t, st in info.storage_of.items() if st == s.name and t in writer),
+                "",
+            )
+            line = rep.point_lines[first] if first < len(rep.point_lines) else 0
+            rep.dynamic.append(
+                DynamicRow(s.name, Size(D.dim_to_str(s.size), None), s.scope, first, last, op, line)
+            )
         else:
             rep.unplanned_static_bytes += max(ub, 0)  # negative for every allowed dim: never made
     return rep
@@ -241,6 +266,51 @@ def _tree_leaves(tree) -> list[frozenset]:
     if isinstance(tree, frozenset):
         return [tree]
     return [x for t in tree for x in _tree_leaves(t)]
+
+
+def _point_lines(fn: Function) -> list[int]:
+    """The source line of each statement; a statement without one (a kill a pass inserted)
+    takes the line of the nearest located statement before it."""
+    out: list[int] = []
+    last = 0
+    for s in fn.body:
+        line = s.loc.line if s.loc is not None else 0
+        last = line or last
+        out.append(line or last)
+    return out
+
+
+def _writers(fn: Function, module: Module) -> dict[str, tuple[str, int]]:
+    """Tensor name -> (the kernel op of the first invoke that writes it, that invoke's line).
+
+    A primitive function counts as its first kernel op (a fused ``conv2d`` + ``relu`` is a
+    ``conv2d``)."""
+    out: dict[str, tuple[str, int]] = {}
+    base_of: dict[str, str] = {}  # a memory.view -> the tensor it is a view of
+    invokes: list[tuple[Invoke, int]] = []
+    for s in fn.body:
+        inv = s.value
+        view = call_of(inv, MEMORY_VIEW) if isinstance(s, Bind) else None
+        if view is not None and view.args and isinstance(view.args[0], Var):
+            base_of[s.name] = view.args[0].name
+        if isinstance(inv, Invoke):
+            invokes.append((inv, s.loc.line if s.loc is not None else 0))
+    for inv, line in invokes:
+        op = inv.target
+        if inv.is_func:
+            callee = module.get(inv.target)
+            ops = [b.value.op for b in callee.body if isinstance(b.value, Call)] if callee else []
+            op = next((o for o in ops if o not in (CONST, ALLOC_TENSOR)), inv.target)
+        for v in inv.outs:
+            out.setdefault(v.name, (op, line))
+    # A tensor written only through views of it (the slices of an elided concat) counts as
+    # made by the first op that writes one of them.
+    for view, base in base_of.items():
+        while base in base_of:
+            base = base_of[base]
+        if view in out:
+            out.setdefault(base, out[view])
+    return out
 
 
 def _written_into_views(fn: Function) -> int:
