@@ -94,9 +94,8 @@ def conflict_lists(start: Sequence[int], end: Sequence[int]) -> list[list[int]]:
             del active[by_end[e]]
             e += 1
         if active:
-            mine = nbrs[i]
+            nbrs[i].extend(active)
             for j in active:
-                mine.append(j)
                 nbrs[j].append(i)
         active[i] = None
     return nbrs
@@ -245,15 +244,27 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     buffer aligned (ties: the lowest); the top of the arena when none does. Writes ``off``.
 
     Free blocks are kept with boundary tags (coalesced on free) and in one sorted list of
-    ``size * K + offset`` keys, so a step costs O(log n) plus a short list move.
+    ``size * K + offset`` keys, so a step costs O(log n) plus a short list move. When
+    nothing is live, the arena starts empty again: each component gets its own height.
     """
     start, end, size, align = inst.start, inst.end, inst.size, inst.align
-    dying = sorted(births, key=end.__getitem__)
-    death_times = [end[j] for j in dying] + [math.inf]
-    K = sum(size[i] + align[i] for i in births) + 1  # above every offset and block size
-    amax = max((align[i] for i in births), default=1)
+    if not births:
+        return
+    kind = object if _big(end) or _big(size) or _big(align) else np.int64
+    b = np.array(births, dtype=np.int64)
+    en = np.array(end, dtype=kind)[b]
+    order = np.argsort(en, kind="stable")  # deaths in time order (ties: birth order)
+    dying = b[order].tolist()
+    death_times = en[order].tolist() + [math.inf]
+    sz = np.array(size, dtype=kind)[b]
+    al = np.array(align, dtype=kind)[b]
+    if kind is np.int64 and int(sz.max()) + int(al.max()) < (1 << 62) // len(births):
+        K = int(sz.sum()) + int(al.sum()) + 1  # above every offset and block size
+    else:
+        K = sum(size[i] + align[i] for i in births) + 1
+    amax = int(al.max())
     # When every size is a multiple of the largest alignment, so is every offset made.
-    plain = all(size[i] % amax == 0 for i in births)
+    plain = not bool((sz % amax).any())
     free_at: dict[int, int] = {}  # offset -> size of the free block there
     free_end: dict[int, int] = {}  # end of a free block -> its offset
     blocks: list[int] = []  # size * K + offset, sorted
@@ -262,7 +273,7 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     top = 0
     e = 0
     next_death = death_times[0]
-    for i in births:
+    for born, i in enumerate(births):
         s = start[i]
         while next_death <= s:  # i itself dies after s: the loop stops in time
             j = dying[e]
@@ -283,6 +294,13 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
             free_at[lo] = hi - lo
             free_end[hi] = lo
             insort(blocks, (hi - lo) * K + lo)
+        if e == born and top:
+            # Nothing is live: a new component starts from an empty arena, so its
+            # height is its own (not the top left by the ones before).
+            blocks.clear()
+            free_at.clear()
+            free_end.clear()
+            top = 0
         z = size[i]
         k = bisect_left(blocks, z * K)
         if plain:
@@ -343,6 +361,10 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
 def size_order(inst: Instance) -> list[int]:
     """Largest first; ties: earlier start, then input order."""
     size, start = inst.size, inst.start
+    if inst.n >= 4096 and not (_big(size) or _big(start)):
+        sz = np.array(size, dtype=np.int64)
+        st = np.array(start, dtype=np.int64)
+        return np.lexsort((np.arange(inst.n), st, -sz)).tolist()
     return sorted(range(inst.n), key=lambda i: (-size[i], start[i], i))
 
 
@@ -391,38 +413,53 @@ def greedy(
     pair_budget: int | None = None,
 ) -> tuple[list[int], int]:
     """A greedy plan (``greedy-size`` or ``greedy-conflict``) and the conflict pairs it
-    looked at. Components go to first fit on conflict lists in time order while the pairs
-    they hold fit in ``pair_budget`` (default :data:`PAIR_BUDGET`); the rest to the sweep
-    (births ordered by start, then by the method's key)."""
+    looked at. When all conflict pairs fit in ``pair_budget`` (default :data:`PAIR_BUDGET`),
+    first fit on conflict lists everywhere. Otherwise the sweep places everything (births
+    ordered by start, then by the method's key), and first fit re-plans the components that
+    set the arena, highest first, while their pairs fit in the budget (each keeps the lower
+    of its two plans): a component lower than the arena cannot change it, so its pairs are
+    not worth building."""
     sc = sc or scan(inst)
     if pair_budget is None:
         pair_budget = PAIR_BUDGET
     key = size_order if method == "greedy-size" else conflict_order
     if sum(sc.pairs) <= pair_budget:
         return place(inst, key(inst)), sum(sc.pairs)
-    off = [-1] * inst.n
+    off = [0] * inst.n  # singletons sit at 0
+    comps = [(m, p) for m, p in zip(sc.components, sc.pairs) if len(m) > 1]
+    if not comps:
+        return off, 0
+    swept = [i for m, _ in comps for i in m]
+    kind = object if _big(inst.start) or _big(inst.size) else np.int64
+    idx = np.array(swept, dtype=np.int64)
+    st = np.array(inst.start, dtype=kind)[idx]
+    sz = np.array(inst.size, dtype=kind)[idx]
+    if method == "greedy-size":
+        keys: tuple = (idx, -sz, st)
+    else:
+        w = np.array(conflict_weights(inst), dtype=kind)[idx]
+        keys = (idx, -sz, -w, st)
+    sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
+    # Heights of the components' sweeps, then first fit from the highest down.
+    tops = np.array(off, dtype=kind)[idx] + sz
+    firsts = np.cumsum([0] + [len(m) for m, _ in comps[:-1]])
+    heights = np.maximum.reduceat(tops, firsts).tolist()
     used = 0
-    swept: list[int] = []
-    for members, pairs in zip(sc.components, sc.pairs):
-        if len(members) == 1:
-            off[members[0]] = 0
-        elif used + pairs <= pair_budget:
-            used += pairs
-            sub = subinstance(inst, members)
-            for i, o in zip(members, place(sub, key(sub))):
+    floor = sc.max_live  # no component can go below it, and only the highest matters
+    for k in sorted(range(len(comps)), key=lambda k: (-heights[k], k)):
+        members, pairs = comps[k]
+        if heights[k] <= floor:
+            break
+        if used + pairs > pair_budget:
+            break  # the arena is this component's height, or more
+        used += pairs
+        sub = subinstance(inst, members)
+        first = place(sub, key(sub))
+        h = max(o + z for o, z in zip(first, sub.size))
+        if h < heights[k]:
+            for i, o in zip(members, first):
                 off[i] = o
-        else:
-            swept.extend(members)
-    if swept:
-        idx = np.array(swept, dtype=np.int64)
-        st = np.array(inst.start, dtype=object if _big(inst.start) else np.int64)[idx]
-        sz = np.array(inst.size, dtype=object if _big(inst.size) else np.int64)[idx]
-        if method == "greedy-size":
-            keys: tuple = (idx, -sz, st)
-        else:
-            w = np.array(conflict_weights(inst), dtype=sz.dtype)[idx]
-            keys = (idx, -sz, -w, st)
-        sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
+        floor = max(floor, min(h, heights[k]))
     return off, used
 
 

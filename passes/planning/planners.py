@@ -35,6 +35,9 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
+from . import greedy as _greedy
 from .greedy import (
     Instance,
     Scan,
@@ -55,6 +58,8 @@ PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 WORK_PER_SECOND = 60_000
 # Conflict pairs built or visited by first fit per unit of work (about a microsecond each).
 PAIRS_PER_WORK = 15
+# Buffers the sweep places per unit of work (a few microseconds each).
+SWEEP_PER_WORK = 3
 # The safety clock: CPU seconds past which a search stops whatever its budget says.
 CLOCK_FACTOR = 10.0
 # Orders tried by the first-fit/best-fit stage of ``best`` (each both ways), and the
@@ -132,6 +137,24 @@ def _stacked_height(inst: Instance, members: Sequence[int]) -> int:
         a = align[i]
         top = (-(-top // a) * a if a > 1 else top) + size[i]
     return top
+
+
+def _heights(inst: Instance, sc: Scan, offsets: Sequence[int] | None) -> list[int]:
+    """The height of each component of ``sc`` under ``offsets``; without offsets, the sum
+    of its sizes."""
+    comps = sc.components
+    size = inst.size
+    if inst.n < 4096 or sum(size) >= 1 << 61 or (offsets is not None and max(offsets) >= 1 << 61):
+        if offsets is None:
+            return [sum(size[i] for i in m) for m in comps]
+        return [max(offsets[i] + size[i] for i in m) for m in comps]
+    order = np.array(sc.by_start, dtype=np.int64)
+    firsts = np.cumsum([0] + [len(m) for m in comps[:-1]])
+    sz = np.array(size, dtype=np.int64)[order]
+    if offsets is None:
+        return np.add.reduceat(sz, firsts).tolist()
+    tops = np.array(offsets, dtype=np.int64)[order] + sz
+    return np.maximum.reduceat(tops, firsts).tolist()
 
 
 @dataclass
@@ -212,23 +235,39 @@ def _best(
         _log(trace, f"{inst.n} buffers; greedy-size meets the lower bound {goal}")
         return base, goal, "greedy-size"
     by_method = [("greedy-size", base)]
-    # The conflict lists are built already when greedy-size used them everywhere.
-    cost = 0 if inst._nbrs is not None else sum(sc.pairs)
-    if budget.can(cost // PAIRS_PER_WORK):
+    # The conflict lists are built already when greedy-size used them everywhere; else the
+    # sweep runs again, and first fit where greedy-size used it.
+    if inst._nbrs is not None:
+        cost = 0
+    elif sum(sc.pairs) <= _greedy.PAIR_BUDGET:
+        cost = sum(sc.pairs) // PAIRS_PER_WORK
+    else:
+        cost = inst.n // SWEEP_PER_WORK + pairs // PAIRS_PER_WORK
+    if budget.can(cost):
         other, pairs = greedy(inst, "greedy-conflict", sc)
-        budget.spend(cost // PAIRS_PER_WORK + pairs // PAIRS_PER_WORK)
+        budget.spend(cost if inst._nbrs is None else pairs // PAIRS_PER_WORK)
         by_method.append(("greedy-conflict", other))
+    if inst._nbrs is None and budget.can(inst.n // SWEEP_PER_WORK + pairs // PAIRS_PER_WORK):
+        # The sweep again, backwards in time: an online placement depends on the direction,
+        # and either is valid (lifetimes overlap the same way mirrored).
+        mirror = Instance(
+            inst.index, [-e for e in inst.end], [-s for s in inst.start], inst.size, inst.align
+        )
+        back, pairs = greedy(mirror, "greedy-size", scan(mirror))
+        budget.spend(inst.n // SWEEP_PER_WORK + pairs // PAIRS_PER_WORK)
+        by_method.append(("sweep-backwards", back))
+    heights = [_heights(inst, sc, offsets) for _, offsets in by_method]
+    totals = _heights(inst, sc, None)
     parts: list[_Part] = []
-    for members, count in zip(sc.components, sc.pairs):
+    for k, (members, count) in enumerate(zip(sc.components, sc.pairs)):
         # The greedy plans, and no reuse at all (so best <= naive_total even when
         # alignment makes first fit pad more than the input order does).
-        best: _Part | None = None
-        for method, offsets in by_method:
-            h = max(offsets[i] + inst.size[i] for i in members)
-            if best is None or h < best.height:
-                best = _Part(members, count, h, method, [offsets[i] for i in members])
-        assert best is not None
-        if _stacked_height(inst, members) < best.height:
+        m = min(range(len(by_method)), key=lambda j: (heights[j][k], j))
+        h = heights[m][k]
+        method, offsets = by_method[m]
+        best = _Part(members, count, h, method, [offsets[i] for i in members])
+        # Stacking is at least the sum of the sizes: only worth trying when below.
+        if totals[k] < h and _stacked_height(inst, members) < h:
             stacked = _stacked(inst, members)
             h = max(o + inst.size[i] for o, i in zip(stacked, members))
             best = _Part(members, count, h, "none", stacked)

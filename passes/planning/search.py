@@ -54,7 +54,7 @@ from .greedy import Instance
 MAIN_HEURISTICS = (("TWA", 2), ("TAW", 2), ("TWO", 1))
 SIDE_HEURISTICS = (("TWA", 1), ("TAW", 1), ("WAT", 1), ("TWO", 1))
 SLICE = 500  # work per turn and share of one decision in the portfolio
-MAIN_TURNS = 3  # turns of the main probe (at the goal) per turn of a side probe
+MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe
 
 Search = Generator[None, None, bool]
