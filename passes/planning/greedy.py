@@ -143,10 +143,11 @@ def _scan_numpy(inst: Instance) -> Scan:
     by_start = order.tolist()
     bounds = firsts.tolist() + [n]
     comps = [by_start[a:b] for a, b in zip(bounds, bounds[1:])]
-    times = np.concatenate((st, en))
+    # Events by time, frees first (half-open lifetimes): key 2t for a free, 2t + 1 for a
+    # birth (times are below 2^62 here, so the keys fit).
+    keys = np.concatenate((st * 2 + 1, en * 2))
     deltas = np.concatenate((sz, -sz))
-    ev = np.lexsort((deltas, times))  # by time, frees (negative) first
-    best = int(np.cumsum(deltas[ev]).max())
+    best = int(np.cumsum(deltas[np.argsort(keys)]).max())
     return Scan(by_start, comps, pairs, max(best, 0))
 
 
@@ -256,6 +257,7 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     order = np.argsort(en, kind="stable")  # deaths in time order (ties: birth order)
     dying = b[order].tolist()
     death_times = en[order].tolist() + [math.inf]
+    dying_size = [size[j] for j in dying]
     sz = np.array(size, dtype=kind)[b]
     al = np.array(align, dtype=kind)[b]
     if kind is np.int64 and int(sz.max()) + int(al.max()) < (1 << 62) // len(births):
@@ -276,11 +278,10 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     for born, i in enumerate(births):
         s = start[i]
         while next_death <= s:  # i itself dies after s: the loop stops in time
-            j = dying[e]
+            lo = off[dying[e]]
+            hi = lo + dying_size[e]
             e += 1
             next_death = death_times[e]
-            lo = off[j]
-            hi = lo + size[j]
             p = pop_end(lo, None)
             if p is not None:  # merge with the free block below
                 del blocks[bisect_left(blocks, (lo - p) * K + p)]
