@@ -4,12 +4,14 @@ Planners (each returns a :class:`Plan` whose offsets follow the input order):
 
 * ``none`` -- no reuse: every buffer its own block, one after another, aligned.
 * ``greedy-size`` -- largest first (ties: earlier start, then input order), first fit by
-  address among the placed buffers whose lifetimes intersect. On huge inputs, the
-  components whose conflict lists would cost too much are placed by a sweep over time
-  instead (best fit among free blocks, O(n log n); see :mod:`.greedy`).
+  address among the placed buffers whose lifetimes intersect. On huge inputs (conflict
+  lists past a pair budget), a sweep over time places everything (best fit among free
+  blocks, O(n log n), each component from an empty arena), then first fit re-plans the
+  components that set the arena, highest first, while their pairs fit (see :mod:`.greedy`).
 * ``greedy-conflict`` -- the same, most conflicting bytes first.
 * ``best`` -- ``greedy-size``, then within a work budget derived from ``time_limit``:
-  ``greedy-conflict``; for the component of the time axis that sets the arena size,
+  ``greedy-conflict`` (and, past the pair budget, the sweep backwards in time); for the
+  component of the time axis that sets the arena size,
   first fit and best fit over more orders and a MiniMalloc-style exact search
   (:mod:`.search`). Never worse than ``greedy-size``; stops early when the arena equals
   the best proven lower bound.
@@ -21,7 +23,8 @@ under ``none``, which lays out every buffer).
 counts its work (search nodes and candidates, conflict pairs built and visited) against
 ``time_limit * WORK_PER_SECOND``; a CPU clock stops it only ``CLOCK_FACTOR`` times past
 the time limit, and then ``Plan.stopped_by_clock`` says so. The greedy pass it starts
-from is not counted against the budget (it is what every planner costs).
+from is not counted against the budget (it is what every planner costs); every further
+sweep counts ``n / SWEEP_PER_WORK`` and every conflict pair ``1 / PAIRS_PER_WORK``.
 
 *Bounds.* Every plan carries ``proven_bound`` (the most bytes live at once, or more when
 the search proved lower capacities infeasible for the component that sets the arena) and
