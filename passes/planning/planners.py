@@ -52,7 +52,7 @@ from .greedy import (
     subinstance,
 )
 from .model import Buffer, Plan
-from .search import minimize
+from .search import minimize, repair
 
 PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 
@@ -79,6 +79,9 @@ SEARCH_MAX_BUFFERS = 2000
 SMALL_FACTOR = 4096
 SMALL_SHARE = 4
 BIG_FIRST_SHARE = 0.8
+# The share of the work left that the exact search (minimize) may take; the rest goes to
+# the local search that lowers its best plan window by window (repair).
+SEARCH_SHARE = 0.85
 
 
 def plan_buffers(
@@ -381,14 +384,25 @@ def _improve(
     if part.height <= bound or sub.n > SEARCH_MAX_BUFFERS or not budget.can(1):
         return bound
     steps: list[str] | None = [] if trace is not None else None
-    out = minimize(sub, bound, part.height, budget.left, budget.deadline, steps)
+    out = minimize(sub, bound, part.height, int(budget.left * SEARCH_SHARE), budget.deadline, steps)
     budget.spend(out.work)
     budget.clock = budget.clock or out.stopped_by_clock
     for line in steps or ():
         _log(trace, "  " + line)
     if out.offsets is not None:
         consider("search", out.offsets)
-    return max(bound, out.bound)
+    bound = max(bound, out.bound)
+    if part.height > bound and budget.can(1):
+        # What is left: lower the best plan window by window (see search.repair).
+        steps = [] if trace is not None else None
+        rep = repair(sub, part.offsets, bound, budget.left, budget.deadline, steps)
+        budget.spend(rep.work)
+        budget.clock = budget.clock or rep.stopped_by_clock
+        for line in steps or ():
+            _log(trace, "  " + line)
+        if rep.offsets is not None:
+            consider("repair", rep.offsets)
+    return bound
 
 
 def _log(trace: list[str] | None, line: str) -> None:
