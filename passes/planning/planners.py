@@ -11,10 +11,11 @@ Planners (each returns a :class:`Plan` whose offsets follow the input order):
 * ``greedy-conflict`` -- the same, most conflicting bytes first.
 * ``best`` -- ``greedy-size``, then within a work budget derived from ``time_limit``:
   ``greedy-conflict`` (and, past the pair budget, the sweep backwards in time); for the
-  component of the time axis that sets the arena size,
-  first fit and best fit over more orders and a MiniMalloc-style exact search
-  (:mod:`.search`). Never worse than ``greedy-size``; stops early when the arena equals
-  the best proven lower bound.
+  component of the time axis that sets the arena size, first fit and best fit over more
+  orders, a MiniMalloc-style exact search, and with the last of the work a local search
+  that re-searches windows of time around the buffers that stick out, the rest fixed
+  (:func:`.search.repair`). Never worse than ``greedy-size``; stops early when the arena
+  equals the best proven lower bound.
 
 Buffers with zero size or an empty lifetime need no memory and sit at offset 0 (except
 under ``none``, which lays out every buffer).

@@ -26,6 +26,12 @@ buffer spans a boundary between sections, both sides are solved independently.
 Checks of (2) are incremental: each section remembers a *witness*, an unplaced buffer
 that showed it feasible, and only sections next to the placed buffer are looked at.
 
+*Fixed buffers.* A decision may be given buffers that must sit at given offsets: their
+minimum offset starts there and a placement that pushes one higher fails. A plan listed by
+offset is still canonical (each free buffer rests on 0 or on a buffer below it, fixed or
+not), so the search stays complete. :func:`repair` uses this to re-search windows of time
+around the buffers that stick out of a plan, the buffers crossing the window fixed.
+
 *Portfolio.* A probe runs several static preorders (by section total, lifetime width,
 area, conflicts; MiniMalloc uses "TWA", "TAW" and "WAT") side by side, in slices of
 work, as generators: the first to finish answers. Work (nodes plus candidates examined) is
