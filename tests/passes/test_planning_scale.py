@@ -55,7 +55,11 @@ def test_first_fit_where_it_matters_is_valid_and_never_worse_than_the_sweep(
         full = inst.expand(offsets, len(buffers))
         assert not check_plan(buffers, full, height(inst, offsets))
         assert all(o % b.align == 0 for o, b in zip(full, buffers))
-    assert height(inst, mixed) <= height(inst, swept)
+    if sum(sc.pairs) > pair_budget:
+        # Past the budget, first fit only replaces a component's sweep when it is lower
+        # (within it, first fit everywhere is the classic plan, and alignment can make it
+        # higher than the sweep's).
+        assert height(inst, mixed) <= height(inst, swept)
     assert height(inst, mixed) >= sc.max_live
 
 
