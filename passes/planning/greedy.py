@@ -23,9 +23,10 @@ exactly the classic plan), the sweep for what is left.
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from .model import Buffer
 
 # Conflict pairs that first fit on conflict lists may cost in all (about a million a
 # second here). Components past it are placed by the sweep.
-PAIR_BUDGET = 1_500_000
+PAIR_BUDGET = 3_000_000
 
 
 @dataclass
@@ -416,10 +417,10 @@ def greedy(
     """A greedy plan (``greedy-size`` or ``greedy-conflict``) and the conflict pairs it
     looked at. When all conflict pairs fit in ``pair_budget`` (default :data:`PAIR_BUDGET`),
     first fit on conflict lists everywhere. Otherwise the sweep places everything (births
-    ordered by start, then by the method's key), and first fit re-plans the components that
-    set the arena, highest first, while their pairs fit in the budget (each keeps the lower
-    of its two plans): a component lower than the arena cannot change it, so its pairs are
-    not worth building."""
+    ordered by start, then by the method's key), then first fit re-plans windows of time
+    around the buffer on top of the arena while their pairs fit in the budget
+    (:func:`replan_windows`): only the highest point matters, so only the pairs near it
+    are worth building."""
     sc = sc or scan(inst)
     if pair_budget is None:
         pair_budget = PAIR_BUDGET
@@ -441,27 +442,113 @@ def greedy(
         w = np.array(conflict_weights(inst), dtype=kind)[idx]
         keys = (idx, -sz, -w, st)
     sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
-    # Heights of the components' sweeps, then first fit from the highest down.
-    tops = np.array(off, dtype=kind)[idx] + sz
-    firsts = np.cumsum([0] + [len(m) for m, _ in comps[:-1]])
-    heights = np.maximum.reduceat(tops, firsts).tolist()
-    used = 0
-    floor = sc.max_live  # no component can go below it, and only the highest matters
-    for k in sorted(range(len(comps)), key=lambda k: (-heights[k], k)):
-        members, pairs = comps[k]
-        if heights[k] <= floor:
-            break
-        if used + pairs > pair_budget:
-            break  # the arena is this component's height, or more
-        used += pairs
-        sub = subinstance(inst, members)
-        first = place(sub, key(sub))
-        h = max(o + z for o, z in zip(first, sub.size))
-        if h < heights[k]:
-            for i, o in zip(members, first):
-                off[i] = o
-        floor = max(floor, min(h, heights[k]))
+    if kind is not np.int64 or _big(inst.end) or sum(inst.size) >= 1 << 62:
+        return off, 0  # offsets past 64 bits: the sweep's plan
+    used = replan_windows(inst, off, key, pair_budget, sum(sc.pairs), sc.max_live)
     return off, used
+
+
+# Windows of time re-planned by first fit past the pair budget: half-widths in median
+# lifetimes, tried in turn (wider when a narrower window cannot lower the top).
+WINDOW_RADII = (4, 8, 16, 32, 64, 128)
+# Buffers kept in the heap of the highest tops (the rest are known to be lower).
+TOP_CANDIDATES = 4096
+
+
+def replan_windows(
+    inst: Instance,
+    off: list[int],
+    key: Callable[[Instance], list[int]],
+    pair_budget: int,
+    pairs_total: int,
+    floor: int,
+) -> int:
+    """Lower a plan (``off``, changed in place) window by window; returns the conflict
+    pairs built.
+
+    The buffer on top of the arena sets its height. A window of time around it is taken
+    out: the buffers inside it are placed again by first fit (in the order ``key``
+    gives), the ones crossing its borders stay where they are as obstacles (nothing else
+    conflicts with a buffer inside). The new placement is kept when the window's highest
+    top is lower than the arena was; else a wider window is tried (a window that covers
+    a whole component is first fit on it). The next round starts from the new top. It
+    stops when the top cannot be lowered, at ``floor`` (a lower bound), or when the
+    pairs of the next window would pass ``pair_budget`` (estimated from ``pairs_total``,
+    the instance's conflict pairs; the cost of first fit). Deterministic: pairs, not
+    time, end it.
+    """
+    n = inst.n
+    if n < 2 or pair_budget <= 0:
+        return 0
+    size = inst.size
+    st = np.array(inst.start, dtype=np.int64)
+    en = np.array(inst.end, dtype=np.int64)
+    sz = np.array(size, dtype=np.int64)
+    order = np.argsort(st, kind="stable")
+    s_sorted = st[order]
+    reach = np.maximum.accumulate(en[order])  # latest end among the first k by start
+    median = max(1, int(np.median(en - st)))
+    degree = 2 * pairs_total / n  # conflicts per buffer, on average
+    offn = np.array(off, dtype=np.int64)
+    heap: list[tuple[int, int]] = []
+    cutoff = 0  # every buffer outside the heap has its top at or below this
+
+    def refill() -> None:
+        nonlocal cutoff
+        tops = offn + sz
+        k = min(n, TOP_CANDIDATES)
+        top_k = np.argpartition(-tops, k - 1)[:k] if k < n else np.arange(n)
+        cutoff = int(tops[top_k].min()) if k < n else 0
+        heap[:] = [(-int(tops[i]), int(i)) for i in top_k]
+        heapq.heapify(heap)
+
+    def highest() -> int:
+        while True:
+            if not heap or -heap[0][0] < cutoff:
+                refill()
+            t, i = heap[0]
+            if -t == off[i] + size[i]:
+                return i
+            heapq.heappop(heap)  # stale: the buffer moved
+
+    refill()
+    used = 0
+    while True:
+        i = highest()
+        top = off[i] + size[i]
+        if top <= floor:
+            break
+        lowered = False
+        for radius in WINDOW_RADII:
+            a, b = int(st[i]) - radius * median, int(en[i]) + radius * median
+            k0 = int(np.searchsorted(reach, a, side="right"))
+            k1 = int(np.searchsorted(s_sorted, b, side="left"))
+            cand = order[k0:k1]
+            cand = cand[en[cand] > a]
+            inside = (st[cand] >= a) & (en[cand] <= b)
+            free, fixed = cand[inside], cand[~inside]
+            if fixed.size and int((offn[fixed] + sz[fixed]).max()) >= top:
+                continue  # a buffer on top would stay: widen the window
+            if used + int(cand.size * degree / 2) > pair_budget:
+                return used
+            members = free.tolist() + fixed.tolist()
+            sub = subinstance(inst, members)
+            nf = len(free)
+            used += sum(map(len, sub.nbrs)) // 2
+            initial = [-1] * nf + offn[fixed].tolist()
+            new = place(sub, [k for k in key(sub) if k < nf], initial=initial)
+            if max(o + z for o, z in zip(new[:nf], sub.size)) < top:
+                for j, o in zip(free.tolist(), new):
+                    off[j] = o
+                    heapq.heappush(heap, (-(o + size[j]), j))
+                offn[free] = new[:nf]
+                lowered = True
+                break
+            if not fixed.size:
+                break  # the whole component, by first fit: no wider window helps
+        if not lowered:
+            break
+    return used
 
 
 def _big(xs: list[int]) -> bool:

@@ -23,9 +23,11 @@ under ``none``, which lays out every buffer).
 *Determinism.* Every planner's output depends on the input and the options only. ``best``
 counts its work (search nodes and candidates, conflict pairs built and visited) against
 ``time_limit * WORK_PER_SECOND``; a CPU clock stops it only ``CLOCK_FACTOR`` times past
-the time limit, and then ``Plan.stopped_by_clock`` says so. The greedy pass it starts
-from is not counted against the budget (it is what every planner costs); every further
-sweep counts ``n / SWEEP_PER_WORK`` and every conflict pair ``1 / PAIRS_PER_WORK``.
+the time limit, and then ``Plan.stopped_by_clock`` says so. Everything counts against
+the budget, the greedy pass it starts from included: a greedy pass costs
+``n / SETUP_PER_WORK``, a sweep ``n / SWEEP_PER_WORK`` more, every conflict pair
+``1 / PAIRS_PER_WORK``. So ``best`` takes about ``time_limit`` or, when greedy-size alone
+costs more (a million buffers), what greedy-size costs, and then it is greedy-size.
 
 *Bounds.* Every plan carries ``proven_bound`` (the most bytes live at once, or more when
 the search proved lower capacities infeasible for the component that sets the arena) and
@@ -64,6 +66,8 @@ WORK_PER_SECOND = 60_000
 PAIRS_PER_WORK = 15
 # Buffers the sweep places per unit of work (a few microseconds each).
 SWEEP_PER_WORK = 3
+# Buffers per unit of work of a greedy pass's set-up (arrays, scans, sorts, the plan).
+SETUP_PER_WORK = 10
 # The safety clock: CPU seconds past which a search stops whatever its budget says.
 CLOCK_FACTOR = 10.0
 # Orders tried by the first-fit/best-fit stage of ``best`` (each both ways), and the
@@ -104,6 +108,13 @@ def plan_buffers(
     return Plan.from_offsets(
         buffers, inst.expand(offsets, len(buffers)), algorithm, proven_bound=bound
     )
+
+
+def greedy_work(n: int, pairs: int, swept: bool) -> int:
+    """The work a greedy pass over ``n`` buffers costs: its set-up (scans, orders, the plan
+    written out), the sweep when it runs, and the conflict pairs first fit builds and
+    visits."""
+    return n // SETUP_PER_WORK + (n // SWEEP_PER_WORK if swept else 0) + pairs // PAIRS_PER_WORK
 
 
 def _floor(buffers: Sequence[Buffer], sc: Scan) -> int:
@@ -238,30 +249,35 @@ def _best(
     """Offsets, the proven lower bound and the winning method for ``inst``; ``goal`` is a
     lower bound already known."""
     base, pairs = greedy(inst, "greedy-size", sc)
+    swept = sum(sc.pairs) > _greedy.PAIR_BUDGET
+    # Everything counts, greedy-size too: best takes no longer than its budget, or than
+    # greedy-size when that alone costs more (then it is greedy-size).
+    budget.spend(greedy_work(inst.n, pairs, swept))
     if inst.height(base) <= goal:  # optimal already (the common case)
         _log(trace, f"{inst.n} buffers; greedy-size meets the lower bound {goal}")
         return base, goal, "greedy-size"
     by_method = [("greedy-size", base)]
-    # The conflict lists are built already when greedy-size used them everywhere; else the
-    # sweep runs again, and first fit where greedy-size used it.
-    if inst._nbrs is not None:
-        cost = 0
-    elif sum(sc.pairs) <= _greedy.PAIR_BUDGET:
-        cost = sum(sc.pairs) // PAIRS_PER_WORK
-    else:
-        cost = inst.n // SWEEP_PER_WORK + pairs // PAIRS_PER_WORK
-    if budget.can(cost):
+    # greedy-conflict: first fit on the conflict lists built already, or the sweep again
+    # and windows re-planned with the pairs the budget still affords.
+    fixed = greedy_work(inst.n, 0, swept)
+    if not swept and budget.can(greedy_work(inst.n, sum(sc.pairs), False)):
         other, pairs = greedy(inst, "greedy-conflict", sc)
-        budget.spend(cost if inst._nbrs is None else pairs // PAIRS_PER_WORK)
+        budget.spend(greedy_work(inst.n, pairs, False))
         by_method.append(("greedy-conflict", other))
-    if inst._nbrs is None and budget.can(inst.n // SWEEP_PER_WORK + pairs // PAIRS_PER_WORK):
+    elif swept and budget.can(fixed):
+        allowed = min(_greedy.PAIR_BUDGET, (budget.left - fixed) * PAIRS_PER_WORK)
+        other, pairs = greedy(inst, "greedy-conflict", sc, pair_budget=allowed)
+        budget.spend(fixed + pairs // PAIRS_PER_WORK)
+        by_method.append(("greedy-conflict", other))
+    if swept and budget.can(fixed):
         # The sweep again, backwards in time: an online placement depends on the direction,
         # and either is valid (lifetimes overlap the same way mirrored).
         mirror = Instance(
             inst.index, [-e for e in inst.end], [-s for s in inst.start], inst.size, inst.align
         )
-        back, pairs = greedy(mirror, "greedy-size", scan(mirror))
-        budget.spend(inst.n // SWEEP_PER_WORK + pairs // PAIRS_PER_WORK)
+        allowed = min(_greedy.PAIR_BUDGET, (budget.left - fixed) * PAIRS_PER_WORK)
+        back, pairs = greedy(mirror, "greedy-size", scan(mirror), pair_budget=allowed)
+        budget.spend(fixed + pairs // PAIRS_PER_WORK)
         by_method.append(("sweep-backwards", back))
     heights = [_heights(inst, sc, offsets) for _, offsets in by_method]
     totals = _heights(inst, sc, None)
