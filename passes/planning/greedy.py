@@ -47,6 +47,7 @@ class Instance:
     size: list[int]
     align: list[int]
     _nbrs: list[list[int]] | None = field(default=None, repr=False)
+    _arrays: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -58,6 +59,17 @@ class Instance:
         if self._nbrs is None:
             self._nbrs = conflict_lists(self.start, self.end)
         return self._nbrs
+
+    def arrays(self) -> tuple[np.ndarray, ...] | None:
+        """``start``, ``end``, ``size`` and ``align`` as int64 arrays (built on first use),
+        or None when offsets or times might not fit in 64 bits."""
+        if self._arrays is None:
+            if not self.n or _big(self.start) or _big(self.end) or sum(self.size) >= 1 << 62:
+                return None
+            self._arrays = tuple(
+                np.array(xs, dtype=np.int64) for xs in (self.start, self.end, self.size, self.align)
+            )
+        return self._arrays
 
     def height(self, offsets: Sequence[int]) -> int:
         return max((o + s for o, s in zip(offsets, self.size)), default=0)
@@ -116,25 +128,21 @@ def scan(inst: Instance) -> Scan:
     """Components, their pairs and the most bytes live, vectorised (numpy) when the sums fit
     in 64 bits."""
     n = inst.n
-    start, end, size = inst.start, inst.end, inst.size
     if not n:
         return Scan([], [], [], 0)
-    total = sum(size)
-    if n < 64 or total >= 1 << 62 or max(end) >= 1 << 62 or min(start) <= -(1 << 62):
+    if n < 64 or inst.arrays() is None:
         return _scan_slow(inst)
     return _scan_numpy(inst)
 
 
 def _scan_numpy(inst: Instance) -> Scan:
     n = inst.n
-    start, end, size = inst.start, inst.end, inst.size
-    st = np.array(start, dtype=np.int64)
-    en = np.array(end, dtype=np.int64)
-    sz = np.array(size, dtype=np.int64)
+    st, en, sz, _ = inst.arrays()  # type: ignore[misc]
     order = np.argsort(st, kind="stable")
     s_sorted = st[order]
     reach = np.maximum.accumulate(en[order])
-    ends = np.sort(en)
+    by_end = np.argsort(en, kind="stable")
+    ends = en[by_end]
     # A component begins where a start is at or past every earlier end.
     cut = np.flatnonzero(s_sorted[1:] >= reach[:-1]) + 1
     firsts = np.concatenate(([0], cut))
@@ -144,11 +152,11 @@ def _scan_numpy(inst: Instance) -> Scan:
     by_start = order.tolist()
     bounds = firsts.tolist() + [n]
     comps = [by_start[a:b] for a, b in zip(bounds, bounds[1:])]
-    # Events by time, frees first (half-open lifetimes): key 2t for a free, 2t + 1 for a
-    # birth (times are below 2^62 here, so the keys fit).
-    keys = np.concatenate((st * 2 + 1, en * 2))
-    deltas = np.concatenate((sz, -sz))
-    best = int(np.cumsum(deltas[np.argsort(keys)]).max())
+    # Bytes live just after each birth: born so far (in start order; at equal starts the
+    # last of them sees all) minus those dead by then (half-open: an end at the start).
+    born = np.cumsum(sz[order])
+    dead = np.concatenate(([0], np.cumsum(sz[by_end])))
+    best = int((born - dead[np.searchsorted(ends, s_sorted, side="right")]).max())
     return Scan(by_start, comps, pairs, max(best, 0))
 
 
@@ -252,15 +260,17 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     start, end, size, align = inst.start, inst.end, inst.size, inst.align
     if not births:
         return
-    kind = object if _big(end) or _big(size) or _big(align) else np.int64
+    arrays = inst.arrays()
+    kind = object if arrays is None else np.int64
     b = np.array(births, dtype=np.int64)
-    en = np.array(end, dtype=kind)[b]
+    if arrays is None:
+        en, sz, al = (np.array(xs, dtype=object)[b] for xs in (end, size, align))
+    else:
+        en, sz, al = (x[b] for x in arrays[1:])
     order = np.argsort(en, kind="stable")  # deaths in time order (ties: birth order)
     dying = b[order].tolist()
     death_times = en[order].tolist() + [math.inf]
     dying_size = [size[j] for j in dying]
-    sz = np.array(size, dtype=kind)[b]
-    al = np.array(align, dtype=kind)[b]
     if kind is np.int64 and int(sz.max()) + int(al.max()) < (1 << 62) // len(births):
         K = int(sz.sum()) + int(al.sum()) + 1  # above every offset and block size
     else:
@@ -363,9 +373,9 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
 def size_order(inst: Instance) -> list[int]:
     """Largest first; ties: earlier start, then input order."""
     size, start = inst.size, inst.start
-    if inst.n >= 4096 and not (_big(size) or _big(start)):
-        sz = np.array(size, dtype=np.int64)
-        st = np.array(start, dtype=np.int64)
+    arrays = inst.arrays() if inst.n >= 4096 else None
+    if arrays is not None:
+        st, _, sz, _ = arrays
         return np.lexsort((np.arange(inst.n), st, -sz)).tolist()
     return sorted(range(inst.n), key=lambda i: (-size[i], start[i], i))
 
@@ -378,10 +388,12 @@ def conflict_weights(inst: Instance) -> list[int]:
         return []
     # j conflicts with i (or is i) iff start_j < end_i and not end_j <= start_i; every j
     # with end_j <= start_i also has start_j < end_i.
-    kind = object if _big(inst.start) or _big(inst.end) or sum(inst.size) >= 1 << 62 else np.int64
-    st = np.array(inst.start, dtype=kind)
-    en = np.array(inst.end, dtype=kind)
-    sz = np.array(inst.size, dtype=kind)
+    arrays = inst.arrays()
+    kind = object if arrays is None else np.int64
+    if arrays is None:
+        st, en, sz = (np.array(xs, dtype=object) for xs in (inst.start, inst.end, inst.size))
+    else:
+        st, en, sz, _ = arrays
     by_start = np.argsort(st, kind="stable")
     by_end = np.argsort(en, kind="stable")
     zero = np.zeros(1, dtype=kind)
@@ -432,17 +444,20 @@ def greedy(
     if not comps:
         return off, 0
     swept = [i for m, _ in comps for i in m]
-    kind = object if _big(inst.start) or _big(inst.size) else np.int64
+    arrays = inst.arrays()
+    kind = object if arrays is None else np.int64
     idx = np.array(swept, dtype=np.int64)
-    st = np.array(inst.start, dtype=kind)[idx]
-    sz = np.array(inst.size, dtype=kind)[idx]
+    if arrays is None:
+        st, sz = (np.array(xs, dtype=object)[idx] for xs in (inst.start, inst.size))
+    else:
+        st, sz = arrays[0][idx], arrays[2][idx]
     if method == "greedy-size":
         keys: tuple = (idx, -sz, st)
     else:
         w = np.array(conflict_weights(inst), dtype=kind)[idx]
         keys = (idx, -sz, -w, st)
     sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
-    if kind is not np.int64 or _big(inst.end) or sum(inst.size) >= 1 << 62:
+    if arrays is None:
         return off, 0  # offsets past 64 bits: the sweep's plan
     used = replan_windows(inst, off, key, pair_budget, sum(sc.pairs), sc.max_live)
     return off, used
@@ -480,10 +495,11 @@ def replan_windows(
     n = inst.n
     if n < 2 or pair_budget <= 0:
         return 0
+    arrays = inst.arrays()
+    if arrays is None:
+        return 0
     size = inst.size
-    st = np.array(inst.start, dtype=np.int64)
-    en = np.array(inst.end, dtype=np.int64)
-    sz = np.array(size, dtype=np.int64)
+    st, en, sz, _ = arrays
     order = np.argsort(st, kind="stable")
     s_sorted = st[order]
     reach = np.maximum.accumulate(en[order])  # latest end among the first k by start
