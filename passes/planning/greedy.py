@@ -459,7 +459,7 @@ def greedy(
     sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
     if arrays is None:
         return off, 0  # offsets past 64 bits: the sweep's plan
-    used = replan_windows(inst, off, key, pair_budget, sum(sc.pairs), sc.max_live)
+    used = replan_windows(inst, off, key, pair_budget, sc.max_live)
     return off, used
 
 
@@ -475,7 +475,6 @@ def replan_windows(
     off: list[int],
     key: Callable[[Instance], list[int]],
     pair_budget: int,
-    pairs_total: int,
     floor: int,
 ) -> int:
     """Lower a plan (``off``, changed in place) window by window; returns the conflict
@@ -488,9 +487,8 @@ def replan_windows(
     top is lower than the arena was; else a wider window is tried (a window that covers
     a whole component is first fit on it). The next round starts from the new top. It
     stops when the top cannot be lowered, at ``floor`` (a lower bound), or when the
-    pairs of the next window would pass ``pair_budget`` (estimated from ``pairs_total``,
-    the instance's conflict pairs; the cost of first fit). Deterministic: pairs, not
-    time, end it.
+    pairs of the next window (counted before its conflict lists are built) would take the
+    total past ``pair_budget``. Deterministic: pairs, not time, end it.
     """
     n = inst.n
     if n < 2 or pair_budget <= 0:
@@ -504,7 +502,6 @@ def replan_windows(
     s_sorted = st[order]
     reach = np.maximum.accumulate(en[order])  # latest end among the first k by start
     median = max(1, int(np.median(en - st)))
-    degree = 2 * pairs_total / n  # conflicts per buffer, on average
     offn = np.array(off, dtype=np.int64)
     heap: list[tuple[int, int]] = []
     cutoff = 0  # every buffer outside the heap has its top at or below this
@@ -537,20 +534,25 @@ def replan_windows(
         lowered = False
         for radius in WINDOW_RADII:
             a, b = int(st[i]) - radius * median, int(en[i]) + radius * median
-            k0 = int(np.searchsorted(reach, a, side="right"))
-            k1 = int(np.searchsorted(s_sorted, b, side="left"))
-            cand = order[k0:k1]
-            cand = cand[en[cand] > a]
-            inside = (st[cand] >= a) & (en[cand] <= b)
-            free, fixed = cand[inside], cand[~inside]
-            if fixed.size and int((offn[fixed] + sz[fixed]).max()) >= top:
-                continue  # a buffer on top would stay: widen the window
-            if used + int(cand.size * degree / 2) > pair_budget:
+            while True:
+                k0 = int(np.searchsorted(reach, a, side="right"))
+                k1 = int(np.searchsorted(s_sorted, b, side="left"))
+                cand = order[k0:k1]
+                cand = cand[en[cand] > a]
+                inside = (st[cand] >= a) & (en[cand] <= b)
+                free, fixed = cand[inside], cand[~inside]
+                hot = fixed[offn[fixed] + sz[fixed] >= top]
+                if not hot.size:
+                    break
+                # A buffer as high as the top would stay: the window takes it in.
+                a, b = min(a, int(st[hot].min())), max(b, int(en[hot].max()))
+            pairs = _pairs(st[cand], en[cand])
+            if used + pairs > pair_budget:
                 return used
+            used += pairs
             members = free.tolist() + fixed.tolist()
             sub = subinstance(inst, members)
             nf = len(free)
-            used += sum(map(len, sub.nbrs)) // 2
             initial = [-1] * nf + offn[fixed].tolist()
             new = place(sub, [k for k in key(sub) if k < nf], initial=initial)
             if max(o + z for o, z in zip(new[:nf], sub.size)) < top:
@@ -565,6 +567,14 @@ def replan_windows(
         if not lowered:
             break
     return used
+
+
+def _pairs(st: np.ndarray, en: np.ndarray) -> int:
+    """Conflicting pairs among the intervals ``[st, en)``: for each, those that began no
+    later (earlier in a stable order) and have not ended by its start."""
+    starts = np.sort(st, kind="stable")
+    ends = np.sort(en)
+    return int((np.arange(len(starts)) - np.searchsorted(ends, starts, side="right")).sum())
 
 
 def _big(xs: list[int]) -> bool:

@@ -229,6 +229,7 @@ def plan_best(
     offsets, bound, method = _best(
         inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace
     )
+    _log(trace, f"work {budget.used} of {int(time_limit * WORK_PER_SECOND)}")
     return Plan.from_offsets(
         buffers,
         inst.expand(offsets, len(buffers)),

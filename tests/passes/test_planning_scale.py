@@ -16,9 +16,23 @@ from hypothesis import strategies as st
 
 from relaxc.passes.planning import greedy as greedy_module
 from relaxc.passes.planning.checker import check_plan
-from relaxc.passes.planning.greedy import greedy, place, prepare, scan, size_order, subinstance
+from relaxc.passes.planning.greedy import (
+    greedy,
+    place,
+    prepare,
+    replan_windows,
+    scan,
+    size_order,
+    subinstance,
+    sweep_place,
+)
 from relaxc.passes.planning.model import Buffer, lower_bound
-from relaxc.passes.planning.planners import plan_best, plan_buffers
+from relaxc.passes.planning.planners import (
+    WORK_PER_SECOND,
+    greedy_work,
+    plan_best,
+    plan_buffers,
+)
 
 
 def intervals(max_size: int = 60) -> st.SearchStrategy[list[Buffer]]:
@@ -131,3 +145,84 @@ def test_best_tries_the_sweep_backwards_when_the_budget_allows() -> None:
     assert not check_plan(buffers, p.offsets, p.size)
     assert p.size <= greedy_plan.size
     assert p.proven_bound == lower_bound(buffers)
+
+
+def dense_run(n: int, live: int, seed: int) -> list[Buffer]:
+    """One long component: ``n`` buffers, about ``live`` at a time, aligned to 64."""
+    rnd = random.Random(seed)
+    return [
+        Buffer(s, s + 1 + rnd.randrange(2 * live), 64 * int(2 ** rnd.uniform(0, 10)), 64)
+        for s in (rnd.randrange(n) for _ in range(n))
+    ]
+
+
+def swept_plan(buffers: list[Buffer]) -> list[int]:
+    inst = prepare(buffers)
+    off = [0] * inst.n
+    sweep_place(inst, sorted(range(inst.n), key=lambda i: (inst.start[i], -inst.size[i], i)), off)
+    return off
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(intervals(), st.integers(0, 3000))
+def test_windows_keep_the_plan_valid_never_higher_and_within_their_pairs(
+    buffers: list[Buffer], pair_budget: int
+) -> None:
+    inst = prepare(buffers)
+    off = swept_plan(buffers)
+    before = height(inst, off)
+    used = replan_windows(inst, off, size_order, pair_budget, scan(inst).max_live)
+    assert 0 <= used <= pair_budget
+    full = inst.expand(off, len(buffers))
+    assert not check_plan(buffers, full, height(inst, off))
+    assert all(o % b.align == 0 for o, b in zip(full, buffers))
+    assert height(inst, off) <= before
+
+
+def test_windows_lower_a_component_whose_pairs_are_past_the_budget() -> None:
+    # One component of 10,000 buffers: first fit on all of it is out of reach, windows
+    # around the top are not, and they lower the sweep's arena with an eighth of the pairs.
+    buffers = dense_run(10_000, 30, seed=8)
+    inst = prepare(buffers)
+    sc = scan(inst)
+    assert len([m for m in sc.components if len(m) > 1]) == 1
+    budget = sum(sc.pairs) // 8
+    swept, _ = greedy(inst, "greedy-size", sc, pair_budget=-1)
+    mixed, used = greedy(inst, "greedy-size", sc, pair_budget=budget)
+    assert 0 < used <= budget
+    assert not check_plan(buffers, inst.expand(mixed, len(buffers)), height(inst, mixed))
+    assert height(inst, mixed) < height(inst, swept)
+
+
+def test_best_with_no_time_is_greedy_size_past_the_pair_budget() -> None:
+    buffers = dense_run(4000, 40, seed=9)
+    with mock.patch.object(greedy_module, "PAIR_BUDGET", 20_000):
+        best = plan_best(buffers, time_limit=0.0)
+        greedy_plan = plan_buffers(buffers, "greedy-size")
+    assert best.offsets == greedy_plan.offsets
+    assert best.algorithm == "best(greedy-size)"
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([0.0, 0.05, 0.2]), st.sampled_from([-1, 20_000]))
+def test_best_counts_all_its_work_against_the_budget(
+    seed: int, time_limit: float, pair_budget: int
+) -> None:
+    # Everything best does is counted (greedy-size's set-up, sweep and pairs included):
+    # it stays within its budget, or within what greedy-size alone costs when that is more.
+    buffers = dense_run(3000, 30, seed)
+    inst = prepare(buffers)
+    sc = scan(inst)
+    trace: list[str] = []
+    budget = pair_budget if pair_budget >= 0 else greedy_module.PAIR_BUDGET
+    with mock.patch.object(greedy_module, "PAIR_BUDGET", budget):
+        p = plan_best(buffers, time_limit=time_limit, trace=trace)
+        _, pairs = greedy(inst, "greedy-size", sc)
+        g = plan_buffers(buffers, "greedy-size")
+    used = int(trace[-1].split()[1])
+    swept = sum(sc.pairs) > budget
+    # A component searched may overrun by the last step it started (a search turn).
+    slack = 2000
+    assert used <= max(int(time_limit * WORK_PER_SECOND), greedy_work(inst.n, pairs, swept)) + slack
+    assert p.size <= g.size
+    assert not check_plan(buffers, p.offsets, p.size)
