@@ -415,18 +415,20 @@ class Decision:
 
 class Probe:
     """A portfolio of decisions for one capacity, run in turns: each gets ``SLICE`` work
-    per share per turn, and the first to finish answers for all."""
+    per share per turn, and the first to finish answers for all. Every heuristic runs on
+    every view of the instance in ``secs`` (the same buffers and conflicts, times given
+    differently: the preorders see lifetimes, the search only conflicts)."""
 
     def __init__(
         self,
-        sec: Sections,
+        secs: Sequence[Sections],
         capacity: int,
         heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS,
         deadline: float = math.inf,
     ) -> None:
         self.capacity = capacity
-        self.runs = [Decision(sec, capacity, h, deadline) for h, _ in heuristics]
-        self.shares = [share for _, share in heuristics]
+        self.runs = [Decision(sec, capacity, h, deadline) for sec in secs for h, _ in heuristics]
+        self.shares = [share for _ in secs for _, share in heuristics]
         self.gens = [d.run() for d in self.runs]
         self.status = ""  # "found", "infeasible" or "" while undecided
         self.result: list[int] | None = None
@@ -481,6 +483,12 @@ def minimize(
     nothing. Search time is heavy-tailed and depends on the capacity asked for, so many
     short probes do better than a few long ones.
 
+    The main probe runs its heuristics on two views of the instance: its own times, and
+    the times with runs of births and of deaths merged (:func:`merged_runs`), which give
+    program points what raw times give; the side probes run on the merged view. (On
+    MiniMalloc's instances: 8 of 11 optimal within 2 s instead of 7, and their program
+    encodings 1.070 of max-live on average instead of 1.098.)
+
     Work (nodes plus candidates), not time, ends the search: the result depends on the
     input and ``budget`` only. ``deadline`` (``time.process_time()``) is a safety net far
     past the budget; when it ends the search, the outcome says so.
@@ -490,11 +498,14 @@ def minimize(
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 6 * inst.n + 1000))
     try:
-        sec = Sections(inst)
+        secs = [Sections(inst)]
+        merged = merged_runs(inst)
+        if merged.start != inst.start or merged.end != inst.end:
+            secs.append(Sections(merged))
         # Canonical offsets and heights are multiples of this: probe only those.
         grain = math.gcd(*inst.size, *(a for a in inst.align if a > 1))
         found: list[int] | None = None
-        main: Probe | None = Probe(sec, goal, MAIN_HEURISTICS, deadline)
+        main: Probe | None = Probe(secs, goal, MAIN_HEURISTICS, deadline)
         side: Probe | None = None
         side_limit = SIDE_WORK
         improved = False
@@ -539,7 +550,9 @@ def minimize(
                     if not improved:
                         side_limit *= 2
                     improved = False
-                side = Probe(sec, (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS, deadline)
+                side = Probe(
+                    secs[-1:], (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS, deadline
+                )
             before = side.work
             status = side.step()
             used += side.work - before
@@ -559,6 +572,29 @@ def minimize(
         return Outcome(found, best, used, bound(), clock)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def merged_runs(inst: Instance) -> Instance:
+    """``inst`` with time compressed: each maximal run of births with no death among them
+    becomes one time, and so does each run of deaths. Every conflict stays (a birth and a
+    death keep their order), and buffers born at successive program points in one run
+    become twins of the same lifetime when they die together: a program's view of an
+    instance gives the preorders what its raw times would."""
+    events = sorted(
+        [(e, 0, i) for i, e in enumerate(inst.end)] + [(s, 1, i) for i, s in enumerate(inst.start)]
+    )
+    start, end = [0] * inst.n, [0] * inst.n
+    t, last = 0, -1
+    for _, kind, i in events:  # at equal times deaths first: lifetimes are half-open
+        if kind != last:
+            t, last = t + 1, kind
+        if kind:
+            start[i] = t
+        else:
+            end[i] = t
+    merged = Instance(list(inst.index), start, end, list(inst.size), list(inst.align))
+    merged._nbrs = inst._nbrs
+    return merged
 
 
 def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
