@@ -14,10 +14,14 @@ Two ways to place:
   frees it when it dies, best fit among the free blocks of the arena (boundary tags, a
   sorted list of free blocks by size): O(n log n), never looks at a pair.
 
-:func:`greedy` picks per component of the time axis (a maximal run of overlapping
-lifetimes): first fit on conflict lists while their total stays within a pair budget
-(first fit is the same per component as over the whole set, so small programs get
-exactly the classic plan), the sweep for what is left.
+:func:`greedy` uses first fit on conflict lists everywhere while their total stays within a
+pair budget (small programs get exactly the classic plan). Past it, the sweep places
+everything (each component of the time axis from an empty arena), then
+:func:`replan_windows` re-plans windows of time around the buffer on top of the arena by
+first fit, the buffers crossing a window's borders fixed, while the windows' pairs fit in
+the budget: only the highest point sets the arena, so only pairs near it are worth
+building (100,000 buffers with about 100 live at a time: the sweep 1.141 of max-live,
+with windows 1.076; a million with about 10 live: 1.000).
 """
 
 from __future__ import annotations

@@ -6,13 +6,14 @@ Planners (each returns a :class:`Plan` whose offsets follow the input order):
 * ``greedy-size`` -- largest first (ties: earlier start, then input order), first fit by
   address among the placed buffers whose lifetimes intersect. On huge inputs (conflict
   lists past a pair budget), a sweep over time places everything (best fit among free
-  blocks, O(n log n), each component from an empty arena), then first fit re-plans the
-  components that set the arena, highest first, while their pairs fit (see :mod:`.greedy`).
+  blocks, O(n log n), each component from an empty arena), then first fit re-plans windows
+  of time around the buffer on top of the arena while their pairs fit (see :mod:`.greedy`).
 * ``greedy-conflict`` -- the same, most conflicting bytes first.
 * ``best`` -- ``greedy-size``, then within a work budget derived from ``time_limit``:
   ``greedy-conflict`` (and, past the pair budget, the sweep backwards in time); for the
   component of the time axis that sets the arena size, first fit and best fit over more
-  orders, a MiniMalloc-style exact search, and with the last of the work a local search
+  orders, a MiniMalloc-style exact search (on the times given and on runs of births and
+  deaths merged, see :func:`.search.merged_runs`), and with the last of the work a local search
   that re-searches windows of time around the buffers that stick out, the rest fixed
   (:func:`.search.repair`). Never worse than ``greedy-size``; stops early when the arena
   equals the best proven lower bound.
