@@ -1,8 +1,9 @@
 """The greedy planners past the pair budget: the sweep, and first fit where it matters.
 
 Past :data:`greedy.PAIR_BUDGET` conflict pairs, the sweep places everything (each
-component from an empty arena), then first fit re-plans the components that set the arena,
-highest first, while their pairs fit. Small inputs with a patched budget exercise the same
+component from an empty arena), then first fit re-plans windows of time around the buffer
+on top of the arena while their pairs fit (a window may grow to a whole component). Small
+inputs with a patched budget exercise the same
 code paths as a million buffers; the timings themselves belong in benchmarks/planners.py.
 """
 
@@ -93,8 +94,9 @@ def test_each_component_of_the_sweep_starts_from_an_empty_arena(buffers: list[Bu
 
 
 def test_first_fit_re_plans_the_component_that_sets_the_arena() -> None:
-    # Two runs of time. The sweep places the first, dense one badly; first fit on its
-    # conflict lists is better, and only its pairs are built.
+    # Two runs of time. The sweep places the first, dense one badly; the windows around its
+    # top grow to all of it (no narrower one lowers it), which is first fit on its conflict
+    # lists, and only its pairs are built.
     rnd = random.Random(2)
     dense = [Buffer(s, s + rnd.randrange(1, 40), 64 * rnd.randrange(1, 60), 64) for s in range(300)]
     sparse = [Buffer(1000 + 3 * k, 1000 + 3 * k + 2, 64, 64) for k in range(100)]
