@@ -258,6 +258,9 @@ def _best(
     if inst.height(base) <= goal:  # optimal already (the common case)
         _log(trace, f"{inst.n} buffers; greedy-size meets the lower bound {goal}")
         return base, goal, "greedy-size"
+    if budget.left <= 0:  # greedy-size took it all (a million buffers): nothing more
+        _log(trace, f"{inst.n} buffers; greedy-size used the budget")
+        return base, goal, "greedy-size"
     by_method = [("greedy-size", base)]
     # greedy-conflict: first fit on the conflict lists built already, or the sweep again
     # and windows re-planned with the pairs the budget still affords.
