@@ -77,3 +77,35 @@ def test_a_search_the_clock_ended_says_so(monkeypatch: pytest.MonkeyPatch) -> No
 def test_greedy_plans_state_their_bound_too() -> None:
     _, rep = planned(CHAIN, planner="greedy-size")
     assert rep.proven_bound >= rep.lower_bound
+
+
+def rendered(rep) -> str:  # noqa: ANN001
+    from io import StringIO
+
+    from rich.console import Console
+
+    from relaxc.cli.report_view import print_reports
+
+    out = StringIO()
+    print_reports([rep], Console(file=out, width=120))
+    return out.getvalue()
+
+
+def test_the_report_says_optimal_or_gives_the_proven_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, rep = planned(CHAIN)
+    text = rendered(rep)
+    assert "optimal" in text and "proven bound" not in text
+
+    def raised(buffers, algorithm="best", **kw):
+        # A search that proved more than max-live but did not reach it.
+        plan = plan_buffers(buffers, "none")
+        return dataclasses.replace(plan, proven_bound=plan.size - 64, optimal=False)
+
+    monkeypatch.setattr(plan_memory, "plan_buffers", raised)
+    _, rep = planned(CHAIN.replace("  return %d", "  %e = exp(%d)\n  return %e"))
+    assert rep.lower_bound < rep.proven_bound < rep.arena_bytes
+    text = rendered(rep)
+    assert "proven bound" in text and "optimal" not in text.replace("not be optimal", "")
+    assert f"{rep.proven_bound:,}" in text or str(rep.proven_bound) in text.replace(",", "")
