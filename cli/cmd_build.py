@@ -134,7 +134,9 @@ def build_cmd(
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
         req = PipelineRequest(target=target, **kw)
         with progress.step(f"loading {file.name}"):
-            prog = load_program(file, sources, params, need_weights=target != "ir")
+            prog = load_program(
+                file, sources, params, need_weights=target != "ir", weight_data=target != "ir"
+            )
         out_path = output if output is not None else default_output(file, target)
         if str(out_path) != "-":
             refuse_overwriting_inputs(out_path, [file, prog.weights_path])

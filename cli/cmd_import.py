@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
 
 from relaxc.frontend.printer import print_module
-from relaxc.frontend.weights import npz_bytes
+from relaxc.frontend.weights import write_npz
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
@@ -105,7 +106,7 @@ def import_cmd(
             text = result.header(file.name) + print_module(result.module)
         with progress.step(f"writing {rx_path} and {npz_path}"):
             write_all_atomic(
-                [(npz_path, npz_bytes(result.weights)), (rx_path, text)]
+                [(npz_path, partial(write_npz, arrays=result.weights)), (rx_path, text)]
             )  # both or neither
         if not quiet:
             fn = result.module.functions[0]

@@ -78,7 +78,7 @@ def passes_cmd(obj: dict, file: Path | None, target: str, params: Path | None, *
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         req = PipelineRequest(target=target, **kw)
-        prog = load_program(file, sources, params, need_weights=False)
+        prog = load_program(file, sources, params, need_weights=False, weight_data=False)
         module, timing, dumps = run_pipeline(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path]
         )

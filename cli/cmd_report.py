@@ -93,7 +93,7 @@ def report_cmd(
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         req = PipelineRequest(target=target, **kw)
-        prog = load_program(file, sources, params, need_weights=False)
+        prog = load_program(file, sources, params, need_weights=False, weight_data=False)
         for out in (svg, html):
             if out is not None:
                 refuse_overwriting_inputs(out, [file, prog.weights_path])
