@@ -8,24 +8,28 @@ import click
 
 from relaxc.frontend.printer import print_module
 from relaxc.ir.diagnostics import RxError
+from relaxc.ir.nodes import Module
 
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
-from .loading import load_program
+from .loading import Program
+from .onnx_input import load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
 
 from .cmd_report import check_budget, reports_json
 from .report_view import summary_line
+from .options import quiet_option
 from .units import ByteSize
 from .gc_pause import gc_paused
 from .pipeline_opts import (
     TARGETS,
     PipelineRequest,
     execute_pipeline,
+    echo_pipeline,
     pipeline_options,
-    print_timings,
 )
 from .progress import Progress, make_progress
+from .timing import Stopwatch, print_steps
 
 
 def default_output(path: Path, target: str) -> Path:
@@ -72,7 +76,7 @@ def default_output(path: Path, target: str) -> Path:
     metavar="BYTES",
     help="Fail (exit 1, nothing written) if a function's arena is larger, e.g. 256KiB.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Do not print the memory summary.")
+@quiet_option
 @click.option(
     "--unpacked",
     is_flag=True,
@@ -99,6 +103,7 @@ def default_output(path: Path, target: str) -> Path:
     "PREFIX_weights.bin, linked by the assembler stub PREFIX_weights.S (GCC or Clang), so that "
     "the C compiler reads code only.",
 )
+@onnx_options
 @pipeline_options
 @click.pass_obj
 def build_cmd(
@@ -114,10 +119,14 @@ def build_cmd(
     emit_main: bool,
     prefix: str | None,
     constants: str | None,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
     **kw,
 ) -> None:
-    """Compile FILE: run the pass pipeline of the target, check the memory budget, write the
-    result and print a one-line memory summary per function (relaxc report shows it all).
+    """Compile FILE (an .rx program, or an ONNX model imported in memory with --shape and
+    --bound as in relaxc import): run the pass pipeline of the target, check the memory
+    budget, write the result and print a one-line memory summary per function (relaxc report
+    shows it all).
 
     With --target c, -o names a folder (created if needed) that receives PREFIX.c and
     PREFIX.h (see docs/c.md).
@@ -133,54 +142,122 @@ def build_cmd(
             )
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
         req = PipelineRequest(target=target, **kw)
+        if req.print_pipeline:
+            echo_pipeline(req)
+            return
+        watch = Stopwatch(enabled=req.time_passes)
         with progress.step(f"loading {file.name}"):
-            prog = load_program(
-                file, sources, params, need_weights=target != "ir", weight_data=target != "ir"
+            prog = load_input(
+                file,
+                sources,
+                params,
+                shapes,
+                bounds,
+                need_weights=target != "ir",
+                weight_data=target != "ir",
+                watch=watch,
             )
+        check_entry(prog.module, file)
         out_path = output if output is not None else default_output(file, target)
         if str(out_path) != "-":
             refuse_overwriting_inputs(out_path, [file, prog.weights_path])
         run = execute_pipeline(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path], progress
         )
-        module, timing, types = run.module, run.timing, run.types
-        if kw["time_passes"]:
-            print_timings(timing)
-        reports = memory_report(module)
+        module, types = run.module, run.types
+        watch.add_passes(run.timing.times)
+        with watch.step("report"):
+            reports = memory_report(module)
         if as_json:
             click.echo(reports_json(file, reports), nl=False)
         elif not quiet:
             for rep in reports:
                 click.echo(summary_line(rep), err=True)
         check_budget(reports, max_arena)
-        if target == "ir":
-            text = print_module(module)
-            if str(out_path) == "-":
-                click.echo(text, nl=False)
-            else:
-                write_atomic(out_path, text)
-                click.echo(f"wrote {out_path}", err=True)
-            return
-        if target == "vm":
-            from relaxc.backend.vm import compile_module
-
-            if str(out_path) == "-":
-                raise RxError(
-                    "bytecode is binary and is not written to stdout; give a file with -o"
-                )
-            with progress.step("VM code", _statements(module)) as step, gc_paused():
-                data = compile_module(module, prog.weights, types, progress=step.update)
-            with progress.step(f"writing {out_path}"):
-                write_atomic(out_path, data)
-            click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
-            return
-        if target == "c":
-            _write_c(module, prog, out_path, prefix, emit_main, file, types, constants, progress)
-            return
-        raise RxError(
-            f"the {target} backend is not built yet; use --target ir to write the "
-            "transformed program"
+        _emit(
+            module,
+            types,
+            prog,
+            target,
+            out_path,
+            prefix,
+            emit_main,
+            constants,
+            quiet,
+            watch,
+            progress,
         )
+        if req.time_passes:
+            print_steps(watch)
+
+
+def check_entry(module: Module, file: Path) -> None:
+    """RxError unless the module has @main, the function relaxc run and the C target call."""
+    if module.get("main") is None:
+        names = ", ".join("@" + f.name for f in module.functions)
+        raise RxError(
+            f"{file} has no function @main to compile (functions: {names}); the entry point "
+            "of a program is fn @main"
+        )
+
+
+def _emit(
+    module: Module,
+    types,
+    prog: Program,
+    target: str,
+    out_path: Path,
+    prefix: str,
+    emit_main: bool,
+    constants: str | None,
+    quiet: bool,
+    watch: Stopwatch,
+    progress: Progress,
+) -> None:
+    """Write the program for ``target`` (the transformed .rx, the bytecode, or the C files)."""
+    file = prog.path
+    if target == "ir":
+        with watch.step("codegen", "print .rx"):
+            text = print_module(module)
+        if str(out_path) == "-":
+            click.echo(text, nl=False)
+            return
+        with watch.step("write", str(out_path)):
+            write_atomic(out_path, text)
+        if not quiet:
+            click.echo(f"wrote {out_path}", err=True)
+        return
+    if target == "vm":
+        from relaxc.backend.vm import compile_module
+
+        if str(out_path) == "-":
+            raise RxError("bytecode is binary and is not written to stdout; give a file with -o")
+        with progress.step("VM code", _statements(module)) as step, gc_paused():
+            with watch.step("codegen", "VM code"):
+                data = compile_module(module, prog.weights, types, progress=step.update)
+        with progress.step(f"writing {out_path}"), watch.step("write", str(out_path)):
+            write_atomic(out_path, data)
+        if not quiet:
+            click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
+        return
+    if target == "c":
+        _write_c(
+            module,
+            prog,
+            out_path,
+            prefix,
+            emit_main,
+            file,
+            types,
+            constants,
+            progress,
+            quiet,
+            watch,
+        )
+        return
+    raise RxError(
+        f"the {target} backend is not built yet; use --target ir to write the transformed program"
+    )
 
 
 def _statements(module) -> int:
@@ -227,6 +304,8 @@ def _write_c(
     types,
     constants: str | None,
     progress: Progress,
+    quiet: bool = False,
+    watch: Stopwatch | None = None,
 ) -> None:
     """Emit the C sources into the folder ``out_dir`` (nothing is written if anything fails)."""
     from relaxc.backend.c import emit_c
@@ -235,8 +314,13 @@ def _write_c(
         raise RxError("--target c writes several files; give a folder with -o, not '-'")
     if out_dir.exists() and not out_dir.is_dir():
         raise RxError(f"-o {out_dir}: --target c writes into a folder, and this is a file")
+    watch = watch if watch is not None else Stopwatch(enabled=False)
     labels = {"statements": "C code: statements", "constant bytes": "C code: constant bytes"}
-    with progress.step("C code", _statements(module)) as step, gc_paused():
+    with (
+        progress.step("C code", _statements(module)) as step,
+        gc_paused(),
+        watch.step("codegen", "C code"),
+    ):
         sources = emit_c(
             module,
             prog.weights,
@@ -256,7 +340,10 @@ def _write_c(
     except OSError as e:
         raise RxError(f"cannot create folder {out_dir}: {e.strerror or e}") from None
     try:
-        with progress.step(f"writing {len(paths)} files into {out_dir}"):
+        with (
+            progress.step(f"writing {len(paths)} files into {out_dir}"),
+            watch.step("write", f"{len(paths)} files into {out_dir}"),
+        ):
             write_all_atomic(list(zip(paths, sources.files.values())))  # all the files, or none
     except BaseException:
         for folder in created:  # and no folder left behind that this run made
@@ -265,4 +352,5 @@ def _write_c(
             except OSError:
                 break
         raise
-    click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+    if not quiet:
+        click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)

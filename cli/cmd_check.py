@@ -8,7 +8,9 @@ import click
 from relaxc.frontend.weights import WeightsArchive, named_constants
 
 from .errors import Sources, reported_errors
-from .loading import Program, load_program
+from .loading import Program
+from .onnx_input import load_input
+from .options import quiet_option
 
 
 @click.command("check")
@@ -18,7 +20,7 @@ from .loading import Program, load_program
     type=click.Path(path_type=Path),
     help="Weights .npz (default: FILE with .npz suffix).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@quiet_option
 @click.pass_obj
 def check_cmd(obj: dict, files: tuple[Path, ...], params: Path | None, quiet: bool) -> None:
     """Parse and verify each FILE and its weights; report every error found, one per file.
@@ -34,7 +36,7 @@ def check_cmd(obj: dict, files: tuple[Path, ...], params: Path | None, quiet: bo
         sources = Sources()
         try:
             with reported_errors(sources, obj["debug"]):
-                prog = load_program(path, sources, params, need_weights=True, weight_data=False)
+                prog = load_input(path, sources, params, (), (), True, weight_data=False)
                 if isinstance(prog.weights, WeightsArchive):
                     prog.weights.verify_data()
                 if not quiet:

@@ -13,7 +13,7 @@ from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_all_atomic
-from .options import parse_dims
+from .options import parse_dims, quiet_option
 from .progress import make_progress
 
 
@@ -70,7 +70,7 @@ def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
     help="Upper bound of a symbolic dim (repeatable): PlanMemory then plans its tensors "
     "statically, e.g. --bound seq=512.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Do not print what was written.")
+@quiet_option
 @click.pass_obj
 def import_cmd(
     obj: dict,
@@ -91,6 +91,9 @@ def import_cmd(
     with reported_errors(sources, obj["debug"]), make_progress(obj, quiet) as progress:
         from relaxc.frontend.onnx import import_onnx  # onnx is an optional extra: load it only here
 
+        from .onnx_input import check_onnx_file
+
+        check_onnx_file(file)
         input_shapes = parse_shapes(shapes)
         upper = parse_dims(bounds, "--bound")
         rx_path = output if output is not None else file.with_suffix(".rx")

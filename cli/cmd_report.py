@@ -13,10 +13,12 @@ from relaxc.passes.memory_report import FunctionReport, memory_report
 
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
-from .loading import load_program
-from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
+from .onnx_input import load_input, onnx_options
+from .pipeline_opts import TARGETS, PipelineRequest, echo_pipeline, pipeline_options, run_pipeline
+from .timing import Stopwatch, print_steps
 from .report_svg import report_html, report_svg
 from .report_view import print_reports
+from .options import quiet_option
 from .units import ByteSize, format_bytes
 
 
@@ -74,6 +76,8 @@ def reports_json(path: Path, reports: list[FunctionReport]) -> str:
     metavar="BYTES",
     help="Fail (exit 1) if a function's arena is larger, e.g. 256KiB.",
 )
+@onnx_options
+@quiet_option
 @pipeline_options
 @click.pass_obj
 def report_cmd(
@@ -85,30 +89,38 @@ def report_cmd(
     svg: Path | None,
     html: Path | None,
     max_arena: int | None,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
+    quiet: bool,
     **kw,
 ) -> None:
-    """Plan FILE's memory and report it per function: arena, lower bound, ratio, naive total
+    """Plan FILE's memory (an .rx program, or an ONNX model imported in memory) and report it
+    per function: arena, lower bound, ratio, naive total
     and saving, inputs/outputs/constants, dynamic allocations, every placed buffer and a
     memory map. Run on already planned IR with -p none."""
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         req = PipelineRequest(target=target, **kw)
-        prog = load_program(file, sources, params, need_weights=False, weight_data=False)
+        if req.print_pipeline:
+            return echo_pipeline(req)
+        watch = Stopwatch(enabled=req.time_passes)
+        prog = load_input(file, sources, params, shapes, bounds, False, False, watch)
         for out in (svg, html):
             if out is not None:
                 refuse_overwriting_inputs(out, [file, prog.weights_path])
         module, timing, _ = run_pipeline(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path]
         )
-        if kw["time_passes"]:
-            print_timings(timing)
+        watch.add_passes(timing.times)
         reports = memory_report(module)
         if as_json:
             click.echo(reports_json(file, reports), nl=False)
-        else:
+        elif not quiet:
             print_reports(reports, Console(soft_wrap=False))
         if svg is not None:
             write_atomic(svg, report_svg(reports))
         if html is not None:
             write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}"))
+        if req.time_passes:
+            print_steps(watch)
         check_budget(reports, max_arena)

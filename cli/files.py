@@ -43,7 +43,11 @@ def read_source(path: Path, keep_newlines: bool = False) -> str:
     except OSError as e:
         raise RxError(f"cannot read {path}: {e.strerror or e}") from None
     if b"\x00" in data:
-        raise RxError(f"{path} is a binary file, not .rx text (it contains NUL bytes)")
+        hint = not_rx_hint(path)
+        raise RxError(
+            f"{path} is a binary file, not .rx text (it contains NUL bytes)",
+            notes=(hint,) if hint else (),
+        )
     if len(data) > MAX_SOURCE_BYTES:
         raise RxError(
             f"{path} is larger than {MAX_SOURCE_BYTES:,} bytes; such .rx files are refused"
@@ -69,6 +73,21 @@ def read_source(path: Path, keep_newlines: bool = False) -> str:
     if not keep_newlines:
         text = normalize_newlines(text)
     return text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte-order mark is not content
+
+
+def not_rx_hint(path: Path) -> str | None:
+    """Which command reads ``path`` when it is handed to one that reads only .rx text."""
+    suffix = path.suffix.lower()
+    if suffix == ".onnx":
+        return (
+            f"{path.name} is an ONNX model: relaxc build, report, run, check and passes take "
+            f"it directly, and relaxc import {path.name} writes it as .rx"
+        )
+    if suffix == ".rxb":
+        return f"{path.name} is VM bytecode: relaxc run and relaxc disasm read it"
+    if suffix == ".npz":
+        return f"{path.name} is a weights archive: give the .rx beside it (its weights are found)"
+    return None
 
 
 _LONE_CR = re.compile("\r(?!\n)")

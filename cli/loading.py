@@ -17,6 +17,7 @@ from relaxc.ir.verifier import ModuleTypes, verify_module
 from .errors import Sources
 from .files import read_source
 from .gc_pause import gc_paused
+from .timing import Stopwatch
 
 
 @dataclass(frozen=True)
@@ -52,18 +53,24 @@ def load_program(
     params: Path | None = None,
     need_weights: bool = True,
     weight_data: bool = True,
+    watch: Stopwatch | None = None,
 ) -> Program:
     """Parse and verify ``path`` and load its weights (``--params`` or the same-stem .npz).
 
     ``need_weights``: every named constant must be in the weights with its declared shape and
     dtype (a missing archive is an error). ``weight_data=False`` reads only the archive's
     headers: ``Program.weights`` is then a lazy :class:`WeightsArchive` that reads an array's
-    data when it is looked up (for commands that need only the types)."""
+    data when it is looked up (for commands that need only the types). ``watch`` times the
+    parsing, the verification and the weights as three steps."""
+    watch = watch if watch is not None else Stopwatch(enabled=False)
     with gc_paused():
-        module = parse_file(path, sources)
+        with watch.step("parse", path.name):
+            module = parse_file(path, sources)
         check_not_empty(module, path)
-        types = verify_module(module)
-    return attach_weights(path, module, types, params, need_weights, weight_data)
+        with watch.step("verify"):
+            types = verify_module(module)
+    with watch.step("weights", "headers" if not weight_data else ""):
+        return attach_weights(path, module, types, params, need_weights, weight_data)
 
 
 def attach_weights(

@@ -1,0 +1,96 @@
+"""An ONNX model given where an .rx program is expected: imported in memory, in one step.
+
+``relaxc build model.onnx``, ``relaxc report model.onnx`` and ``relaxc run model.onnx`` import
+the model as ``relaxc import`` would (with the same ``--shape`` and ``--bound`` options) and
+go on with the program, writing no .rx or .npz (as ``tvmc compile model.onnx`` does).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import click
+
+from relaxc.ir.diagnostics import RxError
+from relaxc.ir.verifier import verify_module
+
+from .errors import Sources
+from .files import not_rx_hint
+from .loading import Program, load_program
+from .options import parse_dims
+from .timing import Stopwatch
+
+ONNX_SUFFIX = ".onnx"
+
+
+def is_onnx(path: Path) -> bool:
+    """An ONNX model: by its suffix (an ONNX file has no magic number to look for)."""
+    return path.suffix.lower() == ONNX_SUFFIX
+
+
+def onnx_options(f: Callable) -> Callable:
+    """Decorate a command with ``relaxc import``'s ``--shape`` and ``--bound``."""
+    f = click.option(
+        "--bound",
+        "bounds",
+        multiple=True,
+        metavar="NAME=N",
+        help="With an .onnx FILE: upper bound of a symbolic dim (repeatable), as in relaxc import.",
+    )(f)
+    return click.option(
+        "--shape",
+        "shapes",
+        multiple=True,
+        metavar="NAME=D1,D2,...",
+        help="With an .onnx FILE: shape of an input (repeatable), as in relaxc import.",
+    )(f)
+
+
+def load_input(
+    path: Path,
+    sources: Sources,
+    params: Path | None,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
+    need_weights: bool = True,
+    weight_data: bool = True,
+    watch: Stopwatch | None = None,
+) -> Program:
+    """The program in ``path``: an .rx file (and its weights) or an ONNX model imported in
+    memory; ``--shape``/``--bound`` are for a model, ``--params`` for an .rx file."""
+    if not is_onnx(path):
+        if shapes or bounds:
+            flag = "--shape" if shapes else "--bound"
+            raise click.UsageError(
+                f"{flag} is for an ONNX model (FILE.onnx); {path} is read as .rx, whose input "
+                "shapes and bounds are written in it"
+            )
+        return load_program(path, sources, params, need_weights, weight_data, watch)
+    if params is not None:
+        raise click.UsageError(
+            f"--params gives the weights of an .rx file; {path} is an ONNX model, which holds "
+            "its own"
+        )
+    from relaxc.frontend.onnx import import_onnx  # onnx is an optional extra
+
+    from .cmd_import import parse_shapes
+
+    watch = watch if watch is not None else Stopwatch(enabled=False)
+    input_shapes, upper = parse_shapes(shapes), parse_dims(bounds, "--bound")
+    with watch.step("import", path.name):
+        result = import_onnx(path, input_shapes=input_shapes, upper_bounds=upper)
+    with watch.step("verify"):
+        types = verify_module(result.module)
+    return Program(path, result.module, types, result.weights, None)
+
+
+def check_onnx_file(path: Path) -> None:
+    """RxError when ``relaxc import`` is given something that is not an ONNX model."""
+    if path.suffix == ".rx":
+        raise RxError(
+            f"{path} is not an ONNX model: it is an .rx program, which relaxc build, report, "
+            "run and check read directly (nothing to import)"
+        )
+    if path.suffix in (".rxb", ".npz"):
+        raise RxError(f"{path} is not an ONNX model ({not_rx_hint(path)})")
