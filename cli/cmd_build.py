@@ -222,7 +222,7 @@ def _emit(
         if str(out_path) == "-":
             click.echo(text, nl=False)
             return
-        with watch.step("write", str(out_path)):
+        with watch.step("write", out_path.name):
             write_atomic(out_path, text)
         if not quiet:
             click.echo(f"wrote {out_path}", err=True)
@@ -235,7 +235,7 @@ def _emit(
         with progress.step("VM code", _statements(module)) as step, gc_paused():
             with watch.step("codegen", "VM code"):
                 data = compile_module(module, prog.weights, types, progress=step.update)
-        with progress.step(f"writing {out_path}"), watch.step("write", str(out_path)):
+        with progress.step(f"writing {out_path}"), watch.step("write", out_path.name):
             write_atomic(out_path, data)
         if not quiet:
             click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
@@ -342,7 +342,7 @@ def _write_c(
     try:
         with (
             progress.step(f"writing {len(paths)} files into {out_dir}"),
-            watch.step("write", f"{len(paths)} files into {out_dir}"),
+            watch.step("write", f"{len(paths)} files"),
         ):
             write_all_atomic(list(zip(paths, sources.files.values())))  # all the files, or none
     except BaseException:

@@ -321,22 +321,24 @@ _STORE_RATIO = 0.9
 (random weights barely compress, and deflating them costs seconds for nothing)."""
 
 
-def write_npz(f: BinaryIO, arrays: Mapping[str, np.ndarray]) -> None:
+def write_npz(f: BinaryIO, arrays: Mapping[str, np.ndarray], splats: bool = True) -> None:
     """Write ``arrays`` to ``f`` as an .npz archive whose bytes depend only on the arrays.
 
     Names are sorted and every entry has a fixed timestamp (numpy's ``savez`` stamps the
     current time). An array whose elements are all the same value (a splat, such as a
     folded ConstantOfShape) is recorded as that value in the ``relaxc.splats.json`` member;
     any other is a ``.npy`` member, deflated when deflating shrinks it, streamed in chunks
-    so that a view is never copied whole.
+    so that a view is never copied whole. ``splats=False`` writes every array as a ``.npy``
+    member (for archives other programs read with ``numpy.load``: run's outputs).
     """
     import json
 
+    record_splats = splats
     splats: dict[str, dict] = {}
     with zipfile.ZipFile(f, "w", allowZip64=True) as zf:
         for name in sorted(arrays):
             arr = np.asarray(arrays[name])
-            one = splat_value(arr)
+            one = splat_value(arr) if record_splats else None
             if one is not None:
                 splats[name] = {
                     "shape": [int(d) for d in arr.shape],
@@ -381,10 +383,10 @@ def _spec(weights: Mapping[str, np.ndarray], name: str) -> tuple[tuple[int, ...]
     return tuple(arr.shape), arr.dtype
 
 
-def npz_bytes(arrays: Mapping[str, np.ndarray]) -> bytes:
+def npz_bytes(arrays: Mapping[str, np.ndarray], splats: bool = True) -> bytes:
     """:func:`write_npz` into memory (for small archives: inputs, outputs, tests)."""
     import io
 
     buf = io.BytesIO()
-    write_npz(buf, arrays)
+    write_npz(buf, arrays, splats)
     return buf.getvalue()
