@@ -116,7 +116,8 @@ def import_cmd(
             nbytes = sum(int(a.nbytes) for a in result.weights.values())
             click.echo(
                 f"wrote {rx_path} ({len(fn.body)} bindings) and {npz_path} "
-                f"({len(result.weights)} weights, {nbytes:,} bytes)",
+                f"({len(result.weights)} weights, {nbytes:,} bytes, "
+                f"{npz_path.stat().st_size:,} on disk)",
                 err=True,
             )
             for note in result.notes:
