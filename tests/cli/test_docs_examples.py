@@ -38,7 +38,7 @@ MARKER = re.compile(r"<!--\s*example:\s*(skip|status-only|file)\b\s*([^\s>]*)[^>
 FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 
 
-ZOO_IN_DOCS = ("light_squeezenet.onnx", "light_vgg19.onnx")
+ZOO_IN_DOCS = ("light_shufflenet.onnx", "light_squeezenet.onnx", "light_vgg19.onnx")
 """Networks of the ONNX model zoo (the onnx package ships them) that the guides use; they are
 copied into the folder the examples run in."""
 
