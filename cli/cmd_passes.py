@@ -16,6 +16,7 @@ from relaxc.passes.spec import describe_options, kebab
 from .errors import Sources, reported_errors
 from .onnx_input import load_input, onnx_options
 from .pipeline_opts import TARGETS, PipelineRequest, echo_pipeline, pipeline_options, run_pipeline
+from .options import quiet_option
 from .timing import Stopwatch, print_steps
 
 
@@ -65,6 +66,7 @@ def list_passes() -> None:
     help="Weights .npz (default: FILE with .npz suffix).",
 )
 @onnx_options
+@quiet_option
 @pipeline_options
 @click.pass_obj
 def passes_cmd(
@@ -74,6 +76,7 @@ def passes_cmd(
     params: Path | None,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
+    quiet: bool,
     **kw,
 ) -> None:
     """Without FILE, list every pass with its options and the named pipelines.
@@ -102,7 +105,7 @@ def passes_cmd(
             with watch.step("codegen", "print .rx"):
                 text = print_module(module)
             click.echo(text, nl=False)
-        elif dumps.written:
+        elif dumps.written and not quiet:
             click.echo(f"wrote {len(dumps.written)} dump(s) to {req.dump_dir}", err=True)
         if req.time_passes:
             print_steps(watch)

@@ -138,6 +138,19 @@ def test_quiet_prints_nothing_on_success(tmp_path: Path) -> None:
     assert (tmp_path / "m.rxb").exists() and (tmp_path / "c" / "mlp.c").exists()
 
 
+def test_quiet_passes_dumps_to_a_folder(tmp_path: Path) -> None:
+    mlp = SAMPLES / "mlp.rx"
+    result = invoke("passes", mlp, "--dump-after", "all", "--dump-dir", tmp_path / "d", "-q")
+    assert result.exit_code == 0 and result.output == ""
+    assert len(list((tmp_path / "d").iterdir())) == 7
+
+
+def test_disasm_of_a_program_points_to_build(tmp_path: Path) -> None:
+    result = invoke("disasm", SAMPLES / "mlp.rx")
+    assert result.exit_code == 1
+    assert "is a program, not bytecode: relaxc build" in result.stderr
+
+
 def test_quiet_fmt(tmp_path: Path) -> None:
     path = tmp_path / "u.rx"
     path.write_text("fn @main(%x:Tensor[(4,),f32])->Tensor[(4,),f32]{\n%y=relu(%x)\nreturn %y\n}\n")
@@ -160,7 +173,7 @@ def test_quiet_still_prints_errors_and_what_was_asked_for(tmp_path: Path) -> Non
 def test_every_quiet_option_has_the_same_help() -> None:
     from relaxc.cli.options import QUIET_HELP
 
-    for command in ("build", "check", "fmt", "import", "report", "run"):
+    for command in ("build", "check", "fmt", "import", "passes", "report", "run"):
         params = {p.name: p for p in cli.commands[command].params}
         assert params["quiet"].help == QUIET_HELP, command
 
