@@ -16,7 +16,6 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.verifier import verify_module
 
 from .errors import Sources
-from .files import not_rx_hint
 from .loading import Program, load_program
 from .options import parse_dims
 from .timing import Stopwatch
@@ -86,11 +85,33 @@ def load_input(
 
 
 def check_onnx_file(path: Path) -> None:
-    """RxError when ``relaxc import`` is given something that is not an ONNX model."""
-    if path.suffix == ".rx":
-        raise RxError(
-            f"{path} is not an ONNX model: it is an .rx program, which relaxc build, report, "
-            "run and check read directly (nothing to import)"
+    """RxError when ``relaxc import`` is given something that is not an ONNX model, judged by
+    its first bytes (an ONNX file is binary protobuf, with no magic number of its own): a zip
+    archive (weights), relaxc bytecode, or text (an .rx program)."""
+    from relaxc.backend.vm.format import MAGIC
+
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1 << 16)
+    except OSError:
+        return  # the importer reports a missing or unreadable file
+    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        what = "a zip archive (an .npz of weights?)"
+    elif head.startswith(MAGIC):
+        what = "relaxc bytecode: relaxc run and relaxc disasm read it"
+    elif head and b"\x00" not in head and _is_text(head):
+        what = (
+            "text: an .rx program, which relaxc build, report, run and check read directly "
+            "(nothing to import)"
         )
-    if path.suffix in (".rxb", ".npz"):
-        raise RxError(f"{path} is not an ONNX model ({not_rx_hint(path)})")
+    else:
+        return
+    raise RxError(f"{path} is not an ONNX model: it is {what}")
+
+
+def _is_text(head: bytes) -> bool:
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e.start >= len(head) - 3  # a character cut at the end of the sample
+    return True

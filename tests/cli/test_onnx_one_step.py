@@ -15,6 +15,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from relaxc.cli.main import cli  # noqa: E402
+from relaxc.frontend.weights import npz_bytes  # noqa: E402
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 
@@ -123,8 +124,25 @@ def test_import_of_an_rx_says_it_is_not_onnx(tmp_path: Path) -> None:
     rx.write_text("fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {\n  return %x\n}\n")
     result = invoke("import", rx)
     assert result.exit_code == 1
-    assert result.stderr.startswith(f"error: {rx} is not an ONNX model: it is an .rx program")
+    assert result.stderr.startswith(f"error: {rx} is not an ONNX model: it is text: an .rx program")
     assert "relaxc build" in result.stderr and "refusing" not in result.stderr
+
+
+def test_import_judges_by_content_not_suffix(tmp_path: Path) -> None:
+    weights = tmp_path / "w.onnx"
+    weights.write_bytes(npz_bytes({"a": np.arange(3.0)}))
+    result = invoke("import", weights)
+    assert result.exit_code == 1
+    assert "is not an ONNX model: it is a zip archive (an .npz of weights?)" in result.stderr
+    rxb = tmp_path / "m.rxb"
+    assert (
+        invoke(
+            "build", Path(__file__).resolve().parents[2] / "samples" / "mlp.rx", "-o", rxb, "-q"
+        ).exit_code
+        == 0
+    )
+    result = invoke("import", rxb)
+    assert "it is relaxc bytecode: relaxc run and relaxc disasm read it" in result.stderr
 
 
 @pytest.mark.parametrize("command", ["fmt"])
