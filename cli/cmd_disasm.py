@@ -31,8 +31,8 @@ def disasm_cmd(obj: dict, file: Path, as_ir: bool) -> None:
     with reported_errors(Sources(), obj["debug"]):
         if file.suffix.lower() in (".rx", ".onnx") and file.is_file():
             raise RxError(
-                f"{file} is a program, not bytecode: relaxc build {file} writes "
-                f"{file.with_suffix('.rxb')}, which relaxc disasm prints"
+                f"{file} is not a relaxc bytecode file but a program: relaxc build {file} "
+                f"writes {file.with_suffix('.rxb')}, which relaxc disasm prints"
             )
         exe = load_file(file)
         click.echo(print_module(exe.module) if as_ir else disassemble(exe, str(file)), nl=False)

@@ -148,7 +148,7 @@ def test_quiet_passes_dumps_to_a_folder(tmp_path: Path) -> None:
 def test_disasm_of_a_program_points_to_build(tmp_path: Path) -> None:
     result = invoke("disasm", SAMPLES / "mlp.rx")
     assert result.exit_code == 1
-    assert "is a program, not bytecode: relaxc build" in result.stderr
+    assert "is not a relaxc bytecode file but a program: relaxc build" in result.stderr
 
 
 def test_quiet_fmt(tmp_path: Path) -> None:
