@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
 
 from relaxc.frontend.printer import print_module
+from relaxc.frontend.weights import named_constants, write_npz
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
 from .loading import Program
-from .onnx_input import load_input, onnx_options
+from .onnx_input import is_onnx, load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
 
 from .cmd_report import check_budget, reports_json
@@ -191,6 +193,14 @@ def build_cmd(
             print_steps(watch)
 
 
+def _imported_weights(prog: Program, module: Module) -> dict:
+    """The named weights of a program imported from ONNX (they are in no file yet), or {}."""
+    if prog.weights_path is not None or not is_onnx(prog.path):
+        return {}
+    names = {name for name, _ in named_constants(module)}
+    return {name: prog.weights[name] for name in sorted(names) if name in prog.weights}
+
+
 def check_entry(module: Module, file: Path) -> None:
     """RxError unless the module has @main, the function relaxc run and the C target call."""
     if module.get("main") is None:
@@ -219,13 +229,24 @@ def _emit(
     if target == "ir":
         with watch.step("codegen", "print .rx"):
             text = print_module(module)
+        imported = _imported_weights(prog, module)
         if str(out_path) == "-":
+            if imported:
+                raise RxError(
+                    f"the weights imported from {file.name} need a file beside the program; "
+                    "give -o FILE.rx (they go to FILE.npz), or keep them with relaxc import"
+                )
             click.echo(text, nl=False)
             return
+        files: list = [(out_path, text)]
+        if imported:
+            npz = out_path.with_suffix(".npz")
+            refuse_overwriting_inputs(npz, [file])
+            files.insert(0, (npz, partial(write_npz, arrays=imported)))
         with watch.step("write", out_path.name):
-            write_atomic(out_path, text)
+            write_all_atomic(files)  # the program and its weights, or neither
         if not quiet:
-            click.echo(f"wrote {out_path}", err=True)
+            click.echo("wrote " + " and ".join(str(p) for p, _ in reversed(files)), err=True)
         return
     if target == "vm":
         from relaxc.backend.vm import compile_module

@@ -56,6 +56,7 @@ def test_build_onnx_equals_import_then_build(dynamic: Path, tmp_path: Path) -> N
     two_step = invoke("build", tmp_path / "m.rx", "-t", "ir", "-o", tmp_path / "b.rx")
     assert two_step.exit_code == 0, two_step.output
     assert (tmp_path / "a.rx").read_text() == (tmp_path / "b.rx").read_text()
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "m.npz").read_bytes()
     assert direct.stderr.splitlines()[0] == two_step.stderr.splitlines()[0]  # the summary
 
 
@@ -194,3 +195,17 @@ def test_imported_splat_weights_stay_small_and_exact(tmp_path: Path) -> None:
     values = sorted(float(a.reshape(-1)[0]) for a in weights.values())
     assert values == [0.0625, 0.25]
     assert all(a.shape == (4096, 4096) and (a == a.reshape(-1)[0]).all() for a in weights.values())
+
+
+def test_build_ir_of_onnx_writes_the_weights_beside_the_program(
+    dynamic: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "low.rx"
+    result = invoke("build", dynamic, "--bound", "batch=8", "-t", "ir", "-o", out)
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out} and {out.with_suffix('.npz')}" in result.stderr
+    check = invoke("run", out, "--check", "-q")  # the lowered program finds its weights
+    assert check.exit_code == 0, check.output
+    to_stdout = invoke("build", dynamic, "--bound", "batch=8", "-t", "ir", "-o", "-")
+    assert to_stdout.exit_code == 1 and to_stdout.stdout == ""
+    assert "need a file beside the program; give -o FILE.rx" in to_stdout.stderr
