@@ -123,6 +123,7 @@ def build_cmd(
     constants: str | None,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
     **kw,
 ) -> None:
     """Compile FILE (an .rx program, or an ONNX model imported in memory with --shape and
@@ -158,6 +159,7 @@ def build_cmd(
                 need_weights=target != "ir",
                 weight_data=target != "ir",
                 watch=watch,
+                fold_batch_norm=fold_batch_norm,
             )
         check_entry(prog.module, file)
         out_path = output if output is not None else default_output(file, target)

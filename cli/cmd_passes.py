@@ -76,6 +76,7 @@ def passes_cmd(
     params: Path | None,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
     quiet: bool,
     **kw,
 ) -> None:
@@ -96,7 +97,9 @@ def passes_cmd(
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         watch = Stopwatch(enabled=req.time_passes)
-        prog = load_input(file, sources, params, shapes, bounds, False, False, watch)
+        prog = load_input(
+            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm
+        )
         module, timing, dumps = run_pipeline(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path]
         )

@@ -91,6 +91,7 @@ def report_cmd(
     max_arena: int | None,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
     quiet: bool,
     **kw,
 ) -> None:
@@ -104,7 +105,9 @@ def report_cmd(
         if req.print_pipeline:
             return echo_pipeline(req)
         watch = Stopwatch(enabled=req.time_passes)
-        prog = load_input(file, sources, params, shapes, bounds, False, False, watch)
+        prog = load_input(
+            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm
+        )
         for out in (svg, html):
             if out is not None:
                 refuse_overwriting_inputs(out, [file, prog.weights_path])

@@ -204,6 +204,7 @@ def run_cmd(
     io_in_arena: bool,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
     quiet: bool,
 ) -> None:
     """Run FILE: an .rx program (or an ONNX model, imported in memory with --shape and
@@ -217,9 +218,10 @@ def run_cmd(
     """
     dim_values = parse_dims(dims)
     bytecode = is_bytecode(file)
-    if bytecode and (shapes or bounds):
+    if bytecode and (shapes or bounds or fold_batch_norm is not None):
         raise click.UsageError(
-            f"{'--shape' if shapes else '--bound'} is for an ONNX model (FILE.onnx); an .rxb "
+            f"{'--shape' if shapes else '--bound' if bounds else '--[no-]fold-batch-norm'} is "
+            "for an ONNX model (FILE.onnx); an .rxb "
             "was compiled for its shapes"
         )
     if source is not None and not (bytecode and check):
@@ -250,7 +252,9 @@ def run_cmd(
                 exe = load_file(file)
                 module, weights, types = exe.module, exe.weights(), exe.types
             else:
-                prog = load_input(file, sources, params, shapes, bounds)
+                prog = load_input(
+                    file, sources, params, shapes, bounds, fold_batch_norm=fold_batch_norm
+                )
                 module, weights, types = prog.module, prog.weights, prog.types
                 check_ranks(module, types)
         fn = entry_function(module, entry)

@@ -31,6 +31,12 @@ def is_onnx(path: Path) -> bool:
 def onnx_options(f: Callable) -> Callable:
     """Decorate a command with ``relaxc import``'s ``--shape`` and ``--bound``."""
     f = click.option(
+        "--fold-batch-norm/--no-fold-batch-norm",
+        default=None,
+        help="With an .onnx FILE: fold a BatchNormalization into the Conv it alone reads "
+        "(the default), as in relaxc import.",
+    )(f)
+    f = click.option(
         "--bound",
         "bounds",
         multiple=True,
@@ -55,12 +61,14 @@ def load_input(
     need_weights: bool = True,
     weight_data: bool = True,
     watch: Stopwatch | None = None,
+    fold_batch_norm: bool | None = None,
 ) -> Program:
     """The program in ``path``: an .rx file (and its weights) or an ONNX model imported in
-    memory; ``--shape``/``--bound`` are for a model, ``--params`` for an .rx file."""
+    memory; ``--shape``/``--bound``/``--[no-]fold-batch-norm`` (None: not given) are for a
+    model, ``--params`` for an .rx file."""
     if not is_onnx(path):
-        if shapes or bounds:
-            flag = "--shape" if shapes else "--bound"
+        if shapes or bounds or fold_batch_norm is not None:
+            flag = "--shape" if shapes else "--bound" if bounds else "--[no-]fold-batch-norm"
             raise click.UsageError(
                 f"{flag} is for an ONNX model (FILE.onnx); {path} is read as .rx, whose input "
                 "shapes and bounds are written in it"
@@ -78,7 +86,12 @@ def load_input(
     watch = watch if watch is not None else Stopwatch(enabled=False)
     input_shapes, upper = parse_shapes(shapes), parse_dims(bounds, "--bound")
     with watch.step("import", path.name):
-        result = import_onnx(path, input_shapes=input_shapes, upper_bounds=upper)
+        result = import_onnx(
+            path,
+            input_shapes=input_shapes,
+            upper_bounds=upper,
+            fold_batch_norm=fold_batch_norm is not False,
+        )
     with watch.step("verify"):
         types = verify_module(result.module)
     return Program(path, result.module, types, result.weights, None)
