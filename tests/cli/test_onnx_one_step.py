@@ -106,6 +106,20 @@ def test_shape_and_bound_are_for_onnx_only(tmp_path: Path) -> None:
         result = invoke(command, rx, "--bound", "n=4")
         assert result.exit_code == 2, command
         assert "--bound is for an ONNX model (FILE.onnx)" in result.stderr, command
+    result = invoke("report", rx, "--no-fold-batch-norm")
+    assert result.exit_code == 2
+    assert "--[no-]fold-batch-norm is for an ONNX model" in result.stderr
+
+
+def test_fold_batch_norm_is_passed_to_the_importer(tmp_path: Path) -> None:
+    model = LIGHT / "light_resnet50.onnx"
+    if not model.exists():
+        pytest.skip("no model zoo")
+    with_bn = invoke("build", model, "--no-fold-batch-norm", "-t", "ir", "-o", tmp_path / "a.rx")
+    without = invoke("build", model, "-t", "ir", "-o", tmp_path / "b.rx")
+    assert with_bn.exit_code == without.exit_code == 0
+    assert "batch_norm" in (tmp_path / "a.rx").read_text()
+    assert "batch_norm" not in (tmp_path / "b.rx").read_text()
 
 
 def test_params_is_not_for_onnx(dynamic: Path, tmp_path: Path) -> None:
