@@ -112,14 +112,31 @@ def test_shape_and_bound_are_for_onnx_only(tmp_path: Path) -> None:
 
 
 def test_fold_batch_norm_is_passed_to_the_importer(tmp_path: Path) -> None:
-    model = LIGHT / "light_resnet50.onnx"
-    if not model.exists():
-        pytest.skip("no model zoo")
-    with_bn = invoke("build", model, "--no-fold-batch-norm", "-t", "ir", "-o", tmp_path / "a.rx")
-    without = invoke("build", model, "-t", "ir", "-o", tmp_path / "b.rx")
-    assert with_bn.exit_code == without.exit_code == 0
-    assert "batch_norm" in (tmp_path / "a.rx").read_text()
-    assert "batch_norm" not in (tmp_path / "b.rx").read_text()
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "W"),
+        *(
+            numpy_helper.from_array(rng.uniform(0.5, 1.5, 4).astype(np.float32), name)
+            for name in ("scale", "bias", "mean", "var")
+        ),
+    ]
+    graph = helper.make_graph(
+        [
+            helper.make_node("Conv", ["x", "W"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y"]),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])],
+        inits,
+    )
+    model = tmp_path / "cbn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(model))
+    kept = invoke("passes", model, "--no-fold-batch-norm", "-p", "none")
+    folded = invoke("passes", model, "-p", "none")
+    assert kept.exit_code == folded.exit_code == 0
+    assert "batch_norm(" in kept.stdout
+    assert "batch_norm(" not in folded.stdout and "conv2d(" in folded.stdout
 
 
 def test_params_is_not_for_onnx(dynamic: Path, tmp_path: Path) -> None:
