@@ -14,11 +14,11 @@ from relaxc.passes.memory_report import FunctionReport, memory_report
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
 from .onnx_input import load_input, onnx_options
+from .options import quiet_option
 from .pipeline_opts import TARGETS, PipelineRequest, echo_pipeline, pipeline_options, run_pipeline
-from .timing import Stopwatch, print_steps
 from .report_svg import report_html, report_svg
 from .report_view import print_reports
-from .options import quiet_option
+from .timing import Stopwatch, print_steps
 from .units import ByteSize, format_bytes
 
 
@@ -96,9 +96,9 @@ def report_cmd(
     **kw,
 ) -> None:
     """Plan FILE's memory (an .rx program, or an ONNX model imported in memory) and report it
-    per function: arena, lower bound, ratio, naive total
-    and saving, inputs/outputs/constants, dynamic allocations, every placed buffer and a
-    memory map. Run on already planned IR with -p none."""
+    per function: arena, lower bound, ratio, naive total and saving, inputs/outputs/constants,
+    dynamic allocations, every placed buffer and a memory map. Run on already planned IR
+    with -p none."""
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         req = PipelineRequest(target=target, **kw)
