@@ -2,31 +2,37 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
 
 from relaxc.frontend.printer import print_module
+from relaxc.frontend.weights import named_constants, write_npz
 from relaxc.ir.diagnostics import RxError
+from relaxc.ir.nodes import Module
 
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
-from .loading import load_program
+from .loading import Program
+from .onnx_input import is_onnx, load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .report_json import reports_json
 from .report_view import summary_line
+from .options import quiet_option
 from .gc_pause import gc_paused
 from .pipeline_opts import (
     TARGETS,
     PipelineRequest,
     execute_pipeline,
+    echo_pipeline,
     pipeline_options,
-    print_timings,
-    requested_passes,
+    resolved_pipeline,
 )
 from .progress import Progress, make_progress
+from .timing import Stopwatch, print_steps
 
 
 def default_output(path: Path, target: str) -> Path:
@@ -68,7 +74,7 @@ def default_output(path: Path, target: str) -> Path:
     help="Print the memory report as JSON instead of the summary.",
 )
 @budget_options("Fail (exit 1, nothing written) if a function's workspace is larger, e.g. 256KiB.")
-@click.option("-q", "--quiet", is_flag=True, help="Do not print the memory summary.")
+@quiet_option
 @click.option(
     "--unpacked",
     is_flag=True,
@@ -95,6 +101,7 @@ def default_output(path: Path, target: str) -> Path:
     "PREFIX_weights.bin, linked by the assembler stub PREFIX_weights.S (GCC or Clang), so that "
     "the C compiler reads code only.",
 )
+@onnx_options
 @pipeline_options
 @click.pass_obj
 def build_cmd(
@@ -111,10 +118,15 @@ def build_cmd(
     emit_main: bool,
     prefix: str | None,
     constants: str | None,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
     **kw,
 ) -> None:
-    """Compile FILE: run the pass pipeline of the target, check the memory budget, write the
-    result and print a one-line memory summary per function (relaxc report shows it all).
+    """Compile FILE (an .rx program, or an ONNX model imported in memory with --shape and
+    --bound as in relaxc import): run the pass pipeline of the target, check the memory
+    budget, write the result and print a one-line memory summary per function (relaxc report
+    shows it all).
 
     With --target c, -o names a folder (created if needed) that receives PREFIX.c and
     PREFIX.h (see docs/c.md).
@@ -131,53 +143,143 @@ def build_cmd(
         check_budget_options(max_arena, allow_unbounded)
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
         req = PipelineRequest(target=target, **kw)
+        if req.print_pipeline:
+            echo_pipeline(req)
+            return
+        watch = Stopwatch(enabled=req.time_passes)
         with progress.step(f"loading {file.name}"):
-            prog = load_program(file, sources, params, need_weights=target != "ir")
+            prog = load_input(
+                file,
+                sources,
+                params,
+                shapes,
+                bounds,
+                need_weights=target != "ir",
+                weight_data=target != "ir",
+                watch=watch,
+                fold_batch_norm=fold_batch_norm,
+            )
+        check_entry(prog.module, file)
         out_path = output if output is not None else default_output(file, target)
         if str(out_path) != "-":
             refuse_overwriting_inputs(out_path, [file, prog.weights_path])
         run = execute_pipeline(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path], progress
         )
-        module, timing, types = run.module, run.timing, run.types
-        if kw["time_passes"]:
-            print_timings(timing)
-        reports = memory_report(module)
+        module, types = run.module, run.types
+        watch.add_passes(run.timing.times)
+        with watch.step("report"):
+            reports = memory_report(module)
         if as_json:
-            click.echo(reports_json(file, reports, requested_passes(req)), nl=False)
+            click.echo(reports_json(file, reports, resolved_pipeline(req)), nl=False)
         elif not quiet:
             for rep in reports:
                 click.echo(summary_line(rep), err=True)
         warn_unbounded(reports, max_arena, allow_unbounded)
         check_budget(reports, max_arena, allow_unbounded)
-        if target == "ir":
-            text = print_module(module)
-            if str(out_path) == "-":
-                click.echo(text, nl=False)
-            else:
-                write_atomic(out_path, text)
-                click.echo(f"wrote {out_path}", err=True)
-            return
-        if target == "vm":
-            from relaxc.backend.vm import compile_module
-
-            if str(out_path) == "-":
-                raise RxError(
-                    "bytecode is binary and is not written to stdout; give a file with -o"
-                )
-            with progress.step("VM code", _statements(module)) as step, gc_paused():
-                data = compile_module(module, prog.weights, types, progress=step.update)
-            with progress.step(f"writing {out_path}"):
-                write_atomic(out_path, data)
-            click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
-            return
-        if target == "c":
-            _write_c(module, prog, out_path, prefix, emit_main, file, types, constants, progress)
-            return
-        raise RxError(
-            f"the {target} backend is not built yet; use --target ir to write the "
-            "transformed program"
+        _emit(
+            module,
+            types,
+            prog,
+            target,
+            out_path,
+            prefix,
+            emit_main,
+            constants,
+            quiet,
+            watch,
+            progress,
         )
+        if req.time_passes:
+            print_steps(watch)
+
+
+def _imported_weights(prog: Program, module: Module) -> dict:
+    """The named weights of a program imported from ONNX (they are in no file yet), or {}."""
+    if prog.weights_path is not None or not is_onnx(prog.path):
+        return {}
+    names = {name for name, _ in named_constants(module)}
+    return {name: prog.weights[name] for name in sorted(names) if name in prog.weights}
+
+
+def check_entry(module: Module, file: Path) -> None:
+    """RxError unless the module has @main, the function relaxc run and the C target call."""
+    if module.get("main") is None:
+        names = ", ".join("@" + f.name for f in module.functions)
+        raise RxError(
+            f"{file} has no function @main to compile (functions: {names}); the entry point "
+            "of a program is fn @main"
+        )
+
+
+def _emit(
+    module: Module,
+    types,
+    prog: Program,
+    target: str,
+    out_path: Path,
+    prefix: str,
+    emit_main: bool,
+    constants: str | None,
+    quiet: bool,
+    watch: Stopwatch,
+    progress: Progress,
+) -> None:
+    """Write the program for ``target`` (the transformed .rx, the bytecode, or the C files)."""
+    file = prog.path
+    if target == "ir":
+        with watch.step("codegen", "print .rx"):
+            text = print_module(module)
+        imported = _imported_weights(prog, module)
+        if str(out_path) == "-":
+            if imported:
+                raise RxError(
+                    f"the weights imported from {file.name} need a file beside the program; "
+                    "give -o FILE.rx (they go to FILE.npz), or keep them with relaxc import"
+                )
+            click.echo(text, nl=False)
+            return
+        files: list = [(out_path, text)]
+        if imported:
+            npz = out_path.with_suffix(".npz")
+            refuse_overwriting_inputs(npz, [file])
+            files.insert(0, (npz, partial(write_npz, arrays=imported)))
+        with watch.step("write", out_path.name):
+            write_all_atomic(files)  # the program and its weights, or neither
+        if not quiet:
+            click.echo("wrote " + " and ".join(str(p) for p, _ in reversed(files)), err=True)
+        return
+    if target == "vm":
+        from relaxc.backend.vm import compile_module
+
+        if str(out_path) == "-":
+            raise RxError("bytecode is binary and is not written to stdout; give a file with -o")
+        with progress.step("VM code", _statements(module)) as step, gc_paused():
+            with watch.step("codegen", "VM code"):
+                data = compile_module(module, prog.weights, types, progress=step.update)
+        with progress.step(f"writing {out_path}"), watch.step("write", out_path.name):
+            write_atomic(out_path, data)
+        if not quiet:
+            click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
+        return
+    if target == "c":
+        _write_c(
+            module,
+            prog,
+            out_path,
+            prefix,
+            emit_main,
+            file,
+            types,
+            constants,
+            progress,
+            quiet,
+            watch,
+        )
+        return
+    raise RxError(
+        f"the {target} backend is not built yet; use --target ir to write the transformed program"
+    )
 
 
 def _statements(module) -> int:
@@ -224,6 +326,8 @@ def _write_c(
     types,
     constants: str | None,
     progress: Progress,
+    quiet: bool = False,
+    watch: Stopwatch | None = None,
 ) -> None:
     """Emit the C sources into the folder ``out_dir`` (nothing is written if anything fails)."""
     from relaxc.backend.c import emit_c
@@ -232,8 +336,13 @@ def _write_c(
         raise RxError("--target c writes several files; give a folder with -o, not '-'")
     if out_dir.exists() and not out_dir.is_dir():
         raise RxError(f"-o {out_dir}: --target c writes into a folder, and this is a file")
+    watch = watch if watch is not None else Stopwatch(enabled=False)
     labels = {"statements": "C code: statements", "constant bytes": "C code: constant bytes"}
-    with progress.step("C code", _statements(module)) as step, gc_paused():
+    with (
+        progress.step("C code", _statements(module)) as step,
+        gc_paused(),
+        watch.step("codegen", "C code"),
+    ):
         sources = emit_c(
             module,
             prog.weights,
@@ -253,7 +362,10 @@ def _write_c(
     except OSError as e:
         raise RxError(f"cannot create folder {out_dir}: {e.strerror or e}") from None
     try:
-        with progress.step(f"writing {len(paths)} files into {out_dir}"):
+        with (
+            progress.step(f"writing {len(paths)} files into {out_dir}"),
+            watch.step("write", f"{len(paths)} files"),
+        ):
             write_all_atomic(list(zip(paths, sources.files.values())))  # all the files, or none
     except BaseException:
         for folder in created:  # and no folder left behind that this run made
@@ -262,4 +374,5 @@ def _write_c(
             except OSError:
                 break
         raise
-    click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+    if not quiet:
+        click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)

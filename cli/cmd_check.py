@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-
+from relaxc.frontend.weights import WeightsArchive, named_constants
 
 from .errors import Sources, reported_errors
-from .loading import load_program
+from .loading import Program
+from .onnx_input import load_input
+from .options import quiet_option
 
 
 @click.command("check")
@@ -18,33 +20,38 @@ from .loading import load_program
     type=click.Path(path_type=Path),
     help="Weights .npz (default: FILE with .npz suffix).",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing on success.")
+@quiet_option
 @click.pass_obj
 def check_cmd(obj: dict, files: tuple[Path, ...], params: Path | None, quiet: bool) -> None:
-    """Parse and verify each FILE; report every error found, one per file.
+    """Parse and verify each FILE and its weights; report every error found, one per file.
 
-    Weights are checked against their declared types when a .npz is found beside the model
-    (or given with --params). Exit status 1 if any file has an error.
+    The weights (the .npz beside the model, or --params) are checked as relaxc build would
+    use them: every named constant present with its declared shape and dtype, and every
+    array's data readable (read through once, not kept). A model with named constants and
+    no weights is an error, as is a file with no functions. Exit status 1 if any file has an
+    error; -q prints nothing but the errors.
     """
     failed = 0
     for path in files:
         sources = Sources()
         try:
             with reported_errors(sources, obj["debug"]):
-                prog = load_program(path, sources, params, need_weights=False)
-                if prog.weights_path is not None:
-                    from relaxc.frontend.weights import check_weights
-
-                    check_weights(prog.module, prog.weights, str(prog.weights_path))
+                prog = load_input(path, sources, params, (), (), True, weight_data=False)
+                if isinstance(prog.weights, WeightsArchive):
+                    prog.weights.verify_data()
                 if not quiet:
-                    n = sum(len(f.body) for f in prog.module.functions)
-                    extra = f", weights {prog.weights_path}" if prog.weights_path else ""
-                    click.echo(
-                        f"{path}: ok ({len(prog.module.functions)} function(s), {n} "
-                        f"statement(s){extra})"
-                    )
+                    click.echo(f"{path}: ok ({_summary(prog)})")
         except SystemExit as e:
             if e.code not in (0, None):
                 failed = max(failed, int(e.code))
     if failed:
         raise SystemExit(failed)  # 1 for input errors, 3 if relaxc itself failed on some file
+
+
+def _summary(prog: Program) -> str:
+    n = sum(len(f.body) for f in prog.module.functions)
+    parts = [f"{len(prog.module.functions)} function(s), {n} statement(s)"]
+    used = len({name for name, _ in named_constants(prog.module)})
+    if prog.weights_path is not None:
+        parts.append(f"weights {prog.weights_path}: {used} of {len(prog.weights)} array(s) used")
+    return ", ".join(parts)

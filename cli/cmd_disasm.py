@@ -8,6 +8,7 @@ import click
 
 from relaxc.backend.vm import disassemble, load_file
 from relaxc.frontend.printer import print_module
+from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
 
@@ -28,5 +29,10 @@ def disasm_cmd(obj: dict, file: Path, as_ir: bool) -> None:
     The file is validated first; a truncated, corrupted or wrong-version file is an error.
     """
     with reported_errors(Sources(), obj["debug"]):
+        if file.suffix.lower() in (".rx", ".onnx") and file.is_file():
+            raise RxError(
+                f"{file} is not a relaxc bytecode file but a program: relaxc build {file} "
+                f"writes {file.with_suffix('.rxb')}, which relaxc disasm prints"
+            )
         exe = load_file(file)
         click.echo(print_module(exe.module) if as_ir else disassemble(exe, str(file)), nl=False)

@@ -14,6 +14,7 @@ from relaxc.frontend.printer import print_module
 
 from .errors import EXIT_USER_ERROR, Sources, reported_errors
 from .files import normalize_newlines, read_source, write_atomic
+from .options import quiet_option
 
 
 def canonical_text(path: Path, sources: Sources) -> tuple[str, str]:
@@ -32,8 +33,11 @@ def canonical_text(path: Path, sources: Sources) -> tuple[str, str]:
 @click.option(
     "--stdout", "to_stdout", is_flag=True, help="Print the canonical text instead of rewriting."
 )
+@quiet_option
 @click.pass_obj
-def fmt_cmd(obj: dict, files: tuple[Path, ...], check: bool, diff: bool, to_stdout: bool) -> None:
+def fmt_cmd(
+    obj: dict, files: tuple[Path, ...], check: bool, diff: bool, to_stdout: bool, quiet: bool
+) -> None:
     """Rewrite each FILE in the canonical .rx format, in place and atomically.
 
     Formatting only parses (no verification), keeps comments, and never changes meaning:
@@ -63,7 +67,8 @@ def fmt_cmd(obj: dict, files: tuple[Path, ...], check: bool, diff: bool, to_stdo
                             )
                 elif old != new:
                     write_atomic(path, new)
-                    click.echo(f"reformatted {path}", err=True)
+                    if not quiet:
+                        click.echo(f"reformatted {path}", err=True)
         except SystemExit as e:
             if e.code not in (0, None):
                 failed = max(failed, int(e.code))

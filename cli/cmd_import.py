@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import click
 
-from relaxc.frontend.weights import npz_bytes
+from relaxc.frontend.weights import write_npz
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_all_atomic
-from .options import parse_dims
+from .options import parse_dims, quiet_option
 from .progress import make_progress
 
 
@@ -75,7 +76,7 @@ def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
     help="Fold a BatchNormalization that alone reads a Conv's output into the Conv's "
     "weights and bias, as onnxruntime's graph optimizer does.",
 )
-@click.option("-q", "--quiet", is_flag=True, help="Do not print what was written.")
+@quiet_option
 @click.pass_obj
 def import_cmd(
     obj: dict,
@@ -97,6 +98,9 @@ def import_cmd(
     with reported_errors(sources, obj["debug"]), make_progress(obj, quiet) as progress:
         from relaxc.frontend.onnx import import_onnx  # onnx is an optional extra: load it only here
 
+        from .onnx_input import check_onnx_file
+
+        check_onnx_file(file)
         input_shapes = parse_shapes(shapes)
         upper = parse_dims(bounds, "--bound")
         rx_path = output if output is not None else file.with_suffix(".rx")
@@ -117,14 +121,15 @@ def import_cmd(
             text = result.text(file.name)
         with progress.step(f"writing {rx_path} and {npz_path}"):
             write_all_atomic(
-                [(npz_path, npz_bytes(result.weights)), (rx_path, text)]
+                [(npz_path, partial(write_npz, arrays=result.weights)), (rx_path, text)]
             )  # both or neither
         if not quiet:
             fn = result.module.functions[0]
             nbytes = sum(int(a.nbytes) for a in result.weights.values())
             click.echo(
                 f"wrote {rx_path} ({len(fn.body)} bindings) and {npz_path} "
-                f"({len(result.weights)} weights, {nbytes:,} bytes)",
+                f"({len(result.weights)} weights, {nbytes:,} bytes, "
+                f"{npz_path.stat().st_size:,} on disk)",
                 err=True,
             )
             for note in result.notes:

@@ -14,8 +14,10 @@ from relaxc.passes.registry import PASSES, PIPELINE_DOCS, PIPELINES
 from relaxc.passes.spec import describe_options, kebab
 
 from .errors import Sources, reported_errors
-from .loading import load_program
-from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
+from .onnx_input import load_input, onnx_options
+from .pipeline_opts import TARGETS, PipelineRequest, echo_pipeline, pipeline_options, run_pipeline
+from .options import quiet_option
+from .timing import Stopwatch, print_steps
 
 
 def list_passes() -> None:
@@ -63,28 +65,50 @@ def list_passes() -> None:
     type=click.Path(path_type=Path),
     help="Weights .npz (default: FILE with .npz suffix).",
 )
+@onnx_options
+@quiet_option
 @pipeline_options
 @click.pass_obj
-def passes_cmd(obj: dict, file: Path | None, target: str, params: Path | None, **kw) -> None:
+def passes_cmd(
+    obj: dict,
+    file: Path | None,
+    target: str,
+    params: Path | None,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
+    quiet: bool,
+    **kw,
+) -> None:
     """Without FILE, list every pass with its options and the named pipelines.
 
     With FILE, run the pipeline and print the IR at the requested points (--dump-before,
     --dump-after; each dump is headed by the pass name and parses again as .rx), or the
     final IR when no dump is asked for.
     """
+    req = PipelineRequest(target=target, **kw)
+    if req.print_pipeline:  # FILE, if given, is not read: the pipeline does not depend on it
+        with reported_errors(Sources(), obj["debug"]):
+            echo_pipeline(req)
+        return
     if file is None:
         list_passes()
         return
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
-        req = PipelineRequest(target=target, **kw)
-        prog = load_program(file, sources, params, need_weights=False)
+        watch = Stopwatch(enabled=req.time_passes)
+        prog = load_input(
+            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm
+        )
         module, timing, dumps = run_pipeline(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path]
         )
-        if kw["time_passes"]:
-            print_timings(timing)
+        watch.add_passes(timing.times)
         if not kw["dump_before"] and not kw["dump_after"]:
-            click.echo(print_module(module), nl=False)
-        elif dumps.written:
+            with watch.step("codegen", "print .rx"):
+                text = print_module(module)
+            click.echo(text, nl=False)
+        elif dumps.written and not quiet:
             click.echo(f"wrote {len(dumps.written)} dump(s) to {req.dump_dir}", err=True)
+        if req.time_passes:
+            print_steps(watch)

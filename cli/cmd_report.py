@@ -12,19 +12,21 @@ from relaxc.passes.memory_report import memory_report
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
-from .loading import load_program
+from .onnx_input import load_input, onnx_options
+from .options import quiet_option
 from .pipeline_opts import (
     TARGETS,
     PipelineRequest,
+    echo_pipeline,
     pipeline_options,
-    print_timings,
-    requested_passes,
+    resolved_pipeline,
     run_pipeline,
 )
 from .report_json import reports_json
 from .report_svg import origins_from_text, report_html, report_svg
 from .report_trace import report_trace
 from .report_view import print_reports
+from .timing import Stopwatch, print_steps
 
 
 @click.command("report")
@@ -57,6 +59,8 @@ from .report_view import print_reports
     help="Also write the memory timeline as Chrome trace events (open it in ui.perfetto.dev).",
 )
 @budget_options("Fail (exit 1) if a function's workspace is larger, e.g. 256KiB.")
+@onnx_options
+@quiet_option
 @pipeline_options
 @click.pass_obj
 def report_cmd(
@@ -70,29 +74,38 @@ def report_cmd(
     trace: Path | None,
     max_arena: int | None,
     allow_unbounded: bool,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
+    quiet: bool,
     **kw,
 ) -> None:
-    """Plan FILE's memory and report it per function: arena, lower bound, ratio, naive total
-    and saving, inputs/outputs/constants, dynamic allocations, every placed buffer and a
-    memory map. Run on already planned IR with -p none."""
+    """Plan FILE's memory (an .rx program, or an ONNX model imported in memory) and report it
+    per function: arena, lower bound, ratio, naive total and saving, inputs/outputs/constants,
+    dynamic allocations, every placed buffer and a memory map. Run on already planned IR
+    with -p none."""
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         check_budget_options(max_arena, allow_unbounded)
         req = PipelineRequest(target=target, **kw)
-        prog = load_program(file, sources, params, need_weights=False)
+        if req.print_pipeline:
+            return echo_pipeline(req)
+        watch = Stopwatch(enabled=req.time_passes)
+        prog = load_input(
+            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm
+        )
         for out in (svg, html, trace):
             if out is not None:
                 refuse_overwriting_inputs(out, [file, prog.weights_path])
         module, timing, _ = run_pipeline(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path]
         )
-        if kw["time_passes"]:
-            print_timings(timing)
+        watch.add_passes(timing.times)
         reports = memory_report(module)
         origins = origins_from_text(file.name, sources.get(str(file), ""))
         if as_json:
-            click.echo(reports_json(file, reports, requested_passes(req)), nl=False)
-        else:
+            click.echo(reports_json(file, reports, resolved_pipeline(req)), nl=False)
+        elif not quiet:
             print_reports(reports, Console(soft_wrap=False), origins)
         if svg is not None:
             write_atomic(svg, report_svg(reports, origins))
@@ -100,5 +113,7 @@ def report_cmd(
             write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}", origins))
         if trace is not None:
             write_atomic(trace, report_trace(reports, str(file)))
+        if req.time_passes:
+            print_steps(watch)
         warn_unbounded(reports, max_arena, allow_unbounded)
         check_budget(reports, max_arena, allow_unbounded)

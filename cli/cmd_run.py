@@ -20,7 +20,8 @@ from relaxc.ir.diagnostics import RxError
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs
 from .loading import load_program
-from .options import dim_option, parse_dims
+from .onnx_input import load_input, onnx_options
+from .options import dim_option, parse_dims, quiet_option
 from .progress import make_progress
 from .tensors_io import flatten_outputs, inputs_from_npz, write_npz
 from .units import format_bytes
@@ -184,9 +185,8 @@ def stats_verdict(stats, pred) -> list[str]:
     help="With an .rx FILE and --stats or --check: compile it with the inputs and outputs "
     "planned into the arena (PlanMemory.io_in_arena=true), as relaxc build --io-in-arena does.",
 )
-@click.option(
-    "-q", "--quiet", is_flag=True, help="Do not print the outputs table or show progress."
-)
+@onnx_options
+@quiet_option
 @click.pass_obj
 def run_cmd(
     obj: dict,
@@ -202,9 +202,13 @@ def run_cmd(
     source: Path | None,
     poison: bool,
     io_in_arena: bool,
+    shapes: tuple[str, ...],
+    bounds: tuple[str, ...],
+    fold_batch_norm: bool | None,
     quiet: bool,
 ) -> None:
-    """Run FILE: an .rx program with the reference interpreter, or an .rxb (made by relaxc
+    """Run FILE: an .rx program (or an ONNX model, imported in memory with --shape and
+    --bound as in relaxc import) with the reference interpreter, or an .rxb (made by relaxc
     build) with the VM.
 
     Without --inputs, inputs are random (seeded) with the declared shapes; a symbolic dim
@@ -214,6 +218,12 @@ def run_cmd(
     """
     dim_values = parse_dims(dims)
     bytecode = is_bytecode(file)
+    if bytecode and (shapes or bounds or fold_batch_norm is not None):
+        raise click.UsageError(
+            f"{'--shape' if shapes else '--bound' if bounds else '--[no-]fold-batch-norm'} is "
+            "for an ONNX model (FILE.onnx); an .rxb "
+            "was compiled for its shapes"
+        )
     if source is not None and not (bytecode and check):
         raise click.UsageError("--source needs an .rxb FILE and --check")
     if io_in_arena and (bytecode or not (stats or check)):
@@ -242,7 +252,9 @@ def run_cmd(
                 exe = load_file(file)
                 module, weights, types = exe.module, exe.weights(), exe.types
             else:
-                prog = load_program(file, sources, params)
+                prog = load_input(
+                    file, sources, params, shapes, bounds, fold_batch_norm=fold_batch_norm
+                )
                 module, weights, types = prog.module, prog.weights, prog.types
                 check_ranks(module, types)
         fn = entry_function(module, entry)
@@ -283,6 +295,7 @@ def run_cmd(
                     result,
                     "the VM running the compiled program",
                     "the reference interpreter",
+                    quiet,
                 )
         elif check:
             with progress.step(f"running @{fn.name} with the reference interpreter"):
@@ -295,6 +308,7 @@ def run_cmd(
                 ref,
                 "the VM",
                 f"the reference interpreter running the program in {file}",
+                quiet,
             )
             if source is not None:
                 with progress.step(f"running @{fn.name} of {source.name} with the interpreter"):
@@ -304,7 +318,12 @@ def run_cmd(
                         fn.name, args, dim_values or None
                     )
                 report_check(
-                    console, result, ref, "the VM", f"the reference interpreter running {source}"
+                    console,
+                    result,
+                    ref,
+                    "the VM",
+                    f"the reference interpreter running {source}",
+                    quiet,
                 )
         if stats:
             assert vm is not None
@@ -314,10 +333,13 @@ def run_cmd(
                 console.print(line, highlight=False)
         if output_path is not None:  # last: a run that fails (--check, --stats) writes nothing
             write_npz(output_path, named)
-            click.echo(f"wrote {len(named)} output(s) to {output_path}", err=True)
+            if not quiet:
+                click.echo(f"wrote {len(named)} output(s) to {output_path}", err=True)
 
 
-def report_check(console: Console, got, want, who: str, reference: str) -> None:
+def report_check(
+    console: Console, got, want, who: str, reference: str, quiet: bool = False
+) -> None:
     """Print the agreement of ``got`` with ``want``, or raise RxError naming the first
     difference."""
     cmp = compare_outputs(got, want)
@@ -328,6 +350,7 @@ def report_check(console: Console, got, want, who: str, reference: str) -> None:
         if cmp.identical
         else f"within tolerance, max abs difference {cmp.max_abs_diff:.3g}"
     )
-    console.print(
-        f"check: {cmp.outputs} output(s) of {who} match {reference} ({how})", highlight=False
-    )
+    if not quiet:
+        console.print(
+            f"check: {cmp.outputs} output(s) of {who} match {reference} ({how})", highlight=False
+        )

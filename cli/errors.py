@@ -1,8 +1,9 @@
 """Turning errors into messages and exit codes (the only place relaxc decides how to fail).
 
 Exit status: 0 success, 1 an error in the user's input (IR, weights, inputs, a budget
-exceeded), 2 a usage error (click's own), 3 an internal error (a bug in relaxc). Tracebacks
-appear only with ``--debug``.
+exceeded), 2 a usage error (click's own), 3 an internal error (a bug in relaxc), 130
+interrupted by Ctrl-C, 141 stdout closed by its reader (see :mod:`relaxc.cli.entry`).
+Tracebacks appear only with ``--debug``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,20 @@ from relaxc.ir.diagnostics import InternalError, Loc, RxError, render_error
 EXIT_USER_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+"""Ctrl-C: 128 + SIGINT, as a shell reports a command that SIGINT ended."""
+EXIT_OUTPUT_CLOSED = 141
+"""stdout was a pipe whose reader went away: 128 + SIGPIPE, as for ``yes | head -1``."""
+
+
+class Interrupted(BaseException):
+    """Ctrl-C, carried past click (which would print ``Aborted!`` and exit 1) to
+    :mod:`relaxc.cli.entry`, which exits 130 without a traceback."""
+
+
+class OutputClosed(BaseException):
+    """The reader of stdout went away (``| head -1``): a normal end, not an error, carried
+    past click (which would exit 1) to :mod:`relaxc.cli.entry`, which exits 141 quietly."""
 
 
 class Sources(dict):
@@ -92,6 +107,8 @@ def reported_errors(sources: Sources, debug: bool) -> Iterator[None]:
         sys.exit(EXIT_USER_ERROR)
     except (click.exceptions.Exit, click.ClickException, SystemExit, KeyboardInterrupt):
         raise
+    except BrokenPipeError:
+        raise OutputClosed() from None
     except RecursionError:
         if debug:
             traceback.print_exc(file=sys.stderr)

@@ -10,11 +10,15 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import BinaryIO, Callable, Iterable, Sequence, Union
 
 from relaxc.ir.diagnostics import Loc, RxError
 
 MAX_SOURCE_BYTES = 256 << 20
+
+Content = Union[bytes, str, Callable[[BinaryIO], None]]
+"""What an output holds: bytes, text (written as UTF-8), or a function that writes it to a
+binary file (so that a large output is streamed, never held in memory whole)."""
 
 
 def read_source(path: Path, keep_newlines: bool = False) -> str:
@@ -39,7 +43,11 @@ def read_source(path: Path, keep_newlines: bool = False) -> str:
     except OSError as e:
         raise RxError(f"cannot read {path}: {e.strerror or e}") from None
     if b"\x00" in data:
-        raise RxError(f"{path} is a binary file, not .rx text (it contains NUL bytes)")
+        hint = not_rx_hint(path)
+        raise RxError(
+            f"{path} is a binary file, not .rx text (it contains NUL bytes)",
+            notes=(hint,) if hint else (),
+        )
     if len(data) > MAX_SOURCE_BYTES:
         raise RxError(
             f"{path} is larger than {MAX_SOURCE_BYTES:,} bytes; such .rx files are refused"
@@ -65,6 +73,21 @@ def read_source(path: Path, keep_newlines: bool = False) -> str:
     if not keep_newlines:
         text = normalize_newlines(text)
     return text[1:] if text.startswith("\ufeff") else text  # a UTF-8 byte-order mark is not content
+
+
+def not_rx_hint(path: Path) -> str | None:
+    """Which command reads ``path`` when it is handed to one that reads only .rx text."""
+    suffix = path.suffix.lower()
+    if suffix == ".onnx":
+        return (
+            f"{path.name} is an ONNX model: relaxc build, report, run, check and passes take "
+            f"it directly, and relaxc import {path.name} writes it as .rx"
+        )
+    if suffix == ".rxb":
+        return f"{path.name} is VM bytecode: relaxc run and relaxc disasm read it"
+    if suffix == ".npz":
+        return f"{path.name} is a weights archive: give the .rx beside it (its weights are found)"
+    return None
 
 
 _LONE_CR = re.compile("\r(?!\n)")
@@ -101,12 +124,12 @@ def refuse_overwriting_inputs(output: Path, inputs: Iterable[Path]) -> None:
             raise RxError(f"refusing to write {output}: it is one of the inputs")
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
+def write_atomic(path: Path, data: Content) -> None:
     """Write ``data`` to ``path`` via a temporary file and a rename (never half-written)."""
     write_all_atomic([(path, data)])
 
 
-def write_all_atomic(files: Sequence[tuple[Path, bytes | str]]) -> None:
+def write_all_atomic(files: Sequence[tuple[Path, Content]]) -> None:
     """Write several files so that either all of them are replaced or none is.
 
     Each is first written in full to a temporary file beside it; only when every one is
@@ -114,7 +137,7 @@ def write_all_atomic(files: Sequence[tuple[Path, bytes | str]]) -> None:
     file (``/dev/null``, ``/dev/stdout``, a named pipe) is written to directly instead: a
     rename would replace the device itself.
     """
-    staged: list[tuple[Path, str | None, bytes]] = []
+    staged: list[tuple[Path, str | None, Content]] = []
     try:
         for path, data in files:
             if isinstance(data, str):
@@ -135,7 +158,7 @@ def write_all_atomic(files: Sequence[tuple[Path, bytes | str]]) -> None:
                 Path(tmp).unlink(missing_ok=True)
 
 
-def _stage(path: Path, data: bytes) -> str | None:
+def _stage(path: Path, data: Content) -> str | None:
     """A temporary file beside ``path`` holding ``data``; None if ``path`` is not a regular file."""
     folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
@@ -150,7 +173,7 @@ def _stage(path: Path, data: bytes) -> str | None:
         raise RxError(f"cannot write {path}: {e.strerror or e}") from None
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            _put(f, data)
             f.flush()
             os.fsync(f.fileno())
         if path.exists():
@@ -166,9 +189,16 @@ def _stage(path: Path, data: bytes) -> str | None:
     return tmp
 
 
-def _write_special(path: Path, data: bytes) -> None:
+def _put(f: BinaryIO, data: Content) -> None:
+    if callable(data):
+        data(f)
+    else:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def _write_special(path: Path, data: Content) -> None:
     try:
         with open(path, "wb") as f:
-            f.write(data)
+            _put(f, data)
     except OSError as e:
         raise RxError(f"cannot write {path}: {e.strerror or e}") from None

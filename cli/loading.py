@@ -9,13 +9,15 @@ from typing import Mapping
 import numpy as np
 
 from relaxc.frontend.parser import parse_module
-from relaxc.frontend.weights import check_weights, default_weights_path, load_npz, named_constants
+from relaxc.frontend.weights import check_weights, default_weights_path, named_constants, open_npz
+from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 from relaxc.ir.verifier import ModuleTypes, verify_module
 
 from .errors import Sources
 from .files import read_source
 from .gc_pause import gc_paused
+from .timing import Stopwatch
 
 
 @dataclass(frozen=True)
@@ -36,17 +38,55 @@ def parse_file(path: Path, sources: Sources) -> Module:
     return parse_module(text, str(path))
 
 
+def check_not_empty(module: Module, path: Path) -> None:
+    """RxError for a program with no functions (an empty file, only comments): there is
+    nothing to check, build, report or run, and saying ``ok`` would pass it silently."""
+    if not module.functions:
+        raise RxError(
+            f"{path} defines no functions: a program needs at least fn @main (see docs/ir.md)"
+        )
+
+
 def load_program(
-    path: Path, sources: Sources, params: Path | None = None, need_weights: bool = True
+    path: Path,
+    sources: Sources,
+    params: Path | None = None,
+    need_weights: bool = True,
+    weight_data: bool = True,
+    watch: Stopwatch | None = None,
 ) -> Program:
-    """Parse and verify ``path`` and load its weights (``--params`` or the same-stem .npz)."""
+    """Parse and verify ``path`` and load its weights (``--params`` or the same-stem .npz).
+
+    ``need_weights``: every named constant must be in the weights with its declared shape and
+    dtype (a missing archive is an error). ``weight_data=False`` reads only the archive's
+    headers: ``Program.weights`` is then a lazy :class:`WeightsArchive` that reads an array's
+    data when it is looked up (for commands that need only the types). ``watch`` times the
+    parsing, the verification and the weights as three steps."""
+    watch = watch if watch is not None else Stopwatch(enabled=False)
     with gc_paused():
-        module = parse_file(path, sources)
-        types = verify_module(module)
+        with watch.step("parse", path.name):
+            module = parse_file(path, sources)
+        check_not_empty(module, path)
+        with watch.step("verify"):
+            types = verify_module(module)
+    with watch.step("weights", "headers" if not weight_data else ""):
+        return attach_weights(path, module, types, params, need_weights, weight_data)
+
+
+def attach_weights(
+    path: Path,
+    module: Module,
+    types: ModuleTypes,
+    params: Path | None,
+    need_weights: bool,
+    weight_data: bool,
+) -> Program:
+    """:func:`load_program` after parsing: find, open and check the weights of ``module``."""
     weights_path = params if params is not None else default_weights_path(path)
     weights: Mapping[str, np.ndarray] = {}
     if weights_path is not None:
-        weights = load_npz(weights_path, "weights")
+        archive = open_npz(weights_path, "weights")
+        weights = archive.load_all() if weight_data else archive
     if need_weights and named_constants(module):
         source = (
             str(weights_path)

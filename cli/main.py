@@ -14,6 +14,25 @@ from .cmd_import import import_cmd
 from .cmd_passes import passes_cmd
 from .cmd_report import report_cmd
 from .cmd_run import run_cmd
+from .errors import Interrupted, OutputClosed
+
+
+class RelaxcGroup(click.Group):
+    """The command group; Ctrl-C and a closed stdout leave it as :class:`Interrupted` and
+    :class:`OutputClosed`, which click lets pass, for :func:`relaxc.cli.entry.main` to end
+    with 130 and 141 (click itself would print ``Aborted!`` or exit 1)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise Interrupted() from None
+        except BrokenPipeError:
+            raise OutputClosed() from None
+        except SystemExit as e:
+            if isinstance(e.__context__, BrokenPipeError):  # rich's Console.on_broken_pipe
+                raise OutputClosed() from None
+            raise
 
 
 def _version() -> str:
@@ -23,7 +42,10 @@ def _version() -> str:
         return "0.0.0+unknown"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(
+    cls=RelaxcGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.version_option(_version(), "--version", prog_name="relaxc", message="%(prog)s %(version)s")
 @click.option(
     "--debug",
@@ -53,8 +75,10 @@ cli.add_command(run_cmd)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    cli(prog_name="relaxc")
+    """Run relaxc as the console script does (see :mod:`relaxc.cli.entry`)."""
+    from .entry import main as entry_main
+
+    entry_main()
 
 
 if __name__ == "__main__":  # pragma: no cover

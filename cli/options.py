@@ -36,3 +36,11 @@ dim_option = click.option(
     metavar="NAME=N",
     help="Value of a symbolic dim (repeatable), e.g. --dim n=128.",
 )
+
+
+QUIET_HELP = (
+    "Print nothing but errors (no summary, no 'wrote ...', no progress); what an option asks "
+    "for explicitly (--json, -o -, --stats, --time-passes) is still printed."
+)
+quiet_option = click.option("-q", "--quiet", is_flag=True, help=QUIET_HELP)
+"""``-q``: one meaning in every command (docs/build.md, "Quiet")."""

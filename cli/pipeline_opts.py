@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Callable, Sequence
 
 import click
-from rich.console import Console
-from rich.table import Table
-
 from relaxc.frontend.printer import print_module
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
@@ -38,10 +35,12 @@ def pipeline_options(f: Callable) -> Callable:
         ),
         click.option(
             "--disable-pass",
+            "--disabled-pass",
             "disable",
             multiple=True,
             metavar="LIST",
-            help="Remove these passes from the pipeline (comma list, repeatable).",
+            help="Remove these passes from the pipeline (comma list, repeatable; "
+            "--disabled-pass is tvmc's spelling).",
         ),
         click.option(
             "--pass-config",
@@ -70,7 +69,16 @@ def pipeline_options(f: Callable) -> Callable:
             help="Write dumps as numbered .rx files in this folder instead of printing them.",
         ),
         click.option(
-            "--time-passes", is_flag=True, help="Print the time each pass took (to stderr)."
+            "--time-passes",
+            is_flag=True,
+            help="Print the time of each step (parsing or importing, weights, each pass, "
+            "code generation, writing) to stderr.",
+        ),
+        click.option(
+            "--print-pipeline",
+            is_flag=True,
+            help="Print the pipeline that would run, every pass with all its options resolved "
+            "(a spec -p accepts), and stop.",
         ),
         click.option("--no-verify", is_flag=True, help="Do not verify the IR after every pass."),
         click.option(
@@ -97,6 +105,7 @@ class PipelineRequest:
     time_passes: bool
     no_verify: bool
     io_in_arena: bool = False
+    print_pipeline: bool = False
 
 
 class _Dumps:
@@ -151,11 +160,6 @@ def io_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...
     return (IO_IN_ARENA_CONFIG, *configs)
 
 
-def requested_passes(req: "PipelineRequest") -> list[Pass]:
-    """The passes ``req`` asks for, with their options: the pipeline that runs."""
-    return assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
-
-
 @dataclass
 class PipelineRun:
     """What running the pipeline gives: the module, the instruments' findings, and the
@@ -205,7 +209,7 @@ def execute_pipeline(
 ) -> PipelineRun:
     """:func:`run_pipeline`, also giving the verified types of the result, with the passes
     shown on ``progress``."""
-    passes = requested_passes(req)
+    passes = resolved_pipeline(req)
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
     if req.dump_dir is not None:
@@ -243,14 +247,27 @@ def execute_pipeline(
     return PipelineRun(result, timing, dumps, out_types)
 
 
-def print_timings(timing: TimingInstrument) -> None:  # noqa: D103
-    table = Table(title="pass times", show_edge=False)
-    table.add_column("#", justify="right")
-    table.add_column("pass")
-    table.add_column("seconds", justify="right")
-    total = 0.0
-    for i, (name, secs) in enumerate(timing.times, start=1):
-        table.add_row(str(i), name, f"{secs:.4f}")
-        total += secs
-    table.add_row("", "total", f"{total:.4f}")
-    Console(stderr=True).print(table)
+def resolved_pipeline(req: PipelineRequest) -> list[Pass]:
+    """The passes ``req`` runs, with --disable-pass, --pass-config and --io-in-arena applied."""
+    return assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
+
+
+def pipeline_spec(passes: Sequence[Pass]) -> str:
+    """``passes`` as a spec that ``-p`` reads back to the same passes: each pass with every
+    option spelled out (``none`` for an empty pipeline)."""
+    if not passes:
+        return "none"
+    parts = []
+    for p in passes:
+        opts = " ".join(f"{f.name}={_option_text(getattr(p, f.name))}" for f in fields(p))
+        parts.append(f"{p.name}{{{opts}}}" if opts else p.name)
+    return ",".join(parts)
+
+
+def _option_text(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def echo_pipeline(req: PipelineRequest) -> None:
+    """``--print-pipeline``: the resolved spec on stdout, one line."""
+    click.echo(pipeline_spec(resolved_pipeline(req)))

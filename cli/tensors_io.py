@@ -46,5 +46,6 @@ def flatten_outputs(result: Any, prefix: str = "output") -> list[tuple[str, np.n
 
 
 def write_npz(path: Path, named: Sequence[tuple[str, np.ndarray]]) -> None:
-    """Write arrays to ``path`` atomically as an uncompressed .npz."""
-    write_atomic(path, npz_bytes(dict(named)))
+    """Write arrays to ``path`` atomically as a plain .npz (every array a ``.npy`` member
+    that ``numpy.load`` reads; no splats record)."""
+    write_atomic(path, npz_bytes(dict(named), splats=False))

@@ -15,6 +15,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from relaxc.frontend.weights import splat_view
 from relaxc.ir.nodes import Bind, Call, DType, ListLit, Project, Stmt, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, Registry, bind_args
@@ -83,7 +84,7 @@ class ProgramBuilder:
         cached = self._materialized.get(id(v))
         if cached is not None:
             return cached[1]
-        array = np.asarray(v.array, order="C")
+        array = v.array  # a splat stays a view: the weights archive records it as one value
         t = v.type
         if array.size <= self.inline_limit and array.dtype.kind in "fiu":
             literal = array.item() if array.ndim == 0 else _nested(array.tolist())
@@ -153,6 +154,9 @@ class ProgramBuilder:
         if opdef.is_view:
             assert isinstance(result_type, TensorType)
             shape = tuple(int(d) for d in result_type.shape)  # type: ignore[arg-type]
+            first = splat_view(arrays[0])
+            if first is not None:  # a splat stays a splat (a view of its one value)
+                return Folded(np.broadcast_to(first, shape), hint)
             return Folded(np.asarray(arrays[0], order="C").reshape(shape), hint)
         result = opdef.kernel(arrays, attrs)
         if isinstance(result_type, TupleType):

@@ -76,7 +76,8 @@ def convert_constant_of_shape(ctx: NodeContext) -> list:
     if shape.static:
         return [
             Folded(
-                np.full([int(d) for d in shape.dims], fill.reshape(-1)[0], dtype=fill.dtype),  # type: ignore[arg-type]
+                # a read-only view of the one value: no memory however large (a splat)
+                np.broadcast_to(fill.reshape(-1)[0], [int(d) for d in shape.dims]),  # type: ignore[arg-type]
                 ctx.hint(),
             )
         ]

@@ -738,7 +738,7 @@ def _boom(*args, **kwargs):
 
 
 def test_run_internal_error_exits_3(model: Path, monkeypatch) -> None:
-    monkeypatch.setattr("relaxc.cli.cmd_run.load_program", _boom)
+    monkeypatch.setattr("relaxc.cli.cmd_run.load_input", _boom)
     result = invoke("run", model)
     assert result.exit_code == 3, result.output
     assert "internal error: RuntimeError: synthetic failure" in result.stderr
@@ -747,7 +747,7 @@ def test_run_internal_error_exits_3(model: Path, monkeypatch) -> None:
 
 
 def test_internal_error_with_debug_shows_traceback(model: Path, monkeypatch) -> None:
-    monkeypatch.setattr("relaxc.cli.cmd_run.load_program", _boom)
+    monkeypatch.setattr("relaxc.cli.cmd_run.load_input", _boom)
     result = CliRunner().invoke(
         cli,
         ["--debug", "run", str(model)],
@@ -761,7 +761,7 @@ def test_internal_error_with_debug_shows_traceback(model: Path, monkeypatch) -> 
 
 
 def test_check_internal_error_exits_3(model: Path, monkeypatch) -> None:
-    monkeypatch.setattr("relaxc.cli.cmd_check.load_program", _boom)
+    monkeypatch.setattr("relaxc.cli.cmd_check.load_input", _boom)
     result = invoke("check", model)
     assert result.exit_code == 3, result.output
     assert "internal error" in result.stderr

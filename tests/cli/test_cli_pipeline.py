@@ -417,10 +417,20 @@ def test_time_passes_table_on_stderr(samples: Path, command: tuple[str, ...]) ->
     result = invoke(*command, samples / "mlp.rx", "--time-passes")
     assert result.exit_code == 0, result.output
     err = result.stderr
-    assert "pass times" in err and "seconds" in err and "total" in err
-    rows = re.findall(r"^\s*(\d+)\s*│\s*(\w+)\s*│\s*([0-9.]+)\s*$", err, re.M)
-    assert [(int(i), n) for i, n, _ in rows] == list(enumerate(VM, start=1))
-    assert "pass times" not in result.stdout
+    assert "times" in err and "seconds" in err and "total" in err
+    rows = re.findall(r"^\s*(\d+)\s*│\s*(\w+)\s*│\s*([^│]*?)\s*│\s*([0-9.]+)\s*$", err, re.M)
+    assert [int(i) for i, *_ in rows] == list(range(1, len(rows) + 1))
+    steps = [(kind, name) for _, kind, name, _ in rows]
+    assert [n for k, n in steps if k == "pass"] == list(VM)
+    kinds = [k for k, _ in steps]
+    assert kinds[:3] == ["parse", "verify", "weights"] and steps[0][1] == "mlp.rx"
+    assert kinds.index("pass") == 3  # the passes run after loading ...
+    if command[0] == "build":
+        assert kinds[-1] == "codegen"  # ... and before code generation (-o -: nothing written)
+    passes = sum(float(t) for _, k, _, t in rows if k == "pass")
+    (subtotal,) = re.findall(r"│\s*passes\s*│\s*│\s*([0-9.]+)", err)
+    assert abs(float(subtotal) - passes) < 1e-3 * len(VM)
+    assert "times" not in result.stdout
     if command[0] == "passes":
         parses(result.stdout)
 

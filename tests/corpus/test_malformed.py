@@ -233,7 +233,8 @@ def test_check_reports_each_file(tmp_path: Path) -> None:
 # Inputs that are not .rx text at all
 
 
-def test_empty_file_checks_but_does_not_run(tmp_path: Path) -> None:
+def test_an_empty_file_is_an_error_everywhere(tmp_path: Path) -> None:
+    """Issue 18: an empty program used to check ``ok`` and build into an empty .rxb."""
     for name, text in (
         ("empty.rx", ""),
         ("comment.rx", "# nothing here\n"),
@@ -241,13 +242,12 @@ def test_empty_file_checks_but_does_not_run(tmp_path: Path) -> None:
     ):
         path = tmp_path / name
         path.write_text(text)
-        checked = invoke("check", path)
-        assert checked.exit_code == 0, checked.output
-        assert "ok (0 function(s)" in checked.stdout
-        ran = invoke("run", path)
-        assert ran.exit_code == 1, ran.output
-        assert "no function @main" in ran.stderr
-        assert "Traceback" not in ran.output
+        for command in ("check", "run", "build"):
+            result = invoke(command, path)
+            assert result.exit_code == 1, (command, result.output)
+            assert "defines no functions" in result.stderr
+            assert "Traceback" not in result.output
+        assert not path.with_suffix(".rxb").exists()
 
 
 @pytest.mark.parametrize("command", ["check", "fmt", "run"])

@@ -236,7 +236,7 @@ CASES: list[tuple[tuple[str, ...], int, str]] = [
     (("import", "{o}", "--bound", "n"), USAGE, "is not NAME=VALUE"),
     (("import", "{o}", "--bound", "n=-1"), USAGE, "cannot be negative"),
     (("import", "{o}"), FAIL, "does not exist"),
-    (("import", "{m}"), FAIL, "refusing to write"),
+    (("import", "{m}"), FAIL, "is not an ONNX model: it is text: an .rx program"),  # issue 18
     (("import", "{o}", "-o", "{d}/m.npz"), FAIL, "must end in .rx"),
     # disasm
     (("disasm",), USAGE, "Missing argument"),

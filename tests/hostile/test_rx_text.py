@@ -259,7 +259,9 @@ def test_hostile_text(tmp_path, name: str) -> None:
                     "a failed command changed the output folder: "
                     f"{sorted(changed(before, snapshot(out)))}"
                 )
-        if args[0] == "build" and r.code == 0 and o.code != 0:
+        # check validates the weights as the vm build uses them (issue 18); build -t ir
+        # needs none, so only the vm build must refuse what check refused
+        if args[0] == "build" and "-t" not in args and r.code == 0 and o.code != 0:
             problems.append("build accepted what check refused")
         failures += [f"{args[0]}: {p}\n{r}" for p in problems]
     if path.read_bytes() != data:

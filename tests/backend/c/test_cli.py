@@ -77,10 +77,12 @@ def test_build_writes_the_model_into_a_folder(samples: Path, tmp_path: Path) -> 
 
 
 def test_build_defaults_to_the_input_folder(samples: Path) -> None:
-    result = invoke("build", samples / "mlp.rx", "-t", "c", "--emit-main", "-q")
+    result = invoke("build", samples / "mlp.rx", "-t", "c", "--emit-main")
     assert result.exit_code == 0, result.output
     assert {"mlp.c", "mlp.h", "mlp_main.c"} <= set(files_in(samples))
-    assert result.stderr.startswith("wrote ")
+    assert result.stderr.splitlines()[-1].startswith(f"wrote {samples}")
+    quiet = invoke("build", samples / "mlp.rx", "-t", "c", "--emit-main", "-q")
+    assert quiet.exit_code == 0 and quiet.output == ""  # -q: nothing but errors (issue 18)
 
 
 def test_unpacked_and_prefix(samples: Path, tmp_path: Path) -> None:
