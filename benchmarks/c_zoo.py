@@ -137,6 +137,7 @@ def ort_time(model: Any, feed: dict[str, np.ndarray], repeat: int, number: int) 
     opts.intra_op_num_threads = 1
     opts.inter_op_num_threads = 1
     opts.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    opts.log_severity_level = 3
     sess = ort.InferenceSession(
         model.SerializeToString(), opts, providers=["CPUExecutionProvider"]
     )

@@ -97,6 +97,11 @@ class Gen:
         self.counter = 0
         self.x = [f"x{i}" for i in range(len(spec.ins))]
         self.y = [f"y{i}" for i in range(len(spec.outs))]
+        self.restrict = False
+        """Set by a generator whose op never computes its output over an input (conv2d, dense,
+        matmul, pooling): the pointers are declared ``restrict``, which lets the compiler
+        vectorize without run-time overlap checks (inputs are only read, so two inputs may
+        still be the same buffer)."""
 
     # -- text -----------------------------------------------------------------------------
     def emit(self, line: str) -> None:
@@ -136,14 +141,13 @@ class Gen:
 
     def signature(self) -> str:
         s = self.spec
-        params = [f"const {T.c_type(t.dtype)} *{x}" for t, x in zip(s.ins, self.x)]
-        params += [f"{T.c_type(t.dtype)} *{y}" for t, y in zip(s.outs, self.y)]
+        q = "restrict " if self.restrict else ""
+        params = [f"const {T.c_type(t.dtype)} *{q}{x}" for t, x in zip(s.ins, self.x)]
+        params += [f"{T.c_type(t.dtype)} *{q}{y}" for t, y in zip(s.outs, self.y)]
         params += [f"int64_t {self.dimvar[n]}" for n in s.dims()]
         return f"static void {self.fname}({', '.join(params) or 'void'})"
 
     def render(self, decls: list[str]) -> str:
-        import re
-
         body = ["    " + d for d in decls]
         text = "\n".join(self.lines)
         body += [

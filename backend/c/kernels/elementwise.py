@@ -7,19 +7,18 @@ from typing import Callable
 
 import numpy as np
 
+from relaxc.ir import dims as D
 from relaxc.ir.registry import Registry
+from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
 
 from .base import (
     Gen,
-    broadcast_index,
     ctype_of_domain,
     fmax_of,
     horner,
     int_wrap,
-    loop_nest,
-    same_shape,
     scalar_formula,
     scalar_of,
     to_int,
@@ -49,6 +48,8 @@ def unary_expr(g: Gen, op: str, dtype: str, x: str) -> str:
         if op == "silu":
             return f"({ct})({d} / (1.0 + exp(-{d})))"
         if op == "relu":
+            if dtype != "f16":  # one comparison: NaN stays, -0 gives +0 (numpy's maximum)
+                return f"({x} <= 0 ? ({ct})0 : {x})"
             return f"({x} != {x} || {x} > 0 ? {x} : ({ct})0)"
         if op == "erf":
             # numpy: erf in float64, rounded once to the dtype (f16 too: no detour via float).
@@ -109,26 +110,96 @@ def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
 # Elementwise ops.
 
 
+BLOCK = 16
+"""Elements an elementwise kernel computes per block: each block reads all its inputs into a
+local array, then writes the outputs. Compilers vectorize both loops (their trip count is a
+constant and the local array aliases nothing, so no run-time overlap check is needed, which
+GCC's -O2 cost model would refuse), and an output computed over its input (``OpDef.inplace``:
+the same pointer) stays correct, since each element is read before it is written."""
+
+
+def broadcast_groups(g: Gen, ins: tuple[TensorType, ...], out: TensorType) -> list[tuple]:
+    """The output's dims as loops: dims of extent 1 dropped, neighbours merged when every
+    input is read the same way along both (all of it, or broadcast). Each group is
+    ``(extent, per input: True if it runs along the group)``, outermost first."""
+    n = len(out.shape)
+    groups: list[tuple[list[D.Dim], tuple[bool, ...]]] = []
+    for j, d in enumerate(out.shape):
+        if isinstance(d, int) and d == 1:
+            continue
+        pat = []
+        for t in ins:
+            off = n - len(t.shape)
+            pat.append(j >= off and not (t.shape[j - off] == 1))
+        if groups and groups[-1][1] == tuple(pat):
+            groups[-1][0].append(d)
+        else:
+            groups.append(([d], tuple(pat)))
+    return [(g.prod([g.dim(d) for d in ds]), pat) for ds, pat in groups]
+
+
 def gen_elementwise(g: Gen, scalar: Callable[[list[str]], str]) -> list[str]:
-    """``y0 = scalar(inputs)`` over the broadcast output shape."""
+    """``y0 = scalar(inputs)`` over the broadcast output shape, in blocks of BLOCK elements
+    along the innermost (merged) dim."""
     s = g.spec
     out = s.outs[0]
     ins = s.ins
-    if all(same_shape(t, out) for t in ins):
-        with g.loop("i", g.numel(out)):
-            vals = [g.load(t.dtype, f"{x}[i]") for t, x in zip(ins, g.x)]
-            g.emit(f"y0[i] = {g.store(out.dtype, scalar(vals))};")
-        return ["int64_t i;"]
-    decls: list[str] = []
+    groups = broadcast_groups(g, ins, out)
+    if not groups:  # one element
+        vals = [g.load(t.dtype, f"{x}[0]") for t, x in zip(ins, g.x)]
+        g.emit(f"y0[0] = {g.store(out.dtype, scalar(vals))};")
+        return []
+    outer, (inner, inner_pat) = groups[:-1], groups[-1]
+    o_vars = [g.tmp("o") for _ in outer]
+    extents = [e for e, _ in groups]
+    ct = T.c_type(out.dtype)
 
-    def body(vars_: list[str]) -> None:
+    def base(k: int | None) -> str:
+        """The index of input k (or the output: None) at the start of the inner run."""
+        if k is None:
+            return horner(o_vars + ["0"], extents)
+        idx = [v for v, (_, pat) in zip(o_vars, outer) if pat[k]]
+        ext = [e for e, pat in outer if pat[k]]
+        if inner_pat[k]:
+            idx, ext = idx + ["0"], ext + [inner]
+        return horner(idx, ext) if idx else "0"
+
+    def at(b: str, j: str) -> str:
+        return j if b == "0" else f"{b} + {j}"
+
+    def value(j: str) -> str:
         vals = [
-            g.load(t.dtype, f"{x}[{broadcast_index(g, t, out, vars_)}]") for t, x in zip(ins, g.x)
+            g.load(t.dtype, f"{x}[{at(base(k), j) if inner_pat[k] else base(k)}]")
+            for k, (t, x) in enumerate(zip(ins, g.x))
         ]
-        g.emit(f"y0[{horner(vars_, g.shape(out))}] = {g.store(out.dtype, scalar(vals))};")
+        return g.store(out.dtype, scalar(vals))
 
-    vars_ = loop_nest(g, g.shape(out), body)
-    return decls + [f"int64_t {', '.join(vars_)};"]
+    def inner_loops() -> None:
+        ob = base(None)
+        n_static = int(inner) if inner.isdigit() else None
+        if n_static is None or n_static >= BLOCK:
+            with g.block(f"for (i = 0; i + {BLOCK} <= {inner}; i += {BLOCK})"):
+                g.emit(f"{ct} t[{BLOCK}];")
+                with g.loop("v", str(BLOCK)):
+                    g.emit(f"t[v] = {value('i + v')};")
+                with g.loop("v", str(BLOCK)):
+                    g.emit(f"y0[{at(ob, 'i + v')}] = t[v];")
+        else:
+            g.emit("i = 0;")
+        if n_static is None or n_static % BLOCK:
+            with g.block(f"for (; i < {inner}; ++i)"):
+                g.emit(f"y0[{at(ob, 'i')}] = {value('i')};")
+
+    def rec(k: int) -> None:
+        if k == len(outer):
+            inner_loops()
+            return
+        with g.loop(o_vars[k], outer[k][0]):
+            rec(k + 1)
+
+    rec(0)
+    uses_v = not inner.isdigit() or int(inner) >= BLOCK
+    return [f"int64_t {', '.join(o_vars + ['i'] + (['v'] if uses_v else []))};"]
 
 
 def gen_unary(g: Gen) -> list[str]:

@@ -1,9 +1,11 @@
-"""Linear algebra: matmul, dense and conv2d (the generic loops, for every dtype)."""
+"""Linear algebra: matmul, dense and conv2d: f32 through the blocked kernels of
+:mod:`.blocked`, every other dtype through these plain loops."""
 
 from __future__ import annotations
 
 from relaxc.ir.types import TensorType
 
+from .blocked import gen_conv2d_f32, gen_dense_f32, gen_matmul_f32, is_f32
 from .base import (
     Gen,
     broadcast_index,
@@ -23,6 +25,8 @@ still sums over k in order, so the numbers do not change)."""
 
 
 def gen_matmul(g: Gen) -> list[str]:
+    if is_f32(g):
+        return gen_matmul_f32(g)
     a, b = g.spec.ins
     out = g.spec.outs[0]
     k = check_numeric(g)
@@ -64,6 +68,8 @@ def gen_matmul(g: Gen) -> list[str]:
 
 
 def gen_dense(g: Gen) -> list[str]:
+    if is_f32(g):
+        return gen_dense_f32(g)
     x, w = g.spec.ins[0], g.spec.ins[1]
     out = g.spec.outs[0]
     k = check_numeric(g)
@@ -97,6 +103,8 @@ def gen_conv2d(g: Gen) -> list[str]:
     """Direct convolution. Each output element sums over (channel, kernel row, kernel column)
     in that order, in a ``double`` (or wrapping 64-bit) accumulator, then adds the bias, as
     before; CONV_TILE neighbouring columns are summed side by side for speed."""
+    if is_f32(g):
+        return gen_conv2d_f32(g)
     x, w = g.spec.ins[0], g.spec.ins[1]
     out = g.spec.outs[0]
     k = check_numeric(g)

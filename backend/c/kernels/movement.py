@@ -70,20 +70,62 @@ def _perm(axes: Any, ndim: int) -> tuple[int, ...]:
 
 
 def gen_transpose(g: Gen) -> list[str]:
-    x, out = g.spec.ins[0], g.spec.outs[0]
+    """A copy in the output's order. Input axes that stay neighbours, in order, are merged
+    (and axes of extent 1 dropped), so a channel shuffle is a few loops over contiguous runs;
+    when the innermost run is contiguous in the input too, it is copied as one inner loop."""
+    x = g.spec.ins[0]
     perm = _perm(g.spec.attr["axes"], len(x.shape))
     if not x.shape:
         g.emit("y0[0] = x0[0];")
         return []
-    xs = g.shape(x)
+    unit = [isinstance(d, int) and d == 1 for d in x.shape]
+    pos = {a: i for i, a in enumerate(a for a in range(len(perm)) if not unit[a])}
+    if not pos:
+        g.emit("y0[0] = x0[0];")
+        return []
+    # runs of input axes that are neighbours (extent-1 axes aside), in output order
+    runs: list[list[int]] = []
+    for a in perm:
+        if unit[a]:
+            continue
+        if runs and pos[runs[-1][-1]] + 1 == pos[a]:
+            runs[-1].append(a)
+        else:
+            runs.append([a])
+    # the input as the runs, in input order: extents and strides
+    ext = {r[0]: g.prod([g.dim(x.shape[a]) for a in r]) for r in runs}
+    order = sorted(runs, key=lambda r: r[0])
+    stride: dict[int, str] = {}
+    acc: list[str] = []
+    for r in reversed(order):
+        stride[r[0]] = g.prod(acc) if acc else "1"
+        acc = [ext[r[0]]] + acc
+    vars_ = [g.tmp("i") for _ in runs]
+    inner = runs[-1]
+    contiguous = stride[inner[0]] == "1"
 
-    def body(vars_: list[str]) -> None:
-        src = [""] * len(perm)
-        for out_axis, in_axis in enumerate(perm):
-            src[in_axis] = vars_[out_axis]
-        g.emit(f"y0[{horner(vars_, g.shape(out))}] = x0[{horner(src, xs)}];")
+    def src(vs: list[str]) -> str:
+        terms = []
+        for r, v in zip(runs, vs):
+            st = stride[r[0]]
+            if v != "0":
+                terms.append(v if st == "1" else f"{v} * {st}")
+        return " + ".join(terms) or "0"
 
-    vars_ = loop_nest(g, g.shape(out), body)
+    def rec(k: int) -> None:
+        if k == len(runs) - 1:
+            dst = horner(vars_[:-1] + ["0"], [ext[r[0]] for r in runs])
+            base = src(vars_[:-1] + ["0"])
+            with g.loop(vars_[-1], ext[inner[0]]):
+                j = vars_[-1]
+                d = j if dst == "0" else f"{dst} + {j}"
+                s_ = (j if base == "0" else f"{base} + {j}") if contiguous else src(vars_)
+                g.emit(f"y0[{d}] = x0[{s_}];")
+            return
+        with g.loop(vars_[k], ext[runs[k][0]]):
+            rec(k + 1)
+
+    rec(0)
     return [f"int64_t {', '.join(vars_)};"]
 
 

@@ -8,6 +8,7 @@ from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
 
+from .elementwise import BLOCK
 from .base import (
     Gen,
     horner,
@@ -16,20 +17,33 @@ from .base import (
 
 
 def gen_batch_norm(g: Gen) -> list[str]:
+    """(x - mean) / sqrt(var + eps) * gamma + beta, as x * a + b in double with, per channel,
+    a = gamma / sqrt(var + eps) and b = beta - mean * a (one multiply-add per element, which
+    the compiler vectorizes, instead of a division; the double result, rounded once to the
+    dtype, is the reference's but for its last double bits). The channel's parameters are read
+    before any of its elements is written, and each block of elements before it is written:
+    computing over x or over a parameter (``OpDef.inplace``) is safe."""
     x = g.spec.ins[0]
     out = g.spec.outs[0]
     axis = g.spec.attr["axis"] % len(x.shape)
     eps = T.float_literal(float(g.spec.attr["epsilon"]), "f64")
     outer, C, inner = outer_inner(g, x, axis)
     ld = lambda e: f"(double){g.load(x.dtype, e)}"  # noqa: E731
+    ct = T.c_type(out.dtype)
     with g.loop("o", outer):
         with g.loop("c", C):
-            g.emit(f"double scale = sqrt({ld('x4[c]')} + {eps});")
-            with g.loop("i", inner):
-                g.emit(f"int64_t at = (o * {C} + c) * {inner} + i;")
-                expr = f"({ld('x0[at]')} - {ld('x3[c]')}) / scale * {ld('x1[c]')} + {ld('x2[c]')}"
-                g.emit(f"y0[at] = {g.store(out.dtype, expr)};")
-    return ["int64_t o, c, i;"]
+            g.emit(f"const double a = {ld('x1[c]')} / sqrt({ld('x4[c]')} + {eps});")
+            g.emit(f"const double s = {ld('x2[c]')} - {ld('x3[c]')} * a;")
+            g.emit(f"const int64_t at = (o * {C} + c) * {inner};")
+            with g.block(f"for (i = 0; i + {BLOCK} <= {inner}; i += {BLOCK})"):
+                g.emit(f"{ct} t[{BLOCK}];")
+                with g.loop("v", str(BLOCK)):
+                    g.emit(f"t[v] = {g.store(out.dtype, ld('x0[at + i + v]') + ' * a + s')};")
+                with g.loop("v", str(BLOCK)):
+                    g.emit("y0[at + i + v] = t[v];")
+            with g.block(f"for (; i < {inner}; ++i)"):
+                g.emit(f"y0[at + i] = {g.store(out.dtype, ld('x0[at + i]') + ' * a + s')};")
+    return ["int64_t o, c, i, v;"]
 
 
 def _axes_split(g: Gen, t: TensorType, axes: list[int]) -> tuple[list[int], list[int]]:
@@ -154,7 +168,22 @@ def gen_softmax(g: Gen) -> list[str]:
     return ["int64_t o, i, j;", "double mx, sum, v;"]
 
 
+def _pow_beta(base: str, beta: float) -> str:
+    """``base ** beta`` in double: through square roots for the common exponents (exact
+    to the last double bits of pow), pow otherwise."""
+    if beta == 1.0:
+        return f"({base})"
+    if beta == 0.5:
+        return f"sqrt({base})"
+    if beta == 0.75:
+        return f"(sqrt({base}) * sqrt(sqrt({base})))"
+    return f"pow({base}, {T.float_literal(beta, 'f64')})"
+
+
 def gen_lrn(g: Gen) -> list[str]:
+    """x / (bias + alpha / size * (sum of x ** 2 over the size channels around)) ** beta, in
+    double, the window clipped at the ends of the axis; the positions after the axis are the
+    innermost loop (contiguous), the channel window summed in order."""
     x, out = g.spec.ins[0], g.spec.outs[0]
     a = g.spec.attr
     size = a["size"]
@@ -163,20 +192,19 @@ def gen_lrn(g: Gen) -> list[str]:
     after = size - 1 - before
     bias = T.float_literal(float(a["bias"]), "f64")
     coef = T.float_literal(float(a["alpha"]) / size, "f64")
-    beta = T.float_literal(float(a["beta"]), "f64")
     outer, L, inner = outer_inner(g, x, axis)
     ld = lambda e: f"(double){g.load(x.dtype, e)}"  # noqa: E731
     with g.loop("o", outer):
-        with g.loop("i", inner):
-            with g.loop("c", L):
-                g.emit("sq = 0;")
-                with g.loop("q", f"c + {after} + 1", f"c - {before}"):
-                    g.emit(f"if (q < 0 || q >= {L}) continue;")
+        with g.loop("c", L):
+            g.emit(f"const int64_t qlo = c - {before} < 0 ? 0 : c - {before};")
+            g.emit(f"const int64_t qhi = c + {after} + 1 > {L} ? {L} : c + {after} + 1;")
+            with g.loop("i", inner):
+                g.emit("double sq = 0, v;")
+                with g.loop("q", "qhi", "qlo"):
                     g.emit(f"v = {ld(f'x0[(o * {L} + q) * {inner} + i]')};")
                     g.emit("sq += v * v;")
                 at = f"(o * {L} + c) * {inner} + i"
                 xv = ld(f"x0[{at}]")
-                g.emit(
-                    f"y0[{at}] = {g.store(out.dtype, f'{xv} / pow({bias} + {coef} * sq, {beta})')};"
-                )
-    return ["int64_t o, i, c, q;", "double sq, v;"]
+                d = _pow_beta(f"{bias} + {coef} * sq", float(a["beta"]))
+                g.emit(f"y0[{at}] = {g.store(out.dtype, f'{xv} / {d}')};")
+    return ["int64_t o, c, i, q;"]
