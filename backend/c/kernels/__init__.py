@@ -1,12 +1,19 @@
 """C kernels: one specialised C function per kernel-op instance (op, attributes, types).
 
-Each kernel computes exactly what the op's numpy kernel in :mod:`relaxc.ir.ops` computes:
-floating-point nn ops, reductions and normalizations accumulate in ``double`` (the numpy
-kernels compute in float64 and cast back), ``f32`` elementwise arithmetic is done in
-``float`` like numpy, integers wrap (arithmetic is done in unsigned 64 bits, never
-undefined), and every special case of the reference kernels (integer division by zero,
-float-to-int casts, NaN propagation of ``maximum`` and ``max_pool2d``, ``take`` clipping
-its indices) is mirrored.
+Each kernel computes what the op's numpy kernel in :mod:`relaxc.ir.ops` computes: reductions,
+pooling and normalizations accumulate in ``double`` (the numpy kernels compute in float64
+and cast back); ``f32`` conv2d, dense and matmul sum in ``float``, blocked for speed
+(:mod:`.blocked`: within the error of a float sum, not bit-identical); ``f32`` elementwise
+arithmetic is done in ``float`` like numpy; integers wrap (arithmetic is done in unsigned
+64 bits, never undefined), and every special case of the reference kernels (integer
+division by zero, float-to-int casts, NaN propagation of ``maximum`` and ``max_pool2d``,
+``take`` clipping its indices) is mirrored.
+
+One module per family: :mod:`.elementwise`, :mod:`.movement`, :mod:`.reduce`,
+:mod:`.linalg` (with :mod:`.blocked`), :mod:`.pool`, :mod:`.norm`; :mod:`.base` holds what
+they share. Kernels that may compute their output over an input (``OpDef.inplace``) read
+each element (each row, for a normalization) before writing it; the others declare their
+pointers ``restrict``.
 
 A kernel's signature is ``static void NAME(const T *x0, ..., T *y0, ..., int64_t d_a, ...)``:
 inputs, outputs, then the value of each symbolic dim its types use (sorted by name).

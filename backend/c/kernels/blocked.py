@@ -3,33 +3,36 @@
 Portable C99 that compilers vectorize at ``-O2`` (GCC's very-cheap cost model: no run-time
 alias checks, no loops of unknown trip count) and better with ``-O3 -march=native``:
 
-* **Micro-tiles.** ``{p}_sgemm_<r>`` computes ``r`` rows of 16 columns of ``C = A B``
-  (``r`` up to ``{p}_sgemm_mr``: 6 where the target has 16 vector registers of 8 lanes (AVX)
-  or 32 of 4 (AArch64), else 2 (SSE's 16 of 4 lanes), so that the accumulators stay in
-  registers), over ``kc`` rows of ``B`` given as pointers (each to 16 floats), with ``A``'s
-  rows ``lda`` apart. The 16 x r accumulators are scalar locals the compiler keeps in
-  vector registers; the multiply-add is ``fmaf`` where the target has a fast one
-  (``FP_FAST_FMAF``, C99's own macro) and ``a * b + c`` elsewhere.
-* **conv2d** is a GEMM per image and group: ``C`` (out channels x output positions) =
-  weights (out channels x ``CG*KH*KW``, OIHW as it is: no repacking) x im2col(x). The
-  im2col matrix is never built: for each block of 16 output positions and each chunk of at
-  most ``KC`` rows, a panel of ``KC x 16`` floats on the stack is filled (padding, strides
-  and dilation resolved there, zeros outside), or, for a 1x1 convolution with unit strides
-  and no padding, the rows are pointers into the input itself. The chunk is sized so that
-  the weights it reads stay in the L2 cache. Depthwise convolutions (one input and one
-  output channel per group) are direct loops over output rows instead.
+* **Micro-tiles.** ``{p}_sgemm_<r>x<w>`` computes ``r`` rows (up to 6) of ``w`` columns
+  (16, or 8 or 4 for a last, narrower block) of ``C = A B`` over ``kc`` rows of ``B`` given
+  as pointers (each to ``w`` floats), ``A``'s rows ``lda`` apart. The 6 x 16 accumulators are
+  scalar locals the compiler keeps in 12 vector registers with AVX (or AArch64); with SSE's
+  4 lanes the 16 columns are done as two halves of 8 (``{p}_sgemm_nv``), 12 registers each.
+  The multiply-add is ``fmaf`` where the target has a fast one (``FP_FAST_FMAF``, C99's own
+  macro: -march with FMA) and ``a * b + c`` elsewhere.
+* **conv2d** is a GEMM per image and group: ``C`` (output channels x output positions) =
+  the weights (output channels x ``CG*KH*KW``, OIHW as they are: no repacking, no copy) x
+  im2col(x). im2col is never built: for each chunk of at most :data:`KC_MAX` of its rows and
+  each block of 16 output positions, ``{p}_conv_pack`` points each row into the input when
+  its 16 elements are neighbours there (a 1x1 with unit strides; a stride-1 convolution
+  with "same" padding across, away from the borders) and otherwise fills it in a panel on the
+  stack (padding as zeros, strides, dilation). Output channels go by blocks whose weights
+  stay in cache (:data:`A_BLOCK`). Depthwise convolutions (one input and one output channel
+  per group) are direct loops over a zero-framed copy of the channel instead.
 * **matmul** is the same GEMM with ``B`` read in place; **dense** with more than a few
-  rows packs ``w``'s transpose into the panel; one row is 4 dot products at a time, each
-  summed in 16 lanes.
+  rows packs ``w``'s transpose into the panel; fewer rows are 4 dot products at a time,
+  each summed in 16 lanes.
 
 Numbers: sums are ``float`` (the reference sums in ``double``), in blocks: each output sums
-its terms in order within a chunk of ``KC`` rows, the chunk's sum is added to what the
-previous chunks left in the output, and the bias last; dense sums 16 lanes and adds the lanes
-at the end. A blocked ``float`` sum differs from the reference in the last bits (within the
-f32 tolerance of the tests; docs/c.md says so). Other dtypes keep the generic kernels.
+its terms in order within a chunk of :data:`KC_MAX` rows, the chunk's sum is added to what
+the previous chunks left in the output, and the bias last; dense's dot products sum 16
+lanes and add the lanes at the end. The error of such a sum of n terms is at most about
+n * 2**-24 times the sum of the terms' magnitudes (and typically far less); docs/c.md says
+so. Other dtypes keep the generic kernels.
 
-Memory: no workspace. Each kernel call holds at most ``KC*16*4 + KC*8 + 6*16*4`` bytes of
-stack (a panel, its row pointers, one tile: under 19 KiB), freed when it returns.
+Memory: no workspace. A kernel call holds at most ``KC_MAX*16*4 + KC_MAX*8 + 6*16*4`` bytes
+of stack (a panel, its row pointers, one tile: 18.4 KiB), the depthwise frame at most
+:data:`DW_BUFFER` floats; both are freed when it returns.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ V = 16
 """Columns of a micro-tile (output positions of a conv2d, columns of a matmul)."""
 
 MR_MAX = 6
-"""The most rows of a micro-tile (``{p}_sgemm_mr`` is 6 or 2)."""
+"""Rows of a micro-tile (``{p}_sgemm_mr``)."""
 
 KC_MAX = 256
 """The most rows of ``B`` (``CG*KH*KW`` of a conv2d, ``K`` of a matmul) one panel holds."""
@@ -208,7 +211,9 @@ _register(
  * beyond np).
  * With unit strides and the output as wide as the input ("same" padding across), a row's 16
  * elements are 16 neighbours in the input whatever output rows they span; the few that fall
- * in the padding make the row a copy with those zeroed. Otherwise a row whose 16 positions
+ * in the padding make the row a copy with those zeroed (16-wide, vectorized, by comparing
+ * each position's output row and column with the range that reads inside the input).
+ * Otherwise a row whose 16 positions
  * lie in one output row, inside the input, is read in place (unit stride) or gathered
  * (16-wide, vectorized); any other goes output row by output row. */
 static void PFX_conv_pack(const float *restrict x, int64_t H, int64_t W, int64_t KH, int64_t KW,
@@ -220,6 +225,18 @@ static void PFX_conv_pack(const float *restrict x, int64_t H, int64_t W, int64_t
     const int64_t oh0 = p0 / OW, ow0 = p0 % OW, oh15 = (p0 + 15) / OW;
     const int one_row = np == 16 && ow0 + 16 <= OW;
     const int linear = np == 16 && sh == 1 && sw == 1 && OW == W;
+    int32_t ohv[16], owv[16]; /* the output row and column of each of the 16 positions */
+    {
+        int32_t oh = (int32_t)oh0, ow = (int32_t)ow0;
+        for (t = 0; t < 16; ++t) {
+            ohv[t] = oh;
+            owv[t] = ow;
+            if (++ow == OW) {
+                ow = 0;
+                ++oh;
+            }
+        }
+    }
     for (k = 0; k < kc; ++k) {
         float *restrict row = panel + 16 * k;
         const float *xc = x + c * H * W;
@@ -236,20 +253,13 @@ static void PFX_conv_pack(const float *restrict x, int64_t H, int64_t W, int64_t
             if (oh0 >= olo && oh15 < ohi && first >= wlo && last < whi) {
                 rows[k] = xc + at;
             } else {
-                int64_t v = 0, oh = oh0, ow = ow0;
                 const float *restrict xr = xc + at;
-                for (t = 0; t < 16; ++t) row[t] = xr[t];
-                while (v < 16) {
-                    const int64_t n = OW - ow < 16 - v ? OW - ow : 16 - v;
-                    if (oh < olo || oh >= ohi) {
-                        for (t = 0; t < n; ++t) row[v + t] = 0.0f;
-                    } else {
-                        for (t = 0; t < n && ow + t < wlo; ++t) row[v + t] = 0.0f;
-                        for (t = whi - ow > 0 ? whi - ow : 0; t < n; ++t) row[v + t] = 0.0f;
-                    }
-                    v += n;
-                    ow = 0;
-                    ++oh;
+                const int32_t a = (int32_t)olo, b = (int32_t)ohi;
+                const int32_t d = (int32_t)wlo, e = (int32_t)whi;
+                for (t = 0; t < 16; ++t) {
+                    const float f = xr[t];
+                    const int in = (ohv[t] >= a) & (ohv[t] < b) & (owv[t] >= d) & (owv[t] < e);
+                    row[t] = in ? f : 0.0f;
                 }
             }
         } else if (one_row && ih0 >= 0 && ih0 < H && iw0 >= 0 && iw0 + 15 * sw < W) {
@@ -429,8 +439,9 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     return decls
 
 
-DW_BUFFER = 16384
-"""The most floats a depthwise conv2d buffers on the stack (its kernel's rows of input)."""
+DW_BUFFER = 8192
+"""The most floats a depthwise conv2d frames on the stack (32 KiB: a 56 x 56 channel with
+its padding, read at stride 2, takes 3,770)."""
 
 
 def gen_depthwise_f32(g: Gen) -> list[str]:

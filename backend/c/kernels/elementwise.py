@@ -111,11 +111,59 @@ def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
 
 
 BLOCK = 16
-"""Elements an elementwise kernel computes per block: each block reads all its inputs into a
-local array, then writes the outputs. Compilers vectorize both loops (their trip count is a
-constant and the local array aliases nothing, so no run-time overlap check is needed, which
-GCC's -O2 cost model would refuse), and an output computed over its input (``OpDef.inplace``:
-the same pointer) stays correct, since each element is read before it is written."""
+"""The fewest elements per block (see :func:`block_macro`)."""
+
+
+def _register_block() -> None:
+    from ..helpers import HELPERS
+
+    HELPERS["ew_block"] = (
+        (),
+        """\
+/* Elements an elementwise loop computes per block: each block reads its inputs into a local
+ * array, then writes the output, so an output computed over its input (the same pointer)
+ * stays correct and the compiler needs no run-time overlap check (GCC's -O2 cost model
+ * refuses those). 16 keeps the block in registers at -O2; with AVX (-march, used with -O3)
+ * 64, since GCC's -O3 would otherwise vectorize across blocks of 16, with shuffles. */
+#if defined(__AVX__)
+#define {p}_ew_block 64
+#else
+#define {p}_ew_block 16
+#endif""",
+    )
+
+
+_register_block()
+
+
+def blocked_loop(
+    g: Gen, var: str, extent: str, body: Callable[[str], str], store: Callable[[str], str], ct: str
+) -> None:
+    """``for var < extent: store(j) = body(j)`` in blocks of ``{p}_ew_block`` (then 16, then
+    one by one): a block computes ``body`` into a local array, then stores it. ``body(j)``
+    and ``store(j)`` are C expressions of the index ``j``."""
+    blk = g.h.use("ew_block")
+    n_static = int(extent) if extent.isdigit() else None
+    g.emit(f"{var} = 0;")
+    for size in (blk, str(BLOCK)):
+        if n_static is not None and n_static < BLOCK:
+            break
+        with g.block(f"for (; {var} + {size} <= {extent}; {var} += {size})"):
+            g.emit(f"{ct} t[{size}];")
+            with g.loop("v", size):
+                g.emit(f"t[v] = {body(f'{var} + v')};")
+            with g.loop("v", size):
+                g.emit(f"{store(f'{var} + v')} = t[v];")
+        if n_static is not None and n_static % BLOCK == 0 and size == str(BLOCK):
+            return
+    if n_static is None or n_static % BLOCK:
+        with g.block(f"for (; {var} < {extent}; ++{var})"):
+            g.emit(f"{store(var)} = {body(var)};")
+
+
+def uses_block_var(extent: str) -> bool:
+    """Whether :func:`blocked_loop` over ``extent`` declares the block index ``v``."""
+    return not extent.isdigit() or int(extent) >= BLOCK
 
 
 def broadcast_groups(g: Gen, ins: tuple[TensorType, ...], out: TensorType) -> list[tuple]:
@@ -176,19 +224,7 @@ def gen_elementwise(g: Gen, scalar: Callable[[list[str]], str]) -> list[str]:
 
     def inner_loops() -> None:
         ob = base(None)
-        n_static = int(inner) if inner.isdigit() else None
-        if n_static is None or n_static >= BLOCK:
-            with g.block(f"for (i = 0; i + {BLOCK} <= {inner}; i += {BLOCK})"):
-                g.emit(f"{ct} t[{BLOCK}];")
-                with g.loop("v", str(BLOCK)):
-                    g.emit(f"t[v] = {value('i + v')};")
-                with g.loop("v", str(BLOCK)):
-                    g.emit(f"y0[{at(ob, 'i + v')}] = t[v];")
-        else:
-            g.emit("i = 0;")
-        if n_static is None or n_static % BLOCK:
-            with g.block(f"for (; i < {inner}; ++i)"):
-                g.emit(f"y0[{at(ob, 'i')}] = {value('i')};")
+        blocked_loop(g, "i", inner, value, lambda j: f"y0[{at(ob, j)}]", ct)
 
     def rec(k: int) -> None:
         if k == len(outer):
@@ -198,7 +234,7 @@ def gen_elementwise(g: Gen, scalar: Callable[[list[str]], str]) -> list[str]:
             rec(k + 1)
 
     rec(0)
-    uses_v = not inner.isdigit() or int(inner) >= BLOCK
+    uses_v = uses_block_var(inner)
     return [f"int64_t {', '.join(o_vars + ['i'] + (['v'] if uses_v else []))};"]
 
 

@@ -8,7 +8,7 @@ from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
 
-from .elementwise import BLOCK
+from .elementwise import blocked_loop, uses_block_var
 from .base import (
     Gen,
     horner,
@@ -35,15 +35,15 @@ def gen_batch_norm(g: Gen) -> list[str]:
             g.emit(f"const double a = {ld('x1[c]')} / sqrt({ld('x4[c]')} + {eps});")
             g.emit(f"const double s = {ld('x2[c]')} - {ld('x3[c]')} * a;")
             g.emit(f"const int64_t at = (o * {C} + c) * {inner};")
-            with g.block(f"for (i = 0; i + {BLOCK} <= {inner}; i += {BLOCK})"):
-                g.emit(f"{ct} t[{BLOCK}];")
-                with g.loop("v", str(BLOCK)):
-                    g.emit(f"t[v] = {g.store(out.dtype, ld('x0[at + i + v]') + ' * a + s')};")
-                with g.loop("v", str(BLOCK)):
-                    g.emit("y0[at + i + v] = t[v];")
-            with g.block(f"for (; i < {inner}; ++i)"):
-                g.emit(f"y0[at + i] = {g.store(out.dtype, ld('x0[at + i]') + ' * a + s')};")
-    return ["int64_t o, c, i, v;"]
+            blocked_loop(
+                g,
+                "i",
+                inner,
+                lambda j: g.store(out.dtype, ld(f"x0[at + {j}]") + " * a + s"),
+                lambda j: f"y0[at + {j}]",
+                ct,
+            )
+    return ["int64_t o, c, i" + (", v;" if uses_block_var(inner) else ";")]
 
 
 def _axes_split(g: Gen, t: TensorType, axes: list[int]) -> tuple[list[int], list[int]]:

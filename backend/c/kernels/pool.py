@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes as T
 
+from .elementwise import blocked_loop, uses_block_var
 from .base import (
     Gen,
     fmax_of,
@@ -66,13 +67,14 @@ def gen_max_pool_f32(g: Gen) -> list[str]:
                     g.emit("rb[j] = x1r[j];")
                 with g.loop("i", "ihi", "ilo + 1"):
                     g.emit(f"const float *xr = xc + (oh * {sh} - {pt} + i * {dh}) * {W};")
-                    with g.block(f"for (j = 0; j + 16 <= {W}; j += 16)"):
-                        with g.loop("v", "16"):
-                            g.emit("const float m = rb[j + v], e = xr[j + v];")
-                            g.emit("rb[j + v] = (m > e) | (m != m) ? m : e;")
-                    with g.block(f"for (; j < {W}; ++j)"):
-                        g.emit("const float m = rb[j], e = xr[j];")
-                        g.emit("rb[j] = (m > e) | (m != m) ? m : e;")
+                    blocked_loop(
+                        g,
+                        "j",
+                        W,
+                        lambda j: f"(rb[{j}] > xr[{j}]) | (rb[{j}] != rb[{j}]) ? rb[{j}] : xr[{j}]",
+                        lambda j: f"rb[{j}]",
+                        "float",
+                    )
                 with g.loop("ow", OW):
                     _valid_range(g, "jlo", "jhi", "ow", sw, pl, dw, kw, W)
                     g.emit("float m = -INFINITY;")
@@ -82,7 +84,7 @@ def gen_max_pool_f32(g: Gen) -> list[str]:
                         g.emit("m = m > e ? m : e;")
                         g.emit("bad |= e != e;")
                     g.emit("yr[ow] = bad ? NAN : m;")
-                decls += [f"float rb[{W}];", "int64_t v;"]
+                decls += [f"float rb[{W}];"] + (["int64_t v;"] if uses_block_var(W) else [])
             else:
                 with g.loop("ow", OW):
                     _valid_range(g, "jlo", "jhi", "ow", sw, pl, dw, kw, W)

@@ -223,3 +223,24 @@ def test_blocked_kernels_with_a_symbolic_batch(tmp_path: Path) -> None:
     text = program(params, body, " attrs {upper_bounds = {n = 3}}")
     for n in (1, 3):
         check(tmp_path / f"n{n}", name, text, {"n": n})
+
+
+def test_squeezenet_is_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
+    """SqueezeNet (random weights) built with the c pipeline, compiled -O0 with ASan and UBSan:
+    no report, and the interpreter's output within TOLERANCE."""
+    pytest.importorskip("onnx")
+    from relaxc.backend.c import emit_c
+    from relaxc.frontend.onnx import import_onnx
+
+    from ...frontend.onnx.test_model_zoo import with_random_weights, zoo_model
+    from .cbuild import assert_close, compile_module
+
+    result = import_onnx(with_random_weights(zoo_model("squeezenet")))
+    sources = emit_c(compile_module(result.module), result.weights, prefix="sq", emit_main=True)
+    for name, text in sources.files.items():
+        (tmp_path / name).write_text(text)
+    built = compile_c(tmp_path, sources, sanitize=True)
+    fn = result.module.get("main")
+    args = random_inputs(fn, {}, 3)
+    want = Interpreter(result.module, result.weights).run("main", args)
+    assert_close(run_c(built, args), want, "squeezenet sanitized")
