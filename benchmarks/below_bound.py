@@ -108,7 +108,8 @@ def _b(n: int | None) -> str:
 def render_stages(rows: list[StageRow]) -> Table:
     present = [s for s, p in stages().items() if p is not None]
     table = Table(title="memory below the fixed-order bound: arena bytes (lower bound) per stage")
-    for c in ["model", *present, "all + IO", "TVM fused", "IREE", "TFLM head", "vs best peer"]:
+    cols = ["model", *present, "all + IO", "TVM fused", "IREE", "TFLM head", "vs best peer"]
+    for c in [*cols, "passes s"]:
         table.add_column(c, justify="left" if c == "model" else "right")
     for r in rows:
         cells = [r.name]
@@ -130,6 +131,7 @@ def render_stages(rows: list[StageRow]) -> Table:
                 ratios.append(with_io / peer.tflm_head)
             cells += [_b(peer.tvm_fused), _b(peer.iree), _b(peer.tflm_head), f"{max(ratios):.3f}x"]
         del final
+        cells.append(f"{max(r.seconds.values()):.2f}")
         table.add_row(*cells)
     return table
 
@@ -139,6 +141,7 @@ def footnote() -> str:
         "'vs best peer': relaxc's smallest arena over min(TVM fused, IREE), and its arena with "
         "inputs and outputs (planned in the arena, or added) over TFLite Micro's head, which "
         "counts them; the larger ratio (<= 1.000: relaxc needs no more than any peer). "
+        "'passes s': CPU seconds of the slowest stage's whole pass list, planning included. "
         "Peer figures are constants measured outside this repository "
         "(benchmarks/peer_memory.py, docs/benchmarks-memory.md). "
         f"Before issue 15 relaxc's arena was {RELAXC_BEFORE_ISSUE_15['squeezenet']:,} B on "

@@ -77,6 +77,7 @@ assert set(PIPELINES) == {"vm", "c", "none"}, (
 )
 SHARING = ("ElideConcatSplit", "ComputeInPlace")
 assert PIPELINES["vm"] == (
+    "ReorderForMemory",
     "ManifestAlloc",
     "PlanWorkspace",
     *SHARING,
@@ -84,6 +85,7 @@ assert PIPELINES["vm"] == (
     "KillAfterLastUse",
 )
 assert PIPELINES["c"] == (
+    "ReorderForMemory",
     "ManifestAlloc",
     "PlanWorkspace",
     *SHARING,

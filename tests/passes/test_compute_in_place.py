@@ -347,3 +347,14 @@ def test_squeezenet_in_c_agrees_with_the_interpreter(tmp_path: Path) -> None:
     args = inputs_for(result.module, seed=2)
     want = interpret(result.module, result.weights, args)
     assert_close(run_c(built, args), want, "squeezenet")
+
+
+def test_the_report_counts_the_values_written_into_another_s_bytes(tmp_path: Path) -> None:
+    (rep,) = memory_report(planned(CHAIN))
+    assert rep.written_into_views == 2  # batch norm over conv's output, relu over that
+    (rep,) = memory_report(planned(CHAIN, sharing=False))
+    assert rep.written_into_views == 0
+    src = tmp_path / "chain.rx"
+    src.write_text(CHAIN)
+    r = CliRunner().invoke(cli, ["report", str(src)])
+    assert r.exit_code == 0 and "2 values written into another's bytes" in r.output
