@@ -185,10 +185,13 @@ def emit(name: str, model: Any, folder: Path, rebuild: bool) -> Built:
     planned = Pipeline(assemble_pipeline("c")).run(result.module)
     report = {r.name: r for r in memory_report(planned)}["main"]
     t0 = time.process_time()
-    sources = emit_c(planned, result.weights, prefix=prefix, source=f"{name}.onnx")
+    sources = emit_c(
+        planned, result.weights, prefix=prefix, source=f"{name}.onnx", constants="file"
+    )
     emit_s = time.process_time() - t0
     for fname, text in sources.files.items():
-        (folder / fname).write_text(text)
+        data = text if isinstance(text, bytes) else text.encode()
+        (folder / fname).write_bytes(data)
     info = sources.info
     assert len(info.inputs) == 1 and len(info.outputs) == 1 and not info.dims
     nin = int(np.prod([int(d) for d in info.inputs[0].type.shape]))
@@ -218,7 +221,10 @@ def compile_and_time(
         subprocess.run([cc, *flags, *WARN, "-c", f"{b.prefix}.c", "-o", obj], cwd=f, check=True)
         r1 = os.times()
         t_cc = (r1.children_user - r0.children_user) + (r1.children_system - r0.children_system)
-        subprocess.run([cc, *flags, "bench.c", obj, "-lm", "-o", exe], cwd=f, check=True)
+        stub = f"{b.prefix}_weights.S"
+        subprocess.run([cc, "-c", stub, "-o", f"{b.prefix}_weights.o"], cwd=f, check=True)
+        link = [cc, *flags, "bench.c", obj, f"{b.prefix}_weights.o", "-lm", "-o", exe]
+        subprocess.run(link, cwd=f, check=True)
         stamp.write_text(want)
     x.tofile(f / "in.bin")
     out = subprocess.run(

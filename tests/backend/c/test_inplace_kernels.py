@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from relaxc.backend.c import dtypes as T
 from relaxc.backend.c.helpers import Helpers
@@ -88,11 +90,16 @@ def _hashable(v):
     return v
 
 
-def cases(dtype: str) -> list[tuple[Spec, list[int]]]:
-    """(kernel instance, the inputs its output may be computed over) for each op call."""
-    calls = ARITH + (FLOAT if T.kind(dtype) == "float" else [])
+def cases(
+    dtype: str, calls: list[str] | None = None, params: str = PARAMS
+) -> list[tuple[Spec, list[int]]]:
+    """(kernel instance, the inputs its output may be computed over) for each op call
+    (default: ARITH, and FLOAT for a float dtype); ``params`` spells the dtype ``{t}`` and
+    has a parameter ``%v`` of shape (5,)."""
+    if calls is None:
+        calls = ARITH + (FLOAT if T.kind(dtype) == "float" else [])
     body = "".join(f"  %r{i} = {c}\n" for i, c in enumerate(calls))
-    params = PARAMS.replace("{t}", dtype)
+    params = params.replace("{t}", dtype)
     text = f"fn @main({params}) -> Tensor[(5,), {dtype}] {{\n{body}  return %v\n}}\n"
     m = parse_module(text, "p.rx")
     fn = m.get("main")
@@ -124,10 +131,12 @@ FILL = {
 }
 
 
-def program(dtype: str) -> str:
+def program(dtype: str, found: list[tuple[Spec, list[int]]] | None = None) -> str:
+    """A C program that calls each kernel of ``found`` (default: :func:`cases`) both ways and
+    exits 1 (printing which) if an aliased call differs from the separate one."""
     h = Helpers("m")
     kernels, tests = [], []
-    for n, (spec, alias) in enumerate(cases(dtype)):
+    for n, (spec, alias) in enumerate(cases(dtype) if found is None else found):
         kernels.append(generate(spec, f"k{n}", h))
         decls, args = [], []
         for i, t in enumerate(spec.ins):
@@ -191,3 +200,62 @@ def test_inplace_kernels_never_declare_restrict() -> None:
     for spec, _ in cases("f32"):
         text = generate(spec, "k", Helpers("m"))
         assert "restrict" not in text.split("{", 1)[0], spec.op
+
+
+UNARY_DRAWN = [
+    "relu({x})",
+    "exp({x})",
+    "sigmoid({x})",
+    "leaky_relu({x}, 0.2)",
+    "clip({x}, -1.0, 1.0)",
+]
+BINARY_DRAWN = ["add", "subtract", "multiply", "maximum", "divide"]
+
+
+@st.composite
+def aliased_calls(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """(parameters, op calls) whose output may be computed over ``%x``: a random shape (rank
+    1 to 4, dims 1 to 37: runs shorter and longer than the 16- and 64-wide blocks), a
+    broadcast operand of a random suffix or of ones, and normalizations over random axes."""
+    shape = draw(st.lists(st.integers(1, 37), min_size=1, max_size=4))
+    rank = len(shape)
+    cut = draw(st.integers(0, rank))
+    bshape = [1 if draw(st.booleans()) else d for d in shape[cut:]] or [1]
+    dims = lambda s: "(" + ", ".join(map(str, s)) + ("," if len(s) == 1 else "") + ")"  # noqa: E731
+    params = (
+        f"%x: Tensor[{dims(shape)}, {{t}}], %y: Tensor[{dims(shape)}, {{t}}], "
+        f"%z: Tensor[{dims(bshape)}, {{t}}], %v: Tensor[(5,), {{t}}]"
+    )
+    calls = [u.format(x="%x") for u in draw(st.lists(st.sampled_from(UNARY_DRAWN), max_size=3))]
+    for op in draw(st.lists(st.sampled_from(BINARY_DRAWN), min_size=1, max_size=3)):
+        other = draw(st.sampled_from(["%y", "%z"]))
+        calls.append(f"{op}(%x, {other})" if draw(st.booleans()) else f"{op}({other}, %x)")
+    axis = draw(st.integers(-rank, rank - 1))
+    calls.append(f"softmax(%x, axis={axis})")
+    axes = sorted({draw(st.integers(0, rank - 1)) for _ in range(draw(st.integers(1, rank)))})
+    g = dims([shape[i] for i in axes])
+    params += f", %g: Tensor[{g}, {{t}}]"
+    calls.append(f"layer_norm(%x, %g, %g, axes={dims(axes)})")
+    calls.append(f"rms_norm(%x, %g, axes={dims(axes)})")
+    return params, calls
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(drawn=aliased_calls())
+def test_inplace_kernels_on_random_shapes_give_the_bits_of_the_separate_call(
+    tmp_path_factory: pytest.TempPathFactory, drawn: tuple[str, list[str]]
+) -> None:
+    """The property behind the examples above: on any shape (blocked runs with tails,
+    broadcasts, any normalization axes), a kernel called with its output over ``%x`` gives
+    the bits of the separate call, at -O3 -march=native (the widest blocks)."""
+    params, calls = drawn
+    found = [(spec, alias) for spec, alias in cases("f32", calls, params) if alias]
+    folder = tmp_path_factory.mktemp("drawn")
+    (folder / "p.c").write_text(program("f32", found))
+    native = [f for f in STRICT if f != "-O2"] + ["-O3", "-march=native"]
+    r = subprocess.run(
+        [CC, *native, "p.c", "-lm", "-o", "p"], cwd=folder, capture_output=True, text=True
+    )
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    run = subprocess.run(["./p"], cwd=folder, capture_output=True, text=True)
+    assert run.returncode == 0, f"{calls}:\n{run.stdout}"
