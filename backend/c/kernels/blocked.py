@@ -49,7 +49,7 @@ V = 16
 MR_MAX = 6
 """Rows of a micro-tile (``{p}_sgemm_mr``)."""
 
-KC_MAX = 256
+KC_MAX = 64
 """The most rows of ``B`` (``CG*KH*KW`` of a conv2d, ``K`` of a matmul) one panel holds."""
 
 A_BLOCK = 256 * 1024
@@ -236,6 +236,46 @@ static void PFX_conv_pack(const float *restrict x, int64_t H, int64_t W, int64_t
                 ++oh;
             }
         }
+    }
+    if (linear) {
+        /* Whether a row is read in place, and which of its 16 elements are padding, depend
+         * only on its kernel tap (i, j): decided once per tap, then every channel of the
+         * chunk at that tap is a pointer or a masked copy. */
+        const int64_t T = KH * KW, HW = H * W, first_tap = k0 % T;
+        int64_t tap;
+        for (tap = 0; tap < T; ++tap) {
+            const int64_t ti = tap / KW, tj = tap % KW;
+            const int64_t at = p0 + (ti * dh - pt) * W + tj * dw - pl;
+            const int32_t a = (int32_t)(pt - ti * dh), b = (int32_t)(H + pt - ti * dh);
+            const int32_t d = (int32_t)(pl - tj * dw), e = (int32_t)(W + pl - tj * dw);
+            int32_t in[16];
+            int all = 1, inside = at >= 0 && at + 16 <= HW;
+            k = (tap - first_tap + T) % T;
+            if (k >= kc) continue;
+            c = (k0 + k) / T;
+            for (t = 0; t < 16; ++t) {
+                in[t] = (ohv[t] >= a) & (ohv[t] < b) & (owv[t] >= d) & (owv[t] < e);
+                all &= in[t];
+            }
+            for (; k < kc; k += T, ++c) {
+                const float *xc = x + c * HW;
+                float *restrict row = panel + 16 * k;
+                if (inside && all) {
+                    rows[k] = xc + at;
+                } else if (inside) {
+                    const float *restrict xr = xc + at;
+                    for (t = 0; t < 16; ++t) {
+                        const float f = xr[t]; /* inside: read unconditionally (vectorized) */
+                        row[t] = in[t] ? f : 0.0f;
+                    }
+                    rows[k] = row;
+                } else { /* the 16 positions reach beyond the channel: one by one */
+                    for (t = 0; t < 16; ++t) row[t] = in[t] ? xc[at + t] : 0.0f;
+                    rows[k] = row;
+                }
+            }
+        }
+        return;
     }
     for (k = 0; k < kc; ++k) {
         float *restrict row = panel + 16 * k;
@@ -439,7 +479,7 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     return decls
 
 
-DW_BUFFER = 8192
+DW_BUFFER = 1024
 """The most floats a depthwise conv2d frames on the stack (32 KiB: a 56 x 56 channel with
 its padding, read at stride 2, takes 3,770)."""
 

@@ -28,7 +28,7 @@ def _valid_range(
     g.emit(f"if ({lo} > {hi}) {lo} = {hi};")
 
 
-ROW_MAX = 4096
+ROW_MAX = 1024
 """The widest input row max_pool2d buffers on the stack (floats) for its separable scheme."""
 
 
