@@ -21,12 +21,20 @@ peak memory of the process),
 the emission alone (``emit_c``, CPU time, in this process), the size of the ``.c``, and
 ``cc -O2 -c`` of it (CPU time and peak memory: the compiler's own rusage, children
 included), with ``.bss`` and ``.rodata`` (the weights object's in file mode) against the
-report's arena and constant bytes. Each row is a dict: a later table (inference times) adds
-its columns to the same rows (:data:`ZOO_COLUMNS`).
+report's arena and constant bytes (:data:`ZOO_COLUMNS`). The zoo models are those of
+benchmarks/zoo.py without their final softmax (so that logits are compared).
+
+Last, the inference table (benchmarks/c_infer.py), from each model's ``--constants file``
+build: CPU time per run of onnxruntime (``intra_op_num_threads=1``), of the C built
+``-std=c99 -O2`` and with the recommended flags (``--flags``, docs/c.md), and of the VM, on
+the same input, with the ratios to onnxruntime and the largest difference from its logits
+(over the largest |logit|); above ``--rtol`` (1e-4) the run exits 1, as it does when a C
+build warns under ``-Wall -Wextra -Werror -pedantic``.
 
     python benchmarks/c.py [--repeat 5] [--number 20] [--cc cc]
                            [--zoo squeezenet,...|none] [--constants inline,file]
-                           [--zoo-dir DIR] [--skip-samples]
+                           [--zoo-dir DIR] [--skip-samples] [--flags "-std=c99 -O3 ..."]
+                           [--no-infer] [--no-vm] [--infer-repeat 3] [--infer-number 3]
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ CONV_CASES: list[tuple[str, str, str]] = [
         "%x: Tensor[(1, 5, 7, 9), f32], %w: Tensor[(11, 5, 1, 1), f32], %b: Tensor[(11,), f32]",
         "%y = conv2d(%x, %w, %b)",
     ),
-    # 1x1 with 64 positions (whole tiles) and 300 input channels (two chunks).
+    # 1x1 with 64 positions (whole tiles) and 300 input channels (five chunks of 64 rows).
     (
         "pointwise_chunked",
         "%x: Tensor[(1, 300, 8, 8), f32], %w: Tensor[(13, 300, 1, 1), f32]",
@@ -41,7 +41,7 @@ CONV_CASES: list[tuple[str, str, str]] = [
         "%x: Tensor[(2, 16, 6, 20), f32], %w: Tensor[(8, 16, 3, 3), f32], %b: Tensor[(8,), f32]",
         "%y = conv2d(%x, %w, %b, padding=1)",
     ),
-    # 3x3 over 40 channels: 360 rows, two chunks of the reduction; with a bias.
+    # 3x3 over 40 channels: 360 rows, six chunks of the reduction; with a bias.
     (
         "chunked3x3",
         "%x: Tensor[(1, 40, 9, 9), f32], %w: Tensor[(7, 40, 3, 3), f32], %b: Tensor[(7,), f32]",
@@ -225,9 +225,11 @@ def test_blocked_kernels_with_a_symbolic_batch(tmp_path: Path) -> None:
         check(tmp_path / f"n{n}", name, text, {"n": n})
 
 
+@pytest.mark.sanitize_model
 def test_squeezenet_is_clean_under_asan_and_ubsan(tmp_path: Path) -> None:
     """SqueezeNet (random weights) built with the c pipeline, compiled -O0 with ASan and UBSan:
-    no report, and the interpreter's output within TOLERANCE."""
+    no report, and the interpreter's output within the tolerance (slow: ``pytest -m
+    sanitize_model tests/backend/c``)."""
     pytest.importorskip("onnx")
     from relaxc.backend.c import emit_c
     from relaxc.frontend.onnx import import_onnx
