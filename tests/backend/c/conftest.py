@@ -1,5 +1,5 @@
 """Whole-model sanitizer runs (``@pytest.mark.sanitize_model``: SqueezeNet built -O0 with
-ASan and UBSan, a few minutes on a busy machine) run only when asked for:
+ASan and UBSan: half a minute to minutes on a busy machine) run only when asked for:
 ``pytest -m sanitize_model tests/backend/c``. Plain ``pytest`` skips them."""
 
 from __future__ import annotations
