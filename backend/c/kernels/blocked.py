@@ -166,41 +166,61 @@ def _microkernel(rows: int, width: int, step: int) -> str:
     return "\n".join(out)
 
 
-def _sgemm() -> str:
-    head = """\
-/* C[r][v] = (sum over k < kc of A[r * lda + k] * B[k][v]) (+ C[r][v] if acc) (+ bias[r]),
- * for r < rows (at most PFX_sgemm_mr) and v < width (16, 8 or 4): rows of C are ldc apart,
- * B[k] points to width floats. Each C[r][v] sums its kc terms in order, in a float held in
- * a register. */"""
-
-    def kernels(big_step: int) -> str:
-        return "\n\n".join(
-            _microkernel(r, wd, min(wd, big_step)) for wd in WIDTHS for r in range(1, MR_MAX + 1)
-        )
-
-    cases = "\n".join(
-        f"    case {wd * 8 + r}: PFX_sgemm_{r}x{wd}(kc, a, lda, b, c, ldc, acc, bias); break;"
-        for wd in WIDTHS
-        for r in range(1, MR_MAX + 1)
-    )
-    return f"""{head}
-#if PFX_sgemm_nv == 16
-{kernels(16)}
+def _tile(rows: int, width: int) -> str:
+    """The micro-tile ``rows`` x ``width``: C[r][v] = (sum over k < kc of A[r * lda + k] *
+    B[k][v]) (+ C[r][v] if acc) (+ bias[r]), rows of C ldc apart, B[k] pointing to width
+    floats; each C[r][v] sums its kc terms in order, in a float held in a register."""
+    return f"""#if PFX_sgemm_nv == 16
+{_microkernel(rows, width, min(width, 16))}
 #else
-{kernels(8)}
-#endif
-
-static void PFX_sgemm(int64_t rows, int64_t width, int64_t kc, const float *a, int64_t lda,
-    const float *const *b, float *c, int64_t ldc, int acc, const float *bias)
-{{
-    switch (width * 8 + rows) {{
-{cases}
-    default: break;
-    }}
-}}"""
+{_microkernel(rows, width, min(width, 8))}
+#endif"""
 
 
-_register("sgemm", ("sgemm_mr", "fmadd"), _sgemm())
+for _w in WIDTHS:
+    for _r in range(1, MR_MAX + 1):
+        _register(f"sgemm_{_r}x{_w}", ("sgemm_mr", "fmadd"), _tile(_r, _w))
+
+
+def tile_rows(m: int | None, block: int | None = None) -> tuple[int, ...]:
+    """The row counts of the micro-tiles that cover ``m`` rows (in blocks of ``block`` rows,
+    when given): tiles of 6 and each block's remainder; every count when ``m`` is symbolic."""
+    if m is None:
+        return tuple(range(1, MR_MAX + 1))
+    blocks = [m] if block is None else [block] * (m // block) + ([m % block] if m % block else [])
+    found = {MR_MAX for b in blocks if b >= MR_MAX} | {b % MR_MAX for b in blocks if b % MR_MAX}
+    return tuple(sorted(found))
+
+
+def tail_widths(n: int | None) -> tuple[int, ...]:
+    """The widths of the tiles a last block of fewer than 16 columns of ``n`` can take (none
+    when ``n`` is a multiple of 16; every width when it is symbolic)."""
+    if n is None:
+        return WIDTHS
+    t = n % V
+    return () if t == 0 else ((4 if t <= 4 else 8 if t <= 8 else 16),)
+
+
+def emit_sgemm(
+    g: Gen, rows: str, row_counts: tuple[int, ...], width: str, widths: tuple[int, ...], args: str
+) -> None:
+    """A call of the micro-tile for ``rows`` x ``width`` (C expressions) with ``args`` (kc, a,
+    lda, b, c, ldc, acc, bias): a switch over the tiles the shapes can reach, so that only
+    those are emitted (a model's file holds the tiles its kernels call, not all 18)."""
+    cases = [(r, w) for w in widths for r in row_counts]
+    if not cases:
+        return
+    if len(cases) == 1:
+        r, w = cases[0]
+        g.emit(f"{g.h.use(f'sgemm_{r}x{w}')}({args});")
+        return
+    key = f"{width} * 8 + {rows}" if len(widths) > 1 else rows
+    with g.block(f"switch ({key})"):
+        for r, w in cases:
+            label = w * 8 + r if len(widths) > 1 else r
+            g.emit(f"case {label}: {g.h.use(f'sgemm_{r}x{w}')}({args}); break;")
+        g.emit("default: break;")
+
 
 _register(
     "conv_pack",
@@ -405,9 +425,10 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     mc = block_rows(kc_max, og_static)
     direct = KH == "1" and KW == "1" and (sh, sw) == (1, 1) and pads == (0, 0, 0, 0)
     bias = len(g.spec.ins) == 3
-    sgemm = g.h.use("sgemm")
     mr = g.h.use("sgemm_mr")
     pack = g.h.use("conv_pack")
+    oc_rows = tile_rows(og_static, mc)
+    p_tail = tail_widths(_static(D.product(out.shape[2:])))
     decls = [
         f"float panel[{V} * {kc_max}];",
         f"const float *rows[{kc_max}];",
@@ -431,14 +452,27 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
             a_arg = f"wg + oc * {K} + k0, {K}"
             with g.block(f"if (np == {V})"):
                 o_arg = f"yg + oc * {P} + p0, {P}"
-                g.emit(f"{sgemm}(nr, {V}, kc, {a_arg}, rows, {o_arg}, k0 > 0, {bias_arg});")
+                emit_sgemm(
+                    g,
+                    "nr",
+                    oc_rows,
+                    str(V),
+                    (V,),
+                    f"kc, {a_arg}, rows, {o_arg}, k0 > 0, {bias_arg}",
+                )
             with g.block("else"):  # a partial block of positions: through a tile
                 with g.block("if (k0 > 0)"):
                     with g.loop("r", "nr"):
                         with g.loop("v", "np"):
                             g.emit(f"tile[r * {V} + v] = yg[(oc + r) * {P} + p0 + v];")
-                nw = narrow("np")
-                g.emit(f"{sgemm}(nr, {nw}, kc, {a_arg}, rows, tile, {V}, k0 > 0, {bias_arg});")
+                emit_sgemm(
+                    g,
+                    "nr",
+                    oc_rows,
+                    narrow("np"),
+                    p_tail,
+                    f"kc, {a_arg}, rows, tile, {V}, k0 > 0, {bias_arg}",
+                )
                 with g.loop("r", "nr"):
                     with g.loop("v", "np"):
                         g.emit(f"yg[(oc + r) * {P} + p0 + v] = tile[r * {V} + v];")
@@ -627,8 +661,9 @@ def gen_matmul_f32(g: Gen) -> list[str]:
     batch = os_[:-2]
     M, N, K = os_[-2], os_[-1], as_[-1]
     kc_max = chunk_rows(a.shape[-1])
-    sgemm = g.h.use("sgemm")
     mr = g.h.use("sgemm_mr")
+    m_rows = tile_rows(_static(out.shape[-2]))
+    n_tail = tail_widths(_static(out.shape[-1]))
     decls = [
         f"float panel[{V} * {kc_max}];",
         f"const float *rows[{kc_max}];",
@@ -665,14 +700,27 @@ def gen_matmul_f32(g: Gen) -> list[str]:
                     a_arg = f"am + m0 * {K} + k0, {K}"
                     with g.block(f"if (nn == {V})"):
                         o_arg = f"om + m0 * {N} + n0, {N}"
-                        g.emit(f"{sgemm}(nr, {V}, kc, {a_arg}, rows, {o_arg}, k0 > 0, NULL);")
+                        emit_sgemm(
+                            g,
+                            "nr",
+                            m_rows,
+                            str(V),
+                            (V,),
+                            f"kc, {a_arg}, rows, {o_arg}, k0 > 0, NULL",
+                        )
                     with g.block("else"):
                         with g.block("if (k0 > 0)"):
                             with g.loop("r", "nr"):
                                 with g.loop("v", "nn"):
                                     g.emit(f"tile[r * {V} + v] = om[(m0 + r) * {N} + n0 + v];")
-                        nw = narrow("nn")
-                        g.emit(f"{sgemm}(nr, {nw}, kc, {a_arg}, rows, tile, {V}, k0 > 0, NULL);")
+                        emit_sgemm(
+                            g,
+                            "nr",
+                            m_rows,
+                            narrow("nn"),
+                            n_tail,
+                            f"kc, {a_arg}, rows, tile, {V}, k0 > 0, NULL",
+                        )
                         with g.loop("r", "nr"):
                             with g.loop("v", "nn"):
                                 g.emit(f"om[(m0 + r) * {N} + n0 + v] = tile[r * {V} + v];")
@@ -745,8 +793,12 @@ def gen_dense_f32(g: Gen) -> list[str]:
         dots()
         return decls + ["int64_t q;", f"float acc[4][{V}];"]
     kc_max = chunk_rows(w.shape[1])
-    sgemm = g.h.use("sgemm")
     mr = g.h.use("sgemm_mr")
+    r_rows = tile_rows(rows_static)
+    n_static = _static(w.shape[0])
+    n_tail = WIDTHS if bias else tail_widths(n_static)
+    if bias and n_static is not None:  # every block goes through the tile
+        n_tail = tuple(sorted({V} if n_static >= V else set()) | set(tail_widths(n_static)))
     decls += [
         f"float panel[{V} * {kc_max}];",
         f"const float *rows[{kc_max}];",
@@ -770,8 +822,13 @@ def gen_dense_f32(g: Gen) -> list[str]:
                         with g.loop("r", "nr"):
                             with g.loop("v", "nn"):
                                 g.emit(f"tile[r * {V} + v] = y0[(m0 + r) * {N} + n0 + v];")
-                    g.emit(
-                        f"{sgemm}(nr, {narrow('nn')}, kc, {a_arg}, rows, tile, {V}, k0 > 0, NULL);"
+                    emit_sgemm(
+                        g,
+                        "nr",
+                        r_rows,
+                        narrow("nn"),
+                        n_tail,
+                        f"kc, {a_arg}, rows, tile, {V}, k0 > 0, NULL",
                     )
                     last = f"k0 + kc == {K}"
                     with g.loop("r", "nr"):
@@ -785,9 +842,13 @@ def gen_dense_f32(g: Gen) -> list[str]:
                     through_tile()
                 else:
                     with g.block(f"if (nn == {V})"):
-                        g.emit(
-                            f"{sgemm}(nr, {V}, kc, {a_arg}, rows, y0 + m0 * {N} + n0, {N}, "
-                            "k0 > 0, NULL);"
+                        emit_sgemm(
+                            g,
+                            "nr",
+                            r_rows,
+                            str(V),
+                            (V,),
+                            f"kc, {a_arg}, rows, y0 + m0 * {N} + n0, {N}, k0 > 0, NULL",
                         )
                     with g.block("else"):
                         through_tile()
