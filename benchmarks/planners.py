@@ -23,7 +23,8 @@ MiniMalloc instances, warm-started from best's plan: its status, arena and prove
 Usage::
 
     python benchmarks/planners.py                      # everything (takes a while)
-    python benchmarks/planners.py --sizes 4 --densities 100   # a quick run
+    python benchmarks/planners.py --quick              # random sets of 10^4 and 10^5 only
+    python benchmarks/planners.py --sizes 4 --densities 100   # fewer random sets
     python benchmarks/planners.py --only A,B,A.rx --planners best --verbose
 """
 
@@ -106,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--densities", default="10,100,2500", help="random sets: buffers live at a time"
     )
+    ap.add_argument(
+        "--quick", action="store_true", help="random sets of 10^4 and 10^5 buffers only"
+    )
     ap.add_argument("--no-raw", action="store_true", help="skip the MiniMalloc files as given")
     ap.add_argument("--no-programs", action="store_true", help="skip their program encodings")
     ap.add_argument(
@@ -118,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="print what 'best' did")
     args = ap.parse_args(argv)
+    if args.quick:
+        args.sizes = ",".join(x for x in args.sizes.split(",") if x and int(x) <= 5)
     planners = [p for p in args.planners.split(",") if p]
     for p in planners:
         if p not in PLANNERS:

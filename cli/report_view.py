@@ -7,21 +7,38 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from relaxc.passes.memory_report import FunctionReport
+from relaxc.ir.types import shape_to_str
+from relaxc.passes.memory_report import FunctionReport, Size
 
+from .report_picture.layout import Layout, layout
+from .report_picture.origins import Origins
+from .report_picture.terminal import memory_map
 from .units import format_bytes
 
-MARKS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+__all__ = ["full_report", "memory_map", "print_reports", "summary_line"]
+
+IMPLICIT = (
+    "NO: no pass made this function's memory explicit (ManifestAlloc, PlanMemory), so the "
+    "figures below count none of it (run the target's pipeline: -p none reports only IR "
+    "that is already planned)"
+)
+UNPLANNED = (
+    "no: no PlanMemory ran on this function, so nothing is in an arena; every allocation "
+    "is counted in full, as if all were live at once (unplanned)"
+)
 
 
-def _b(v: int | str) -> str:
-    return format_bytes(v) if isinstance(v, int) else f"{v} bytes"
+def _b(v: Size) -> str:
+    return format_bytes(v.bound) if v.bound is not None else f"{v.expr} bytes"
 
 
 def summary_line(rep: FunctionReport) -> str:
     """One line: arena, how close to the lower bound, saving, and dynamic allocations."""
-    if not rep.buffers and not rep.arenas:
-        text = f"@{rep.name}: no planned memory"
+    if not rep.explicit:
+        text = f"@{rep.name}: not planned (no PlanMemory ran on it): its memory is not counted"
+    elif not rep.buffers and not rep.arenas:
+        state = "no planned memory" if rep.planned else "not planned (no PlanMemory ran on it)"
+        text = f"@{rep.name}: {state}"
         if rep.unplanned_static_bytes:
             text += f", {format_bytes(rep.unplanned_static_bytes)} in unplanned allocations"
     else:
@@ -42,61 +59,27 @@ def summary_line(rep: FunctionReport) -> str:
     return text
 
 
-def memory_map(rep: FunctionReport, width: int = 64, height: int = 16) -> Text:
-    """Offsets (rows, high at the top) against program points (columns), one mark per buffer."""
-    text = Text()
-    if not rep.buffers or rep.arena_bytes <= 0:
-        text.append("(nothing placed)\n")
-        return text
-    points = max(rep.program_points, 1)
-    cols = min(width, points)
-    grid = [[" "] * cols for _ in range(height)]
-    for k, b in enumerate(rep.buffers):
-        if b.bytes <= 0:
-            continue
-        mark = MARKS[k % len(MARKS)]
-        c0 = b.first * cols // points
-        c1 = max(c0, b.last * cols // points)
-        r0 = b.offset * height // rep.arena_bytes
-        r1 = max(r0, (b.offset + b.bytes - 1) * height // rep.arena_bytes)
-        for r in range(r0, min(r1, height - 1) + 1):
-            for c in range(c0, min(c1, cols - 1) + 1):
-                grid[r][c] = mark if grid[r][c] in (" ", mark) else "#"
-    label_w = len(format_bytes(rep.arena_bytes).split(" (")[0])
-    for r in reversed(range(height)):
-        # Row r covers offsets [r * A / H, (r + 1) * A / H): label the top edge of the arena,
-        # the lower edge of the middle row, and 0 at the bottom.
-        if r == height - 1:
-            label = format_bytes(rep.arena_bytes).split(" (")[0]
-        elif r == height // 2 or r == 0:
-            label = format_bytes(r * rep.arena_bytes // height).split(" (")[0]
-        else:
-            label = ""
-        text.append(f"{label:>{label_w}} |", style="dim")
-        text.append("".join(grid[r]) + "\n")
-    text.append(" " * label_w + " +" + "-" * cols + "\n", style="dim")
-    text.append(" " * label_w + f"  program point 0 .. {points - 1}\n", style="dim")
-    return text
-
-
-def _in_arena(rep: FunctionReport, held: int, total: int | str) -> str:
+def _in_arena(rep: FunctionReport, held: int, total: Size) -> str:
     """How much of the inputs (or outputs) the arena holds, with inputs and outputs in it."""
     if not rep.io_in_arena:
         return ""
     if held == 0:
         return "  (the caller's memory)"
-    if isinstance(total, int) and held >= total:
+    if total.bound is not None and held >= total.bound:
         return "  (in the arena)"
     return f"  ({format_bytes(held)} of it in the arena)"
 
 
-def full_report(rep: FunctionReport) -> Group:
+def full_report(rep: FunctionReport, width: int = 80, origins: Origins | None = None) -> Group:
+    """Everything about ``rep`` in a panel ``width`` columns wide."""
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
+    if not rep.planned:
+        facts.add_row("planned", UNPLANNED if rep.explicit else IMPLICIT)
     facts.add_row(
         "arena",
-        format_bytes(rep.arena_bytes)
+        ("none (not planned)" if not rep.planned else format_bytes(rep.arena_bytes))
         + (
             "  ("
             + ", ".join(f"{a['name']}: {a['scope']}, align {a['align']}" for a in rep.arenas)
@@ -156,19 +139,21 @@ def full_report(rep: FunctionReport) -> Group:
         for col in ("storage", "bytes", "scope", "first", "last"):
             dyn.add_column(col)
         for d in rep.dynamic:
-            dyn.add_row(d.name, d.size, d.scope, str(d.first), str(d.last))
+            dyn.add_row(d.name, d.size.expr, d.scope, str(d.first), str(d.last))
         parts.append(dyn)
     if rep.buffers:
+        lay = layout(rep)
         bufs = Table(title="placed buffers", show_edge=False)
         for col in ("", "tensor", "shape", "dtype", "bytes", "offset", "first", "last"):
             bufs.add_column(
                 col, justify="right" if col in ("bytes", "offset", "first", "last") else "left"
             )
-        for k, b in enumerate(rep.buffers):
+        for r in lay.rects:
+            b = r.row
             bufs.add_row(
-                MARKS[k % len(MARKS)],
+                Text(r.mark, style=f"bold {r.colour}"),
                 b.name,
-                b.shape,
+                shape_to_str(b.shape),
                 b.dtype,
                 f"{b.bytes:,}",
                 f"{b.offset:,}",
@@ -177,10 +162,24 @@ def full_report(rep: FunctionReport) -> Group:
             )
         parts.append(bufs)
         parts.append(Text("memory map (offset against program point)", style="bold"))
-        parts.append(memory_map(rep))
+        parts.append(memory_map(rep, max(width - 4, 40), origins))
+        parts.append(op_legend(lay))
     return Group(Panel(Group(*parts), title=f"@{rep.name}", title_align="left"))
 
 
-def print_reports(reports: list[FunctionReport], console: Console) -> None:
+def op_legend(lay: Layout) -> Text:
+    """What the colours of the marks mean: the op that wrote each buffer."""
+    text = Text("colour = the op that wrote the buffer: ", style="dim")
+    for k, kind in enumerate(lay.ops):
+        text.append(", " if k else "")
+        text.append("■ ", style=kind.colour)
+        text.append(kind.op)
+    return text
+
+
+def print_reports(
+    reports: list[FunctionReport], console: Console, origins: Origins | None = None
+) -> None:
+    """Each report as a panel as wide as the console."""
     for rep in reports:
-        console.print(full_report(rep))
+        console.print(full_report(rep, console.width, origins))

@@ -53,6 +53,17 @@ def format_bytes(n: int) -> str:
     return f"{n:,} B"  # pragma: no cover
 
 
+def short_bytes(n: int) -> str:
+    """``7225344`` -> ``6.9 MiB``: the short spelling of ticks and labels."""
+    if n < 1024:
+        return f"{n} B"
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n} B"  # pragma: no cover
+
+
 class ByteSize(click.ParamType):
     """A click parameter type for sizes with units."""
 

@@ -4,27 +4,44 @@ Everything is derived from the final IR (bug class 20: sizes computed before the
 rewrite are wrong): arenas are the ``alloc_storage(..., arena=true)`` bindings, placed
 buffers are the tensors carved from them, dynamic allocations are the other
 non-external storages, and lifetimes come from the same alias-aware liveness the passes
-use. Sizes with symbolic dims are reported at their upper bound, or as expressions when
-unbounded. With inputs and outputs in the arena (``io_in_arena``) the arena, the lower bound
-and the placed buffers include them, and the report says how many of their bytes the arena
-holds.
+use. Sizes that may depend on symbolic dims are a :class:`Size`: the expression and its value
+at the upper bounds (None when unbounded). With inputs and outputs in the arena
+(``io_in_arena``) the arena, the lower bound and the placed buffers include them, and the
+report says how many of their bytes the arena holds.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
-from relaxc.ir.nodes import Bind, Function, Invoke, Module, TupleExpr, Var
-from relaxc.ir.types import TensorType, Type, dtype_nbytes, shape_to_str, tensor_leaves
+from relaxc.ir.nodes import Bind, Call, Function, Invoke, Module, TupleExpr, Var
+from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import ALLOC_TENSOR, CONST, MEMORY_VIEW, call_of
 
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
+from .properties import has_explicit_memory
+
+
+@dataclass(frozen=True)
+class Size:
+    """Bytes that may depend on symbolic dims: ``expr`` in the .rx spelling (a plain number
+    when static) and ``bound``, its value at the function's upper bounds (None: unbounded)."""
+
+    expr: str
+    bound: int | None
+
+    @classmethod
+    def of(cls, d: D.Dim, bounds: dict[str, int]) -> "Size":
+        if isinstance(d, int):
+            return cls(str(d), d)
+        ub = D.upper_bound(d, bounds)
+        return cls(D.dim_to_str(d), max(ub, 0) if ub is not None else None)
 
 
 @dataclass
@@ -32,13 +49,15 @@ class BufferRow:
     """A tensor placed in an arena."""
 
     name: str
-    shape: str
+    shape: tuple[D.Dim, ...]
     dtype: str
     bytes: int
     offset: int
     first: int
     last: int
     arena: str
+    op: str = ""  # the kernel op that writes it (a primitive function: its first kernel op)
+    line: int = 0  # the source line of the statement that writes it (0: unknown)
 
 
 @dataclass
@@ -46,25 +65,30 @@ class DynamicRow:
     """An allocation whose size is only known at run time."""
 
     name: str
-    size: str
+    size: Size
     scope: str
     first: int
     last: int
+    op: str = ""  # the kernel op that writes its first tensor ("" if none does)
+    line: int = 0  # the source line of its allocation (0: unknown)
 
 
 @dataclass
 class FunctionReport:
     name: str
-    planned: bool
+    planned: bool  # PlanMemory planned it (the function's ``planned`` attribute)
     program_points: int
+    # Every value it computes is written into an allocated tensor (ManifestAlloc ran): when
+    # false, its memory is implicit and none of it is counted here.
+    explicit: bool = True
     arena_bytes: int = 0
     lower_bound: int = 0
     proven_bound: int = 0  # the planner's proven bound on the arena (0: none stated)
     clock_stopped: bool = False  # a safety clock ended the planner's search: may vary by run
     naive_bytes: int = 0
     arenas: list[dict[str, Any]] = field(default_factory=list)
-    input_bytes: int | str = 0
-    output_bytes: int | str = 0
+    input_bytes: Size = Size("0", 0)
+    output_bytes: Size = Size("0", 0)
     io_in_arena: bool = False  # PlanMemory planned the inputs and outputs into the arena
     inputs_in_arena_bytes: int = 0  # ... of the input bytes, those the arena holds
     outputs_in_arena_bytes: int = 0  # ... of the output bytes, those the arena holds
@@ -80,6 +104,9 @@ class FunctionReport:
     # invoke: computed in place over an input, or straight into a concat's slice), which
     # hold no buffer of their own.
     written_into_views: int = 0
+    # The source line of each program point (statements the passes made carry the line of
+    # the statement they came from; 0 where no line is known), so pictures can name them.
+    point_lines: list[int] = field(default_factory=list)
 
     @property
     def workspace_bytes(self) -> int:
@@ -102,41 +129,38 @@ class FunctionReport:
         """Fraction of the naive total that planning saves."""
         return 1 - self.arena_bytes / self.naive_bytes if self.naive_bytes else None
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["ratio"] = self.ratio
-        out["saving"] = self.saving
-        out["workspace_bytes"] = self.workspace_bytes
-        out["optimal"] = self.optimal
-        return out
+
+def _size_dim(t: Type) -> D.Dim:
+    """Bytes of every tensor in ``t``, as a dim expression."""
+    total: D.Dim = 0
+    for leaf in tensor_leaves(t):
+        total = D.add(total, D.mul(D.product(leaf.shape), dtype_nbytes(leaf.dtype)))
+    return total
 
 
 def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
     """Bytes of every tensor in ``t`` at the upper bound, or the size expression if unbounded."""
-    total: D.Dim = 0
-    for leaf in tensor_leaves(t):
-        total = D.add(total, D.mul(D.product(leaf.shape), dtype_nbytes(leaf.dtype)))
-    if isinstance(total, int):
-        return total
-    ub = D.upper_bound(total, bounds)
-    return max(ub, 0) if ub is not None else D.dim_to_str(total)
-
-
-def _shape_str(t: TensorType) -> str:
-    return shape_to_str(t.shape)
+    size = Size.of(_size_dim(t), bounds)
+    return size.bound if size.bound is not None else size.expr
 
 
 def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:
     bounds = fn.upper_bounds()
     rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
+    rep.explicit = has_explicit_memory(fn, {f.name for f in module.functions if f.is_primitive})
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
+    rep.point_lines = _point_lines(fn)
+    writer = _writers(fn, module)
     info = analyze_aliases(fn, module)
     live = buffer_liveness(fn, info)
     all_storages = storages(fn)
     arenas = {s.name: s for s in all_storages if s.arena}
-    rep.input_bytes = _sum([_bytes(p.type, bounds) for p in fn.params])
-    rep.output_bytes = _bytes(fn.ret_type, bounds)
+    in_total: D.Dim = 0
+    for p in fn.params:
+        in_total = D.add(in_total, _size_dim(p.type))
+    rep.input_bytes = Size.of(in_total, bounds)
+    rep.output_bytes = Size.of(_size_dim(fn.ret_type), bounds)
     if is_io_in_arena(fn):
         rep.io_in_arena = True
         for a in arena_inputs(fn):
@@ -177,7 +201,17 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)
         rep.buffers.append(
-            BufferRow(s.name, _shape_str(t), t.dtype, nbytes, offset, first, last, storage)
+            BufferRow(
+                s.name,
+                t.shape,
+                t.dtype,
+                nbytes,
+                offset,
+                first,
+                last,
+                storage,
+                *writer.get(s.name, ("", 0)),
+            )
         )
         align = arenas[storage].align
         planned_buffers.append(Buffer(first, last + 1, round_up(nbytes, align), align, s.name))
@@ -193,7 +227,14 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)
         if ub is None:
-            rep.dynamic.append(DynamicRow(s.name, D.dim_to_str(s.size), s.scope, first, last))
+            op = next(
+                (writer[t][0] for t, st in info.storage_of.items() if st == s.name and t in writer),
+                "",
+            )
+            line = rep.point_lines[first] if first < len(rep.point_lines) else 0
+            rep.dynamic.append(
+                DynamicRow(s.name, Size(D.dim_to_str(s.size), None), s.scope, first, last, op, line)
+            )
         else:
             rep.unplanned_static_bytes += max(ub, 0)  # negative for every allowed dim: never made
     return rep
@@ -227,6 +268,51 @@ def _tree_leaves(tree) -> list[frozenset]:
     return [x for t in tree for x in _tree_leaves(t)]
 
 
+def _point_lines(fn: Function) -> list[int]:
+    """The source line of each statement; a statement without one (a kill a pass inserted)
+    takes the line of the nearest located statement before it."""
+    out: list[int] = []
+    last = 0
+    for s in fn.body:
+        line = s.loc.line if s.loc is not None else 0
+        last = line or last
+        out.append(line or last)
+    return out
+
+
+def _writers(fn: Function, module: Module) -> dict[str, tuple[str, int]]:
+    """Tensor name -> (the kernel op of the first invoke that writes it, that invoke's line).
+
+    A primitive function counts as its first kernel op (a fused ``conv2d`` + ``relu`` is a
+    ``conv2d``)."""
+    out: dict[str, tuple[str, int]] = {}
+    base_of: dict[str, str] = {}  # a memory.view -> the tensor it is a view of
+    invokes: list[tuple[Invoke, int]] = []
+    for s in fn.body:
+        inv = s.value
+        view = call_of(inv, MEMORY_VIEW) if isinstance(s, Bind) else None
+        if view is not None and view.args and isinstance(view.args[0], Var):
+            base_of[s.name] = view.args[0].name
+        if isinstance(inv, Invoke):
+            invokes.append((inv, s.loc.line if s.loc is not None else 0))
+    for inv, line in invokes:
+        op = inv.target
+        if inv.is_func:
+            callee = module.get(inv.target)
+            ops = [b.value.op for b in callee.body if isinstance(b.value, Call)] if callee else []
+            op = next((o for o in ops if o not in (CONST, ALLOC_TENSOR)), inv.target)
+        for v in inv.outs:
+            out.setdefault(v.name, (op, line))
+    # A tensor written only through views of it (the slices of an elided concat) counts as
+    # made by the first op that writes one of them.
+    for view, base in base_of.items():
+        while base in base_of:
+            base = base_of[base]
+        if view in out:
+            out.setdefault(base, out[view])
+    return out
+
+
 def _written_into_views(fn: Function) -> int:
     views = {
         s.name for s in fn.body if isinstance(s, Bind) and call_of(s.value, MEMORY_VIEW) is not None
@@ -242,12 +328,6 @@ def _order_peaks(fn: Function) -> tuple[int | None, int | None]:
         v = fn.attr(key)
         out.append(v if type(v) is int else None)
     return out[0], out[1]
-
-
-def _sum(values: list[int | str]) -> int | str:
-    if all(isinstance(v, int) for v in values):
-        return sum(values)  # type: ignore[arg-type]
-    return " + ".join(str(v) for v in values)
 
 
 def memory_report(module: Module) -> list[FunctionReport]:

@@ -15,13 +15,15 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import DictLit, Function, Module, Param, TupleExpr, Var
+from relaxc.frontend.printer import print_module
+from relaxc.ir.nodes import Call, DictLit, Function, Module, Param, TupleExpr, Var
 from relaxc.ir.types import TupleType, type_free_vars
 from relaxc.ir.verifier import verify_module
 
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
 from .converters import CONVERTERS, EXTRA_OUTPUTS
+from .fold_batch_norm import foldable_pairs, folded_weights
 from .model import (
     DEFAULT_DOMAINS,
     default_opset,
@@ -44,6 +46,14 @@ class ImportResult:
     opset: int
     producer: str
     notes: list[str] = field(default_factory=list)
+    origins: tuple[str, ...] = ()
+    """For each statement of ``@main``'s body, the ONNX node it was made for ("" for none):
+    ``'name' (OpType)``, or ``#index (OpType) -> first output`` for a node without a name."""
+
+    def text(self, source: str) -> str:
+        """The .rx file to write: the header, then the program with each statement an ONNX
+        node made ending in ``# onnx: NODE`` (the report maps program points back to them)."""
+        return self.header(source) + annotate_origins(print_module(self.module), self)
 
     def header(self, source: str) -> str:
         """Comment lines for the top of the written .rx file."""
@@ -62,11 +72,14 @@ def import_onnx(
     input_shapes: Mapping[str, Sequence[int | str]] | None = None,
     upper_bounds: Mapping[str, int] | None = None,
     function_name: str = "main",
+    fold_batch_norm: bool = True,
 ) -> ImportResult:
     """Import an ONNX model (a path, file bytes or a loaded ``ModelProto``).
 
     ``input_shapes`` overrides the declared shape of inputs by name (ints or dim names);
     ``upper_bounds`` becomes the function's ``upper_bounds`` attribute (dim name -> bound).
+    With ``fold_batch_norm`` (the default), a BatchNormalization that alone reads a Conv's
+    output is folded into the Conv's weights and bias (frontend/onnx/fold_batch_norm.py).
     Raises :class:`RxError` with a plain sentence for anything the model asks that relaxc
     cannot do.
     """
@@ -94,9 +107,21 @@ def import_onnx(
         attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
     _check_signature(params, tuple(attrs), function_name)
     used = _used_names(graph)
+    folds = foldable_pairs(graph, env, opset) if fold_batch_norm else {}
+    folded_away = {pair.batch_norm: pair for pair in folds.values()}
+    origins: list[str] = []
     for index, node in _topological(graph, set(env)):
+        if index in folded_away:
+            continue  # its Conv computed it (below)
         label = node_label(node, index)
+        origins += [""] * (len(builder.body) - len(origins))
         inputs = [env[name] if name else None for name in node.input]
+        pair = folds.get(index)
+        if pair is not None:
+            bn = graph.node[pair.batch_norm]
+            w, b = inputs[1], inputs[2] if len(inputs) > 2 else None
+            bn_params = [env[name] for name in bn.input[1:5]]
+            inputs[1:] = folded_weights(w, b, bn_params, pair.epsilon, node.output[0])  # type: ignore[arg-type]
         ctx = NodeContext(node, node_attrs(node), opset, builder, inputs)
         try:
             outs = CONVERTERS[node.op_type](ctx)
@@ -104,6 +129,9 @@ def import_onnx(
             raise RxError(f"node {label} ({node.op_type}): {e}") from None
         except RxError as e:
             raise RxError(f"node {label} ({node.op_type}): {e.message}") from None
+        if pair is not None:
+            env[graph.node[pair.batch_norm].output[0]] = outs[0]
+        origins += [_origin(node, index)] * (len(builder.body) - len(origins))
         for k, name in enumerate(node.output):
             if not name:
                 continue
@@ -140,7 +168,46 @@ def import_onnx(
             f"the imported program does not verify (a bug in relaxc's importer): {e.message}"
         ) from None
     notes = _notes(params, upper_bounds)
-    return ImportResult(module, builder.weights, opset, _producer(model), notes)
+    if folds:
+        notes.append(
+            f"{len(folds)} BatchNormalization node(s) folded into the Conv before them "
+            "(relaxc import --no-fold-batch-norm keeps them)."
+        )
+    origins += [""] * (len(builder.body) - len(origins))
+    return ImportResult(module, builder.weights, opset, _producer(model), notes, tuple(origins))
+
+
+def _origin(node: Any, index: int) -> str:
+    """How a comment names an ONNX node: its name, or its index and first output."""
+    if node.name:
+        return f"'{node.name}' ({node.op_type})"
+    out = next((o for o in node.output if o), "")
+    return f"#{index} ({node.op_type})" + (f" -> {out}" if out else "")
+
+
+def annotate_origins(text: str, result: "ImportResult") -> str:
+    """``text`` (the printed module of ``result``) with ``  # onnx: NODE`` after each body
+    statement an ONNX node made, except weights (``const``), which belong to no one node.
+
+    The canonical printer writes a function's header (and its attrs line), then one line per
+    statement; if the lines do not match the body (a printer change), the text is returned
+    as it is rather than annotated wrongly."""
+    fn = result.module.functions[0]
+    lines = text.split("\n")
+    start = 1 + (1 if fn.attrs else 0)
+    if len(result.origins) != len(fn.body) or len(lines) < start + len(fn.body) + 2:
+        return text
+    if not lines[start + len(fn.body)].lstrip().startswith("return"):
+        return text
+    for k, (stmt, node) in enumerate(zip(fn.body, result.origins)):
+        if node and not (isinstance(stmt.value, Call) and stmt.value.op == "const"):
+            lines[start + k] += f"  # onnx: {_safe_comment(node)}"
+    return "\n".join(lines)
+
+
+def _safe_comment(text: str) -> str:
+    """A node label that stays one comment line (names may hold any character)."""
+    return "".join(c if c.isprintable() else "?" for c in text)
 
 
 def _check_signature(params: Sequence[Param], attrs: tuple, function_name: str) -> None:

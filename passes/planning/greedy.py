@@ -14,18 +14,23 @@ Two ways to place:
   frees it when it dies, best fit among the free blocks of the arena (boundary tags, a
   sorted list of free blocks by size): O(n log n), never looks at a pair.
 
-:func:`greedy` picks per component of the time axis (a maximal run of overlapping
-lifetimes): first fit on conflict lists while their total stays within a pair budget
-(first fit is the same per component as over the whole set, so small programs get
-exactly the classic plan), the sweep for what is left.
+:func:`greedy` uses first fit on conflict lists everywhere while their total stays within a
+pair budget (small programs get exactly the classic plan). Past it, the sweep places
+everything (each component of the time axis from an empty arena), then
+:func:`replan_windows` re-plans windows of time around the buffer on top of the arena by
+first fit, the buffers crossing a window's borders fixed, while the windows' pairs fit in
+the budget: only the highest point sets the arena, so only pairs near it are worth
+building (100,000 buffers with about 100 live at a time: the sweep 1.141 of max-live,
+with windows 1.076; a million with about 10 live: 1.000).
 """
 
 from __future__ import annotations
 
 import bisect
+import heapq
 import math
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -33,7 +38,7 @@ from .model import Buffer
 
 # Conflict pairs that first fit on conflict lists may cost in all (about a million a
 # second here). Components past it are placed by the sweep.
-PAIR_BUDGET = 1_500_000
+PAIR_BUDGET = 3_000_000
 
 
 @dataclass
@@ -46,6 +51,7 @@ class Instance:
     size: list[int]
     align: list[int]
     _nbrs: list[list[int]] | None = field(default=None, repr=False)
+    _arrays: tuple[np.ndarray, ...] | None = field(default=None, repr=False)
 
     @property
     def n(self) -> int:
@@ -57,6 +63,17 @@ class Instance:
         if self._nbrs is None:
             self._nbrs = conflict_lists(self.start, self.end)
         return self._nbrs
+
+    def arrays(self) -> tuple[np.ndarray, ...] | None:
+        """``start``, ``end``, ``size`` and ``align`` as int64 arrays (built on first use),
+        or None when offsets or times might not fit in 64 bits."""
+        if self._arrays is None:
+            if not self.n or _big(self.start) or _big(self.end) or sum(self.size) >= 1 << 62:
+                return None
+            self._arrays = tuple(
+                np.array(xs, dtype=np.int64) for xs in (self.start, self.end, self.size, self.align)
+            )
+        return self._arrays
 
     def height(self, offsets: Sequence[int]) -> int:
         return max((o + s for o, s in zip(offsets, self.size)), default=0)
@@ -94,9 +111,8 @@ def conflict_lists(start: Sequence[int], end: Sequence[int]) -> list[list[int]]:
             del active[by_end[e]]
             e += 1
         if active:
-            mine = nbrs[i]
+            nbrs[i].extend(active)
             for j in active:
-                mine.append(j)
                 nbrs[j].append(i)
         active[i] = None
     return nbrs
@@ -116,25 +132,21 @@ def scan(inst: Instance) -> Scan:
     """Components, their pairs and the most bytes live, vectorised (numpy) when the sums fit
     in 64 bits."""
     n = inst.n
-    start, end, size = inst.start, inst.end, inst.size
     if not n:
         return Scan([], [], [], 0)
-    total = sum(size)
-    if n < 64 or total >= 1 << 62 or max(end) >= 1 << 62 or min(start) <= -(1 << 62):
+    if n < 64 or inst.arrays() is None:
         return _scan_slow(inst)
     return _scan_numpy(inst)
 
 
 def _scan_numpy(inst: Instance) -> Scan:
     n = inst.n
-    start, end, size = inst.start, inst.end, inst.size
-    st = np.array(start, dtype=np.int64)
-    en = np.array(end, dtype=np.int64)
-    sz = np.array(size, dtype=np.int64)
+    st, en, sz, _ = inst.arrays()  # type: ignore[misc]
     order = np.argsort(st, kind="stable")
     s_sorted = st[order]
     reach = np.maximum.accumulate(en[order])
-    ends = np.sort(en)
+    by_end = np.argsort(en, kind="stable")
+    ends = en[by_end]
     # A component begins where a start is at or past every earlier end.
     cut = np.flatnonzero(s_sorted[1:] >= reach[:-1]) + 1
     firsts = np.concatenate(([0], cut))
@@ -144,10 +156,11 @@ def _scan_numpy(inst: Instance) -> Scan:
     by_start = order.tolist()
     bounds = firsts.tolist() + [n]
     comps = [by_start[a:b] for a, b in zip(bounds, bounds[1:])]
-    times = np.concatenate((st, en))
-    deltas = np.concatenate((sz, -sz))
-    ev = np.lexsort((deltas, times))  # by time, frees (negative) first
-    best = int(np.cumsum(deltas[ev]).max())
+    # Bytes live just after each birth: born so far (in start order; at equal starts the
+    # last of them sees all) minus those dead by then (half-open: an end at the start).
+    born = np.cumsum(sz[order])
+    dead = np.concatenate(([0], np.cumsum(sz[by_end])))
+    best = int((born - dead[np.searchsorted(ends, s_sorted, side="right")]).max())
     return Scan(by_start, comps, pairs, max(best, 0))
 
 
@@ -245,15 +258,30 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     buffer aligned (ties: the lowest); the top of the arena when none does. Writes ``off``.
 
     Free blocks are kept with boundary tags (coalesced on free) and in one sorted list of
-    ``size * K + offset`` keys, so a step costs O(log n) plus a short list move.
+    ``size * K + offset`` keys, so a step costs O(log n) plus a short list move. When
+    nothing is live, the arena starts empty again: each component gets its own height.
     """
     start, end, size, align = inst.start, inst.end, inst.size, inst.align
-    dying = sorted(births, key=end.__getitem__)
-    death_times = [end[j] for j in dying] + [math.inf]
-    K = sum(size[i] + align[i] for i in births) + 1  # above every offset and block size
-    amax = max((align[i] for i in births), default=1)
+    if not births:
+        return
+    arrays = inst.arrays()
+    kind = object if arrays is None else np.int64
+    b = np.array(births, dtype=np.int64)
+    if arrays is None:
+        en, sz, al = (np.array(xs, dtype=object)[b] for xs in (end, size, align))
+    else:
+        en, sz, al = (x[b] for x in arrays[1:])
+    order = np.argsort(en, kind="stable")  # deaths in time order (ties: birth order)
+    dying = b[order].tolist()
+    death_times = en[order].tolist() + [math.inf]
+    dying_size = [size[j] for j in dying]
+    if kind is np.int64 and int(sz.max()) + int(al.max()) < (1 << 62) // len(births):
+        K = int(sz.sum()) + int(al.sum()) + 1  # above every offset and block size
+    else:
+        K = sum(size[i] + align[i] for i in births) + 1
+    amax = int(al.max())
     # When every size is a multiple of the largest alignment, so is every offset made.
-    plain = all(size[i] % amax == 0 for i in births)
+    plain = not bool((sz % amax).any())
     free_at: dict[int, int] = {}  # offset -> size of the free block there
     free_end: dict[int, int] = {}  # end of a free block -> its offset
     blocks: list[int] = []  # size * K + offset, sorted
@@ -262,14 +290,13 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     top = 0
     e = 0
     next_death = death_times[0]
-    for i in births:
+    for born, i in enumerate(births):
         s = start[i]
         while next_death <= s:  # i itself dies after s: the loop stops in time
-            j = dying[e]
+            lo = off[dying[e]]
+            hi = lo + dying_size[e]
             e += 1
             next_death = death_times[e]
-            lo = off[j]
-            hi = lo + size[j]
             p = pop_end(lo, None)
             if p is not None:  # merge with the free block below
                 del blocks[bisect_left(blocks, (lo - p) * K + p)]
@@ -283,6 +310,13 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
             free_at[lo] = hi - lo
             free_end[hi] = lo
             insort(blocks, (hi - lo) * K + lo)
+        if e == born and top:
+            # Nothing is live: a new component starts from an empty arena, so its
+            # height is its own (not the top left by the ones before).
+            blocks.clear()
+            free_at.clear()
+            free_end.clear()
+            top = 0
         z = size[i]
         k = bisect_left(blocks, z * K)
         if plain:
@@ -343,6 +377,10 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
 def size_order(inst: Instance) -> list[int]:
     """Largest first; ties: earlier start, then input order."""
     size, start = inst.size, inst.start
+    arrays = inst.arrays() if inst.n >= 4096 else None
+    if arrays is not None:
+        st, _, sz, _ = arrays
+        return np.lexsort((np.arange(inst.n), st, -sz)).tolist()
     return sorted(range(inst.n), key=lambda i: (-size[i], start[i], i))
 
 
@@ -354,10 +392,12 @@ def conflict_weights(inst: Instance) -> list[int]:
         return []
     # j conflicts with i (or is i) iff start_j < end_i and not end_j <= start_i; every j
     # with end_j <= start_i also has start_j < end_i.
-    kind = object if _big(inst.start) or _big(inst.end) or sum(inst.size) >= 1 << 62 else np.int64
-    st = np.array(inst.start, dtype=kind)
-    en = np.array(inst.end, dtype=kind)
-    sz = np.array(inst.size, dtype=kind)
+    arrays = inst.arrays()
+    kind = object if arrays is None else np.int64
+    if arrays is None:
+        st, en, sz = (np.array(xs, dtype=object) for xs in (inst.start, inst.end, inst.size))
+    else:
+        st, en, sz, _ = arrays
     by_start = np.argsort(st, kind="stable")
     by_end = np.argsort(en, kind="stable")
     zero = np.zeros(1, dtype=kind)
@@ -391,39 +431,154 @@ def greedy(
     pair_budget: int | None = None,
 ) -> tuple[list[int], int]:
     """A greedy plan (``greedy-size`` or ``greedy-conflict``) and the conflict pairs it
-    looked at. Components go to first fit on conflict lists in time order while the pairs
-    they hold fit in ``pair_budget`` (default :data:`PAIR_BUDGET`); the rest to the sweep
-    (births ordered by start, then by the method's key)."""
+    looked at. When all conflict pairs fit in ``pair_budget`` (default :data:`PAIR_BUDGET`),
+    first fit on conflict lists everywhere. Otherwise the sweep places everything (births
+    ordered by start, then by the method's key), then first fit re-plans windows of time
+    around the buffer on top of the arena while their pairs fit in the budget
+    (:func:`replan_windows`): only the highest point matters, so only the pairs near it
+    are worth building."""
     sc = sc or scan(inst)
     if pair_budget is None:
         pair_budget = PAIR_BUDGET
     key = size_order if method == "greedy-size" else conflict_order
     if sum(sc.pairs) <= pair_budget:
         return place(inst, key(inst)), sum(sc.pairs)
-    off = [-1] * inst.n
-    used = 0
-    swept: list[int] = []
-    for members, pairs in zip(sc.components, sc.pairs):
-        if len(members) == 1:
-            off[members[0]] = 0
-        elif used + pairs <= pair_budget:
-            used += pairs
-            sub = subinstance(inst, members)
-            for i, o in zip(members, place(sub, key(sub))):
-                off[i] = o
-        else:
-            swept.extend(members)
-    if swept:
-        idx = np.array(swept, dtype=np.int64)
-        st = np.array(inst.start, dtype=object if _big(inst.start) else np.int64)[idx]
-        sz = np.array(inst.size, dtype=object if _big(inst.size) else np.int64)[idx]
-        if method == "greedy-size":
-            keys: tuple = (idx, -sz, st)
-        else:
-            w = np.array(conflict_weights(inst), dtype=sz.dtype)[idx]
-            keys = (idx, -sz, -w, st)
-        sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
+    off = [0] * inst.n  # singletons sit at 0
+    comps = [(m, p) for m, p in zip(sc.components, sc.pairs) if len(m) > 1]
+    if not comps:
+        return off, 0
+    swept = [i for m, _ in comps for i in m]
+    arrays = inst.arrays()
+    kind = object if arrays is None else np.int64
+    idx = np.array(swept, dtype=np.int64)
+    if arrays is None:
+        st, sz = (np.array(xs, dtype=object)[idx] for xs in (inst.start, inst.size))
+    else:
+        st, sz = arrays[0][idx], arrays[2][idx]
+    if method == "greedy-size":
+        keys: tuple = (idx, -sz, st)
+    else:
+        w = np.array(conflict_weights(inst), dtype=kind)[idx]
+        keys = (idx, -sz, -w, st)
+    sweep_place(inst, idx[np.lexsort(keys)].tolist(), off)
+    if arrays is None:
+        return off, 0  # offsets past 64 bits: the sweep's plan
+    used = replan_windows(inst, off, key, pair_budget, sc.max_live)
     return off, used
+
+
+# Windows of time re-planned by first fit past the pair budget: half-widths in median
+# lifetimes, tried in turn (wider when a narrower window cannot lower the top).
+WINDOW_RADII = (4, 8, 16, 32, 64, 128)
+# Buffers kept in the heap of the highest tops (the rest are known to be lower).
+TOP_CANDIDATES = 4096
+
+
+def replan_windows(
+    inst: Instance,
+    off: list[int],
+    key: Callable[[Instance], list[int]],
+    pair_budget: int,
+    floor: int,
+) -> int:
+    """Lower a plan (``off``, changed in place) window by window; returns the conflict
+    pairs built.
+
+    The buffer on top of the arena sets its height. A window of time around it is taken
+    out: the buffers inside it are placed again by first fit (in the order ``key``
+    gives), the ones crossing its borders stay where they are as obstacles (nothing else
+    conflicts with a buffer inside). The new placement is kept when the window's highest
+    top is lower than the arena was; else a wider window is tried (a window that covers
+    a whole component is first fit on it). The next round starts from the new top. It
+    stops when the top cannot be lowered, at ``floor`` (a lower bound), or when the
+    pairs of the next window (counted before its conflict lists are built) would take the
+    total past ``pair_budget``. Deterministic: pairs, not time, end it.
+    """
+    n = inst.n
+    if n < 2 or pair_budget <= 0:
+        return 0
+    arrays = inst.arrays()
+    if arrays is None:
+        return 0
+    size = inst.size
+    st, en, sz, _ = arrays
+    order = np.argsort(st, kind="stable")
+    s_sorted = st[order]
+    reach = np.maximum.accumulate(en[order])  # latest end among the first k by start
+    median = max(1, int(np.median(en - st)))
+    offn = np.array(off, dtype=np.int64)
+    heap: list[tuple[int, int]] = []
+    cutoff = 0  # every buffer outside the heap has its top at or below this
+
+    def refill() -> None:
+        nonlocal cutoff
+        tops = offn + sz
+        k = min(n, TOP_CANDIDATES)
+        top_k = np.argpartition(-tops, k - 1)[:k] if k < n else np.arange(n)
+        cutoff = int(tops[top_k].min()) if k < n else 0
+        heap[:] = [(-int(tops[i]), int(i)) for i in top_k]
+        heapq.heapify(heap)
+
+    def highest() -> int:
+        while True:
+            if not heap or -heap[0][0] < cutoff:
+                refill()
+            t, i = heap[0]
+            if -t == off[i] + size[i]:
+                return i
+            heapq.heappop(heap)  # stale: the buffer moved
+
+    refill()
+    used = 0
+    while True:
+        i = highest()
+        top = off[i] + size[i]
+        if top <= floor:
+            break
+        lowered = False
+        for radius in WINDOW_RADII:
+            a, b = int(st[i]) - radius * median, int(en[i]) + radius * median
+            while True:
+                k0 = int(np.searchsorted(reach, a, side="right"))
+                k1 = int(np.searchsorted(s_sorted, b, side="left"))
+                cand = order[k0:k1]
+                cand = cand[en[cand] > a]
+                inside = (st[cand] >= a) & (en[cand] <= b)
+                free, fixed = cand[inside], cand[~inside]
+                hot = fixed[offn[fixed] + sz[fixed] >= top]
+                if not hot.size:
+                    break
+                # A buffer as high as the top would stay: the window takes it in.
+                a, b = min(a, int(st[hot].min())), max(b, int(en[hot].max()))
+            pairs = _pairs(st[cand], en[cand])
+            if used + pairs > pair_budget:
+                return used
+            used += pairs
+            members = free.tolist() + fixed.tolist()
+            sub = subinstance(inst, members)
+            nf = len(free)
+            initial = [-1] * nf + offn[fixed].tolist()
+            new = place(sub, [k for k in key(sub) if k < nf], initial=initial)
+            if max(o + z for o, z in zip(new[:nf], sub.size)) < top:
+                for j, o in zip(free.tolist(), new):
+                    off[j] = o
+                    heapq.heappush(heap, (-(o + size[j]), j))
+                offn[free] = new[:nf]
+                lowered = True
+                break
+            if not fixed.size:
+                break  # the whole component, by first fit: no wider window helps
+        if not lowered:
+            break
+    return used
+
+
+def _pairs(st: np.ndarray, en: np.ndarray) -> int:
+    """Conflicting pairs among the intervals ``[st, en)``: for each, those that began no
+    later (earlier in a stable order) and have not ended by its start."""
+    starts = np.sort(st, kind="stable")
+    ends = np.sort(en)
+    return int((np.arange(len(starts)) - np.searchsorted(ends, starts, side="right")).sum())
 
 
 def _big(xs: list[int]) -> bool:

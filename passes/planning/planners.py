@@ -4,15 +4,19 @@ Planners (each returns a :class:`Plan` whose offsets follow the input order):
 
 * ``none`` -- no reuse: every buffer its own block, one after another, aligned.
 * ``greedy-size`` -- largest first (ties: earlier start, then input order), first fit by
-  address among the placed buffers whose lifetimes intersect. On huge inputs, the
-  components whose conflict lists would cost too much are placed by a sweep over time
-  instead (best fit among free blocks, O(n log n); see :mod:`.greedy`).
+  address among the placed buffers whose lifetimes intersect. On huge inputs (conflict
+  lists past a pair budget), a sweep over time places everything (best fit among free
+  blocks, O(n log n), each component from an empty arena), then first fit re-plans windows
+  of time around the buffer on top of the arena while their pairs fit (see :mod:`.greedy`).
 * ``greedy-conflict`` -- the same, most conflicting bytes first.
 * ``best`` -- ``greedy-size``, then within a work budget derived from ``time_limit``:
-  ``greedy-conflict``; for the component of the time axis that sets the arena size,
-  first fit and best fit over more orders and a MiniMalloc-style exact search
-  (:mod:`.search`). Never worse than ``greedy-size``; stops early when the arena equals
-  the best proven lower bound.
+  ``greedy-conflict`` (and, past the pair budget, the sweep backwards in time); for the
+  component of the time axis that sets the arena size, first fit and best fit over more
+  orders, a MiniMalloc-style exact search (on the times given and on runs of births and
+  deaths merged, see :func:`.search.merged_runs`), and with the last of the work a local search
+  that re-searches windows of time around the buffers that stick out, the rest fixed
+  (:func:`.search.repair`). Never worse than ``greedy-size``; stops early when the arena
+  equals the best proven lower bound.
 
 Buffers with zero size or an empty lifetime need no memory and sit at offset 0 (except
 under ``none``, which lays out every buffer).
@@ -20,8 +24,11 @@ under ``none``, which lays out every buffer).
 *Determinism.* Every planner's output depends on the input and the options only. ``best``
 counts its work (search nodes and candidates, conflict pairs built and visited) against
 ``time_limit * WORK_PER_SECOND``; a CPU clock stops it only ``CLOCK_FACTOR`` times past
-the time limit, and then ``Plan.stopped_by_clock`` says so. The greedy pass it starts
-from is not counted against the budget (it is what every planner costs).
+the time limit, and then ``Plan.stopped_by_clock`` says so. Everything counts against
+the budget, the greedy pass it starts from included: a greedy pass costs
+``n / SETUP_PER_WORK``, a sweep ``n / SWEEP_PER_WORK`` more, every conflict pair
+``1 / PAIRS_PER_WORK``. So ``best`` takes about ``time_limit`` or, when greedy-size alone
+costs more (a million buffers), what greedy-size costs, and then it is greedy-size.
 
 *Bounds.* Every plan carries ``proven_bound`` (the most bytes live at once, or more when
 the search proved lower capacities infeasible for the component that sets the arena) and
@@ -35,6 +42,9 @@ import time
 from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
+
+from . import greedy as _greedy
 from .greedy import (
     Instance,
     Scan,
@@ -46,7 +56,7 @@ from .greedy import (
     subinstance,
 )
 from .model import Buffer, Plan
-from .search import minimize
+from .search import minimize, repair
 
 PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 
@@ -55,6 +65,10 @@ PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 WORK_PER_SECOND = 60_000
 # Conflict pairs built or visited by first fit per unit of work (about a microsecond each).
 PAIRS_PER_WORK = 15
+# Buffers the sweep places per unit of work (a few microseconds each).
+SWEEP_PER_WORK = 3
+# Buffers per unit of work of a greedy pass's set-up (arrays, scans, sorts, the plan).
+SETUP_PER_WORK = 10
 # The safety clock: CPU seconds past which a search stops whatever its budget says.
 CLOCK_FACTOR = 10.0
 # Orders tried by the first-fit/best-fit stage of ``best`` (each both ways), and the
@@ -71,6 +85,9 @@ SEARCH_MAX_BUFFERS = 2000
 SMALL_FACTOR = 4096
 SMALL_SHARE = 4
 BIG_FIRST_SHARE = 0.8
+# The share of the work left that the exact search (minimize) may take; the rest goes to
+# the local search that lowers its best plan window by window (repair).
+SEARCH_SHARE = 0.85
 
 
 def plan_buffers(
@@ -92,6 +109,13 @@ def plan_buffers(
     return Plan.from_offsets(
         buffers, inst.expand(offsets, len(buffers)), algorithm, proven_bound=bound
     )
+
+
+def greedy_work(n: int, pairs: int, swept: bool) -> int:
+    """The work a greedy pass over ``n`` buffers costs: its set-up (scans, orders, the plan
+    written out), the sweep when it runs, and the conflict pairs first fit builds and
+    visits."""
+    return n // SETUP_PER_WORK + (n // SWEEP_PER_WORK if swept else 0) + pairs // PAIRS_PER_WORK
 
 
 def _floor(buffers: Sequence[Buffer], sc: Scan) -> int:
@@ -132,6 +156,24 @@ def _stacked_height(inst: Instance, members: Sequence[int]) -> int:
         a = align[i]
         top = (-(-top // a) * a if a > 1 else top) + size[i]
     return top
+
+
+def _heights(inst: Instance, sc: Scan, offsets: Sequence[int] | None) -> list[int]:
+    """The height of each component of ``sc`` under ``offsets``; without offsets, the sum
+    of its sizes."""
+    comps = sc.components
+    size = inst.size
+    if inst.n < 4096 or sum(size) >= 1 << 61 or (offsets is not None and max(offsets) >= 1 << 61):
+        if offsets is None:
+            return [sum(size[i] for i in m) for m in comps]
+        return [max(offsets[i] + size[i] for i in m) for m in comps]
+    order = np.array(sc.by_start, dtype=np.int64)
+    firsts = np.cumsum([0] + [len(m) for m in comps[:-1]])
+    sz = np.array(size, dtype=np.int64)[order]
+    if offsets is None:
+        return np.add.reduceat(sz, firsts).tolist()
+    tops = np.array(offsets, dtype=np.int64)[order] + sz
+    return np.maximum.reduceat(tops, firsts).tolist()
 
 
 @dataclass
@@ -188,6 +230,7 @@ def plan_best(
     offsets, bound, method = _best(
         inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace
     )
+    _log(trace, f"work {budget.used} of {int(time_limit * WORK_PER_SECOND)}")
     return Plan.from_offsets(
         buffers,
         inst.expand(offsets, len(buffers)),
@@ -208,27 +251,51 @@ def _best(
     """Offsets, the proven lower bound and the winning method for ``inst``; ``goal`` is a
     lower bound already known."""
     base, pairs = greedy(inst, "greedy-size", sc)
+    swept = sum(sc.pairs) > _greedy.PAIR_BUDGET
+    # Everything counts, greedy-size too: best takes no longer than its budget, or than
+    # greedy-size when that alone costs more (then it is greedy-size).
+    budget.spend(greedy_work(inst.n, pairs, swept))
     if inst.height(base) <= goal:  # optimal already (the common case)
         _log(trace, f"{inst.n} buffers; greedy-size meets the lower bound {goal}")
         return base, goal, "greedy-size"
+    if budget.left <= 0:  # greedy-size took it all (a million buffers): nothing more
+        _log(trace, f"{inst.n} buffers; greedy-size used the budget")
+        return base, goal, "greedy-size"
     by_method = [("greedy-size", base)]
-    # The conflict lists are built already when greedy-size used them everywhere.
-    cost = 0 if inst._nbrs is not None else sum(sc.pairs)
-    if budget.can(cost // PAIRS_PER_WORK):
+    # greedy-conflict: first fit on the conflict lists built already, or the sweep again
+    # and windows re-planned with the pairs the budget still affords.
+    fixed = greedy_work(inst.n, 0, swept)
+    if not swept and budget.can(greedy_work(inst.n, sum(sc.pairs), False)):
         other, pairs = greedy(inst, "greedy-conflict", sc)
-        budget.spend(cost // PAIRS_PER_WORK + pairs // PAIRS_PER_WORK)
+        budget.spend(greedy_work(inst.n, pairs, False))
         by_method.append(("greedy-conflict", other))
+    elif swept and budget.can(fixed):
+        allowed = min(_greedy.PAIR_BUDGET, (budget.left - fixed) * PAIRS_PER_WORK)
+        other, pairs = greedy(inst, "greedy-conflict", sc, pair_budget=allowed)
+        budget.spend(fixed + pairs // PAIRS_PER_WORK)
+        by_method.append(("greedy-conflict", other))
+    if swept and budget.can(fixed):
+        # The sweep again, backwards in time: an online placement depends on the direction,
+        # and either is valid (lifetimes overlap the same way mirrored).
+        mirror = Instance(
+            inst.index, [-e for e in inst.end], [-s for s in inst.start], inst.size, inst.align
+        )
+        allowed = min(_greedy.PAIR_BUDGET, (budget.left - fixed) * PAIRS_PER_WORK)
+        back, pairs = greedy(mirror, "greedy-size", scan(mirror), pair_budget=allowed)
+        budget.spend(fixed + pairs // PAIRS_PER_WORK)
+        by_method.append(("sweep-backwards", back))
+    heights = [_heights(inst, sc, offsets) for _, offsets in by_method]
+    totals = _heights(inst, sc, None)
     parts: list[_Part] = []
-    for members, count in zip(sc.components, sc.pairs):
+    for k, (members, count) in enumerate(zip(sc.components, sc.pairs)):
         # The greedy plans, and no reuse at all (so best <= naive_total even when
         # alignment makes first fit pad more than the input order does).
-        best: _Part | None = None
-        for method, offsets in by_method:
-            h = max(offsets[i] + inst.size[i] for i in members)
-            if best is None or h < best.height:
-                best = _Part(members, count, h, method, [offsets[i] for i in members])
-        assert best is not None
-        if _stacked_height(inst, members) < best.height:
+        m = min(range(len(by_method)), key=lambda j: (heights[j][k], j))
+        h = heights[m][k]
+        method, offsets = by_method[m]
+        best = _Part(members, count, h, method, [offsets[i] for i in members])
+        # Stacking is at least the sum of the sizes: only worth trying when below.
+        if totals[k] < h and _stacked_height(inst, members) < h:
             stacked = _stacked(inst, members)
             h = max(o + inst.size[i] for o, i in zip(stacked, members))
             best = _Part(members, count, h, "none", stacked)
@@ -339,14 +406,25 @@ def _improve(
     if part.height <= bound or sub.n > SEARCH_MAX_BUFFERS or not budget.can(1):
         return bound
     steps: list[str] | None = [] if trace is not None else None
-    out = minimize(sub, bound, part.height, budget.left, budget.deadline, steps)
+    out = minimize(sub, bound, part.height, int(budget.left * SEARCH_SHARE), budget.deadline, steps)
     budget.spend(out.work)
     budget.clock = budget.clock or out.stopped_by_clock
     for line in steps or ():
         _log(trace, "  " + line)
     if out.offsets is not None:
         consider("search", out.offsets)
-    return max(bound, out.bound)
+    bound = max(bound, out.bound)
+    if part.height > bound and budget.can(1):
+        # What is left: lower the best plan window by window (see search.repair).
+        steps = [] if trace is not None else None
+        rep = repair(sub, part.offsets, bound, budget.left, budget.deadline, steps)
+        budget.spend(rep.work)
+        budget.clock = budget.clock or rep.stopped_by_clock
+        for line in steps or ():
+            _log(trace, "  " + line)
+        if rep.offsets is not None:
+            consider("repair", rep.offsets)
+    return bound
 
 
 def _log(trace: list[str] | None, line: str) -> None:

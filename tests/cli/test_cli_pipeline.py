@@ -11,6 +11,7 @@ strict xfail naming the problem.
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -913,7 +914,11 @@ def test_build_json(samples: Path) -> None:
         ("h1", 4096, 0),
         ("h2", 4096, 4096),
     ]
-    assert fn["dynamic"] == [] and fn["output_bytes"] == 320 and fn["input_bytes"] == 2048
+    assert (
+        fn["dynamic"] == []
+        and fn["output_bytes"]["bound"] == 320
+        and fn["input_bytes"]["bound"] == 2048
+    )
     assert MLP_SUMMARY not in result.stderr  # JSON instead of the summary
     assert out.exists()
 
@@ -1065,13 +1070,32 @@ def test_report_tables_and_memory_map(samples: Path) -> None:
         "constants    102.0 KiB (104,488 B)",
         "placed buffers",
         "memory map (offset against program point)",
-        "program point 0 .. 25",
+        # the peak, with the source line of the statement there (%a1 = relu(%h1))
+        "peak 8 KiB live at program point 5 (mlp.rx:7); lower bound 8 KiB, arena 8",
     ):
         assert needle in out, needle
     for name, offset in (("h1", "0"), ("a1", "4,096"), ("logits", "0")):
         assert re.search(rf"│ {name} +│ .* │ +{offset} │", out), name
-    rows = [line for line in out.splitlines() if re.search(r"\|[ a-e#]*[a-e][ a-e#]*\s*│$", line)]
-    assert rows and all("#" not in r for r in rows)  # no two live buffers drawn on the same cell
+    # One row per stretch of program points: its first point, the cells, the live bytes and
+    # the buffers that start there.
+    rows = re.findall(r"^│ +(\d+) \|([^|]*)\| +([0-9.]+ [KMG]?i?B)(.*?)│$", out, re.M)
+    assert [r[0] for r in rows] == ["0", "3", "5", "8", "10", "13", "16", "18", "21", "25"]
+    assert all("#" not in r[1] for r in rows)  # no two live buffers drawn on the same cell
+    assert rows[2][2] == "8 KiB" and "b=%a1" in rows[2][3] and "a=%h1" in rows[1][3]
+    assert set(rows[2][1]) == {"a", "b"} and rows[0][1].strip() == ""
+    assert "colour = the op that wrote the buffer: ■ dense, ■ relu" in out
+
+
+def test_report_memory_map_uses_the_terminal_width(samples: Path) -> None:
+    def cells(columns: int) -> int:
+        out = invoke("report", samples / "mlp.rx", columns=columns).stdout
+        widths = {len(line) for line in out.splitlines()}
+        assert widths == {columns}, widths  # the panel spans the terminal, nothing wraps
+        row = re.search(r"^│ +\d+ \|([^|]*)\|", out, re.M)
+        assert row is not None
+        return len(row.group(1))
+
+    assert cells(80) < cells(160) < cells(240)
 
 
 def test_report_nothing_placed(samples: Path) -> None:
@@ -1092,18 +1116,65 @@ def test_report_svg_and_html(samples: Path, tmp_path: Path) -> None:
     result = invoke("report", samples / "cnn.rx", "--svg", svg, "--html", page)
     assert result.exit_code == 0, result.output
     root = ET.parse(svg).getroot()
-    assert root.tag == "{http://www.w3.org/2000/svg}svg"
-    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    ns = "{http://www.w3.org/2000/svg}"
+    assert root.tag == f"{ns}svg"
+    rects = [r for r in root.iter(f"{ns}rect") if r.get("class") == "buf"]
     report = json.loads(invoke("report", samples / "cnn.rx", "--json").stdout)["functions"][0]
-    assert len(titles) == len(report["buffers"]) > 0
-    assert all(t.startswith("%") for t in titles)
+    assert len(rects) == len(report["buffers"]) > 0
+    for r, b in zip(rects, report["buffers"]):  # the tooltip names the tensor and its line
+        tip = "".join(r.itertext())
+        assert tip.startswith(f"%{b['name']} ") and "at cnn.rx:" in tip
     text = page.read_text()
     assert text.startswith("<!DOCTYPE html>")
     assert "<title>relaxc memory report: cnn.rx</title>" in text
-    assert "<h2>@main</h2>" in text and "<table>" in text and "<th>offset</th>" in text
-    for b in report["buffers"]:
-        assert f"<td>%{b['name']}</td>" in text
+    assert "<h2>@main</h2>" in text and "<th>offset</th>" in text
+    for k, b in enumerate(report["buffers"]):  # a row per buffer, linked to its rectangle
+        assert f'<tr data-i="{k}">' in text and f'<td class="l">%{b["name"]}</td>' in text
     assert "<svg" in text
+    # the same report gives the same bytes
+    svg2, page2 = tmp_path / "again.svg", tmp_path / "again.html"
+    assert invoke("report", samples / "cnn.rx", "--svg", svg2, "--html", page2).exit_code == 0
+    assert svg2.read_bytes() == svg.read_bytes() and page2.read_bytes() == page.read_bytes()
+
+
+def test_report_html_lists_dynamic_allocations(tmp_path: Path) -> None:
+    page = tmp_path / "dyn.html"
+    result = invoke("report", write(tmp_path / "dyn.rx", DYNAMIC), "--html", page)
+    assert result.exit_code == 0, result.output
+    text = page.read_text()
+    report = json.loads(invoke("report", tmp_path / "dyn.rx", "--json").stdout)["functions"][0]
+    assert report["dynamic"] and not report["buffers"]
+    assert f"dynamic allocations ({len(report['dynamic'])}, sized at run time)" in text
+    for d in report["dynamic"]:
+        size = html.escape(d["size"]["expr"])
+        assert f'<td class="l">%{d["name"]}</td><td class="l">{size}</td>' in text
+    assert '<svg xmlns="http://www.w3.org/2000/svg" class="dyn"' in text  # their lifetimes
+    assert "dyn.rx:" in text  # each with its source line
+
+
+def test_report_html_is_self_contained_and_interactive(samples: Path, tmp_path: Path) -> None:
+    page = tmp_path / "cnn.html"
+    assert invoke("report", samples / "cnn.rx", "--html", page).exit_code == 0
+    text = page.read_text()
+    # nothing fetched: the only URL is the SVG namespace, no src= or href= anywhere
+    assert set(re.findall(r"https?://[^\s\"']+", text)) == {"http://www.w3.org/2000/svg"}
+    assert " src=" not in text and " href=" not in text
+    script = text[text.index("<script>") : text.index("</script>")]
+    for hook in (
+        "'mouseover'",
+        "'mouseout'",
+        "'wheel'",
+        "'mousedown'",
+        "scrollIntoView",
+        "data-zoom",
+        "viewBox",
+    ):
+        assert hook in script, hook
+    for z in ("in", "out", "reset"):
+        assert f'<button data-zoom="{z}">' in text
+    rows = set(re.findall(r'<tr data-i="(\d+)">', text))
+    rects = set(re.findall(r'<rect class="buf" data-i="(\d+)"', text))
+    assert rows == rects and rows  # each row has its rectangle, and each rectangle its row
 
 
 def test_report_svg_without_planned_memory(samples: Path, tmp_path: Path) -> None:
@@ -1198,7 +1269,7 @@ def test_report_max_arena(samples: Path) -> None:
 
 def test_report_one_dimensional_shape(tmp_path: Path) -> None:
     data = json.loads(invoke("report", write(tmp_path / "two.rx", TWO), "--json").stdout)
-    assert data["functions"][0]["buffers"][0]["shape"] == "(16,)"
+    assert data["functions"][0]["buffers"][0]["shape"] == [16]
 
 
 def test_report_missing_file(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from relaxc.passes.planning.checker import check_plan
 from relaxc.passes.planning.greedy import conflict_lists, place, prepare
 from relaxc.passes.planning.model import Buffer, Plan, lower_bound, naive_total
 from relaxc.passes.planning.planners import PLANNERS, plan_best, plan_buffers
-from relaxc.passes.planning.search import Probe, Sections
+from relaxc.passes.planning.search import Probe, Sections, merged_runs
 
 MINIMALLOC = next(
     (
@@ -167,12 +167,13 @@ def test_search_decides_the_optimum_exactly(buffers: list[Buffer]) -> None:
     if not inst.n:
         return
     opt = optimum(buffers)
-    sec = Sections(inst)
+    # Both views of the instance the search uses: its times, and runs merged.
+    secs = [Sections(inst), Sections(merged_runs(inst))]
     # The arena also holds buffers with empty lifetimes (at offset 0).
     floor = max((b.size for b in buffers if b.start >= b.end), default=0)
 
     def decide(capacity: int) -> str:
-        probe = Probe(sec, capacity)
+        probe = Probe(secs, capacity)
         while not probe.step():
             assert probe.work < 10**6
         return probe.status

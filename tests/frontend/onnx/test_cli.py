@@ -3,6 +3,8 @@ onnxruntime's numbers, and its usage errors."""
 
 from __future__ import annotations
 
+import html
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -44,7 +46,8 @@ def test_import_build_run_matches_onnxruntime(tmp_path: Path) -> None:
     assert f"wrote {rx}" in r.stderr and "weights" in r.stderr
     text = rx.read_text()
     assert text.startswith("# Imported from net.onnx (ONNX opset 13, made by relaxc-tests")
-    assert set(load_npz(npz)) >= {"stem.weight", "fc.w"}
+    # stem: Conv + BatchNormalization, folded into one convolution at import
+    assert set(load_npz(npz)) >= {"stem.weight.bn_folded", "fc.w"}
     np.savez(tmp_path / "inputs.npz", image=feeds["image"])
     assert invoke("build", rx, "-q").exit_code == 0
     r = invoke(
@@ -179,3 +182,53 @@ def test_huge_sizes_are_user_errors(tmp_path: Path) -> None:
 def test_a_device_is_not_read(tmp_path: Path) -> None:
     """Regression (found by tests/hostile): relaxc import /dev/zero read forever."""
     assert_user_error(invoke("import", "/dev/zero", "-o", tmp_path / "z.rx"), "not a regular file")
+
+
+def test_import_names_each_statement_s_onnx_node_and_the_report_maps_back(tmp_path: Path) -> None:
+    model, _ = conv_branches()
+    nodes = {n.name: n.op_type for n in model.graph.node}
+    onnx_path = save(model, tmp_path, "net.onnx")
+    assert invoke("import", onnx_path, "-q").exit_code == 0
+    rx = tmp_path / "net.rx"
+    lines = rx.read_text().splitlines()
+    named = re.findall(r"  # onnx: '([^']+)' \((\w+)\)$", "\n".join(lines), re.M)
+    assert named and all(nodes[name] == op for name, op in named)
+    assert ("Conv_1", "Conv") in named and ("Relu_3", "Relu") in named
+    assert not any("const(" in line and "# onnx:" in line for line in lines)  # weights: no node
+    # the written file is already canonical, comments included: fmt changes nothing
+    assert invoke("fmt", "--check", rx).exit_code == 0
+    svg, page = tmp_path / "net.svg", tmp_path / "net.html"
+    assert invoke("report", rx, "--svg", svg, "--html", page).exit_code == 0
+    conv_line = next(k for k, line in enumerate(lines, 1) if "# onnx: 'Conv_1' (Conv)" in line)
+    assert f"net.rx:{conv_line}, onnx 'Conv_1' (Conv)" in html.unescape(svg.read_text())
+    assert f"net.rx:{conv_line}, onnx 'Conv_1' (Conv)" in html.unescape(page.read_text())
+
+
+def test_nodes_without_names_are_named_by_index_and_output(tmp_path: Path) -> None:
+    nodes = [
+        helper.make_node("Relu", ["x"], ["h"]),
+        helper.make_node("Exp", ["h"], ["y"], name=""),
+    ]
+    model = make_model(nodes, [("x", np.float32, [2, 3])], [("y", np.float32, [2, 3])])
+    assert invoke("import", save(model, tmp_path, "m.onnx"), "-q").exit_code == 0
+    text = (tmp_path / "m.rx").read_text()
+    assert "  # onnx: #0 (Relu) -> h\n" in text and "  # onnx: #1 (Exp) -> y\n" in text
+
+
+def test_node_comments_only_when_the_lines_match_the_statements() -> None:
+    import dataclasses
+
+    from relaxc.frontend.onnx import import_onnx
+    from relaxc.frontend.parser import parse_module
+    from relaxc.frontend.printer import print_module
+
+    model, _ = conv_branches()
+    result = import_onnx(model)
+    text = result.text("net.onnx")
+    body = [line for line in text.splitlines() if line.startswith("  %")]
+    assert len(body) == len(result.module.functions[0].body)
+    for line in body:  # every statement a node made says which; weights do not
+        assert ("# onnx: '" in line) != (" = const(" in line), line
+    assert parse_module(text, "net.rx") == result.module  # comments change nothing
+    wrong = dataclasses.replace(result, origins=result.origins[:-1])
+    assert wrong.text("net.onnx") == result.header("net.onnx") + print_module(result.module)

@@ -1,0 +1,44 @@
+"""Where a program point comes from: its line of the ``.rx`` source, and the ONNX node that
+line was imported from.
+
+``relaxc import`` ends each statement it writes for an ONNX node with a comment
+``# onnx: NODE (OpType)`` (see :func:`relaxc.frontend.onnx.importer.ImportResult.text`); the
+IR keeps every statement's source line through the passes, and the report gives each
+program point its line (``FunctionReport.point_lines``). This module joins the two: it reads
+the comments off the source text, so nothing about ONNX enters the IR.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from relaxc.frontend.comments import scan_comments
+
+ONNX_COMMENT = re.compile(r"^#\s*onnx:\s*(?P<node>.+?)\s*$")
+
+
+@dataclass(frozen=True)
+class Origins:
+    """The source file's name and, by line, the ONNX node it was imported from."""
+
+    file: str = ""
+    onnx_nodes: dict[int, str] = field(default_factory=dict)
+
+    def describe(self, line: int) -> str:
+        """``file:line`` and the ONNX node, as far as they are known ("" for neither)."""
+        if line <= 0:
+            return ""
+        where = f"{self.file}:{line}" if self.file else f"line {line}"
+        node = self.onnx_nodes.get(line)
+        return f"{where}, onnx {node}" if node else where
+
+
+def origins_from_text(file: str, text: str) -> Origins:
+    """The ONNX node comments of ``text``, by line."""
+    nodes: dict[int, str] = {}
+    for line, after_code, body in scan_comments(text):
+        m = ONNX_COMMENT.match(body)
+        if m and after_code:
+            nodes[line] = m.group("node")
+    return Origins(file, nodes)

@@ -1,0 +1,230 @@
+"""The greedy planners past the pair budget: the sweep, and first fit where it matters.
+
+Past :data:`greedy.PAIR_BUDGET` conflict pairs, the sweep places everything (each
+component from an empty arena), then first fit re-plans windows of time around the buffer
+on top of the arena while their pairs fit (a window may grow to a whole component). Small
+inputs with a patched budget exercise the same
+code paths as a million buffers; the timings themselves belong in benchmarks/planners.py.
+"""
+
+from __future__ import annotations
+
+import random
+from unittest import mock
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relaxc.passes.planning import greedy as greedy_module
+from relaxc.passes.planning.checker import check_plan
+from relaxc.passes.planning.greedy import (
+    greedy,
+    place,
+    prepare,
+    replan_windows,
+    scan,
+    size_order,
+    subinstance,
+    sweep_place,
+)
+from relaxc.passes.planning.model import Buffer, lower_bound
+from relaxc.passes.planning.planners import (
+    WORK_PER_SECOND,
+    greedy_work,
+    plan_best,
+    plan_buffers,
+)
+
+
+def intervals(max_size: int = 60) -> st.SearchStrategy[list[Buffer]]:
+    """Random interval sets with alignment, in a few separate runs of time."""
+    one = st.builds(
+        lambda run, start, length, size, align: Buffer(
+            100 * run + start, 100 * run + start + length, size * align, align
+        ),
+        st.integers(0, 3),
+        st.integers(0, 40),
+        st.integers(1, 20),
+        st.integers(1, 40),
+        st.sampled_from([1, 4, 64]),
+    )
+    return st.lists(one, max_size=max_size)
+
+
+def height(inst, offsets) -> int:  # noqa: ANN001
+    return max((o + z for o, z in zip(offsets, inst.size)), default=0)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(intervals(), st.integers(0, 400))
+def test_first_fit_where_it_matters_is_valid_and_never_worse_than_the_sweep(
+    buffers: list[Buffer], pair_budget: int
+) -> None:
+    inst = prepare(buffers)
+    sc = scan(inst)
+    swept, used0 = greedy(inst, "greedy-size", sc, pair_budget=-1)
+    mixed, used = greedy(inst, "greedy-size", sc, pair_budget=pair_budget)
+    assert used0 == 0
+    assert used <= max(pair_budget, sum(sc.pairs))
+    for offsets in (swept, mixed):
+        full = inst.expand(offsets, len(buffers))
+        assert not check_plan(buffers, full, height(inst, offsets))
+        assert all(o % b.align == 0 for o, b in zip(full, buffers))
+    if sum(sc.pairs) > pair_budget:
+        # Past the budget, first fit only replaces a component's sweep when it is lower
+        # (within it, first fit everywhere is the classic plan, and alignment can make it
+        # higher than the sweep's).
+        assert height(inst, mixed) <= height(inst, swept)
+    assert height(inst, mixed) >= sc.max_live
+
+
+@settings(max_examples=60, deadline=None)
+@given(intervals())
+def test_each_component_of_the_sweep_starts_from_an_empty_arena(buffers: list[Buffer]) -> None:
+    # Sweeping a component alone or after others gives it the same offsets.
+    inst = prepare(buffers)
+    sc = scan(inst)
+    together, _ = greedy(inst, "greedy-size", sc, pair_budget=-1)
+    for members in sc.components:
+        if len(members) < 2:
+            continue
+        sub = subinstance(inst, members)
+        alone, _ = greedy(sub, "greedy-size", scan(sub), pair_budget=-1)
+        assert [together[i] for i in members] == alone
+
+
+def test_first_fit_re_plans_the_component_that_sets_the_arena() -> None:
+    # Two runs of time. The sweep places the first, dense one badly; the windows around its
+    # top grow to all of it (no narrower one lowers it), which is first fit on its conflict
+    # lists, and only its pairs are built.
+    rnd = random.Random(2)
+    dense = [Buffer(s, s + rnd.randrange(1, 40), 64 * rnd.randrange(1, 60), 64) for s in range(300)]
+    sparse = [Buffer(1000 + 3 * k, 1000 + 3 * k + 2, 64, 64) for k in range(100)]
+    buffers = dense + sparse
+    inst = prepare(buffers)
+    sc = scan(inst)
+    assert len(sc.components) == 101
+    dense_pairs = sc.pairs[0]
+    swept, _ = greedy(inst, "greedy-size", sc, pair_budget=-1)
+    mixed, used = greedy(inst, "greedy-size", sc, pair_budget=dense_pairs)
+    assert used == dense_pairs
+    sub = subinstance(inst, sc.components[0])
+    first = place(sub, size_order(sub))
+    assert height(inst, mixed) == min(height(inst, swept), height(sub, first))
+    assert height(inst, mixed) < height(inst, swept)
+
+
+def test_random_sets_past_the_pair_budget_stay_near_the_bound() -> None:
+    # Many short-lived buffers in a long run of time (the benchmark's sparse sets, small).
+    rnd = random.Random(4)
+    n = 20_000
+    buffers = []
+    for _ in range(n):
+        s = rnd.randrange(n)
+        buffers.append(Buffer(s, s + 1 + rnd.randrange(20), 64 * int(2 ** rnd.uniform(0, 10)), 64))
+    lb = lower_bound(buffers)
+    with mock.patch.object(greedy_module, "PAIR_BUDGET", 50_000):
+        plans = {a: plan_buffers(buffers, a) for a in ("greedy-size", "greedy-conflict")}
+        best = plan_best(buffers, time_limit=0.2)
+    for p in (*plans.values(), best):
+        assert not check_plan(buffers, p.offsets, p.size)
+        assert p.size <= 1.2 * lb
+    # Size order with first fit where the arena is set: within 10% of the bound.
+    assert plans["greedy-size"].size <= 1.1 * lb
+    assert best.size <= plans["greedy-size"].size
+
+
+def test_best_tries_the_sweep_backwards_when_the_budget_allows() -> None:
+    rnd = random.Random(6)
+    buffers = [
+        Buffer(s, s + 1 + rnd.randrange(200), 64 * int(2 ** rnd.uniform(0, 10)), 64)
+        for s in (rnd.randrange(3000) for _ in range(3000))
+    ]
+    trace: list[str] = []
+    with mock.patch.object(greedy_module, "PAIR_BUDGET", 1000):
+        p = plan_best(buffers, time_limit=0.5, trace=trace)
+        greedy_plan = plan_buffers(buffers, "greedy-size")
+    assert not check_plan(buffers, p.offsets, p.size)
+    assert p.size <= greedy_plan.size
+    assert p.proven_bound == lower_bound(buffers)
+
+
+def dense_run(n: int, live: int, seed: int) -> list[Buffer]:
+    """One long component: ``n`` buffers, about ``live`` at a time, aligned to 64."""
+    rnd = random.Random(seed)
+    return [
+        Buffer(s, s + 1 + rnd.randrange(2 * live), 64 * int(2 ** rnd.uniform(0, 10)), 64)
+        for s in (rnd.randrange(n) for _ in range(n))
+    ]
+
+
+def swept_plan(buffers: list[Buffer]) -> list[int]:
+    inst = prepare(buffers)
+    off = [0] * inst.n
+    sweep_place(inst, sorted(range(inst.n), key=lambda i: (inst.start[i], -inst.size[i], i)), off)
+    return off
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(intervals(), st.integers(0, 3000))
+def test_windows_keep_the_plan_valid_never_higher_and_within_their_pairs(
+    buffers: list[Buffer], pair_budget: int
+) -> None:
+    inst = prepare(buffers)
+    off = swept_plan(buffers)
+    before = height(inst, off)
+    used = replan_windows(inst, off, size_order, pair_budget, scan(inst).max_live)
+    assert 0 <= used <= pair_budget
+    full = inst.expand(off, len(buffers))
+    assert not check_plan(buffers, full, height(inst, off))
+    assert all(o % b.align == 0 for o, b in zip(full, buffers))
+    assert height(inst, off) <= before
+
+
+def test_windows_lower_a_component_whose_pairs_are_past_the_budget() -> None:
+    # One component of 10,000 buffers: first fit on all of it is out of reach, windows
+    # around the top are not, and they lower the sweep's arena with an eighth of the pairs.
+    buffers = dense_run(10_000, 30, seed=8)
+    inst = prepare(buffers)
+    sc = scan(inst)
+    assert len([m for m in sc.components if len(m) > 1]) == 1
+    budget = sum(sc.pairs) // 8
+    swept, _ = greedy(inst, "greedy-size", sc, pair_budget=-1)
+    mixed, used = greedy(inst, "greedy-size", sc, pair_budget=budget)
+    assert 0 < used <= budget
+    assert not check_plan(buffers, inst.expand(mixed, len(buffers)), height(inst, mixed))
+    assert height(inst, mixed) < height(inst, swept)
+
+
+def test_best_with_no_time_is_greedy_size_past_the_pair_budget() -> None:
+    buffers = dense_run(4000, 40, seed=9)
+    with mock.patch.object(greedy_module, "PAIR_BUDGET", 20_000):
+        best = plan_best(buffers, time_limit=0.0)
+        greedy_plan = plan_buffers(buffers, "greedy-size")
+    assert best.offsets == greedy_plan.offsets
+    assert best.algorithm == "best(greedy-size)"
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10_000), st.sampled_from([0.0, 0.05, 0.2]), st.sampled_from([-1, 20_000]))
+def test_best_counts_all_its_work_against_the_budget(
+    seed: int, time_limit: float, pair_budget: int
+) -> None:
+    # Everything best does is counted (greedy-size's set-up, sweep and pairs included):
+    # it stays within its budget, or within what greedy-size alone costs when that is more.
+    buffers = dense_run(3000, 30, seed)
+    inst = prepare(buffers)
+    sc = scan(inst)
+    trace: list[str] = []
+    budget = pair_budget if pair_budget >= 0 else greedy_module.PAIR_BUDGET
+    with mock.patch.object(greedy_module, "PAIR_BUDGET", budget):
+        p = plan_best(buffers, time_limit=time_limit, trace=trace)
+        _, pairs = greedy(inst, "greedy-size", sc)
+        g = plan_buffers(buffers, "greedy-size")
+    used = int(trace[-1].split()[1])
+    swept = sum(sc.pairs) > budget
+    # A component searched may overrun by the last step it started (a search turn).
+    slack = 2000
+    assert used <= max(int(time_limit * WORK_PER_SECOND), greedy_work(inst.n, pairs, swept)) + slack
+    assert p.size <= g.size
+    assert not check_plan(buffers, p.offsets, p.size)
