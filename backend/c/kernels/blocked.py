@@ -798,7 +798,7 @@ def gen_dense_f32(g: Gen) -> list[str]:
     n_static = _static(w.shape[0])
     n_tail = WIDTHS if bias else tail_widths(n_static)
     if bias and n_static is not None:  # every block goes through the tile
-        n_tail = tuple(sorted({V} if n_static >= V else set()) | set(tail_widths(n_static)))
+        n_tail = tuple(sorted(({V} if n_static >= V else set()) | set(tail_widths(n_static))))
     decls += [
         f"float panel[{V} * {kc_max}];",
         f"const float *rows[{kc_max}];",

@@ -156,7 +156,7 @@ def blocked_loop(
                 g.emit(f"{store(f'{var} + v')} = t[v];")
         if n_static is not None and n_static % BLOCK == 0 and size == str(BLOCK):
             return
-    if n_static is None or n_static % BLOCK:
+    if n_static is None or n_static % BLOCK or n_static == 0:  # (0: keeps the names used)
         with g.block(f"for (; {var} < {extent}; ++{var})"):
             g.emit(f"{store(var)} = {body(var)};")
 
