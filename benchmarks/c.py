@@ -21,12 +21,20 @@ peak memory of the process),
 the emission alone (``emit_c``, CPU time, in this process), the size of the ``.c``, and
 ``cc -O2 -c`` of it (CPU time and peak memory: the compiler's own rusage, children
 included), with ``.bss`` and ``.rodata`` (the weights object's in file mode) against the
-report's arena and constant bytes. Each row is a dict: a later table (inference times) adds
-its columns to the same rows (:data:`ZOO_COLUMNS`).
+report's arena and constant bytes (:data:`ZOO_COLUMNS`). The zoo models are those of
+benchmarks/zoo.py without their final softmax (so that logits are compared).
+
+Last, the inference table (benchmarks/c_infer.py), from each model's ``--constants file``
+build: CPU time per run of onnxruntime (``intra_op_num_threads=1``), of the C built
+``-std=c99 -O2`` and with the recommended flags (``--flags``, docs/c.md), and of the VM, on
+the same input, with the ratios to onnxruntime and the largest difference from its logits
+(over the largest |logit|); above ``--rtol`` (1e-4) the run exits 1, as it does when a C
+build warns under ``-Wall -Wextra -Werror -pedantic``.
 
     python benchmarks/c.py [--repeat 5] [--number 20] [--cc cc]
                            [--zoo squeezenet,...|none] [--constants inline,file]
-                           [--zoo-dir DIR] [--skip-samples]
+                           [--zoo-dir DIR] [--skip-samples] [--flags "-std=c99 -O3 ..."]
+                           [--no-infer] [--no-vm] [--infer-repeat 3] [--infer-number 3]
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -48,7 +57,8 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from models import SAMPLES, decoder  # noqa: E402
-from zoo import ZOO, prepare  # noqa: E402
+from c_infer import INFER_COLUMNS, RECOMMENDED, infer_row, prepare_logits  # noqa: E402
+from zoo import ZOO  # noqa: E402
 
 from relaxc.backend.c import emit_c  # noqa: E402
 from relaxc.backend.inputs import random_inputs, resolve_dims  # noqa: E402
@@ -226,7 +236,7 @@ def zoo_rows(
     """One row per model and weight mode (see the module's docstring)."""
     rows = []
     for name in models:
-        rx = prepare(name, folder / "models")
+        rx = prepare_logits(name, folder / "models")
         for mode in modes:
             row: dict[str, Any] = {"model": name, "constants": mode}
             out = folder / f"{name}_{mode}"
@@ -261,6 +271,39 @@ def zoo_rows(
             )
             for f in out.glob("*.o"):
                 f.unlink()
+    return rows
+
+
+def infer_rows(
+    models: Sequence[str], folder: Path, args: argparse.Namespace
+) -> list[dict[str, Any]]:
+    """The inference row of each model, from its ``--constants file`` build in ``folder``
+    (built by :func:`zoo_rows` if it is not there)."""
+    rows = []
+    for name in models:
+        rx = prepare_logits(name, folder / "models")
+        out = folder / f"{name}_file"
+        if not (out / f"{name}.c").exists():
+            cmd = [sys.executable, "-m", "relaxc.cli.main", "build", str(rx), "-t", "c"]
+            run_measured([*cmd, "-q", "-o", str(out), "--constants", "file"])
+        row = {"model": name}
+        row.update(
+            infer_row(
+                rx,
+                out,
+                args.cc,
+                shlex.split(args.flags),
+                args.infer_repeat,
+                args.infer_number,
+                not args.no_vm,
+            )
+        )
+        rows.append(row)
+        print(
+            "  ".join(f"{h}={f(row[k])}" for k, h, f in INFER_COLUMNS if k in row),
+            file=sys.stderr,
+            flush=True,
+        )
     return rows
 
 
@@ -323,6 +366,14 @@ def main() -> None:
     ap.add_argument("--constants", default="inline,file", help="weight modes of the zoo builds")
     ap.add_argument("--zoo-dir", type=Path, help="keep the zoo's models and builds here")
     ap.add_argument("--skip-samples", action="store_true", help="only the zoo")
+    ap.add_argument(
+        "--flags", default=" ".join(RECOMMENDED), help="the recommended flags (%(default)s)"
+    )
+    ap.add_argument("--no-infer", action="store_true", help="no zoo inference table")
+    ap.add_argument("--no-vm", action="store_true", help="leave the VM out of it (slow)")
+    ap.add_argument("--infer-repeat", type=int, default=3, help="zoo timing rounds")
+    ap.add_argument("--infer-number", type=int, default=3, help="zoo runs per round")
+    ap.add_argument("--rtol", type=float, default=1e-4, help="C vs onnxruntime, of max |logit|")
     args = ap.parse_args()
     if shutil.which(args.cc) is None:
         sys.exit(f"no C compiler '{args.cc}'")
@@ -334,6 +385,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             folder = args.zoo_dir or Path(tmp)
             rows = zoo_rows(models, args.constants.split(","), folder, args.cc)
+            inferred = [] if args.no_infer else infer_rows(models, folder, args)
         Console(width=160).print(
             table(
                 "the model zoo (random weights): relaxc build -t c and cc -O2 -c, CPU time and "
@@ -343,6 +395,19 @@ def main() -> None:
             )
         )
         failed |= not all(r["bss_ok"] and r["rodata_ok"] for r in rows)
+        if inferred:
+            Console(width=160).print(
+                table(
+                    f"inference, batch 1, CPU time per run (best of {args.infer_repeat} x "
+                    f"{args.infer_number}), the same input",
+                    inferred,
+                    INFER_COLUMNS,
+                ),
+                f"C -O2: cc -std=c99 -O2; C recommended: cc {args.flags} (both with "
+                "-Wall -Wextra -Werror -pedantic). max err: the largest difference from "
+                "onnxruntime's logits over the largest |logit|; above --rtol fails.",
+            )
+            failed |= any(r["err"] > args.rtol for r in inferred)
     if failed:
         sys.exit(1)
 

@@ -1,0 +1,145 @@
+"""C kernels: one specialised C function per kernel-op instance (op, attributes, types).
+
+Each kernel computes what the op's numpy kernel in :mod:`relaxc.ir.ops` computes: reductions,
+pooling and normalizations accumulate in ``double`` (the numpy kernels compute in float64
+and cast back); ``f32`` conv2d, dense and matmul sum in ``float``, blocked for speed
+(:mod:`.blocked`: within the error of a float sum, not bit-identical); ``f32`` elementwise
+arithmetic is done in ``float`` like numpy; integers wrap (arithmetic is done in unsigned
+64 bits, never undefined), and every special case of the reference kernels (integer
+division by zero, float-to-int casts, NaN propagation of ``maximum`` and ``max_pool2d``,
+``take`` clipping its indices) is mirrored.
+
+One module per family: :mod:`.elementwise`, :mod:`.movement`, :mod:`.reduce`,
+:mod:`.linalg` (with :mod:`.blocked`), :mod:`.pool`, :mod:`.norm`; :mod:`.base` holds what
+they share. Kernels that may compute their output over an input (``OpDef.inplace``) read
+each element (each row, for a normalization) before writing it; the others declare their
+pointers ``restrict``.
+
+A kernel's signature is ``static void NAME(const T *x0, ..., T *y0, ..., int64_t d_a, ...)``:
+inputs, outputs, then the value of each symbolic dim its types use (sorted by name).
+Shapes are baked in; symbolic dims are read from those parameters. An op or dtype this file
+does not handle is an :class:`RxError` naming it: the C target never emits a guess.
+
+What an op *is* (float-only, elementwise, its scalar formula, in-place safety) is read from its
+record in :data:`relaxc.ir.ops.REGISTRY`; what this file adds is :data:`C_KERNELS`, the C
+generator of each kernel op (or the reason the C target refuses it), checked against the
+registry when the module is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from relaxc.ir.backends import BackendTable
+from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import Registry
+
+from .. import dtypes as T
+from ..helpers import Helpers
+from .base import DimC, Gen, Spec, broadcast_index, horner, same_shape, unsupported
+from .elementwise import (
+    gen_binary,
+    gen_cast,
+    gen_clip,
+    gen_leaky_relu,
+    gen_unary,
+    gen_where,
+    plain_elementwise,
+)
+from .linalg import gen_conv2d, gen_dense, gen_matmul
+from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
+from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
+from .pool import gen_global_avg_pool2d, gen_pool
+from .reduce import gen_reduce
+
+# ---------------------------------------------------------------------------------------
+# The table.
+
+Generator = Callable[[Gen], list[str]]
+
+
+GENERATORS: dict[str, Generator] = {
+    "leaky_relu": gen_leaky_relu,
+    "clip": gen_clip,
+    "cast": gen_cast,
+    "where": gen_where,
+    "zeros": gen_fill,
+    "ones": gen_fill,
+    "full": gen_fill,
+    "concat": gen_concat,
+    "split": gen_split,
+    "transpose": gen_transpose,
+    "strided_slice": gen_strided_slice,
+    "take": gen_take,
+    "sum": gen_reduce,
+    "mean": gen_reduce,
+    "max": gen_reduce,
+    "matmul": gen_matmul,
+    "dense": gen_dense,
+    "conv2d": gen_conv2d,
+    "max_pool2d": gen_pool,
+    "avg_pool2d": gen_pool,
+    "global_avg_pool2d": gen_global_avg_pool2d,
+    "batch_norm": gen_batch_norm,
+    "layer_norm": gen_norm,
+    "rms_norm": gen_norm,
+    "softmax": gen_softmax,
+    "lrn": gen_lrn,
+}
+"""The generators of the kernel ops that are not plain elementwise ones."""
+
+REFUSED: dict[str, str] = {}
+"""Kernel ops the C target does not compute, and why: ``{"fft": "not on the C target, because
+it has no complex dtype"}``. The sentence reaches the user's error. (Every op is computed today.)"""
+
+
+def c_kernels(registry: Registry) -> BackendTable[Generator]:
+    """The C target's table of kernel generators for ``registry``, checked to cover it: a
+    RuntimeError names a kernel op that has neither a generator nor a refusal."""
+    table: BackendTable[Generator] = BackendTable("C")
+    table.implement_all(plain_elementwise(registry, 1), gen_unary)
+    table.implement_all(plain_elementwise(registry, 2), gen_binary)
+    for op, gen in GENERATORS.items():
+        table.implement(op, gen)
+    for op, why in REFUSED.items():
+        table.refuse(op, why)
+    table.check_covers(registry)
+    return table
+
+
+C_KERNELS: BackendTable[Generator] = c_kernels(REGISTRY)
+"""The C generator of every kernel op of the registry, or why the C target refuses it."""
+
+
+def generate(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None = None) -> str:
+    """The C definition of kernel ``fname`` for ``spec``; RxError if the C target lacks it."""
+    gen = C_KERNELS.get(spec.op)
+    if gen is None:
+        refusal = C_KERNELS.refusal(spec.op)
+        why = f": {refusal.why}" if refusal is not None else ""
+        raise RxError(f"the C target has no kernel for op {spec.op}{why}", loc)
+    for t in spec.ins + spec.outs:
+        if t.dtype not in T.SUPPORTED:
+            raise unsupported(spec, f"dtype {t.dtype} has no C representation", loc)
+    op = REGISTRY.get(spec.op)
+    if op is not None and op.float_only and any(T.kind(t.dtype) != "float" for t in spec.ins[:1]):
+        raise unsupported(spec, loc=loc)
+    g = Gen(spec, fname, helpers, loc)
+    decls = gen(g)
+    return g.render(decls)
+
+
+__all__ = [
+    "C_KERNELS",
+    "DimC",
+    "Gen",
+    "Generator",
+    "Spec",
+    "broadcast_index",
+    "c_kernels",
+    "generate",
+    "horner",
+    "same_shape",
+    "unsupported",
+]

@@ -1,0 +1,346 @@
+"""Elementwise kernels: unary and binary arithmetic, leaky_relu, clip, cast and where."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from relaxc.ir import dims as D
+from relaxc.ir.registry import Registry
+from relaxc.ir.types import TensorType
+
+from .. import dtypes as T
+
+from .base import (
+    Gen,
+    ctype_of_domain,
+    fmax_of,
+    horner,
+    int_wrap,
+    scalar_formula,
+    scalar_of,
+    to_int,
+    unsupported,
+)
+
+
+def unary_expr(g: Gen, op: str, dtype: str, x: str) -> str:
+    k = T.kind(dtype)
+    if k == "bool":
+        raise unsupported(g.spec, "bool arithmetic", g.loc)
+    formula = scalar_of(g)
+    if k == "float":
+        ct = ctype_of_domain(dtype)
+        d = f"(double){x}"
+        simple = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh"}
+        if formula is not None:  # negative: -x
+            return scalar_formula(formula, [x])
+        if op == "abs":
+            return f"({ct})fabs({d})"
+        if op in simple:
+            return f"({ct}){simple[op]}({d})"
+        if op == "rsqrt":
+            return f"({ct})(1.0 / sqrt({d}))"
+        if op == "sigmoid":
+            return f"({ct})(1.0 / (1.0 + exp(-{d})))"
+        if op == "silu":
+            return f"({ct})({d} / (1.0 + exp(-{d})))"
+        if op == "relu":
+            if dtype != "f16":  # one comparison: NaN stays, -0 gives +0 (numpy's maximum)
+                return f"({x} <= 0 ? ({ct})0 : {x})"
+            return f"({x} != {x} || {x} > 0 ? {x} : ({ct})0)"
+        if op == "erf":
+            # numpy: erf in float64, rounded once to the dtype (f16 too: no detour via float).
+            return f"erf({d})" if dtype == "f16" else f"({ct})erf({d})"
+        if op == "gelu":
+            # numpy: x / sqrt(2) is done in the input's precision, erf in float64.
+            if dtype == "f64":
+                t = f"{x} / 1.4142135623730951"
+            else:
+                t = f"{x} / 1.41421356f"
+            return f"({ct})(0.5 * {d} * (1.0 + erf((double)({t}))))"
+        raise unsupported(g.spec, loc=g.loc)
+    ct = T.c_type(dtype)
+    if op == "negative":
+        return int_wrap(dtype, f"0u - (uint64_t){x}")
+    if op == "abs":
+        if k == "uint":
+            return x
+        return f"({x} < 0 ? {int_wrap(dtype, f'0u - (uint64_t){x}')} : {x})"
+    if op == "relu":
+        return f"({x} > 0 ? {x} : ({ct})0)"
+    raise unsupported(g.spec, loc=g.loc)
+
+
+def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
+    k = T.kind(dtype)
+    if k == "bool":
+        raise unsupported(g.spec, "bool arithmetic", g.loc)
+    formula = scalar_of(g)
+    if k == "float":
+        ct = ctype_of_domain(dtype)
+        if formula is not None:  # add, subtract, multiply: computed in the dtype (f16 in float)
+            return f"({scalar_formula(formula, [a, b])})"
+        if op == "divide":  # a float division: no integer rule
+            return f"({a} / {b})"
+        if op == "maximum":
+            return f"({ct}){g.h.use(fmax_of(dtype))}({a}, {b})"
+        if op == "minimum":
+            return f"({ct}){g.h.use(fmax_of(dtype, 'fminnan'))}({a}, {b})"
+        if op == "power":
+            return f"({ct})pow((double){a}, (double){b})"
+        raise unsupported(g.spec, loc=g.loc)
+    if formula is not None:  # integers wrap: the formula in unsigned 64 bits, then truncated
+        return int_wrap(dtype, scalar_formula(formula, [f"(uint64_t){a}", f"(uint64_t){b}"]))
+    if op == "maximum":
+        return f"({a} > {b} ? {a} : {b})"
+    if op == "minimum":
+        return f"({a} < {b} ? {a} : {b})"
+    if op == "divide":
+        q = f"trunc((double){a} / (double){b})"
+        return f"({b} == 0 ? ({T.c_type(dtype)})0 : {to_int(g, dtype, q)})"
+    if op == "power":
+        return to_int(g, dtype, f"pow((double){a}, (double){b})")
+    raise unsupported(g.spec, loc=g.loc)
+
+
+# ---------------------------------------------------------------------------------------
+# Elementwise ops.
+
+
+BLOCK = 16
+"""The fewest elements per block (see :func:`block_macro`)."""
+
+
+def _register_block() -> None:
+    from ..helpers import HELPERS
+
+    HELPERS["ew_block"] = (
+        (),
+        """\
+/* Elements an elementwise loop computes per block: each block reads its inputs into a local
+ * array, then writes the output, so an output computed over its input (the same pointer)
+ * stays correct and the compiler needs no run-time overlap check (GCC's -O2 cost model
+ * refuses those). 16 keeps the block in registers at -O2; with AVX (-march, used with -O3)
+ * 64, since GCC's -O3 would otherwise vectorize across blocks of 16, with shuffles. */
+#if defined(__AVX__)
+#define {p}_ew_block 64
+#else
+#define {p}_ew_block 16
+#endif""",
+    )
+
+
+_register_block()
+
+
+def blocked_loop(
+    g: Gen, var: str, extent: str, body: Callable[[str], str], store: Callable[[str], str], ct: str
+) -> None:
+    """``for var < extent: store(j) = body(j)`` in blocks of ``{p}_ew_block`` (then 16, then
+    one by one): a block computes ``body`` into a local array, then stores it. ``body(j)``
+    and ``store(j)`` are C expressions of the index ``j``."""
+    blk = g.h.use("ew_block")
+    n_static = int(extent) if extent.isdigit() else None
+    g.emit(f"{var} = 0;")
+    for size in (blk, str(BLOCK)):
+        if n_static is not None and n_static < BLOCK:
+            break
+        with g.block(f"for (; {var} + {size} <= {extent}; {var} += {size})"):
+            g.emit(f"{ct} t[{size}];")
+            with g.loop("v", size):
+                g.emit(f"t[v] = {body(f'{var} + v')};")
+            with g.loop("v", size):
+                g.emit(f"{store(f'{var} + v')} = t[v];")
+        if n_static is not None and n_static % BLOCK == 0 and size == str(BLOCK):
+            return
+    if n_static is None or n_static % BLOCK or n_static == 0:  # (0: keeps the names used)
+        with g.block(f"for (; {var} < {extent}; ++{var})"):
+            g.emit(f"{store(var)} = {body(var)};")
+
+
+def uses_block_var(extent: str) -> bool:
+    """Whether :func:`blocked_loop` over ``extent`` declares the block index ``v``."""
+    return not extent.isdigit() or int(extent) >= BLOCK
+
+
+def broadcast_groups(g: Gen, ins: tuple[TensorType, ...], out: TensorType) -> list[tuple]:
+    """The output's dims as loops: dims of extent 1 dropped, neighbours merged when every
+    input is read the same way along both (all of it, or broadcast). Each group is
+    ``(extent, per input: True if it runs along the group)``, outermost first."""
+    n = len(out.shape)
+    groups: list[tuple[list[D.Dim], tuple[bool, ...]]] = []
+    for j, d in enumerate(out.shape):
+        if isinstance(d, int) and d == 1:
+            continue
+        pat = []
+        for t in ins:
+            off = n - len(t.shape)
+            pat.append(j >= off and not (t.shape[j - off] == 1))
+        if groups and groups[-1][1] == tuple(pat):
+            groups[-1][0].append(d)
+        else:
+            groups.append(([d], tuple(pat)))
+    return [(g.prod([g.dim(d) for d in ds]), pat) for ds, pat in groups]
+
+
+def gen_elementwise(g: Gen, scalar: Callable[[list[str]], str]) -> list[str]:
+    """``y0 = scalar(inputs)`` over the broadcast output shape, in blocks of BLOCK elements
+    along the innermost (merged) dim."""
+    s = g.spec
+    out = s.outs[0]
+    ins = s.ins
+    groups = broadcast_groups(g, ins, out)
+    if not groups:  # one element
+        vals = [g.load(t.dtype, f"{x}[0]") for t, x in zip(ins, g.x)]
+        g.emit(f"y0[0] = {g.store(out.dtype, scalar(vals))};")
+        return []
+    outer, (inner, inner_pat) = groups[:-1], groups[-1]
+    o_vars = [g.tmp("o") for _ in outer]
+    extents = [e for e, _ in groups]
+    ct = T.c_type(out.dtype)
+
+    def base(k: int | None) -> str:
+        """The index of input k (or the output: None) at the start of the inner run."""
+        if k is None:
+            return horner(o_vars + ["0"], extents)
+        idx = [v for v, (_, pat) in zip(o_vars, outer) if pat[k]]
+        ext = [e for e, pat in outer if pat[k]]
+        if inner_pat[k]:
+            idx, ext = idx + ["0"], ext + [inner]
+        return horner(idx, ext) if idx else "0"
+
+    def at(b: str, j: str) -> str:
+        return j if b == "0" else f"{b} + {j}"
+
+    def value(j: str) -> str:
+        vals = [
+            g.load(t.dtype, f"{x}[{at(base(k), j) if inner_pat[k] else base(k)}]")
+            for k, (t, x) in enumerate(zip(ins, g.x))
+        ]
+        return g.store(out.dtype, scalar(vals))
+
+    def inner_loops() -> None:
+        ob = base(None)
+        blocked_loop(g, "i", inner, value, lambda j: f"y0[{at(ob, j)}]", ct)
+
+    def rec(k: int) -> None:
+        if k == len(outer):
+            inner_loops()
+            return
+        with g.loop(o_vars[k], outer[k][0]):
+            rec(k + 1)
+
+    rec(0)
+    uses_v = uses_block_var(inner)
+    return [f"int64_t {', '.join(o_vars + ['i'] + (['v'] if uses_v else []))};"]
+
+
+def gen_unary(g: Gen) -> list[str]:
+    dtype = g.spec.ins[0].dtype
+    return gen_elementwise(g, lambda v: unary_expr(g, g.spec.op, dtype, v[0]))
+
+
+def gen_binary(g: Gen) -> list[str]:
+    dtype = g.spec.ins[0].dtype
+    return gen_elementwise(g, lambda v: binary_expr(g, g.spec.op, dtype, v[0], v[1]))
+
+
+def gen_leaky_relu(g: Gen) -> list[str]:
+    """x >= 0 ? x : alpha * x, in the compute domain (f16 as float), alpha rounded to it."""
+    dtype = g.spec.ins[0].dtype
+    lit = "f64" if dtype == "f64" else "f32"
+    with np.errstate(over="ignore"):  # a huge alpha is inf in f32, as in the numpy kernel
+        a = float(g.spec.attr["alpha"]) if lit == "f64" else float(np.float32(g.spec.attr["alpha"]))
+    alpha = T.float_literal(a, lit)
+    zero = "0.0" if lit == "f64" else "0.0f"
+    return gen_elementwise(g, lambda v: f"({v[0]} >= {zero} ? {v[0]} : {v[0]} * {alpha})")
+
+
+def gen_clip(g: Gen) -> list[str]:
+    dtype = g.spec.ins[0].dtype
+    lo, hi = g.spec.attr["a_min"], g.spec.attr["a_max"]
+    k = T.kind(dtype)
+    if k == "bool":
+        raise unsupported(g.spec, loc=g.loc)
+    if k == "float":
+        np_t = np.float16 if dtype == "f16" else (np.float32 if dtype == "f32" else np.float64)
+        lo_v, hi_v = float(np_t(lo)), float(np_t(hi))
+        lit = "f64" if dtype == "f64" else "f32"
+        lo_c, hi_c = T.float_literal(lo_v, lit), T.float_literal(hi_v, lit)
+    else:
+        info = np.iinfo(np.dtype(T.DTYPES[dtype].numpy))
+
+        def bound(v: float, up: bool) -> int:
+            if math.isinf(v):
+                return int(info.max) if v > 0 else int(info.min)
+            n = math.ceil(v) if up else math.floor(v)
+            return max(int(info.min), min(int(info.max), n))
+
+        lo_i, hi_i = bound(lo, True), bound(hi, False)
+        lo_c, hi_c = T.element_literal(lo_i, dtype), T.element_literal(hi_i, dtype)
+
+        def clamp(v: list[str]) -> str:  # no comparison that the type makes always false
+            x = v[0]
+            if lo_i > info.min:
+                x = (
+                    f"({v[0]} < {lo_c} ? {lo_c} : {x})"
+                    if hi_i >= info.max
+                    else f"({v[0]} < {lo_c} ? {lo_c} : ({v[0]} > {hi_c} ? {hi_c} : {v[0]}))"
+                )
+            elif hi_i < info.max:
+                x = f"({v[0]} > {hi_c} ? {hi_c} : {v[0]})"
+            return x
+
+        return gen_elementwise(g, clamp)
+    return gen_elementwise(
+        g, lambda v: f"({v[0]} < {lo_c} ? {lo_c} : ({v[0]} > {hi_c} ? {hi_c} : {v[0]}))"
+    )
+
+
+def gen_cast(g: Gen) -> list[str]:
+    src, dst = g.spec.ins[0].dtype, g.spec.outs[0].dtype
+    ks, kd = T.kind(src), T.kind(dst)
+
+    def conv(v: list[str]) -> str:
+        x = v[0]
+        if kd == "bool":
+            return f"(uint8_t)({x} != 0)"
+        if kd == "float":  # the value itself; gen_elementwise converts it to dst's storage
+            return x if ks == "float" else f"(double){x}"
+        if ks == "float":  # truncate toward zero, nan -> 0, saturate at the target's range
+            info = np.iinfo(np.dtype(T.DTYPES[dst].numpy))
+            lo_c, hi_c = (
+                T.float_literal(float(info.min), "f64"),
+                T.float_literal(float(info.max), "f64"),
+            )
+            mn, mx = T.element_literal(int(info.min), dst), T.element_literal(int(info.max), dst)
+            t = f"trunc((double){x})"
+            return (
+                f"({x} != {x} ? ({T.c_type(dst)})0 : ({t} <= {lo_c} ? {mn} : ({t} >= "
+                f"{hi_c} ? {mx} : ({T.c_type(dst)}){t})))"
+            )
+        return int_wrap(
+            dst, f"(uint64_t)(int64_t){x}" if ks == "int" else f"(uint64_t){x}"
+        )  # wraps
+
+    return gen_elementwise(g, conv)
+
+
+def gen_where(g: Gen) -> list[str]:
+    return gen_elementwise(g, lambda v: f"({v[0]} ? {v[1]} : {v[2]})")
+
+
+def plain_elementwise(registry: Registry, arity: int) -> list[str]:
+    """The elementwise kernel ops of ``arity`` inputs and no attributes: in C each is one
+    scalar expression (:func:`unary_expr`, :func:`binary_expr`)."""
+    return [
+        op.name
+        for op in registry.ops()
+        if op.category == "kernel"
+        and op.elementwise
+        and not op.attrs
+        and op.min_inputs == op.max_inputs == arity
+    ]
