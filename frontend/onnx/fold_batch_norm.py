@@ -23,7 +23,7 @@ tolerance of a blocked sum; the tests compare both with onnxruntime).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -39,12 +39,13 @@ class ConvBatchNorm:
     epsilon: float
 
 
-def foldable_pairs(graph: Any, env: Mapping[str, Value], opset: int) -> dict[int, ConvBatchNorm]:
-    """The Conv -> BatchNormalization pairs of ``graph`` that fold, keyed by the Conv's index.
-
-    ``env`` holds the values known before any node runs (initializers as :class:`Folded`);
-    ``Constant`` nodes are not looked through (exporters give BatchNormalization and Conv
-    their weights as initializers)."""
+def foldable_pairs(graph: Any, opset: int) -> dict[int, ConvBatchNorm]:
+    """The Conv -> BatchNormalization pairs of ``graph`` whose shape allows a fold, keyed by
+    the Conv's index: the Conv's output has the normalization (input 0) as its only reader
+    and is not a graph output, and the normalization is in inference form with no training
+    output read. Whether the weights are known is :func:`fold_inputs`'s to say, when the
+    Conv is converted (weights folded from ``ConstantOfShape`` or ``Constant`` nodes are
+    known by then, as initializers are from the start)."""
     readers: dict[str, list[tuple[int, int]]] = {}
     for index, node in enumerate(graph.node):
         for slot, name in enumerate(node.input):
@@ -70,24 +71,36 @@ def foldable_pairs(graph: Any, env: Mapping[str, Value], opset: int) -> dict[int
             continue
         if any(name and (name in outputs or readers.get(name)) for name in bn.output[1:]):
             continue  # a training output is read: leave the node to report it
-        weights = [conv.input[1]] + ([conv.input[2]] if len(conv.input) > 2 else [])
-        params = list(bn.input[1:5])
-        if len(params) != 4 or not all(
-            name and isinstance(env.get(name), Folded) for name in weights + params
-        ):
-            continue
-        arrays = [env[name].array for name in weights + params]  # type: ignore[union-attr]
-        if arrays[0].ndim != 4 or any(a.ndim != 1 for a in arrays[1:]):
-            continue
-        if len({a.dtype for a in arrays}) != 1 or arrays[0].dtype.kind != "f":
-            continue
-        channels = arrays[0].shape[0]
-        if any(a.shape[0] != channels for a in arrays[1:]):
+        if len(bn.input) < 5 or not all(bn.input[1:5]):
             continue
         eps = attrs.get("epsilon")
         epsilon = float(eps.f) if eps is not None else 1e-5
         pairs[index] = ConvBatchNorm(index, bn_index, epsilon)
     return pairs
+
+
+def fold_inputs(
+    conv_inputs: Sequence[Value | None],
+    bn_inputs: Sequence[Value | None],
+    pair: ConvBatchNorm,
+    hint: str,
+) -> tuple[Folded, Folded] | None:
+    """The Conv's (W', B') for ``pair``, or None when a weight is not known at import time
+    or the weights are not one float dtype of matching shapes (the pair then stays two ops)."""
+    w = conv_inputs[1] if len(conv_inputs) > 1 else None
+    b = conv_inputs[2] if len(conv_inputs) > 2 else None
+    params = list(bn_inputs[1:5])
+    values = [w] + ([b] if b is not None else []) + params
+    if not all(isinstance(v, Folded) for v in values):
+        return None
+    arrays = [v.array for v in values]  # type: ignore[union-attr]
+    if arrays[0].ndim != 4 or any(a.ndim != 1 for a in arrays[1:]):
+        return None
+    if len({a.dtype for a in arrays}) != 1 or arrays[0].dtype.kind != "f":
+        return None
+    if any(a.shape[0] != arrays[0].shape[0] for a in arrays[1:]):
+        return None
+    return folded_weights(w, b, params, pair.epsilon, hint)  # type: ignore[arg-type]
 
 
 def folded_weights(

@@ -23,7 +23,7 @@ from relaxc.ir.verifier import verify_module
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
 from .converters import CONVERTERS, EXTRA_OUTPUTS
-from .fold_batch_norm import foldable_pairs, folded_weights
+from .fold_batch_norm import fold_inputs, foldable_pairs
 from .model import (
     DEFAULT_DOMAINS,
     default_opset,
@@ -107,8 +107,8 @@ def import_onnx(
         attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
     _check_signature(params, tuple(attrs), function_name)
     used = _used_names(graph)
-    folds = foldable_pairs(graph, env, opset) if fold_batch_norm else {}
-    folded_away = {pair.batch_norm: pair for pair in folds.values()}
+    candidates = foldable_pairs(graph, opset) if fold_batch_norm else {}
+    folded_away: set[int] = set()  # the BatchNormalization nodes their Conv computed
     origins: list[str] = []
     for index, node in _topological(graph, set(env)):
         if index in folded_away:
@@ -116,12 +116,15 @@ def import_onnx(
         label = node_label(node, index)
         origins += [""] * (len(builder.body) - len(origins))
         inputs = [env[name] if name else None for name in node.input]
-        pair = folds.get(index)
+        pair = candidates.get(index)
         if pair is not None:
-            bn = graph.node[pair.batch_norm]
-            w, b = inputs[1], inputs[2] if len(inputs) > 2 else None
-            bn_params = [env[name] for name in bn.input[1:5]]
-            inputs[1:] = folded_weights(w, b, bn_params, pair.epsilon, node.output[0])  # type: ignore[arg-type]
+            bn_inputs = [env.get(name) for name in graph.node[pair.batch_norm].input]
+            folded = fold_inputs(inputs, bn_inputs, pair, node.output[0])
+            if folded is None:
+                pair = None  # a weight is computed at run time: the two ops stay
+            else:
+                inputs[1:] = folded
+                folded_away.add(pair.batch_norm)
         ctx = NodeContext(node, node_attrs(node), opset, builder, inputs)
         try:
             outs = CONVERTERS[node.op_type](ctx)
@@ -168,9 +171,9 @@ def import_onnx(
             f"the imported program does not verify (a bug in relaxc's importer): {e.message}"
         ) from None
     notes = _notes(params, upper_bounds)
-    if folds:
+    if folded_away:
         notes.append(
-            f"{len(folds)} BatchNormalization node(s) folded into the Conv before them "
+            f"{len(folded_away)} BatchNormalization node(s) folded into the Conv before them "
             "(relaxc import --no-fold-batch-norm keeps them)."
         )
     origins += [""] * (len(builder.body) - len(origins))

@@ -129,3 +129,40 @@ def test_a_real_model_folds_every_conv_batch_norm_pair() -> None:
     kept = import_and_compare(model, feeds, fold_batch_norm=False)
     assert ops_of(kept).count("batch_norm") == 1 and "batch_norm" not in ops_of(folded)
     assert len(computing_ops(folded)) == len(computing_ops(kept)) - 1
+
+
+def test_weights_made_by_constant_of_shape_fold_too() -> None:
+    # The onnx package's model-zoo models make every weight with ConstantOfShape nodes, which
+    # are folded while the graph is converted, before the Conv that reads them.
+    from onnx import TensorProto
+
+    def splat(name: str, shape: list[int], value: float) -> list:
+        return [
+            helper.make_node(
+                "Constant",
+                [],
+                [f"{name}_shape"],
+                value=helper.make_tensor(f"{name}_s", TensorProto.INT64, [len(shape)], shape),
+            ),
+            helper.make_node(
+                "ConstantOfShape",
+                [f"{name}_shape"],
+                [name],
+                value=helper.make_tensor(f"{name}_v", TensorProto.FLOAT, [1], [value]),
+            ),
+        ]
+
+    nodes = (
+        splat("w", [3, 2, 3, 3], 0.25)
+        + splat("s", [3], 1.5)
+        + splat("b", [3], 0.1)
+        + splat("m", [3], -0.2)
+        + splat("v", [3], 0.8)
+        + [
+            helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+            helper.make_node("BatchNormalization", ["c", "s", "b", "m", "v"], ["y"]),
+        ]
+    )
+    model = make_model(nodes, [("x", np.float32, [1, 2, 5, 5])], [("y", np.float32, None)])
+    result = import_and_compare(model, {"x": randn(1, 2, 5, 5, seed=3)})
+    assert "batch_norm" not in ops_of(result)
