@@ -1,15 +1,20 @@
-"""Differential fuzzing of every pipeline, planner and backend (issue 9, parts 1 and 3).
+"""Differential fuzzing of every pipeline, planner and backend (issue 9, parts 1 and 3;
+issue 15 for the memory-sharing passes).
 
 The fixed-seed run (part of ``pytest -q``): programs ``program_from_seed(0 ... 499)`` of
 tests/fuzz/gen.py and 50 programs of tests/strategies.py's ``programs()`` (drawn by
-hypothesis, derandomized, no database) go through ManifestAlloc, PlanMemory with every
-planner (each plan checked by the independent checker, on the planner's buffers and again
-on the output IR), KillAfterLastUse and LegalizePackedCalls; the VM runs the source and
-every vm pipeline output with poisoning; the C target builds the c pipeline of every
-distinct plan, and the unpacked and vm pipeline builds of one planner per program (in
-turn); every fifth program's C also runs under AddressSanitizer and
-UndefinedBehaviorSanitizer. Everything must equal the reference interpreter (the VM bit for
-bit, C within tests/backend/c's tolerance, C variants of one program bit for bit).
+hypothesis, derandomized, no database) go through the passes of the vm pipeline before
+PlanMemory (ManifestAlloc, PlanWorkspace, ElideConcatSplit, ComputeInPlace), PlanMemory
+with every planner (each plan checked by the independent checker, on the planner's buffers
+and again on the output IR), KillAfterLastUse and LegalizePackedCalls, and
+ReorderForMemory before the vm pipeline once the registry has it; the VM runs the source,
+the IR after each sharing pass that changed it, and every vm pipeline output, with
+poisoning; the C target builds the c pipeline of every distinct plan, and the unpacked and
+vm pipeline builds of one planner per program (in turn); every fifth program's C also runs
+under AddressSanitizer and UndefinedBehaviorSanitizer. Everything must equal the reference
+interpreter (the VM bit for bit, C within tests/backend/c's tolerance, C variants of one
+program bit for bit), and the sharing passes must have acted on a good share of the
+programs.
 
 The samples run sanitized with every planner and pipeline (tests/backend/c/test_samples.py
 covers the default plan). Longer campaigns: ``pytest -m fuzz`` and
@@ -18,7 +23,10 @@ covers the default plan). Longer campaigns: ``pytest -m fuzz`` and
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -26,11 +34,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
+from relaxc.passes.registry import PASSES
 from tests.backend.c.cbuild import needs_cc
 
 from .gen import FUZZED_OPS, GenProgram, fuzz_programs, legacy_programs
-from .harness import CBatch, check_program, emit_variants
-from .run_campaign import Report, run_campaign, seed_items
+from .harness import PRE_PLAN, REORDER, CBatch, check_program, emit_variants
+from .run_campaign import Found, Report, run_campaign, seed_items
 
 FIXED_SEEDS = 500
 LEGACY = 50
@@ -75,8 +84,28 @@ def _show(report: Report, limit: int = 3) -> str:
     )
 
 
+KNOWN_BUGS: dict[str, str] = {
+    # A regex on "where: symptom" of a mismatch -> the xfail(strict=True) regression of
+    # tests/fuzz/test_regressions.py that holds its minimized program. The fixed-seed run
+    # reports these as warnings instead of failing; when the bug is fixed, its regression
+    # XPASSes (a failure) and the entry goes with the mark.
+    r"^PlanWorkspace: .*is written while %out\d+ \(bytes 0 \+ \d+\), which shares memory "
+    r"with it, is still live": "test_dead_intermediates_of_a_primitive_returning_its_parameter",
+}
+
+
+def _known(f: Found) -> str | None:
+    text = f"{f.where}: {f.symptom}"
+    return next((t for r, t in KNOWN_BUGS.items() if re.search(r, text)), None)
+
+
 def test_fixed_seed_programs_agree_everywhere(fixed_run: Report) -> None:
-    assert not fixed_run.found, _show(fixed_run)
+    known = [(f, _known(f)) for f in fixed_run.found]
+    for f, test in known:
+        if test is not None:
+            warnings.warn(f"[{f.label}] known bug (test_regressions.py::{test}): {f.where}")
+    unknown = dataclasses.replace(fixed_run, found=[f for f, t in known if t is None])
+    assert not unknown.found, _show(unknown)
 
 
 def test_fixed_seed_run_reaches_every_backend_and_op(fixed_run: Report) -> None:
@@ -91,6 +120,41 @@ def test_fixed_seed_run_reaches_every_backend_and_op(fixed_run: Report) -> None:
         "ops the fuzzer (almost) never generates; give them a recipe in "
         f"tests/fuzz/gen.py: {missing}"
     )
+
+
+def test_fixed_seed_run_exercises_the_sharing_passes(fixed_run: Report) -> None:
+    """The generator's patterns (gen.py, "Patterns of the memory-sharing passes") make the
+    sharing passes act on many of the fixed-seed programs. Measured when this was written,
+    of the 550 programs: ComputeInPlace made a view of an allocation in 258 (47%), in 180
+    of them (33%) into a fixed place (an output, a concat's slice); ElideConcatSplit
+    removed a concat in 92 (17%) and a split in 94 (17%). The generator before the patterns
+    gave 158, 60, 1 and 13 of its 500 programs. The floors are about half of the measured
+    shares: a change of the generator or of the passes that falls below them has stopped
+    exercising the passes (or the passes stopped acting: look before lowering a floor)."""
+    r = fixed_run
+    floors = {
+        "ComputeInPlace": 0.23,
+        "ComputeInPlace/into-place": 0.16,
+        "ElideConcatSplit/concat": 0.08,
+        "ElideConcatSplit/split": 0.08,
+    }
+    low = {k: r.changed[k] for k, f in floors.items() if r.changed[k] < f * r.programs}
+    assert not low, f"the sharing passes changed too few of {r.programs} programs: {low}"
+
+
+def test_fixed_seed_run_reorders_for_memory_if_the_registry_has_it(fixed_run: Report) -> None:
+    """ReorderForMemory (another branch): once the registry has it, the harness runs it before
+    the vm pipeline on every program (harness.REORDER) and checks that variant like the
+    others; until then there is nothing to check."""
+    if REORDER not in PASSES:
+        pytest.skip(f"{REORDER} is not in relaxc.passes.registry.PASSES (not merged yet)")
+    r = fixed_run
+    if REORDER in PRE_PLAN:
+        pytest.skip(f"{REORDER} is in the named pipelines: every variant runs it")
+    failed = {f.label for f in r.found}  # a program may fail before the variant runs
+    assert r.changed[f"{REORDER}/ran"] >= r.programs - len(failed)
+    # A floor of one program until the pass's effect on the fixed seeds has been measured.
+    assert r.changed[REORDER] >= 1, f"{REORDER} reordered none of {r.programs} programs"
 
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -137,7 +201,8 @@ def test_long_campaign() -> None:
     seed = int(os.environ.get("RELAXC_FUZZ_SEED", "100000"))
     report = run_campaign(seed_items(seed, count, 5), chunk=200)
     print("\n" + report.summary())
-    assert not report.found, _show(report)
+    unknown = dataclasses.replace(report, found=[f for f in report.found if not _known(f)])
+    assert not unknown.found, _show(unknown)
 
 
 @pytest.mark.fuzz
