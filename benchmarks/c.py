@@ -4,8 +4,8 @@ static memory next to the memory report.
 Two tables, for the CNN and transformer samples (n = 128), packed (the c pipeline) and
 --unpacked:
 
-1. **Time.** relaxc's emission time, ``cc -std=c99 -O2`` time, and the time of one call of
-   ``<prefix>_run`` (a small driver calls it ``--number`` times per round, best of
+1. **Time.** relaxc's emission time, ``cc -std=c99 -O2`` time (both CPU), and the time of
+   one call of ``<prefix>_run`` (a small driver calls it ``--number`` times per round, best of
    ``--repeat`` rounds, CPU time), next to the VM running the .rxb built with the vm
    pipeline (same rounds, CPU time), and the reference interpreter for scale.
 2. **Static memory.** ``size -A`` of the object file: .bss (the workspace arena, exactly the
@@ -13,26 +13,42 @@ Two tables, for the CNN and transformer samples (n = 128), packed (the c pipelin
    few float literals and strings) against the report's constant bytes. A mismatch of the
    arena is an error (exit 1).
 
+A third table times emit_c on decoders of 10 to 80 layers (the time per statement stays
+flat: emission is linear in the program). Then, for the model zoo's architectures with
+random weights (benchmarks/zoo.py; default the five of issue 16), the build in each weight
+mode (``--constants inline`` and ``file``): ``relaxc build -t c`` end to end (CPU time and
+peak memory of the process),
+the emission alone (``emit_c``, CPU time, in this process), the size of the ``.c``, and
+``cc -O2 -c`` of it (CPU time and peak memory: the compiler's own rusage, children
+included), with ``.bss`` and ``.rodata`` (the weights object's in file mode) against the
+report's arena and constant bytes. Each row is a dict: a later table (inference times) adds
+its columns to the same rows (:data:`ZOO_COLUMNS`).
+
     python benchmarks/c.py [--repeat 5] [--number 20] [--cc cc]
+                           [--zoo squeezenet,...|none] [--constants inline,file]
+                           [--zoo-dir DIR] [--skip-samples]
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from models import SAMPLES  # noqa: E402
+from models import SAMPLES, decoder  # noqa: E402
+from zoo import ZOO, prepare  # noqa: E402
 
 from relaxc.backend.c import emit_c  # noqa: E402
 from relaxc.backend.inputs import random_inputs, resolve_dims  # noqa: E402
@@ -41,7 +57,7 @@ from relaxc.frontend.parser import parse_module  # noqa: E402
 from relaxc.frontend.weights import load_npz  # noqa: E402
 from relaxc.passes.assemble import assemble_pipeline  # noqa: E402
 from relaxc.passes.memory_report import memory_report  # noqa: E402
-from relaxc.passes.pipeline import Pipeline  # noqa: E402
+from relaxc.passes.pipeline import Pipeline, VerifyInstrument  # noqa: E402
 
 MODELS = (("cnn", {}), ("transformer", {"n": 128}))
 CFLAGS = ["-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -130,14 +146,209 @@ def section_sizes(obj: Path) -> dict[str, int]:
     return sizes
 
 
+# ---------------------------------------------------------------------------------------
+# The model zoo: emission and compilation of real models.
+
+
+TIME = shutil.which("time", path="/usr/bin:/bin")
+
+
+def run_measured(cmd: Sequence[str], cwd: Path | None = None) -> tuple[float, int, str]:
+    """Run ``cmd``; (CPU seconds, peak resident bytes, stderr) of it and its children.
+
+    Measured by GNU time (``/usr/bin/time``: user + system time, and "Maximum resident set
+    size"), a small process: the rusage of a child forked from this Python process would
+    count this process's own memory (Linux records the pre-exec peak of a forked child).
+    Without GNU time, that rusage (os.wait4) is the fallback, an upper bound."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "time.txt"
+        full = [TIME, "-f", "%U %S %M", "-o", str(report), *cmd] if TIME else list(cmd)
+        with open(Path(tmp) / "stderr", "w+b") as err:
+            p = subprocess.Popen(full, cwd=cwd, stdout=subprocess.DEVNULL, stderr=err)
+            _, status, ru = os.wait4(p.pid, 0)
+            p.returncode = os.waitstatus_to_exitcode(status)
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace")
+        if p.returncode != 0:
+            raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}:\n{text}")
+        if TIME:
+            user, system, kib = report.read_text().split()[-3:]
+            return float(user) + float(system), int(kib) * 1024, text
+    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, text
+
+
+def emit_cpu(rx: Path, constants: str) -> tuple[float, Any, int]:
+    """The c pipeline on ``rx``, then ``emit_c`` as ``relaxc build -t c`` calls it (the types
+    of the last verification, the collector paused): (CPU seconds of emit_c, its result, the
+    report's constant bytes)."""
+    source = parse_module(rx.read_text(), rx.name)
+    weights = load_npz(rx.with_suffix(".npz"))
+    verify = VerifyInstrument()
+    planned = Pipeline(assemble_pipeline("c"), [verify]).run(source)
+    report = {r.name: r for r in memory_report(planned)}["main"]
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = time.process_time()
+        sources = emit_c(
+            planned,
+            weights,
+            prefix=rx.stem,
+            source=rx.name,
+            types=verify.types_for(planned),
+            constants=constants,
+        )
+        t = time.process_time() - t0
+    finally:
+        gc.enable()
+    return t, sources, report
+
+
+ZOO_COLUMNS: list[tuple[str, str, Callable[[Any], str]]] = [
+    ("model", "model", str),
+    ("constants", "constants", str),
+    ("build_cpu", "relaxc build s", lambda v: f"{v:.1f}"),
+    ("build_rss", "build RSS", lambda v: f"{v / 2**20:,.0f} MiB"),
+    ("emit_cpu", "emit s", lambda v: f"{v:.2f}"),
+    ("c_bytes", ".c size", lambda v: f"{v / 1e6:,.1f} MB"),
+    ("cc_cpu", "cc -O2 -c s", lambda v: f"{v:.1f}"),
+    ("cc_rss", "cc RSS", lambda v: f"{v / 2**20:,.0f} MiB"),
+    ("bss_ok", ".bss = arena", lambda v: "yes" if v else "NO"),
+    ("rodata", "constants .rodata", lambda v: f"{v:,}"),
+    ("rodata_ok", "= report", lambda v: "yes" if v else "NO"),
+]
+"""(key, heading, format) of the zoo table; a row lacking a key prints an empty cell."""
+
+
+def zoo_rows(
+    models: Sequence[str], modes: Sequence[str], folder: Path, cc: str
+) -> list[dict[str, Any]]:
+    """One row per model and weight mode (see the module's docstring)."""
+    rows = []
+    for name in models:
+        rx = prepare(name, folder / "models")
+        for mode in modes:
+            row: dict[str, Any] = {"model": name, "constants": mode}
+            out = folder / f"{name}_{mode}"
+            shutil.rmtree(out, ignore_errors=True)
+            cmd = [sys.executable, "-m", "relaxc.cli.main", "build", str(rx), "-t", "c"]
+            cmd += ["-q", "-o", str(out), "--constants", mode]
+            row["build_cpu"], row["build_rss"], _ = run_measured(cmd)
+            t_emit, sources, report = emit_cpu(rx, mode)
+            row["emit_cpu"] = t_emit
+            c_file = out / f"{name}.c"
+            row["c_bytes"] = c_file.stat().st_size
+            if sources.files[f"{name}.c"].encode() != c_file.read_bytes():
+                raise RuntimeError(f"{name}: emit_c and relaxc build wrote different C")
+            del sources
+            cmd = [cc, "-std=c99", "-O2", "-Wall", "-Wextra", "-c", f"{name}.c", "-o", f"{name}.o"]
+            row["cc_cpu"], row["cc_rss"], _ = run_measured(cmd, cwd=out)
+            sec = section_sizes(out / f"{name}.o")
+            row["bss_ok"] = sec.get(".bss", 0) == report.arena_bytes + report.unplanned_static_bytes
+            if mode == "file":
+                run_measured([cc, "-c", f"{name}_weights.S", "-o", f"{name}_weights.o"], cwd=out)
+                row["rodata"] = section_sizes(out / f"{name}_weights.o").get(".rodata", 0)
+                row["rodata_ok"] = row["rodata"] == (out / f"{name}_weights.bin").stat().st_size
+                row["rodata_ok"] &= report.constant_bytes <= row["rodata"] + sec.get(".rodata", 0)
+            else:
+                row["rodata"] = sec.get(".rodata", 0)
+                row["rodata_ok"] = report.constant_bytes <= row["rodata"]
+            rows.append(row)
+            print(
+                "  ".join(f"{h}={f(row[k])}" for k, h, f in ZOO_COLUMNS if k in row),
+                file=sys.stderr,
+                flush=True,
+            )
+            for f in out.glob("*.o"):
+                f.unlink()
+    return rows
+
+
+def scaling_table(layers: Sequence[int]) -> Table:
+    """emit_c's CPU time on decoders of growing depth (benchmarks/models.py, n <= 128): the
+    time per statement stays flat when emission is linear in the program."""
+    weights = load_npz(SAMPLES / "transformer.npz")
+    t = Table(title="emit_c on deeper decoders (CPU time, best of 2): linear in the program")
+    for col in (
+        "layers",
+        "bindings",
+        "statements after the c pipeline",
+        "emit_c s",
+        "ms / statement",
+    ):
+        t.add_column(col, justify="right")
+    for n in layers:
+        module = parse_module(decoder(n, bounded=True), "decoder.rx")
+        verify = VerifyInstrument()
+        planned = Pipeline(assemble_pipeline("c"), [verify]).run(module)
+        stmts = len(planned.get("main").body)
+        best = float("inf")
+        for _ in range(2):
+            gc.disable()
+            try:
+                t0 = time.process_time()
+                emit_c(planned, weights, prefix="decoder", types=verify.types_for(planned))
+                best = min(best, time.process_time() - t0)
+            finally:
+                gc.enable()
+        t.add_row(
+            str(n),
+            f"{len(module.get('main').body):,}",
+            f"{stmts:,}",
+            f"{best:.2f}",
+            f"{best / stmts * 1e3:.3f}",
+        )
+    return t
+
+
+def table(title: str, rows: list[dict[str, Any]], columns: list) -> Table:
+    t = Table(title=title)
+    for key, heading, _ in columns:
+        t.add_column(heading, justify="left" if key in ("model", "constants") else "right")
+    for row in rows:
+        t.add_row(*[fmt(row[key]) if key in row else "" for key, _, fmt in columns])
+    return t
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=5, help="timing rounds (the best is kept)")
     ap.add_argument("--number", type=int, default=20, help="runs per timing round")
     ap.add_argument("--cc", default="cc", help="the C compiler")
+    ap.add_argument(
+        "--zoo",
+        default=",".join(ZOO),
+        help="comma list of zoo models, or none (default: %(default)s)",
+    )
+    ap.add_argument("--constants", default="inline,file", help="weight modes of the zoo builds")
+    ap.add_argument("--zoo-dir", type=Path, help="keep the zoo's models and builds here")
+    ap.add_argument("--skip-samples", action="store_true", help="only the zoo")
     args = ap.parse_args()
     if shutil.which(args.cc) is None:
         sys.exit(f"no C compiler '{args.cc}'")
+    failed = False if args.skip_samples else samples_tables(args)
+    if not args.skip_samples:
+        Console(width=150).print(scaling_table((10, 20, 40, 80)))
+    models = [m for m in args.zoo.split(",") if m and m != "none"]
+    if models:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = args.zoo_dir or Path(tmp)
+            rows = zoo_rows(models, args.constants.split(","), folder, args.cc)
+        Console(width=160).print(
+            table(
+                "the model zoo (random weights): relaxc build -t c and cc -O2 -c, CPU time and "
+                "peak memory",
+                rows,
+                ZOO_COLUMNS,
+            )
+        )
+        failed |= not all(r["bss_ok"] and r["rodata_ok"] for r in rows)
+    if failed:
+        sys.exit(1)
+
+
+def samples_tables(args: argparse.Namespace) -> bool:
+    """The two tables of the samples; True if the static memory disagrees."""
     from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes
 
     times = Table(
@@ -195,19 +406,17 @@ def main() -> None:
                     passes = [p for p in passes if p.name != "LegalizePackedCalls"]
                 planned = Pipeline(passes).run(source)
                 report = {r.name: r for r in memory_report(planned)}["main"]
-                t0 = time.perf_counter()
+                t0 = time.process_time()
                 sources = emit_c(planned, weights, prefix=stem, source=f"{stem}.rx")
-                t_emit = time.perf_counter() - t0
+                t_emit = time.process_time() - t0
                 folder = Path(tmp) / f"{stem}_{build}"
                 folder.mkdir()
                 for name, text in sources.files.items():
                     (folder / name).write_text(text)
                 (folder / "bench.c").write_text(driver(sources.info, env))
-                t0 = time.perf_counter()
-                subprocess.run(
-                    [args.cc, *CFLAGS, "-c", f"{stem}.c", "-o", f"{stem}.o"], cwd=folder, check=True
+                t_cc, _, _ = run_measured(
+                    [args.cc, *CFLAGS, "-c", f"{stem}.c", "-o", f"{stem}.o"], cwd=folder
                 )
-                t_cc = time.perf_counter() - t0
                 subprocess.run(
                     [args.cc, *CFLAGS, "bench.c", f"{stem}.o", "-lm", "-o", "bench"],
                     cwd=folder,
@@ -259,8 +468,7 @@ def main() -> None:
         "C constants = the report's constants of @main plus the literals of primitive functions; "
         ".rodata adds the float literals of the kernels and the error strings."
     )
-    if failed:
-        sys.exit(1)
+    return failed
 
 
 if __name__ == "__main__":

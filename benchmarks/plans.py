@@ -1,11 +1,15 @@
 """Planned memory of real models: ONNX files (imported) and .rx files, side by side with
 Apache TVM's StaticPlanBlockMemory when the apache-tvm package is installed.
 
-For each model: the naive bytes (one buffer per intermediate, no reuse), the arena each
-PlanMemory planner finds and its ratio to the lower bound (the most bytes live at once),
-the planning time, and the end-to-end build time (import or parse, the vm pipeline and the
+The first table, for each model: the naive bytes (one buffer per intermediate, no reuse),
+the arena each PlanMemory planner finds and its ratio to the lower bound (the most bytes
+live at once) in the order written, with no sharing (ManifestAlloc then PlanMemory), the
+planning time, and the end-to-end build time (import or parse, the vm pipeline and the
 bytecode with its constants, as ``relaxc build`` does, without writing the file).
 Outputs, inputs and weights are not intermediates and are counted by neither tool.
+The second table (benchmarks/below_bound.py): the arena after each pass that changes what
+is live (concat elision, in-place execution, memory-aware order, inputs and outputs in the
+arena) beside TVM fused, IREE and TFLite Micro's figures (benchmarks/peer_memory.py).
 
     python benchmarks/plans.py                      # the ONNX package's model zoo + samples
     python benchmarks/plans.py a.onnx b.rx --bound seq=128 --time-limit 10
@@ -33,6 +37,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import tvm_plan  # noqa: E402  (imports tvm lazily)
+from below_bound import footnote, measure_stages, render_stages  # noqa: E402
 
 from relaxc.backend.vm import compile_module  # noqa: E402
 from relaxc.frontend.parser import parse_module  # noqa: E402
@@ -219,11 +224,15 @@ def main() -> None:
         )
     with tempfile.TemporaryDirectory() as tmp:
         files = args.files or default_files(Path(tmp))
-        rows = []
+        rows, stage_rows = [], []
         for path in files:
             print(f"measuring {path.name} ...", file=sys.stderr)
             rows.append(measure(path, bounds, args.time_limit, with_tvm))
+            module, _, _ = load(path, bounds)
+            stage_rows.append(measure_stages(path.stem.removeprefix("light_"), module))
     Console(width=220).print(render(rows, with_tvm, args.time_limit))
+    Console(width=220).print(render_stages(stage_rows))
+    print(footnote())
     if with_tvm:
         print(
             f"TVM {tvm_plan.tvm_version()}: StaticPlanBlockMemory storage after the "

@@ -17,7 +17,15 @@ from relaxc.passes.memory_report import memory_report
 from .cmd_report import check_budget, reports_json
 from .report_view import summary_line
 from .units import ByteSize
-from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
+from .gc_pause import gc_paused
+from .pipeline_opts import (
+    TARGETS,
+    PipelineRequest,
+    execute_pipeline,
+    pipeline_options,
+    print_timings,
+)
+from .progress import Progress, make_progress
 
 
 def default_output(path: Path, target: str) -> Path:
@@ -83,6 +91,14 @@ def default_output(path: Path, target: str) -> Path:
     metavar="NAME",
     help="--target c: prefix of the C names and files (default: FILE's stem).",
 )
+@click.option(
+    "--constants",
+    type=click.Choice(("inline", "file")),
+    default=None,
+    help="--target c: where the weights go. inline (the default): in PREFIX.c; file: in "
+    "PREFIX_weights.bin, linked by the assembler stub PREFIX_weights.S (GCC or Clang), so that "
+    "the C compiler reads code only.",
+)
 @pipeline_options
 @click.pass_obj
 def build_cmd(
@@ -97,28 +113,35 @@ def build_cmd(
     unpacked: bool,
     emit_main: bool,
     prefix: str | None,
+    constants: str | None,
     **kw,
 ) -> None:
     """Compile FILE: run the pass pipeline of the target, check the memory budget, write the
     result and print a one-line memory summary per function (relaxc report shows it all).
 
     With --target c, -o names a folder (created if needed) that receives PREFIX.c and
-    PREFIX.h (see docs/c.md)."""
+    PREFIX.h (see docs/c.md).
+
+    On a terminal, a step that takes more than a second (loading, the passes, code
+    generation, writing) shows its progress on stderr; -q, or stderr not a terminal, hides it
+    (RELAXC_PROGRESS=0/1 disables/forces it)."""
     sources = Sources()
-    with reported_errors(sources, obj["debug"]):
+    with reported_errors(sources, obj["debug"]), make_progress(obj, quiet) as progress:
         if as_json and output is not None and str(output) == "-":
             raise click.UsageError(
                 "--json prints the report to stdout, so the program cannot go there too (-o -)"
             )
-        prefix = _c_options(target, unpacked, emit_main, prefix, file, kw)
+        prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
         req = PipelineRequest(target=target, **kw)
-        prog = load_program(file, sources, params, need_weights=target != "ir")
+        with progress.step(f"loading {file.name}"):
+            prog = load_program(file, sources, params, need_weights=target != "ir")
         out_path = output if output is not None else default_output(file, target)
         if str(out_path) != "-":
             refuse_overwriting_inputs(out_path, [file, prog.weights_path])
-        module, timing, _ = run_pipeline(
-            prog.module, req, file.stem, prog.types, [file, prog.weights_path]
+        run = execute_pipeline(
+            prog.module, req, file.stem, prog.types, [file, prog.weights_path], progress
         )
+        module, timing, types = run.module, run.timing, run.types
         if kw["time_passes"]:
             print_timings(timing)
         reports = memory_report(module)
@@ -143,12 +166,14 @@ def build_cmd(
                 raise RxError(
                     "bytecode is binary and is not written to stdout; give a file with -o"
                 )
-            data = compile_module(module, prog.weights)
-            write_atomic(out_path, data)
+            with progress.step("VM code", _statements(module)) as step, gc_paused():
+                data = compile_module(module, prog.weights, types, progress=step.update)
+            with progress.step(f"writing {out_path}"):
+                write_atomic(out_path, data)
             click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
             return
         if target == "c":
-            _write_c(module, prog, out_path, prefix, emit_main, file)
+            _write_c(module, prog, out_path, prefix, emit_main, file, types, constants, progress)
             return
         raise RxError(
             f"the {target} backend is not built yet; use --target ir to write the "
@@ -156,8 +181,18 @@ def build_cmd(
         )
 
 
+def _statements(module) -> int:
+    return sum(len(f.body) for f in module.functions)
+
+
 def _c_options(
-    target: str, unpacked: bool, emit_main: bool, prefix: str | None, file: Path, kw: dict
+    target: str,
+    unpacked: bool,
+    emit_main: bool,
+    prefix: str | None,
+    constants: str | None,
+    file: Path,
+    kw: dict,
 ) -> str:
     """Check the C-only options; with --unpacked, leave LegalizePackedCalls out of the pipeline."""
     from relaxc.backend.c import check_prefix, default_prefix
@@ -168,6 +203,7 @@ def _c_options(
             ("--unpacked", unpacked),
             ("--emit-main", emit_main),
             ("--prefix", prefix is not None),
+            ("--constants", constants is not None),
         ):
             if given:
                 raise click.UsageError(f"{flag} is only for --target c")
@@ -179,7 +215,17 @@ def _c_options(
     return check_prefix(prefix) if prefix is not None else default_prefix(file.stem)
 
 
-def _write_c(module, prog, out_dir: Path, prefix: str, emit_main: bool, file: Path) -> None:
+def _write_c(
+    module,
+    prog,
+    out_dir: Path,
+    prefix: str,
+    emit_main: bool,
+    file: Path,
+    types,
+    constants: str | None,
+    progress: Progress,
+) -> None:
     """Emit the C sources into the folder ``out_dir`` (nothing is written if anything fails)."""
     from relaxc.backend.c import emit_c
 
@@ -187,7 +233,18 @@ def _write_c(module, prog, out_dir: Path, prefix: str, emit_main: bool, file: Pa
         raise RxError("--target c writes several files; give a folder with -o, not '-'")
     if out_dir.exists() and not out_dir.is_dir():
         raise RxError(f"-o {out_dir}: --target c writes into a folder, and this is a file")
-    sources = emit_c(module, prog.weights, prefix=prefix, source=file.name, emit_main=emit_main)
+    labels = {"statements": "C code: statements", "constant bytes": "C code: constant bytes"}
+    with progress.step("C code", _statements(module)) as step, gc_paused():
+        sources = emit_c(
+            module,
+            prog.weights,
+            prefix=prefix,
+            source=file.name,
+            emit_main=emit_main,
+            types=types,
+            constants=constants or "inline",
+            progress=progress.callback(step, labels),
+        )
     paths = [out_dir / name for name in sources.files]
     for path in paths:
         refuse_overwriting_inputs(path, [file, prog.weights_path])
@@ -197,7 +254,8 @@ def _write_c(module, prog, out_dir: Path, prefix: str, emit_main: bool, file: Pa
     except OSError as e:
         raise RxError(f"cannot create folder {out_dir}: {e.strerror or e}") from None
     try:
-        write_all_atomic(list(zip(paths, sources.files.values())))  # all the files, or none
+        with progress.step(f"writing {len(paths)} files into {out_dir}"):
+            write_all_atomic(list(zip(paths, sources.files.values())))  # all the files, or none
     except BaseException:
         for folder in created:  # and no folder left behind that this run made
             try:

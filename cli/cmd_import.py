@@ -13,6 +13,7 @@ from relaxc.ir.diagnostics import RxError
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_all_atomic
 from .options import parse_dims
+from .progress import make_progress
 
 
 def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
@@ -83,9 +84,10 @@ def import_cmd(
     Initializers and everything computed only from constants are folded into named weights
     (FILE.npz beside the .rx); a symbolic input dim (an ONNX dim_param) stays symbolic.
     Unsupported operators are all listed in one error. Needs the onnx package
-    (pip install 'relaxc[onnx]')."""
+    (pip install 'relaxc[onnx]'). On a terminal, a step that takes more than a second shows
+    its progress on stderr (not with -q)."""
     sources = Sources()
-    with reported_errors(sources, obj["debug"]):
+    with reported_errors(sources, obj["debug"]), make_progress(obj, quiet) as progress:
         from relaxc.frontend.onnx import import_onnx  # onnx is an optional extra: load it only here
 
         input_shapes = parse_shapes(shapes)
@@ -98,11 +100,13 @@ def import_cmd(
         npz_path = rx_path.with_suffix(".npz")
         refuse_overwriting_inputs(rx_path, [file])
         refuse_overwriting_inputs(npz_path, [file])
-        result = import_onnx(file, input_shapes=input_shapes, upper_bounds=upper)
-        text = result.header(file.name) + print_module(result.module)
-        write_all_atomic(
-            [(npz_path, npz_bytes(result.weights)), (rx_path, text)]
-        )  # both or neither
+        with progress.step(f"importing {file.name}"):
+            result = import_onnx(file, input_shapes=input_shapes, upper_bounds=upper)
+            text = result.header(file.name) + print_module(result.module)
+        with progress.step(f"writing {rx_path} and {npz_path}"):
+            write_all_atomic(
+                [(npz_path, npz_bytes(result.weights)), (rx_path, text)]
+            )  # both or neither
         if not quiet:
             fn = result.module.functions[0]
             nbytes = sum(int(a.nbytes) for a in result.weights.values())

@@ -20,7 +20,9 @@ from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_tim
 
 def list_passes() -> None:
     console = Console(soft_wrap=False)
-    table = Table(title="passes", show_lines=True)
+    # No outer border (like the other tables): at 80 columns that leaves the options and the
+    # properties wide enough for their longest words (greedy-conflict, explicit-memory).
+    table = Table(title="passes", show_lines=True, show_edge=False)
     table.add_column("pass", no_wrap=True)
     table.add_column("what it does", ratio=2)
     table.add_column("options", ratio=3, overflow="fold")

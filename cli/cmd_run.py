@@ -21,6 +21,7 @@ from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs
 from .loading import load_program
 from .options import dim_option, parse_dims
+from .progress import make_progress
 from .tensors_io import flatten_outputs, inputs_from_npz, write_npz
 from .units import format_bytes
 
@@ -106,6 +107,10 @@ def stats_verdict(stats, pred) -> list[str]:
             "kernel results without destination passing: peak "
             f"{format_bytes(stats.kind_peak['result'])}"
         )
+    if pred.io_in_arena:
+        lines.append(
+            "inputs and outputs are in the arena: copied in at the start, read out at the end"
+        )
     diff = stats.working_peak - pred.peak
     if diff == 0:
         lines.append("the run held exactly the memory the plan promised")
@@ -173,6 +178,15 @@ def stats_verdict(stats, pred) -> list[str]:
 @click.option(
     "--poison", is_flag=True, help="VM: overwrite freed and killed memory with 0xFF bytes."
 )
+@click.option(
+    "--io-in-arena",
+    is_flag=True,
+    help="With an .rx FILE and --stats or --check: compile it with the inputs and outputs "
+    "planned into the arena (PlanMemory.io_in_arena=true), as relaxc build --io-in-arena does.",
+)
+@click.option(
+    "-q", "--quiet", is_flag=True, help="Do not print the outputs table or show progress."
+)
 @click.pass_obj
 def run_cmd(
     obj: dict,
@@ -187,25 +201,33 @@ def run_cmd(
     check: bool,
     source: Path | None,
     poison: bool,
+    io_in_arena: bool,
+    quiet: bool,
 ) -> None:
     """Run FILE: an .rx program with the reference interpreter, or an .rxb (made by relaxc
     build) with the VM.
 
     Without --inputs, inputs are random (seeded) with the declared shapes; a symbolic dim
     takes its --dim value, else its upper bound, and an unbounded dim without --dim is an
-    error.
+    error. On a terminal, a step that takes more than a second (loading, running, checking)
+    shows its progress on stderr (not with -q).
     """
     dim_values = parse_dims(dims)
     bytecode = is_bytecode(file)
     if source is not None and not (bytecode and check):
         raise click.UsageError("--source needs an .rxb FILE and --check")
+    if io_in_arena and (bytecode or not (stats or check)):
+        raise click.UsageError(
+            "--io-in-arena plans the program compiled from an .rx FILE for --stats or --check "
+            "(an .rxb was planned when it was built: relaxc build --io-in-arena)"
+        )
     if bytecode and params is not None and source is None:
         raise click.UsageError(
             "--params gives the weights of an .rx file; an .rxb holds its own "
             "(with --source, --params gives the weights of the source)"
         )
     sources = Sources()
-    with reported_errors(sources, obj["debug"]):
+    with reported_errors(sources, obj["debug"]), make_progress(obj, quiet) as progress:
         if output_path is not None:
             guarded = [file, inputs_path, params, source]
             if params is None:  # then the weights are the .npz beside the .rx (FILE, or --source)
@@ -215,13 +237,14 @@ def run_cmd(
                     if p is not None
                 ]
             refuse_overwriting_inputs(output_path, guarded)
-        if bytecode:
-            exe = load_file(file)
-            module, weights, types = exe.module, exe.weights(), exe.types
-        else:
-            prog = load_program(file, sources, params)
-            module, weights, types = prog.module, prog.weights, prog.types
-            check_ranks(module, types)
+        with progress.step(f"loading {file.name}"):
+            if bytecode:
+                exe = load_file(file)
+                module, weights, types = exe.module, exe.weights(), exe.types
+            else:
+                prog = load_program(file, sources, params)
+                module, weights, types = prog.module, prog.weights, prog.types
+                check_ranks(module, types)
         fn = entry_function(module, entry)
         if inputs_path is not None:
             args = inputs_from_npz(fn, inputs_path)
@@ -231,22 +254,28 @@ def run_cmd(
         vm = None
         if bytecode:
             vm = VirtualMachine(exe, poison=poison)
-            result = vm.run(fn.name, args, dim_values or None)
+            with progress.step(f"running @{fn.name} on the VM"):
+                result = vm.run(fn.name, args, dim_values or None)
         else:
-            result = Interpreter(module, weights, types=types).run(
-                fn.name, args, dim_values or None
-            )
+            with progress.step(f"running @{fn.name} with the reference interpreter"):
+                result = Interpreter(module, weights, types=types).run(
+                    fn.name, args, dim_values or None
+                )
         named = flatten_outputs(result)
         console = Console(soft_wrap=True)
-        console.print(outputs_table(named))
+        if not quiet:
+            console.print(outputs_table(named))
         if not bytecode and (stats or check):
             from relaxc.passes.assemble import assemble_pipeline
             from relaxc.passes.pipeline import Pipeline
 
-            compiled = Pipeline(assemble_pipeline("vm", None, (), ())).run(module, types)
-            exe = load_bytes(compile_module(compiled, weights), f"{file} (compiled)")
+            configs = ("PlanMemory.io_in_arena=true",) if io_in_arena else ()
+            with progress.step("compiling for the VM"):
+                compiled = Pipeline(assemble_pipeline("vm", None, (), configs)).run(module, types)
+                exe = load_bytes(compile_module(compiled, weights), f"{file} (compiled)")
             vm = VirtualMachine(exe, poison=poison)
-            vm_result = vm.run(fn.name, args, dim_values or None)
+            with progress.step(f"running @{fn.name} on the VM"):
+                vm_result = vm.run(fn.name, args, dim_values or None)
             if check:
                 report_check(
                     console,
@@ -256,7 +285,10 @@ def run_cmd(
                     "the reference interpreter",
                 )
         elif check:
-            ref = Interpreter(module, weights, types=types).run(fn.name, args, dim_values or None)
+            with progress.step(f"running @{fn.name} with the reference interpreter"):
+                ref = Interpreter(module, weights, types=types).run(
+                    fn.name, args, dim_values or None
+                )
             report_check(
                 console,
                 result,
@@ -265,11 +297,12 @@ def run_cmd(
                 f"the reference interpreter running the program in {file}",
             )
             if source is not None:
-                src = load_program(source, sources, params)
-                entry_function(src.module, entry)
-                ref = Interpreter(src.module, src.weights, types=src.types).run(
-                    fn.name, args, dim_values or None
-                )
+                with progress.step(f"running @{fn.name} of {source.name} with the interpreter"):
+                    src = load_program(source, sources, params)
+                    entry_function(src.module, entry)
+                    ref = Interpreter(src.module, src.weights, types=src.types).run(
+                        fn.name, args, dim_values or None
+                    )
                 report_check(
                     console, result, ref, "the VM", f"the reference interpreter running {source}"
                 )

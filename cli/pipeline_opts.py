@@ -20,6 +20,7 @@ from relaxc.passes.pipeline import DumpInstrument, Pipeline, TimingInstrument, V
 
 from .files import refuse_overwriting_inputs, write_atomic
 from .gc_pause import gc_paused
+from .progress import Progress, Step
 
 TARGETS = ("vm", "c", "ir")
 
@@ -72,6 +73,12 @@ def pipeline_options(f: Callable) -> Callable:
             "--time-passes", is_flag=True, help="Print the time each pass took (to stderr)."
         ),
         click.option("--no-verify", is_flag=True, help="Do not verify the IR after every pass."),
+        click.option(
+            "--io-in-arena",
+            is_flag=True,
+            help="Plan the inputs and outputs of the entry function into the arena (as "
+            "TFLite Micro does): the same as --pass-config PlanMemory.io_in_arena=true.",
+        ),
     ]
     for opt in reversed(opts):
         f = opt(f)
@@ -89,6 +96,7 @@ class PipelineRequest:
     dump_dir: Path | None
     time_passes: bool
     no_verify: bool
+    io_in_arena: bool = False
 
 
 class _Dumps:
@@ -126,6 +134,48 @@ class _Dumps:
             self.written.append(path)
 
 
+IO_IN_ARENA_CONFIG = "PlanMemory.io_in_arena=true"
+
+
+def io_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...]:
+    """``configs`` plus the setting ``--io-in-arena`` stands for (a clear error when the
+    pipeline has no PlanMemory to set it on)."""
+    if not req.io_in_arena:
+        return tuple(configs)
+    probe = assemble_pipeline(req.target, req.passes, req.disable, ())
+    if not any(p.name == "PlanMemory" for p in probe):
+        raise RxError(
+            "--io-in-arena plans the inputs and outputs with PlanMemory, which is not in the "
+            f"pipeline ({', '.join(p.name for p in probe) or 'empty'})"
+        )
+    return (IO_IN_ARENA_CONFIG, *configs)
+
+
+@dataclass
+class PipelineRun:
+    """What running the pipeline gives: the module, the instruments' findings, and the
+    verified types of the module (None when nothing verified it, with --no-verify)."""
+
+    module: Module
+    timing: TimingInstrument
+    dumps: _Dumps
+    types: ModuleTypes | None
+
+
+class _ProgressInstrument:
+    """Moves a progress step along the passes (after each pass and its verification)."""
+
+    def __init__(self, step: Step, passes: Sequence[Pass]):
+        self.step = step
+        self.n = len(passes)
+
+    def before_pass(self, index: int, p: Pass, module: Module) -> None:
+        self.step.update(index, self.n, f"pass {index + 1}/{self.n}: {p.name}")
+
+    def after_pass(self, index: int, p: Pass, module: Module) -> None:
+        self.step.update(index + 1, self.n)
+
+
 def run_pipeline(
     module: Module,
     req: PipelineRequest,
@@ -136,7 +186,21 @@ def run_pipeline(
     """Assemble the requested pipeline and run it with the requested instruments.
 
     A dump that would land on one of ``inputs`` is refused before any pass runs."""
-    passes = assemble_pipeline(req.target, req.passes, req.disable, req.configs)
+    run = execute_pipeline(module, req, stem, types, inputs)
+    return run.module, run.timing, run.dumps
+
+
+def execute_pipeline(
+    module: Module,
+    req: PipelineRequest,
+    stem: str,
+    types: "ModuleTypes | None" = None,
+    inputs: Sequence[Path | None] = (),
+    progress: Progress | None = None,
+) -> PipelineRun:
+    """:func:`run_pipeline`, also giving the verified types of the result, with the passes
+    shown on ``progress``."""
+    passes = assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
     if req.dump_dir is not None:
@@ -157,13 +221,21 @@ def run_pipeline(
         refuse_overwriting_inputs(path, inputs)
     timing = TimingInstrument()
     instruments: list = [timing]
+    verify = None
     if not req.no_verify:
-        instruments.append(VerifyInstrument())
+        verify = VerifyInstrument()
+        instruments.append(verify)
     if before or after:
         instruments.append(DumpInstrument(dumps, before, after))
-    with gc_paused():
+    if progress is None or (req.dump_dir is None and (before or after)):
+        progress = Progress(None)  # dumps printed on stdout: no display in between
+    with progress.step("passes", len(passes)) as step, gc_paused():
+        instruments.append(_ProgressInstrument(step, passes))
         result = Pipeline(passes, instruments).run(module, types)
-    return result, timing, dumps
+    out_types = verify.types_for(result) if verify is not None else None
+    if out_types is None and result is module:
+        out_types = types  # no pass changed it
+    return PipelineRun(result, timing, dumps, out_types)
 
 
 def print_timings(timing: TimingInstrument) -> None:  # noqa: D103

@@ -35,7 +35,8 @@ def summary_line(rep: FunctionReport) -> str:
             if rep.saving is not None
             else ""
         )
-        text = f"@{rep.name}: arena {format_bytes(rep.arena_bytes)}, {ratio}{saving}"
+        io = ", inputs and outputs included" if rep.io_in_arena else ""
+        text = f"@{rep.name}: arena {format_bytes(rep.arena_bytes)}{io}, {ratio}{saving}"
     if rep.dynamic:
         text += f"; {len(rep.dynamic)} dynamic allocation(s)"
     return text
@@ -78,6 +79,17 @@ def memory_map(rep: FunctionReport, width: int = 64, height: int = 16) -> Text:
     return text
 
 
+def _in_arena(rep: FunctionReport, held: int, total: int | str) -> str:
+    """How much of the inputs (or outputs) the arena holds, with inputs and outputs in it."""
+    if not rep.io_in_arena:
+        return ""
+    if held == 0:
+        return "  (the caller's memory)"
+    if isinstance(total, int) and held >= total:
+        return "  (in the arena)"
+    return f"  ({format_bytes(held)} of it in the arena)"
+
+
 def full_report(rep: FunctionReport) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
@@ -88,6 +100,7 @@ def full_report(rep: FunctionReport) -> Group:
         + (
             "  ("
             + ", ".join(f"{a['name']}: {a['scope']}, align {a['align']}" for a in rep.arenas)
+            + ("; inputs and outputs included" if rep.io_in_arena else "")
             + ")"
             if rep.arenas
             else ""
@@ -111,10 +124,27 @@ def full_report(rep: FunctionReport) -> Group:
             "the planner's safety clock ended its search far past its work budget: this plan "
             "may differ from run to run (raise PlanMemory.time_limit, or use greedy-size)",
         )
+    if rep.order_peak_written is not None and rep.order_peak_chosen is not None:
+        facts.add_row(
+            "order peak",
+            f"{format_bytes(rep.order_peak_chosen)} as reordered, "
+            f"{format_bytes(rep.order_peak_written)} as written  (ReorderForMemory's model)",
+        )
+    if rep.written_into_views:
+        facts.add_row(
+            "shared",
+            f"{rep.written_into_views:,} values written into another's bytes (in place over "
+            "a dying input, or into a concat's slice): no buffer of their own",
+        )
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
-    facts.add_row("inputs", _b(rep.input_bytes))
-    facts.add_row("outputs", _b(rep.output_bytes))
+    facts.add_row(
+        "inputs", _b(rep.input_bytes) + _in_arena(rep, rep.inputs_in_arena_bytes, rep.input_bytes)
+    )
+    facts.add_row(
+        "outputs",
+        _b(rep.output_bytes) + _in_arena(rep, rep.outputs_in_arena_bytes, rep.output_bytes),
+    )
     facts.add_row("constants", format_bytes(rep.constant_bytes))
     if rep.unplanned_static_bytes:
         facts.add_row(

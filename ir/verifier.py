@@ -18,6 +18,7 @@ from typing import Any, Iterable, Mapping
 from . import dims as D
 from . import nodes as _nodes, types as _types
 from .diagnostics import Loc, RxError
+from .io_arena import check_io_in_arena, is_io_in_arena
 from .placement_check import check_placement
 from .storage_bounds import check_tensors_fit_storage
 from .kill_check import check_kills, has_kills
@@ -64,6 +65,14 @@ KNOWN_FUNCTION_ATTRS = {
     "workspace": (
         "set by PlanWorkspace: bytes of scratch the caller passes (a u8 tensor before the outputs)"
     ),
+    "io_in_arena": (
+        "set by PlanMemory{io_in_arena=true}: the inputs are copied into the arena at the top "
+        "and the outputs carved from it (see relaxc.ir.io_arena)"
+    ),
+    "order_peak_written": (
+        "set by ReorderForMemory: the most bytes live at once in the order it was given"
+    ),
+    "order_peak_chosen": "set by ReorderForMemory: the most bytes live at once in its order",
 }
 
 FunctionTypes = dict[str, Type]
@@ -91,6 +100,8 @@ def verify_module(
         check_tensors_fit_storage(fn)
         if fn.is_primitive and fn.attr("outputs") is not None:
             check_placement(fn, out[fn.name], registry)
+        if is_io_in_arena(fn):
+            check_io_in_arena(fn, module)
     for fn in module.functions if kills else ():
         if has_kills(fn):
             check_kills(fn, module)
@@ -104,6 +115,8 @@ def verify_function(fn: Function, module: Module, registry: Registry = REGISTRY)
     check_tensors_fit_storage(fn)
     if fn.is_primitive and fn.attr("outputs") is not None:
         check_placement(fn, types, registry)
+    if is_io_in_arena(fn):
+        check_io_in_arena(fn, module)
     return types
 
 
@@ -241,8 +254,12 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                     fn.attr_loc(key),
                     notes=("known attributes: " + ", ".join(sorted(KNOWN_FUNCTION_ATTRS)),),
                 )
-            if key in ("primitive", "planned") and not isinstance(value, bool):
+            if key in ("primitive", "planned", "io_in_arena") and not isinstance(value, bool):
                 raise RxError(f"attribute '{key}' must be true or false", fn.attr_loc(key))
+            if key in ("order_peak_written", "order_peak_chosen") and (
+                type(value) is not int or value < 0
+            ):
+                raise RxError(f"attribute '{key}' must be a byte count", fn.attr_loc(key))
             if key == "outputs":
                 self._check_lowered(value)
             if key == "workspace" and fn.attr("outputs") is None:

@@ -41,7 +41,7 @@ from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.walk import map_functions, with_body
 
 from .base import Pass
-from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
+from .properties import EXPLICIT_MEMORY, PACKED_CALLS
 from .storage_tenants import Groups, Layout, has_kills, invoke_at
 
 
@@ -54,10 +54,9 @@ class ComputeInPlace(Pass):
         "an op writes its output over an input that dies at it (OpDef.inplace), as a view"
     )
     requires: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
-    forbids: ClassVar[frozenset[str]] = frozenset({PLANNED, PACKED_CALLS})
+    forbids: ClassVar[frozenset[str]] = frozenset({PACKED_CALLS})
     hints: ClassVar[dict[str, str]] = {
         EXPLICIT_MEMORY: "run ManifestAlloc before it",
-        PLANNED: "compute in place before PlanMemory: the plan is made for the buffers it sees",
         PACKED_CALLS: "compute in place before LegalizePackedCalls",
     }
 

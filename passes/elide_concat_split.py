@@ -37,7 +37,7 @@ from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.walk import map_functions, with_body
 
 from .base import Pass
-from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
+from .properties import EXPLICIT_MEMORY, PACKED_CALLS
 from .compute_in_place import compute_in_place
 from .storage_tenants import Layout, has_kills, invoke_at, max_live_bytes
 
@@ -53,10 +53,9 @@ class ElideConcatSplit(Pass):
         "producers write into their slice of a concat, split outputs view its input: no copies"
     )
     requires: ClassVar[frozenset[str]] = frozenset({EXPLICIT_MEMORY})
-    forbids: ClassVar[frozenset[str]] = frozenset({PLANNED, PACKED_CALLS})
+    forbids: ClassVar[frozenset[str]] = frozenset({PACKED_CALLS})
     hints: ClassVar[dict[str, str]] = {
         EXPLICIT_MEMORY: "run ManifestAlloc before it",
-        PLANNED: "elide copies before PlanMemory: the plan is made for the buffers it sees",
         PACKED_CALLS: "elide copies before LegalizePackedCalls",
     }
 

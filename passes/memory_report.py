@@ -5,7 +5,9 @@ rewrite are wrong): arenas are the ``alloc_storage(..., arena=true)`` bindings, 
 buffers are the tensors carved from them, dynamic allocations are the other
 non-external storages, and lifetimes come from the same alias-aware liveness the passes
 use. Sizes with symbolic dims are reported at their upper bound, or as expressions when
-unbounded.
+unbounded. With inputs and outputs in the arena (``io_in_arena``) the arena, the lower bound
+and the placed buffers include them, and the report says how many of their bytes the arena
+holds.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from relaxc.ir import dims as D
-from relaxc.ir.alias import analyze_aliases, buffer_liveness
-from relaxc.ir.nodes import Bind, Function, Module
+from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
+from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
+from relaxc.ir.nodes import Bind, Function, Invoke, Module, TupleExpr, Var
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, shape_to_str, tensor_leaves
 from relaxc.ir.verifier import verify_module
-from relaxc.ir.vocab import ALLOC_TENSOR, CONST, call_of
+from relaxc.ir.vocab import ALLOC_TENSOR, CONST, MEMORY_VIEW, call_of
 
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
@@ -62,10 +65,21 @@ class FunctionReport:
     arenas: list[dict[str, Any]] = field(default_factory=list)
     input_bytes: int | str = 0
     output_bytes: int | str = 0
+    io_in_arena: bool = False  # PlanMemory planned the inputs and outputs into the arena
+    inputs_in_arena_bytes: int = 0  # ... of the input bytes, those the arena holds
+    outputs_in_arena_bytes: int = 0  # ... of the output bytes, those the arena holds
     constant_bytes: int = 0
     unplanned_static_bytes: int = 0
     buffers: list[BufferRow] = field(default_factory=list)
     dynamic: list[DynamicRow] = field(default_factory=list)
+    # ReorderForMemory's model of the most bytes live at once, in the order it was given and
+    # in the order it chose (None: the pass did not run on this function).
+    order_peak_written: int | None = None
+    order_peak_chosen: int | None = None
+    # Values an op writes into the bytes of another value (a memory.view in the outs of an
+    # invoke: computed in place over an input, or straight into a concat's slice), which
+    # hold no buffer of their own.
+    written_into_views: int = 0
 
     @property
     def workspace_bytes(self) -> int:
@@ -115,12 +129,21 @@ def _shape_str(t: TensorType) -> str:
 def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:
     bounds = fn.upper_bounds()
     rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
+    rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
+    rep.written_into_views = _written_into_views(fn)
     info = analyze_aliases(fn, module)
     live = buffer_liveness(fn, info)
     all_storages = storages(fn)
     arenas = {s.name: s for s in all_storages if s.arena}
     rep.input_bytes = _sum([_bytes(p.type, bounds) for p in fn.params])
     rep.output_bytes = _bytes(fn.ret_type, bounds)
+    if is_io_in_arena(fn):
+        rep.io_in_arena = True
+        for a in arena_inputs(fn):
+            n = _bytes(a.type, bounds)
+            if a.storage in arenas and isinstance(n, int):
+                rep.inputs_in_arena_bytes += n
+        rep.outputs_in_arena_bytes = _outputs_in(fn, info, types, set(arenas), bounds)
     binds = [s for s in fn.body if isinstance(s, Bind)]
     for s in binds:
         if call_of(s.value, CONST):
@@ -174,6 +197,51 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         else:
             rep.unplanned_static_bytes += max(ub, 0)  # negative for every allowed dim: never made
     return rep
+
+
+def _outputs_in(
+    fn: Function, info: AliasInfo, types: dict[str, Type], arenas: set[str], bounds: dict
+) -> int:
+    """Bytes of the outputs that are tensors carved from one of ``arenas``."""
+    total = 0
+    ret = list(fn.ret.fields) if isinstance(fn.ret, TupleExpr) else [fn.ret]
+    for v in ret:
+        assert isinstance(v, Var)
+        leaves = tensor_leaves(types[v.name])
+        tree = info.trees.get(v.name, frozenset())
+        per_leaf = _tree_leaves(tree)
+        if len(per_leaf) != len(leaves):
+            continue
+        for leaf, roots in zip(leaves, per_leaf):
+            if roots and all(
+                info.kind.get(r) == TENSOR and info.storage_of.get(r) in arenas for r in roots
+            ):
+                n = _bytes(leaf, bounds)
+                total += n if isinstance(n, int) else 0
+    return total
+
+
+def _tree_leaves(tree) -> list[frozenset]:
+    if isinstance(tree, frozenset):
+        return [tree]
+    return [x for t in tree for x in _tree_leaves(t)]
+
+
+def _written_into_views(fn: Function) -> int:
+    views = {
+        s.name for s in fn.body if isinstance(s, Bind) and call_of(s.value, MEMORY_VIEW) is not None
+    }
+    written = {v.name for s in fn.body if isinstance(s.value, Invoke) for v in s.value.outs}
+    return len(views & written)
+
+
+def _order_peaks(fn: Function) -> tuple[int | None, int | None]:
+    """The ``order_peak_written`` and ``order_peak_chosen`` attributes ReorderForMemory sets."""
+    out = []
+    for key in ("order_peak_written", "order_peak_chosen"):
+        v = fn.attr(key)
+        out.append(v if type(v) is int else None)
+    return out[0], out[1]
 
 
 def _sum(values: list[int | str]) -> int | str:

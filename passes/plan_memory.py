@@ -25,6 +25,19 @@ Guarantees: inputs, outputs (``external``) and constants are never placed or sha
 tensors live at the same time never overlap; every offset honours its alignment. Refuses
 IR whose buffers are already wrapped into packed-call structs (plan before
 LegalizePackedCalls). Freeing dynamic allocations is left to KillAfterLastUse.
+
+**Inputs and outputs in the arena** (``io_in_arena=true``, as TFLite Micro plans them; off
+by default). In every entry function (a non-primitive function no other function calls:
+``@main``), each tensor input of bounded size is first copied into a storage of its own at
+the top of the body (``call_packed("relaxc.copy", %x, %x_in)``; the body reads ``%x_in``),
+and the storages of its outputs are no longer ``external``: so the planner places an input
+as a buffer live from the start to its last use (alias-aware: views and aliases of it keep
+it alive), whose bytes later tensors reuse, and an output as a buffer live from its
+producer to the end, whose bytes nothing reuses. The function gets ``io_in_arena = true``;
+:mod:`relaxc.ir.io_arena` says what that means and the verifier checks it. Constants stay
+out of the arena; inputs and outputs of unbounded size stay the caller's memory; functions
+that other functions call keep the caller's convention (their inputs are the caller's
+buffers, their outputs handed back to it).
 """
 
 from __future__ import annotations
@@ -37,19 +50,36 @@ from typing import Callable, ClassVar, Literal
 from relaxc.ir import dims as D
 from relaxc.ir.alias import STORAGE, AliasInfo, Liveness, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import InternalError
+from relaxc.ir.io_arena import COPY, IO_IN_ARENA, entry_functions
 from relaxc.ir.names import NameSupply
-from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
+from relaxc.ir.nodes import (
+    Bind,
+    Call,
+    CallFunc,
+    DType,
+    Effect,
+    Expr,
+    Function,
+    Invoke,
+    Module,
+    Project,
+    Stmt,
+    TupleExpr,
+    Var,
+)
+from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.vocab import (
     ALLOC_STORAGE,
     ALLOC_TENSOR,
+    CALL_PACKED,
     KILL_STORAGE,
     KILL_TENSOR,
     call_of,
     kill_of,
     killed_var,
 )
-from relaxc.ir.walk import map_functions
+from relaxc.ir.walk import ExprFunctor, map_functions
 
 from .base import Pass
 from .planning.checker import check_plan
@@ -154,6 +184,7 @@ class PlanMemory(Pass):
     planner: Literal["none", "greedy-size", "greedy-conflict", "best"] = "best"
     time_limit: float = 2.0
     check: bool = False
+    io_in_arena: bool = False
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time_limit) or self.time_limit < 0:
@@ -164,12 +195,15 @@ class PlanMemory(Pass):
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         if types is None:
             verify_module(module)  # valid IR in: the analysis below relies on it
-        return map_functions(module, lambda fn: self._function(fn, module))
+        entries = entry_functions(module) if self.io_in_arena else set()
+        return map_functions(module, lambda fn: self._function(fn, module, fn.name in entries))
 
     # -- per function -------------------------------------------------------------------
-    def _function(self, fn: Function, module: Module) -> Function:
+    def _function(self, fn: Function, module: Module, entry: bool) -> Function:
         if fn.is_primitive:
             return fn
+        if entry and fn.attr(IO_IN_ARENA) is None:
+            fn = io_into_storages(fn)
         if self.planner == "none":
             return _planned(fn, fn.body)
         info = analyze_aliases(fn, module)
@@ -209,6 +243,127 @@ class PlanMemory(Pass):
         return plan
 
 
+IO_ALIGN = 64
+"""Alignment of the storage an input is copied into (ManifestAlloc's default)."""
+
+
+def io_into_storages(fn: Function) -> Function:
+    """The first step of ``io_in_arena``: each input of bounded size copied into a storage of
+    its own at the top of the body (the body reads the copy), the outputs' storages no longer
+    ``external``, and ``io_in_arena = true``. Planning then places them like any other."""
+    bounds = fn.upper_bounds()
+    names = NameSupply.for_function(fn)
+    prologue: list[Stmt] = []
+    rename: dict[str, str] = {}
+    for p in fn.params:
+        if _bounded_tensors(p.type, bounds):
+            rename[p.name] = _copy_in(p.name, p.type, names, prologue)
+    body = prologue + [_renamed(st, rename) for st in fn.body]
+    body = [_internal(st, bounds) for st in body]
+    ret = _RenameVars(rename).visit_expr(fn.ret) if rename else fn.ret
+    attrs = fn.attrs + ((IO_IN_ARENA, True),)
+    locs = fn.attr_locs + (None,) if len(fn.attr_locs) == len(fn.attrs) else ()
+    return dataclasses.replace(fn, body=tuple(body), ret=ret, attrs=attrs, attr_locs=locs)
+
+
+def _bounded_tensors(t: Type, bounds: dict[str, int]) -> bool:
+    """``t`` is a tensor, or a tuple of them, whose every size has an upper bound."""
+    if isinstance(t, TupleType):
+        return all(_bounded_tensors(f, bounds) for f in t.fields)
+    if not isinstance(t, TensorType):
+        return False
+    return D.upper_bound(_nbytes(t), bounds) is not None
+
+
+def _nbytes(t: TensorType) -> D.Dim:
+    return D.simplify(D.mul(D.product(t.shape), dtype_nbytes(t.dtype)))
+
+
+def _round_up_dim(n: D.Dim, align: int) -> D.Dim:
+    if isinstance(n, int):
+        return round_up(n, align)
+    return D.simplify(D.BinOp("*", D.BinOp("/", D.BinOp("+", n, align - 1), align), align))
+
+
+def _copy_in(src: str, t: Type, names: NameSupply, out: list[Stmt]) -> str:
+    """Statements (appended to ``out``) that copy the value ``src`` of type ``t`` into storages
+    of its own; returns the name of the copy (a tuple of copies for a tuple)."""
+    if isinstance(t, TupleType):
+        fields = []
+        for i, f in enumerate(t.fields):
+            part = names.fresh(f"{src}_{i}")
+            out.append(Bind(part, None, Project(Var(src), i)))
+            fields.append(Var(_copy_in(part, f, names, out)))
+        whole = names.fresh(f"{src}_in")
+        out.append(Bind(whole, None, TupleExpr(tuple(fields))))
+        return whole
+    assert isinstance(t, TensorType)
+    storage = names.fresh(f"{src}_storage")
+    tensor = names.fresh(f"{src}_in")
+    size = _round_up_dim(_nbytes(t), IO_ALIGN)
+    kwargs: tuple = (("align", IO_ALIGN), ("scope", "global"))
+    out.append(Bind(storage, None, Call(ALLOC_STORAGE, (size,), kwargs)))
+    shape = tuple(t.shape)
+    out.append(Bind(tensor, None, Call(ALLOC_TENSOR, (Var(storage), 0, shape, DType(t.dtype)))))
+    out.append(Effect(Call(CALL_PACKED, (COPY, Var(src), Var(tensor)))))
+    return tensor
+
+
+def _internal(st: Stmt, bounds: dict[str, int]) -> Stmt:
+    """An ``external`` storage of bounded size made an ordinary one (the arena will hold it)."""
+    call = call_of(st.value, ALLOC_STORAGE) if isinstance(st, Bind) else None
+    if call is None or not dict(call.kwargs).get("external"):
+        return st
+    size = call.args[0] if call.args else dict(call.kwargs).get("size")
+    if size is None or (not isinstance(size, int) and D.upper_bound(size, bounds) is None):
+        return st  # unbounded: stays the caller's
+    kwargs = tuple((k, v) for k, v in call.kwargs if k != "external")
+    assert isinstance(st, Bind)
+    return Bind(st.name, st.type, Call(call.op, call.args, kwargs, call.loc), st.loc)
+
+
+class _RenameVars(ExprFunctor[Expr]):
+    """An expression with some variables renamed."""
+
+    def __init__(self, rename: dict[str, str]):
+        self.rename = rename
+
+    def var(self, v: Var) -> Var:
+        new = self.rename.get(v.name)
+        return v if new is None else Var(new, v.loc)
+
+    def args(self, args: tuple) -> tuple:
+        return tuple(self.var(a) if isinstance(a, Var) else a for a in args)
+
+    def visit_default(self, e: Expr) -> Expr:
+        return e
+
+    def visit_var(self, e: Var) -> Expr:
+        return self.var(e)
+
+    def visit_call(self, e: Call) -> Expr:
+        return dataclasses.replace(e, args=self.args(e.args))
+
+    def visit_call_func(self, e: CallFunc) -> Expr:
+        return dataclasses.replace(e, args=self.args(tuple(e.args)))
+
+    def visit_invoke(self, e: Invoke) -> Expr:
+        return dataclasses.replace(e, args=self.args(e.args), outs=self.args(e.outs))
+
+    def visit_tuple(self, e: TupleExpr) -> Expr:
+        return dataclasses.replace(e, fields=self.args(e.fields))
+
+    def visit_project(self, e: Project) -> Expr:
+        return dataclasses.replace(e, tuple_var=self.var(e.tuple_var))
+
+
+def _renamed(st: Stmt, rename: dict[str, str]) -> Stmt:
+    if not rename:
+        return st
+    value = _RenameVars(rename).visit_expr(st.value)
+    return st if value is st.value else dataclasses.replace(st, value=value)
+
+
 def planning_candidates(
     fn: Function, info: AliasInfo, live: Liveness
 ) -> tuple[dict[str, list[tuple[StorageInfo, Buffer]]], list[StorageInfo]]:
@@ -216,13 +371,19 @@ def planning_candidates(
     buffer (live interval, size rounded up to its alignment); and the dynamic storages.
 
     Not candidates: outputs (``external``), arenas, and storages a runtime function keeps
-    or the return hands over.
+    or the return hands over (unless the function has its inputs and outputs in the arena).
     """
     bounds = fn.upper_bounds()
     by_scope: dict[str, list[tuple[StorageInfo, Buffer]]] = {}
     dynamic: list[StorageInfo] = []
     returned = info.returned(fn)
-    holds_output = {s for t, s in info.storage_of.items() if t in returned}
+    # With inputs and outputs in the arena, the storages of the outputs are planned too:
+    # live to the end (the return uses them), so nothing reuses their bytes.
+    holds_output = (
+        set()
+        if fn.attr(IO_IN_ARENA) is True
+        else {s for t, s in info.storage_of.items() if t in returned}
+    )
     kept = {s for t, s in info.storage_of.items() if t in info.escaping}
     for s in storages(fn):
         if (

@@ -10,10 +10,12 @@ from .legalize_packed_calls import LegalizePackedCalls
 from .manifest_alloc import ManifestAlloc
 from .plan_memory import PlanMemory
 from .plan_workspace import PlanWorkspace
+from .reorder_for_memory import ReorderForMemory
 
 PASSES: dict[str, type[Pass]] = {
     cls.name: cls
     for cls in (
+        ReorderForMemory,
         ManifestAlloc,
         PlanWorkspace,
         ElideConcatSplit,
@@ -27,6 +29,7 @@ PASSES: dict[str, type[Pass]] = {
 
 PIPELINES: dict[str, tuple[str, ...]] = {
     "vm": (
+        "ReorderForMemory",
         "ManifestAlloc",
         "PlanWorkspace",
         "ElideConcatSplit",
@@ -35,6 +38,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "KillAfterLastUse",
     ),
     "c": (
+        "ReorderForMemory",
         "ManifestAlloc",
         "PlanWorkspace",
         "ElideConcatSplit",

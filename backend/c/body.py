@@ -8,7 +8,6 @@ runner (:mod:`~relaxc.backend.c.runner`) and primitive functions
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from relaxc.ir import dims as D
@@ -23,7 +22,7 @@ from relaxc.ir.walk import ExprFunctor, StmtVisitor
 from . import dtypes as T
 from .kernels import DimC, Spec
 from .model import CTensor, CValue, nbytes_dim
-from .names import Scope
+from .names import Scope, word_counts
 
 if TYPE_CHECKING:
     from .module import ModuleEmitter
@@ -162,9 +161,9 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
 
     def finish_locals(self) -> None:
         """``(void)v;`` for locals never read, so -Wunused-variable stays quiet."""
-        text = "\n".join(self.lines)
+        counts = word_counts("\n".join(self.lines))
         for var in self.locals:
-            if len(re.findall(rf"\b{re.escape(var)}\b", text)) <= 1:
+            if counts[var] <= 1:
                 self.lines.append(f"    (void){var};")
 
 

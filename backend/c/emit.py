@@ -23,8 +23,7 @@ Names from the IR reach C only through :class:`~relaxc.backend.c.names.Scope`.
 
 from __future__ import annotations
 
-import re
-from typing import Mapping
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -35,8 +34,14 @@ from relaxc.ir.verifier import ModuleTypes, verify_module
 from .api import header_text, main_text, model_text
 from .model import CSources, ModelInfo
 from .module import ModuleEmitter
-from .names import is_identifier, sanitize
+from .names import is_identifier, sanitize, word_counts
 from .runner import RunnerEmitter
+
+CONSTANT_MODES = ("inline", "file")
+"""Where the C target puts the weights: in the C file, or in a binary file beside it."""
+
+Progress = Callable[[str, int, int], None]
+"""A progress callback: ``(what, done, total)``."""
 
 
 def default_prefix(stem: str) -> str:
@@ -68,9 +73,23 @@ def emit_c(
     entry: str = "main",
     emit_main: bool = False,
     types: ModuleTypes | None = None,
+    constants: str = "inline",
+    progress: Progress | None = None,
 ) -> CSources:
-    """Emit ``<prefix>.c`` and ``<prefix>.h`` (and ``<prefix>_main.c``) for ``module``."""
+    """Emit ``<prefix>.c`` and ``<prefix>.h`` (and ``<prefix>_main.c``) for ``module``.
+
+    ``constants="inline"`` writes every constant into ``<prefix>.c``; ``"file"`` writes the
+    named weights into ``<prefix>_weights.bin`` (bytes) and an assembler stub
+    ``<prefix>_weights.S`` that links it (GCC or Clang), leaving the C file the code (see
+    docs/c.md). ``progress(what, done, total)``, if given, is called as the work advances:
+    ``what`` is ``"statements"`` (of the run function) or ``"constant bytes"``.
+    """
     check_prefix(prefix)
+    if constants not in CONSTANT_MODES:
+        raise RxError(
+            f"constants={constants!r}: choose one of {', '.join(CONSTANT_MODES)} (inline: in "
+            "the C file; file: in a binary file linked by an assembler stub)"
+        )
     types = types if types is not None else verify_module(module)
     fn = module.get(entry)
     if fn is None:
@@ -84,12 +103,12 @@ def emit_c(
             f"the C target needs planned memory, but @{entry} was not planned; build with the c "
             f"pipeline (ManifestAlloc,PlanMemory,LegalizePackedCalls) or include PlanMemory"
         )
-    m = ModuleEmitter(module, types, weights or {}, prefix)
+    m = ModuleEmitter(module, types, weights or {}, prefix, constants, progress)
     runner = RunnerEmitter(m, fn)
     sig, run_def = runner.run()
     # Constants nothing reads (dead bindings) are left out: an unused static array is a warning.
     code = "\n".join(m.kernel_defs + m.prim_defs + m.packed_defs + [run_def])
-    m.constant_defs = [c for c in m.constant_defs if re.search(rf"\b{c[0]}\b", code)]
+    m.finish_constants(word_counts(code))
     info = ModelInfo(
         prefix,
         entry,
@@ -100,14 +119,26 @@ def emit_c(
         sum(c[2] for c in m.constant_defs),
         m.uses_packed,
         fn.upper_bounds(),
+        m.weights_file if constants == "file" else None,
+        sum(int(c.array.nbytes) for c in m.file_constants),
     )
-    files = {
+    files: dict[str, str | bytes] = {
         f"{prefix}.h": header_text(info, sig, runner.err_codes, source),
         f"{prefix}.c": model_text(m, info, run_def, runner.err_codes, source),
     }
+    if constants == "file":
+        files[f"{prefix}_weights.S"] = m.weights_asm(source)
+        files[m.weights_file] = m.weights_bytes()
     if emit_main:
         files[f"{prefix}_main.c"] = main_text(info, runner.err_codes, source)
     return CSources(files, info)
 
 
-__all__ = ["CSources", "ModelInfo", "check_prefix", "default_prefix", "emit_c"]
+__all__ = [
+    "CONSTANT_MODES",
+    "CSources",
+    "ModelInfo",
+    "check_prefix",
+    "default_prefix",
+    "emit_c",
+]

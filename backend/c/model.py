@@ -100,11 +100,17 @@ def nbytes_dim(t: TensorType) -> D.Dim:
 
 @dataclass
 class Port:
-    """An input or output of ``<prefix>_run``: its C parameter name, IR type and description."""
+    """An input or output of ``<prefix>_run``: its C parameter name, IR type and description.
+
+    With inputs and outputs in the arena (``io_in_arena``), a port that lives in static
+    memory is no parameter of the run function: ``accessor`` names the function that gives
+    the caller its pointer, ``location`` says where that is (``arena + 4096``)."""
 
     name: str
     ir_name: str
     type: TensorType
+    accessor: str | None = None
+    location: str = ""
 
 
 @dataclass
@@ -131,6 +137,8 @@ class ModelInfo:
     constant_bytes: int
     packed: bool
     bounds: dict[str, int]
+    weights_file: str | None = None  # the weights' binary file, in file mode
+    weights_bytes: int = 0  # the bytes of that file (part of constant_bytes)
 
     @property
     def workspace_bytes(self) -> int:
@@ -145,5 +153,5 @@ class ModelInfo:
 class CSources:
     """The emitted files (name -> text) and what they contain."""
 
-    files: dict[str, str]
+    files: dict[str, str | bytes]  # text, and the weights file's bytes in file mode
     info: ModelInfo

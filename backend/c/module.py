@@ -9,7 +9,8 @@ static buffers of the plan. :mod:`~relaxc.backend.c.api` assembles the file from
 
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Callable, Collection, Mapping
 
 import numpy as np
 
@@ -30,11 +31,28 @@ from .names import Scope, comment
 from .primitive import PrimitiveEmitter
 
 
+@dataclass(frozen=True)
+class Constant:
+    """A constant the runner or a primitive function reads: a weight or a literal."""
+
+    cname: str
+    label: str
+    type: TensorType
+    array: np.ndarray
+    in_file: bool  # in the weights file (file mode), not in the C file
+
+
 class ModuleEmitter:
     """Collects the pieces of ``<prefix>.c`` while the runner and its callees are emitted."""
 
     def __init__(
-        self, module: Module, types: ModuleTypes, weights: Mapping[str, np.ndarray], prefix: str
+        self,
+        module: Module,
+        types: ModuleTypes,
+        weights: Mapping[str, np.ndarray],
+        prefix: str,
+        constants: str = "inline",
+        progress: Callable[[str, int, int], None] | None = None,
     ):
         self.module = module
         self.types = types
@@ -55,7 +73,12 @@ class ModuleEmitter:
         self.packed: dict[str, str] = {}  # IR function -> packed wrapper
         self.packed_defs: list[str] = []
         self.constants: dict[tuple, str] = {}
+        self.constants_mode = constants
+        self.progress = progress
+        self.weights_file = f"{prefix}_weights.bin"
+        self.constant_list: list[Constant] = []  # in the order first used
         self.constant_defs: list[tuple[str, str, int]] = []  # (C name, definition, bytes)
+        self.file_constants: list[Constant] = []  # in the order of the weights file
         self.buffers: list[StaticBuffer] = []
         self.uses_packed = False
 
@@ -96,21 +119,111 @@ class ModuleEmitter:
                 raise RxError(f"constant %{name} has a symbolic shape", call.loc)
             arr = arr.reshape(tuple(int(d) for d in t.shape))
         cname = self.scope.name(f"{self.prefix}_c_", label)
-        count = max(int(arr.size), 1)
-        # The bytes exactly, as words (the bit patterns), read through a union member of
-        # the element type: exact for every dtype, and no per-element decimal formatting.
-        word, init = T.constant_words(arr)
-        self.constant_defs.append(
-            (
-                cname,
-                f"/* {comment(label)}: {comment(type_to_str(t))} */\n"
-                f"static const union {{ {word} w[{count}]; {T.c_type(t.dtype)} v[{count}]; }} "
-                f"{cname} = {{{init}}};",
-                int(arr.size) * T.nbytes(t.dtype),
-            )
+        # A weight with elements goes to the weights file in file mode; literals stay in C
+        # (small, and the compiler may fold them).
+        in_file = self.constants_mode == "file" and isinstance(value, str) and arr.size > 0
+        self.constant_list.append(Constant(cname, label, t, arr, in_file))
+        ref = cname if in_file else f"{cname}.v"
+        self.constants[key] = ref
+        return ref
+
+    def finish_constants(self, used: Collection[str]) -> None:
+        """The definitions of the constants whose C name is in ``used`` (those nothing reads
+        are left out: an unused static array is a warning), in the order first used; in file
+        mode, also the weights file and its assembler stub."""
+        kept = [c for c in self.constant_list if c.cname in used]
+        # The file: the arrays of larger elements first (stable), so each is aligned to its
+        # element size without padding, and the file is exactly the weights' bytes.
+        offsets: dict[str, int] = {}
+        at = 0
+        for c in sorted((c for c in kept if c.in_file), key=lambda c: -c.array.dtype.itemsize):
+            offsets[c.cname] = at
+            at += int(c.array.nbytes)
+            self.file_constants.append(c)
+        self.constant_defs = []
+        total = sum(int(c.array.nbytes) for c in kept)
+        done = 0
+        for c in kept:
+            if self.progress is not None:
+                self.progress("constant bytes", done, total)
+            done += int(c.array.nbytes)
+            count = max(int(c.array.size), 1)
+            ctype = T.c_type(c.type.dtype)
+            head = f"/* {comment(c.label)}: {comment(type_to_str(c.type))}"
+            if c.in_file:
+                text = (
+                    f"{head}, at byte {offsets[c.cname]} of {self.weights_file} */\n"
+                    f"extern const {ctype} {c.cname}[{count}];"
+                )
+            else:
+                # The bytes exactly, as words (the bit patterns), read through a union member
+                # of the element type: exact for every dtype, no per-element decimal text.
+                word, init = T.constant_words(c.array)
+                text = (
+                    f"{head} */\nstatic const union {{ {word} w[{count}]; {ctype} v[{count}]; "
+                    f"}} {c.cname} = {{{init}}};"
+                )
+            self.constant_defs.append((c.cname, text, int(c.array.size) * T.nbytes(c.type.dtype)))
+        if self.progress is not None:
+            self.progress("constant bytes", total, total)
+
+    def weights_bytes(self) -> bytes:
+        """The weights file: each array of :attr:`file_constants` in C order, little-endian."""
+        return b"".join(
+            np.ascontiguousarray(c.array, dtype=c.array.dtype.newbyteorder("<")).tobytes()
+            for c in self.file_constants
         )
-        self.constants[key] = f"{cname}.v"
-        return f"{cname}.v"
+
+    def weights_asm(self, source: str) -> str:
+        """The assembler stub that links the weights file, one global (hidden) symbol per
+        array, at the offsets :meth:`finish_constants` chose."""
+        p = self.prefix
+        macro = f"{p}_weight"
+        nbytes = sum(int(c.array.nbytes) for c in self.file_constants)
+        lines = [
+            f"/* {p}_weights.S: links {self.weights_file} ({nbytes} bytes, little-endian) into "
+            f"read-only data for {p}.c;",
+            f" * generated by relaxc from {comment(source)}; do not edit. One symbol per array. "
+            "GNU assembler syntax",
+            f" * (GCC or Clang): cc -c {p}_weights.S -I FOLDER, FOLDER holding "
+            f"{self.weights_file}. */",
+            "#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__",
+            f'#error "{self.weights_file} holds little-endian data"',
+            "#endif",
+            "#if defined(__APPLE__)",
+            "#define SYM(x) _##x",
+            f"        .macro {macro} name, offset, size",
+            "        .globl \\name",
+            "        .private_extern \\name",
+            "\\name:",
+            f'        .incbin "{self.weights_file}", \\offset, \\size',
+            "        .endm",
+            "        .const",
+            "#else",
+            "#define SYM(x) x",
+            f"        .macro {macro} name, offset, size",
+            "        .globl \\name",
+            "        .hidden \\name",
+            "        .type \\name, %object",
+            "        .size \\name, \\size",
+            "\\name:",
+            f'        .incbin "{self.weights_file}", \\offset, \\size',
+            "        .endm",
+            "        .section .rodata",
+            "#endif",
+            "        .balign 64",
+        ]
+        at = 0
+        for c in self.file_constants:
+            lines.append(f"        {macro} SYM({c.cname}), {at}, {int(c.array.nbytes)}")
+            at += int(c.array.nbytes)
+        lines += [
+            "#if defined(__ELF__)",
+            '        .section .note.GNU-stack,"",%progbits',
+            "#endif",
+            "",
+        ]
+        return "\n".join(lines)
 
     # -- kernels --------------------------------------------------------------------------
     def kernel(self, spec: Spec, loc: Loc | None) -> str:
@@ -211,6 +324,10 @@ class ModuleEmitter:
         cname = self.scope.name(f"{self.prefix}_" if arena else f"{self.prefix}_buf_", ir_name)
         self.buffers.append(StaticBuffer(cname, ir_name, nbytes, align, arena))
         return cname
+
+    def is_arena(self, cname: str) -> bool:
+        """``cname`` is the C name of an arena (not of another static allocation)."""
+        return any(b.cname == cname and b.arena for b in self.buffers)
 
 
 __all__ = ["ModuleEmitter"]

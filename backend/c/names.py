@@ -11,6 +11,7 @@ a fixed set of harmless characters only (no ``*/``, no backslash, no trigraph ``
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 C_KEYWORDS = frozenset(
     """
@@ -62,6 +63,9 @@ class Scope:
     def __init__(self, parent: "Scope | None" = None):
         self.parent = parent
         self.used: set[str] = set()
+        # base -> the first numeric suffix that may be free: names are only ever added, so
+        # the suffixes below it stay taken (v_args, v_args_2, ... are handed out in O(1)).
+        self._next: dict[str, int] = {}
 
     def taken(self, name: str) -> bool:
         s: Scope | None = self
@@ -84,10 +88,14 @@ class Scope:
         if not base[0].isalpha():
             base = "x" + base
         base = re.sub(r"__+", "_", base)
-        cand, i = base, 2
-        while self.taken(cand):
+        cand = base
+        if self.taken(cand):
+            i = self._next.get(base, 2)
             cand = f"{base}_{i}"
-            i += 1
+            while self.taken(cand):
+                i += 1
+                cand = f"{base}_{i}"
+            self._next[base] = i + 1
         self.used.add(cand)
         return cand
 
@@ -121,6 +129,16 @@ def c_string(text: str) -> str:
         else:
             out.append(f"\\{b:03o}")
     return '"' + "".join(out) + '"'
+
+
+_WORD = re.compile(r"\w+")
+
+
+def word_counts(text: str) -> Counter[str]:
+    """How often each word (a maximal run of word characters) occurs in ``text``: for an
+    identifier ``name``, ``word_counts(text)[name]`` is the number of matches of
+    ``\\bname\\b``. One pass over the text, so that checking many names is linear."""
+    return Counter(_WORD.findall(text))
 
 
 def macro_name(text: str) -> str:

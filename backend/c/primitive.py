@@ -9,7 +9,6 @@ then it stays here.)
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from relaxc.ir import dims as D
@@ -24,7 +23,7 @@ from . import dtypes as T
 from .body import BodyEmitter, bindings, bound_call, var_args
 from .kernels import same_shape
 from .model import CTensor, CValue, flat, nbytes_dim, rebuild, ret_vars, single_ret, tree_leaves
-from .names import comment
+from .names import comment, word_counts
 
 if TYPE_CHECKING:
     from .module import ModuleEmitter
@@ -80,13 +79,7 @@ class PrimitiveEmitter(BodyEmitter):
         self.placement = self._place(out_vars)
         self.visit_function(fn)
         self._copy_outputs(out_vars)
-        text = "\n".join(self.lines)
-        for d in function_dims(fn):
-            if not re.search(rf"\b{self.dimvars[d]}\b", text):
-                self.lines.insert(0, f"    (void){self.dimvars[d]};")
-        for var in reversed(param_vars):  # a parameter the body never reads (-Wunused-parameter)
-            if not re.search(rf"\b{var}\b", text):
-                self.lines.insert(0, f"    (void){var};")
+        self._void_unread(param_vars)
         self.finish_locals()
         sig = f"static void {self.cname}({', '.join(params) or 'void'})"
         return f"/* @{comment(fn.name)} */\n{sig}\n{{\n" + "\n".join(self.lines) + "\n}"
@@ -119,16 +112,22 @@ class PrimitiveEmitter(BodyEmitter):
             param_vars.append(var)
         params += [f"int64_t {self.dimvars[d]}" for d in function_dims(fn)]
         self.visit_function(fn)
-        text = "\n".join(self.lines)
-        for d in function_dims(fn):
-            if not re.search(rf"\b{self.dimvars[d]}\b", text):
-                self.lines.insert(0, f"    (void){self.dimvars[d]};")
-        for var in reversed(param_vars):
-            if not re.search(rf"\b{var}\b", text):
-                self.lines.insert(0, f"    (void){var};")
+        self._void_unread(param_vars)
         self.finish_locals()
         sig = f"static void {self.cname}({', '.join(params) or 'void'})"
         return f"/* @{comment(fn.name)} */\n{sig}\n{{\n" + "\n".join(self.lines) + "\n}"
+
+    def _void_unread(self, param_vars: list[str]) -> None:
+        """``(void)x;`` at the top for each dim and parameter the body never reads
+        (-Wunused-parameter)."""
+        words = word_counts("\n".join(self.lines))
+        head = [f"    (void){v};" for v in param_vars if not words[v]]
+        head += [
+            f"    (void){self.dimvars[d]};"
+            for d in reversed(function_dims(self.fn))
+            if not words[self.dimvars[d]]
+        ]
+        self.lines[0:0] = head
 
     # -- placement of values computed inside ------------------------------------------------
     def _place(self, out_vars: list[CTensor]) -> dict[str, CTensor]:

@@ -7,17 +7,25 @@ storages PlanMemory left ``external`` are the caller's output buffers; an output
 computed in place (a parameter, a constant, a value returned twice) is copied at the end.
 Packed calls (after LegalizePackedCalls) fill DLTensor structs and call the packed wrapper of
 a primitive function.
+
+With inputs and outputs in the arena (``attrs {io_in_arena = true}``, see
+:mod:`relaxc.ir.io_arena`), an input copied into the arena and an output that lives in
+static memory (the arena, or a constant) are no parameters of the run function: for each,
+``<prefix>_input_<name>()`` / ``<prefix>_output_<name>()`` returns the pointer into the arena
+the caller fills before the run / reads after it, and the copy of the input is the caller's
+write (it emits nothing).
 """
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Mapping
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, analyze_aliases
 from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.io_arena import ArenaInput, arena_inputs, is_io_in_arena
 from relaxc.ir.nodes import (
+    Bind,
     Call,
     CallFunc,
     DType,
@@ -25,6 +33,8 @@ from relaxc.ir.nodes import (
     Expr,
     Function,
     Invoke,
+    Project,
+    TupleExpr,
     Var,
     call_dims,
     expr_vars,
@@ -42,9 +52,12 @@ from relaxc.ir.vocab import (
     CALL_PACKED,
     CONST,
     KILL_OPS,
+    MEMORY_VIEW,
     STACK_ALLOCA,
     STRUCT_SET,
+    call_of,
     is_dim,
+    is_int,
 )
 from relaxc.ir.walk import ExprFunctor
 
@@ -63,7 +76,7 @@ from .model import (
     ret_vars,
     tree_leaves,
 )
-from .names import is_identifier, macro_name, sanitize
+from .names import comment, is_identifier, macro_name, sanitize, word_counts
 
 if TYPE_CHECKING:
     from .module import ModuleEmitter
@@ -71,6 +84,13 @@ if TYPE_CHECKING:
 BUILTIN_RESHAPE = "vm.builtin.reshape"
 COPY = "relaxc.copy"
 """The runtime functions (``call_packed``) the C target implements: a view and a copy."""
+
+IN_ARENA = "<an input the caller writes into the arena>"
+"""The C value of an input parameter that lives in the arena: nothing may read it but its copy
+into the arena (the verifier's rule for io_in_arena), which the caller makes."""
+
+Place = tuple[str, str, D.Dim]
+"""Where a value lives for good: ("storage", storage name, byte offset) or ("const", name, 0)."""
 
 
 class RunnerEmitter(BodyEmitter):
@@ -85,6 +105,13 @@ class RunnerEmitter(BodyEmitter):
         self.storage_output: dict[str, int] = {}
         self.direct_outputs: set[int] = set()
         self._packed_here = False  # some call of this function is packed
+        self.io = is_io_in_arena(fn)
+        self._arena_in: dict[tuple[str, int], ArenaInput] = (
+            {(a.param, a.leaf): a for a in arena_inputs(fn)} if self.io else {}
+        )
+        self._out_places: dict[int, Place] = {}  # output index -> where it lives (io_in_arena)
+        self._defs = {st.name: st.value for st in fn.body if isinstance(st, Bind)}
+        self.accessors: list[str] = []  # definitions of <prefix>_input_/_output_ functions
         # Fixed locals of the run function: IR names never take them.
         self.ret_value = self.scope.reserve("ret_value")
         self.ret_code = self.scope.reserve("ret_code")
@@ -123,7 +150,13 @@ class RunnerEmitter(BodyEmitter):
             for i, leaf in enumerate(leaves):
                 ir = p.name if isinstance(p.type, TensorType) else f"{p.name}.{i}"
                 name = self.api_name(ir, "in_")
-                params.append(f"const {T.c_type(leaf.dtype, f'input %{ir}', p.loc)} *{name}")
+                ctype = T.c_type(leaf.dtype, f"input %{ir}", p.loc)
+                if (p.name, i) in self._arena_in:
+                    acc = m.scope.name(f"{m.prefix}_input_", name)
+                    self.inputs.append(Port(name, ir, leaf, accessor=acc))
+                    vals.append(CTensor(IN_ARENA, leaf, const=True))
+                    continue
+                params.append(f"const {ctype} *{name}")
                 self.inputs.append(Port(name, ir, leaf))
                 vals.append(CTensor(name, leaf, const=True))
             self.values[p.name] = (
@@ -139,12 +172,20 @@ class RunnerEmitter(BodyEmitter):
                 else [f"{v}.{i}" for i in range(len(leaves))]
             )
         out_leaves = tensor_leaves(fn.ret_type)
+        leaf_vars = [x for v in ret_names for x in self._leaf_vars(v)] if self.io else []
         seen: set[str] = set()
-        for ir, leaf in zip(out_ir, out_leaves):
+        for k, (ir, leaf) in enumerate(zip(out_ir, out_leaves)):
             label = ir if ir not in seen else f"{ir}_out"
             seen.add(ir)
             name = self.api_name(label, "out_")
-            params.append(f"{T.c_type(leaf.dtype, f'output %{ir}', fn.ret.loc)} *{name}")
+            ctype = T.c_type(leaf.dtype, f"output %{ir}", fn.ret.loc)
+            place = self._place(leaf_vars[k]) if k < len(leaf_vars) else None
+            if place is not None:
+                self._out_places[k] = place
+                acc = m.scope.name(f"{m.prefix}_output_", name)
+                self.outputs.append(Port(name, ir, leaf, accessor=acc))
+                continue
+            params.append(f"{ctype} *{name}")
             self.outputs.append(Port(name, ir, leaf))
         dim_names = function_dims(fn)
         err = 1
@@ -186,10 +227,20 @@ class RunnerEmitter(BodyEmitter):
                     self.storage_output[s] = k
                     self.direct_outputs.add(k)
         # -- body -----------------------------------------------------------------------
-        ptrs = [p.name for p in self.inputs + self.outputs]
+        ptrs = [p.name for p in self.inputs + self.outputs if p.accessor is None]
         body_start = len(self.lines)
+        # The last statement reading each value (a packed call's structs must be read by
+        # nothing after it), indexed once: looking a group up is then linear in its length.
+        self._last_read: dict[str, int] = {}
+        for k, st in enumerate(fn.body):
+            for v in expr_vars(st.value):
+                self._last_read[v.name] = k
+        self._ret_reads = {v.name for v in expr_vars(fn.ret)}
+        progress = m.progress
         i = 0
         while i < len(fn.body):
+            if progress is not None:
+                progress("statements", i, len(fn.body))
             j = self._packed_group(i)
             if j is None:
                 self.visit_stmt(fn.body[i])
@@ -203,8 +254,11 @@ class RunnerEmitter(BodyEmitter):
             self.depth -= 1
             self.emit("}")
             i = j + 1
+        if progress is not None:
+            progress("statements", len(fn.body), len(fn.body))
         self._copy_outputs()
         self.emit(f"return {pfx}_OK;")
+        self._emit_accessors()
         self.finish_locals()
         head: list[str] = []
         if dim_names:
@@ -219,15 +273,114 @@ class RunnerEmitter(BodyEmitter):
                 + f") return {pfx}_ERR_NULL_ARGUMENT;"
             )
         head += ["    " + c for c in checks]
-        body_text = "\n".join(self.lines[body_start:])
+        body_words = word_counts("\n".join(self.lines[body_start:]))
         head += [
-            f"    (void){self.dimvars[d]};"
-            for d in dim_names
-            if not re.search(rf"\b{self.dimvars[d]}\b", body_text)
+            f"    (void){self.dimvars[d]};" for d in dim_names if not body_words[self.dimvars[d]]
         ]
         self.lines[body_start:body_start] = head
         sig = f"int32_t {m.run_name}({', '.join(params) or 'void'})"
-        return sig, sig + "\n{\n" + "\n".join(self.lines) + "\n}"
+        run_def = sig + "\n{\n" + "\n".join(self.lines) + "\n}"
+        return sig, "\n\n".join([run_def] + self.accessors)
+
+    # -- inputs and outputs in the arena ------------------------------------------------------
+    def _leaf_vars(self, v: str) -> list[str | None]:
+        """The variables holding the tensor leaves of ``v`` (through tuples and aliases), or
+        None for a leaf that cannot be traced to one."""
+        t = self.types.get(v)
+        if isinstance(t, TensorType):
+            return [v]
+        n = len(tensor_leaves(t)) if t is not None else 0
+        e = self._defs.get(v)
+        if isinstance(e, Var):
+            return self._leaf_vars(e.name)
+        if isinstance(e, TupleExpr):
+            return [x for f in e.fields for x in self._leaf_vars(f.name)]
+        return [None] * n
+
+    def _place(self, v: str | None, depth: int = 0) -> Place | None:
+        """Where the tensor ``v`` lives for good when that is static memory: a storage of this
+        function that is not the caller's (the arena, or another static buffer) at a constant
+        offset, or a constant. None otherwise (an input, a dynamic or external storage)."""
+        if v is None or depth > len(self.fn.body):
+            return None
+        e = self._defs.get(v)
+        if isinstance(e, Var):
+            return self._place(e.name, depth + 1)
+        if isinstance(e, Project):
+            tup = self._defs.get(e.tuple_var.name)
+            if isinstance(tup, TupleExpr) and e.index < len(tup.fields):
+                return self._place(tup.fields[e.index].name, depth + 1)
+            return None
+        if not isinstance(e, Call):
+            return None
+        if e.op == CONST:
+            return ("const", v, 0)
+        if e.op == ALLOC_TENSOR:
+            a = _alloc_tensor_attrs(e)
+            st = e.args[0] if e.args and isinstance(e.args[0], Var) else None
+            while st is not None and isinstance(self._defs.get(st.name), Var):
+                st = self._defs[st.name]  # type: ignore[assignment]
+            alloc = call_of(self._defs.get(st.name), ALLOC_STORAGE) if st is not None else None
+            if alloc is None or _storage_attrs(alloc)["external"] or not is_int(a["offset"]):
+                return None
+            return ("storage", st.name, a["offset"])  # type: ignore[union-attr]
+        op = REGISTRY.get(e.op)
+        src = next((x for x in e.args if isinstance(x, Var)), None)
+        if e.op == CALL_PACKED and e.args and e.args[0] == BUILTIN_RESHAPE:
+            src = e.args[1] if len(e.args) > 1 and isinstance(e.args[1], Var) else None
+        elif op is None or not op.is_view:
+            return None
+        inner = self._place(src.name if src is not None else None, depth + 1)
+        if inner is None:
+            return None
+        extra: D.Dim = 0
+        if e.op == MEMORY_VIEW:
+            extra = _view_offset(e)
+            if not is_int(extra) or inner[0] == "const":
+                return None if extra != 0 else inner
+        return (inner[0], inner[1], D.simplify(D.add(inner[2], extra)))
+
+    def _emit_accessors(self) -> None:
+        """``<prefix>_input_<name>`` and ``<prefix>_output_<name>``: pointers into the arena."""
+        arena_tensor = {a.label: a for a in self._arena_in.values()}
+        items: list[tuple[Port, Place, bool]] = []
+        for port in self.inputs:
+            if port.accessor is not None:
+                a = arena_tensor[port.ir_name]
+                place = self._place(a.tensor)
+                if place is None:
+                    raise RxError(
+                        f"input %{port.ir_name} is copied into %{a.tensor}, which the C target "
+                        "cannot place in static memory at a constant offset",
+                        self.fn.body[a.copy_at].loc,
+                    )
+                items.append((port, place, True))
+        for k, port in enumerate(self.outputs):
+            if port.accessor is not None:
+                items.append((port, self._out_places[k], False))
+        for port, (kind, name, offset), writable in items:
+            base = self.values.get(name)
+            if kind == "const":
+                assert isinstance(base, CTensor)
+                expr, port.location = base.expr, f"the constant %{name}"
+            else:
+                if not isinstance(base, CStorage) or base.output is not None:
+                    raise RxError(f"%{name} is not static memory the C target made", self.fn.loc)
+                expr = base.expr if offset == 0 else f"{base.expr} + {D.dim_to_str(offset)}"
+                what = "the arena" if self.m.is_arena(base.expr) else f"allocation %{name}"
+                port.location = f"byte {D.dim_to_str(offset)} of {what}"
+            ctype = T.c_type(port.type.dtype)
+            q = "" if writable else "const "
+            what = (
+                f"input %{port.ir_name}: fill it before {self.m.run_name}"
+                if writable
+                else f"output %{port.ir_name}: read it after {self.m.run_name}"
+            )
+            self.accessors.append(
+                f"/* {comment(what)} ({comment(port.location)}) */\n"
+                f"{q}{ctype} *{port.accessor}(void)\n{{\n"
+                f"    return ({q}{ctype} *)({q}void *)({expr});\n}}"
+            )
 
     def _packed_group(self, i: int) -> int | None:
         """If statement ``i`` starts the structs of one packed call (stack_alloca, struct_set, then
@@ -253,11 +406,8 @@ class RunnerEmitter(BodyEmitter):
             return None
         if effect_call(body[j], CALL_CPACKED) is None:
             return None
-        for st in body[j + 1 :]:
-            if any(v.name in handles for v in expr_vars(st.value)):
-                return None
-        if any(v.name in handles for v in expr_vars(self.fn.ret)):
-            return None
+        if any(self._last_read.get(h, -1) > j or h in self._ret_reads for h in handles):
+            return None  # a struct read after the call
         return j
 
     def _is_external(self, storage: str) -> bool:
@@ -266,6 +416,15 @@ class RunnerEmitter(BodyEmitter):
             if call is not None and s.name == storage:  # type: ignore[union-attr]
                 return bool(_storage_attrs(call)["external"])
         return False
+
+    def tensor(self, v: Var, what: str) -> CTensor:
+        val = super().tensor(v, what)
+        if val.expr is IN_ARENA:
+            raise RxError(
+                f"{what}: input %{v.name} lives in the arena (io_in_arena): read its copy there",
+                v.loc,
+            )
+        return val
 
     # -- statements -----------------------------------------------------------------------
     def visit_effect(self, stmt: Effect) -> None:
@@ -387,6 +546,20 @@ class RunnerEmitter(BodyEmitter):
         if e.op == CALL_PACKED and e.args and e.args[0] == COPY:
             if len(e.args) != 3 or not all(isinstance(a, Var) for a in e.args[1:]):
                 raise RxError("relaxc.copy expects two tensors", e.loc)
+            src_val = self.read(e.args[1])  # type: ignore[arg-type]
+            if isinstance(src_val, CTensor) and src_val.expr is IN_ARENA:
+                # An input copied into the arena: the caller wrote it there, through the
+                # pointer <prefix>_input_<name>() gives (the verifier checked that this is the
+                # input's one copy, made before anything is computed).
+                dst_name = e.args[2].name  # type: ignore[union-attr]
+                ports = {p.ir_name: p for p in self.inputs}
+                acc = [
+                    ports[a.label].accessor for a in self._arena_in.values() if a.tensor == dst_name
+                ]
+                if not acc:
+                    raise RxError(f"relaxc.copy: %{dst_name} is not an input's place", e.loc)
+                self.emit(f"/* %{comment(dst_name)}: written by the caller, at {acc[0]}() */")
+                return
             src, dst = self.tensor(e.args[1], "relaxc.copy"), self.tensor(e.args[2], "relaxc.copy")
             if dst.const:
                 raise RxError("relaxc.copy would write into read-only memory", e.loc)
@@ -533,7 +706,7 @@ class RunnerEmitter(BodyEmitter):
         for v in ret_vars(self.fn):
             vals += flat(self.read(v))
         for k, (port, val) in enumerate(zip(self.outputs, vals)):
-            if k in self.direct_outputs:
+            if k in self.direct_outputs or port.accessor is not None:
                 continue
             if not isinstance(val, CTensor):
                 raise RxError(f"output {port.name} is not a tensor the C target can copy", None)
@@ -625,6 +798,11 @@ def _storage_attrs(call: Call) -> dict:
 def _alloc_tensor_attrs(call: Call) -> dict:
     bound = bind_args(REGISTRY.get(ALLOC_TENSOR), call.args, call.kwargs)  # type: ignore[arg-type]
     return dict(bound.attrs)
+
+
+def _view_offset(call: Call) -> D.Dim:
+    bound = bind_args(REGISTRY.get(MEMORY_VIEW), call.args, call.kwargs)  # type: ignore[arg-type]
+    return dict(bound.attrs)["offset"]
 
 
 def _fits_bytes(t: TensorType, out: TensorType) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import numpy as np
 
@@ -463,10 +463,12 @@ def compile_module(
     module: Module,
     weights: Mapping[str, np.ndarray] | None = None,
     types: ModuleTypes | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> bytes:
     """The ``.rxb`` bytes of ``module`` (verified here unless ``types`` are given).
 
     Named constants are taken from ``weights``; a missing one is an RxError.
+    ``progress(done, total)``, if given, is called as statements are compiled.
     """
     if types is None:
         types = verify_module(module)
@@ -476,10 +478,15 @@ def compile_module(
     ftab = F.Writer()
     code = F.Writer()
     ftab.u32(len(module.functions))
+    total = sum(len(fn.body) for fn in module.functions)
+    done = 0
     for fn in module.functions:
         start = len(code)
         fc = _FunctionCode(fn, funcs, consts, strings, types[fn.name], code)
         for st in fn.body:
+            if progress is not None:
+                progress(done, total)
+            done += 1
             with _at(st.loc, fn):
                 fc.statement(st)
         with _at(fn.ret.loc, fn):

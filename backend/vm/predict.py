@@ -6,7 +6,9 @@ it (the alias-aware liveness of :func:`relaxc.ir.alias.buffer_liveness`, the sam
 the passes use). The *peak* is the most bytes of arena and dynamic storage live at any
 program point; storages marked ``external`` (outputs, which the caller receives) are
 reported apart. This is computed independently of the VM, which counts what it really
-holds; after the vm pipeline the two agree to the byte.
+holds; after the vm pipeline the two agree to the byte. With the inputs and outputs planned
+into the arena (``io_in_arena``) the arena holds them, so the peak counts them and no
+storage is external.
 
 The prediction covers the function's own storages only: memory of functions it calls and
 fresh kernel results of programs without destination passing are not predicted
@@ -36,6 +38,7 @@ class MemoryPrediction:
     dynamic_peak: int = 0  # most bytes of dynamic storage live at once
     peak: int = 0  # most bytes of arena + dynamic storage live at once
     output_bytes: int = 0  # external storages (the outputs)
+    io_in_arena: bool = False  # the inputs and outputs are planned into the arena
     complete: bool = True
     missing: list[str] = field(default_factory=list)  # why the prediction is not complete
 
@@ -47,6 +50,7 @@ class MemoryPrediction:
             "dynamic_peak": self.dynamic_peak,
             "peak": self.peak,
             "output_bytes": self.output_bytes,
+            "io_in_arena": self.io_in_arena,
             "complete": self.complete,
             "missing": self.missing,
         }
@@ -57,7 +61,7 @@ def predict_memory(module: Module, fn_name: str, dims: Mapping[str, int]) -> Mem
     fn = module.get(fn_name)
     if fn is None:
         raise RxError(f"the module has no function @{fn_name}")
-    pred = MemoryPrediction(fn_name, dict(dims))
+    pred = MemoryPrediction(fn_name, dict(dims), io_in_arena=fn.attr("io_in_arena") is True)
     if fn.is_primitive:
         return pred
     storages = _Storages(module, pred, dims, buffer_liveness(fn, analyze_aliases(fn, module)))

@@ -29,7 +29,10 @@ What each instruction does — the same as the reference interpreter:
 
 The caller's inputs are copied in (the program may write into its parameters); the
 result arrays are the caller's (memory that backs them is handed over, constants are
-copied).
+copied). A function planned with its inputs and outputs in the arena (``io_in_arena``)
+copies each input into the arena at its offset (the ``relaxc.copy`` at the top of its
+body), and its outputs are copied out of the arena at the end, which then goes back to
+the pool: nothing is handed over.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import InternalError, RxError
+from relaxc.ir.io_arena import IO_IN_ARENA
 from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import view_bytes
@@ -106,6 +110,15 @@ class VirtualMachine:
             if f.primitive:
                 return _copy_out(fresh(f.call_primitive(args, env), args))
             result, blocks = f.call(args, [()] * len(args), env)
+        if f.io_in_arena:
+            # Inputs and outputs in the arena: the outputs are read from it at the end, and
+            # the arena goes back to the pool like any other block.
+            result = copy_value(_copy_out(result))
+            for blk in blocks:
+                blk.rc -= 1
+                if blk.rc == 0:
+                    self.pool.release(blk)
+            return result
         for blk in blocks:
             blk.rc -= 1
             if blk.rc == 0:
@@ -149,6 +162,7 @@ class _Function:
         self.ret = vf.instrs[-1]
         self.nregs = vf.nregs
         self.nparams = vf.nparams
+        self.io_in_arena = (IO_IN_ARENA, True) in vf.attrs
         self.specs: dict[tuple, list[Step]] = {}
         # Operands bound to their ops once (the env-independent part).
         self.bound: list[Any] = []

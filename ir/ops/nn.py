@@ -3,6 +3,12 @@
 Layouts are NCHW for activations and OIHW for convolution weights. Float kernels compute
 in float64 and cast back to the input dtype; integer matmul/dense/conv2d accumulate in
 64 bits and wrap to the input dtype.
+
+The kernels are the reference interpreter's and the VM's (so the two agree bit for bit),
+and they are written for speed on real models: matmul, dense and conv2d are matrix
+products numpy hands to BLAS (conv2d over im2col columns copied from a strided view of
+the input), pooling runs over strided views of the input, one pass per window tap. Each
+returns a fresh array (never a view of an input) and only reads its inputs.
 """
 
 from __future__ import annotations
@@ -123,36 +129,79 @@ def _infer_conv2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     return TensorType((n, o, oh, ow), dtype)
 
 
-def _patches(
-    xp: np.ndarray, i: int, j: int, dil: tuple[int, int], st: tuple[int, int], out: tuple[int, int]
+def _padded(x: np.ndarray, pads: tuple[int, int, int, int], fill: Any) -> np.ndarray:
+    """``x`` (NCHW) with ``pads`` (top, left, bottom, right) cells of ``fill`` around H and W;
+    ``x`` itself when there is no padding (callers only read it)."""
+    pt, pl, pb, pr = pads
+    if not (pt or pl or pb or pr):
+        return x
+    n, c, h, w = x.shape
+    xp = np.full((n, c, h + pt + pb, w + pl + pr), fill, dtype=x.dtype)
+    xp[:, :, pt : pt + h, pl : pl + w] = x
+    return xp
+
+
+def _windows(
+    xp: np.ndarray,
+    groups: int,
+    k: tuple[int, int],
+    dil: tuple[int, int],
+    st: tuple[int, int],
+    out: tuple[int, int],
 ) -> np.ndarray:
-    """The (..., OH, OW) input values kernel position (i, j) meets, from padded ``xp``."""
-    hi, wi = i * dil[0], j * dil[1]
-    return xp[
-        ..., hi : hi + st[0] * (out[0] - 1) + 1 : st[0], wi : wi + st[1] * (out[1] - 1) + 1 : st[1]
-    ]
+    """The read-only strided view (N, G, C/G, KH, KW, OH, OW) of padded ``xp`` (N, C, H, W):
+    element [n, g, c, i, j, y, x] is the input kernel tap (i, j) of channel g*C/G + c meets at
+    output (y, x). Nothing is copied."""
+    n, c = xp.shape[0], xp.shape[1]
+    s0, s1, s2, s3 = xp.strides
+    return np.lib.stride_tricks.as_strided(
+        xp,
+        (n, groups, c // groups, k[0], k[1], out[0], out[1]),
+        (s0, s1 * (c // groups), s1, s2 * dil[0], s3 * dil[1], s2 * st[0], s3 * st[1]),
+        writeable=False,
+    )
 
 
 def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """im2col and one BLAS matrix product per group (integers: numpy's own 64-bit product).
+
+    The columns (N, G, C/G*KH*KW, OH*OW) are copied from a strided view of the padded input,
+    widened to the accumulation dtype (float64, int64/uint64) on the way; each group's
+    (O/G, C/G*KH*KW) weight matrix multiplies them (a depthwise convolution makes many
+    small products, still cheaper than summing its taps elementwise at these sizes). The
+    bias is added to the sums, in the accumulation dtype, before the one rounding to the
+    input dtype. Sums are in BLAS's (blocked) order: they differ from a sequential sum in
+    the last float64 bits, which the rounding to f32/f16 almost always hides.
+    """
     x, w = xs[0], xs[1]
-    strides, (pt, pl, pb, pr), dilation, g = _conv_params(attrs)
+    strides, pads, dilation, g = _conv_params(attrs)
+    pt, pl, pb, pr = pads
     acc = accumulate_dtype(x.dtype)
     n, c, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = int(window_out(h, pt, pb, kh, dilation[0], strides[0], "conv2d", "height"))
     ow = int(window_out(wd, pl, pr, kw, dilation[1], strides[1], "conv2d", "width"))
-    xp = np.pad(x.astype(acc), ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    xg = xp.reshape(n, g, cg, xp.shape[2], xp.shape[3])
-    wg = w.astype(acc).reshape(g, o // g, cg, kh, kw)
-    out = np.zeros((n, g, o // g, oh, ow), dtype=acc)
-    for i in range(kh):
-        for j in range(kw):
-            patch = _patches(xg, i, j, dilation, strides, (oh, ow))
-            out += np.einsum("ngchw,goc->ngohw", patch, wg[:, :, :, i, j])
-    res = out.reshape(n, o, oh, ow)
-    if len(xs) == 3:
-        res = res + xs[2].astype(acc).reshape(1, o, 1, 1)
-    return as_contiguous(res, x.dtype)
+    og, k, length = o // g, cg * kh * kw, oh * ow
+    if n * o * length == 0 or k == 0:  # nothing to compute, or empty sums
+        res = np.zeros((n, o, oh, ow), dtype=acc)
+    else:
+        xp = _padded(x, pads, 0)  # in x's dtype: widened while the columns are copied
+        cols = np.empty((n, g, cg, kh, kw, oh, ow), dtype=acc)
+        cols[...] = _windows(xp, g, (kh, kw), dilation, strides, (oh, ow))
+        wg = w.astype(acc).reshape(g, og, k)
+        res = np.matmul(wg, cols.reshape(n, g, k, length)).reshape(n, o, oh, ow)
+    return _round_sum(res, xs[2] if len(xs) == 3 else None, x.dtype)
+
+
+def _round_sum(acc: np.ndarray, add: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
+    """``acc`` (+ the per-channel ``add`` (C,) on axis 1, in ``acc``'s dtype) rounded once to
+    ``dtype``, in one pass: a fresh C-contiguous array."""
+    if add is None:
+        return as_contiguous(acc, dtype)
+    out = np.empty(acc.shape, dtype=dtype)
+    shape = (1, -1) + (1,) * (acc.ndim - 2)
+    np.add(acc, add.astype(acc.dtype).reshape(shape), out=out, casting="unsafe")
+    return out
 
 
 # -- pooling -----------------------------------------------------------------------------
@@ -206,50 +255,61 @@ def _pool_infer(op: str):
     return infer
 
 
-def _pool_padded(op: str, x: np.ndarray, attrs: Mapping[str, Any], fill: Any):
-    """Pad ``x`` for pooling (ceil_mode may need extra bottom/right cells); returns the layout
-    too."""
+def _pool_geometry(op: str, x: np.ndarray, attrs: Mapping[str, Any]):
+    """(pool_size, strides, dilation, (OH, OW), padding, padding with the extra bottom/right
+    cells ceil_mode may need) of pooling ``x``."""
     (kh, kw), st, (pt, pl, pb, pr), dil = _pool_params(op, attrs)
     h, w = x.shape[2], x.shape[3]
     oh, ow = (int(v) for v in _pool_out(op, h, w, attrs))
     extra_h = max(0, (oh - 1) * st[0] + dil[0] * (kh - 1) + 1 - (h + pt + pb))
     extra_w = max(0, (ow - 1) * st[1] + dil[1] * (kw - 1) + 1 - (w + pl + pr))
-    widths = ((0, 0), (0, 0), (pt, pb + extra_h), (pl, pr + extra_w))
-    xp = np.pad(x, widths, constant_values=fill)
-    return xp, (kh, kw), st, dil, (oh, ow), (pt, pl, pb, pr)
+    return (kh, kw), st, dil, (oh, ow), (pt, pl, pb, pr), (pt, pl, pb + extra_h, pr + extra_w)
 
 
 def _max_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """The running maximum, in tap order, of the window taps' strided views of the input
+    padded with -inf (integers: their minimum)."""
     x = xs[0]
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    xp, (kh, kw), st, dil, out, _ = _pool_padded("max_pool2d", x, attrs, fill)
-    res = np.full(x.shape[:2] + out, fill, dtype=x.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            res = np.maximum(res, _patches(xp, i, j, dil, st, out))
-    return as_contiguous(res, x.dtype)
+    k, st, dil, out, _, pads = _pool_geometry("max_pool2d", x, attrs)
+    if x.shape[0] * x.shape[1] * out[0] * out[1] == 0:
+        return np.full(x.shape[:2] + out, fill, dtype=x.dtype)
+    win = _windows(_padded(x, pads, fill), 1, k, dil, st, out)[:, 0]  # (n, c, kh, kw, oh, ow)
+    res = np.array(win[:, :, 0, 0], dtype=x.dtype, order="C")  # = maximum(fill, tap 0)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            if i or j:
+                np.maximum(res, win[:, :, i, j], out=res)
+    return res
 
 
 def _avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """The float64 sum, in tap order, of the window taps' strided views of the zero-padded
+    input, divided by the number of cells each window counts (computed once per geometry)."""
     x = xs[0]
-    xp, (kh, kw), st, dil, out, (pt, pl, pb, pr) = _pool_padded(
-        "avg_pool2d", x.astype(np.float64), attrs, 0.0
-    )
+    k, st, dil, out, (pt, pl, pb, pr), pads = _pool_geometry("avg_pool2d", x, attrs)
     h, w = x.shape[2], x.shape[3]
-    counted = np.zeros(xp.shape[2:], dtype=np.float64)
+    if x.shape[0] * x.shape[1] * out[0] * out[1] == 0:
+        return np.zeros(x.shape[:2] + out, dtype=x.dtype)
+    counted = np.zeros((1, 1, h + pads[0] + pads[2], w + pads[1] + pads[3]), dtype=np.float64)
     if attrs["count_include_pad"]:
-        counted[: pt + h + pb, : pl + w + pr] = 1.0
+        counted[..., : pt + h + pb, : pl + w + pr] = 1.0
     else:
-        counted[pt : pt + h, pl : pl + w] = 1.0
-    total = np.zeros(x.shape[:2] + out, dtype=np.float64)
-    count = np.zeros(out, dtype=np.float64)
-    for i in range(kh):
-        for j in range(kw):
-            total += _patches(xp, i, j, dil, st, out)
-            count += _patches(counted, i, j, dil, st, out)
+        counted[..., pt : pt + h, pl : pl + w] = 1.0
+    win = _windows(_padded(x, pads, 0), 1, k, dil, st, out)[:, 0]
+    cwin = _windows(counted, 1, k, dil, st, out)[0, 0, 0]  # (kh, kw, oh, ow)
+    total = np.add(win[:, :, 0, 0], 0.0, dtype=np.float64)  # 0 + tap 0, as a sum from 0
+    count = cwin[0, 0] + 0.0
+    for i in range(k[0]):
+        for j in range(k[1]):
+            if i or j:
+                np.add(total, win[:, :, i, j], out=total)
+                count += cwin[i, j]
     with np.errstate(all="ignore"):
-        res = np.where(count > 0, total / np.maximum(count, 1.0), 0.0)
-    return as_contiguous(res, x.dtype)
+        total /= np.maximum(count, 1.0)
+    if not count.all():
+        total[..., count == 0] = 0.0
+    return as_contiguous(total, x.dtype)
 
 
 def _infer_global_avg_pool2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -293,8 +353,13 @@ def _batch_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
     axis = norm_axis(attrs["axis"], x.ndim, "batch_norm")
     g, b, m, v = (_channel(t, x.ndim, axis) for t in (gamma, beta, mean, var))
     with np.errstate(all="ignore"):
-        y = (x.astype(np.float64) - m) / np.sqrt(v + attrs["epsilon"]) * g + b
-    return as_contiguous(y, x.dtype)
+        # (x - mean) / sqrt(var + eps) * gamma + beta as x * scale + shift, per channel in
+        # float64: two passes over x instead of four (a few float64 ulps from the formula).
+        scale = g / np.sqrt(v + attrs["epsilon"])
+        shift = b - m * scale
+        out = np.empty(x.shape, dtype=x.dtype)
+        np.add(np.multiply(x, scale, dtype=np.float64), shift, out=out, casting="unsafe")
+    return out
 
 
 def _norm_infer(op: str, params: tuple[str, ...]):
@@ -388,10 +453,17 @@ def _lrn(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     widths[axis] = (before, size - 1 - before)
     sq = np.pad(x64**2, widths)
     c = x.shape[axis]
-    square_sum = sum(np.take(sq, np.arange(k, k + c), axis=axis) for k in range(size))
-    with np.errstate(all="ignore"):
-        y = x64 / (attrs["bias"] + attrs["alpha"] / size * square_sum) ** attrs["beta"]
-    return as_contiguous(y, x.dtype)
+    index = [slice(None)] * x.ndim
+    square_sum = np.zeros_like(x64)
+    for k in range(size):  # the window sum over channels, from 0 in window order
+        index[axis] = slice(k, k + c)
+        square_sum += sq[tuple(index)]
+    with np.errstate(all="ignore"):  # x / (bias + alpha / size * square_sum) ** beta
+        square_sum *= attrs["alpha"] / size
+        square_sum += attrs["bias"]
+        square_sum **= attrs["beta"]  # numpy's scalar powers, as ``a ** beta`` computes them
+        x64 /= square_sum
+    return as_contiguous(x64, x.dtype)
 
 
 def _reg_pool(

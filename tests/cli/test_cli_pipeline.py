@@ -26,7 +26,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from relaxc.passes.registry import PIPELINES
 from relaxc.backend.inputs import random_inputs, resolve_dims
 from relaxc.backend.interpreter import Interpreter
 from relaxc.cli.main import cli
@@ -36,16 +35,20 @@ from relaxc.frontend.weights import load_npz
 from relaxc.ir.nodes import Module, Var
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.passes.base import Pass
-from relaxc.passes.registry import PASSES
+from relaxc.passes.properties import PACKED_CALLS
+from relaxc.passes.registry import PASSES, PIPELINES
 from relaxc.passes.spec import describe_options, kebab
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "samples"
 SAMPLES = ["relay_memory", "mlp", "cnn", "transformer"]
 VM = list(PIPELINES["vm"])
+IN_PLACE = "ElideConcatSplit,ComputeInPlace"  # to --disable-pass where a test is about reuse
 
+# In place, each relu writes over its dense's output and the last dense into softmax's
+# output (the result): only %h1 and %h2 are buffers, live together, so nothing is reused.
 MLP_SUMMARY = (
     "@main: arena 8.0 KiB (8,192 B), 1.00x the lower bound 8.0 KiB (8,192 B), "
-    "51% less than without reuse (16.3 KiB (16,704 B))"
+    "0% less than without reuse (8.0 KiB (8,192 B))"
 )
 
 # Two non-primitive functions: one summary line each.
@@ -319,13 +322,15 @@ def test_dump_names_kebab_and_comma_lists(samples: Path) -> None:
     ]
 
 
-def test_dumps_fed_back_in_give_the_same_result(samples: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("after", VM[:-1])
+def test_dumps_fed_back_in_give_the_same_result(samples: Path, tmp_path: Path, after: str) -> None:
     # Every --dump-after output can be fed back in: the rest of the pipeline gives the same IR.
     path = samples / "transformer.rx"
     final = invoke("passes", path).stdout
-    s = split_dumps(invoke("passes", path, "--dump-after", "ManifestAlloc").stdout)
-    dumped = write(tmp_path / "after_manifest.rx", s[0][3])
-    result = invoke("passes", dumped, "-p", "PlanWorkspace,PlanMemory,KillAfterLastUse")
+    s = split_dumps(invoke("passes", path, "--dump-after", after).stdout)
+    dumped = write(tmp_path / f"after_{after}.rx", s[0][3])
+    rest = ",".join(VM[VM.index(after) + 1 :])
+    result = invoke("passes", dumped, "--params", samples / "transformer.npz", "-p", rest)
     assert result.exit_code == 0, result.output
     assert result.stdout == final
 
@@ -344,7 +349,7 @@ def test_dump_of_unknown_pass(samples: Path) -> None:
     assert_user_error(
         result,
         "unknown pass 'PlanMemroy'; did you mean 'PlanMemory'?",
-        "passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory, PlanWorkspace",
+        "passes: " + ", ".join(sorted(PASSES)),
     )
 
 
@@ -362,7 +367,7 @@ def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path
     )
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert f"wrote 8 dump(s) to {dumps}" in result.stderr
+    assert f"wrote {2 * len(VM)} dump(s) to {dumps}" in result.stderr
     want = [
         f"{k:03d}_{w}_{p}.rx"
         for k, (w, p) in enumerate([(w, p) for p in VM for w in ("before", "after")], start=1)
@@ -472,9 +477,12 @@ def test_named_pipeline_none_prints_the_input(samples: Path, spelling: str) -> N
 @pytest.mark.parametrize(
     "spec",
     [
-        "ManifestAlloc,PlanMemory,KillAfterLastUse",
-        "manifest-alloc,plan-memory,kill-after-last-use",
-        "ManifestAlloc{align=64},PlanMemory{planner=best check=true},KillAfterLastUse",
+        "ReorderForMemory,ManifestAlloc,ElideConcatSplit,ComputeInPlace,PlanMemory,KillAfterLastUse",
+        "reorder-for-memory,manifest-alloc,elide-concat-split,compute-in-place,plan-memory,"
+        "kill-after-last-use",
+        "ReorderForMemory{inplace=true},ManifestAlloc{align=64},"
+        "ElideConcatSplit{concat=true split=true},ComputeInPlace,"
+        "PlanMemory{planner=best check=true},KillAfterLastUse",
     ],
 )
 def test_spec_equal_to_the_default(samples: Path, spec: str) -> None:
@@ -506,7 +514,7 @@ def test_unknown_pass_names_alternatives(samples: Path) -> None:
         result,
         "error: unknown pass 'PlanMemoy'; did you mean 'PlanMemory'?",
         "  ManifestAlloc,PlanMemoy\n                ^^^^^^^^^",
-        "note: passes: KillAfterLastUse, LegalizePackedCalls, ManifestAlloc, PlanMemory",
+        "note: passes: " + ", ".join(sorted(PASSES)),
     )
 
 
@@ -568,14 +576,17 @@ def test_planning_legalized_ir_is_refused(tmp_path: Path) -> None:
         "plan memory before LegalizePackedCalls",
     )
     result = invoke("build", path, "-t", "ir", "-o", tmp_path / "out.rx")
-    assert_user_error(result, "plan memory before LegalizePackedCalls")
+    first = next(PASSES[p] for p in VM if PACKED_CALLS in PASSES[p].forbids)  # the one to refuse
+    assert_user_error(
+        result, f"{first.name} cannot run on IR with packed calls", first.hints[PACKED_CALLS]
+    )
     assert not (tmp_path / "out.rx").exists()
 
 
 def test_disable_pass(tmp_path: Path) -> None:
     path = write(tmp_path / "dyn.rx", DYNAMIC)
     full = invoke("passes", path).stdout
-    assert "memory.kill_storage(%b_storage)" in full  # KillAfterLastUse frees dynamic storage
+    assert "memory.kill_storage(%a_storage)" in full  # KillAfterLastUse frees dynamic storage
     result = invoke("passes", path, "--disable-pass", "KillAfterLastUse")
     assert result.exit_code == 0, result.output
     assert "kill_storage" not in result.stdout
@@ -589,7 +600,8 @@ def test_disable_pass_lists(samples: Path, disable: tuple[str, ...]) -> None:
     args = [a for d in disable for a in ("--disable-pass", d)]
     result = invoke("passes", samples / "mlp.rx", *args)
     assert result.exit_code == 0, result.output
-    assert result.stdout == invoke("passes", samples / "mlp.rx", "-p", "ManifestAlloc").stdout
+    rest = ",".join(p for p in VM if p not in ("PlanMemory", "KillAfterLastUse"))
+    assert result.stdout == invoke("passes", samples / "mlp.rx", "-p", rest).stdout
 
 
 @pytest.mark.parametrize(
@@ -649,7 +661,7 @@ def test_pass_config_changes_the_result(samples: Path) -> None:
         (
             "PlanMemory.plannr=best",
             "PlanMemory has no option 'plannr'; did you mean 'planner'? "
-            "(options: planner, time_limit, check)",
+            "(options: planner, time_limit, check, io_in_arena)",
         ),
         ("PlanMemoy.planner=best", "unknown pass 'PlanMemoy'; did you mean 'PlanMemory'?"),
         (
@@ -847,9 +859,11 @@ def test_build_summary_line(samples: Path) -> None:
 def test_build_summary_one_line_per_function(tmp_path: Path) -> None:
     result = invoke("build", write(tmp_path / "two.rx", TWO), "-t", "ir", "-o", "-")
     assert result.exit_code == 0, result.output
+    # In place, @helper's %a and @main's %z are views of their function's output: only
+    # @helper's %b needs an arena.
     assert result.stderr.splitlines() == [
-        "@helper: arena 128 B, 1.00x the lower bound 128 B, 0% less than without reuse (128 B)",
-        "@main: arena 64 B, 1.00x the lower bound 64 B, 0% less than without reuse (64 B)",
+        "@helper: arena 64 B, 1.00x the lower bound 64 B, 0% less than without reuse (64 B)",
+        "@main: no planned memory",
     ]
 
 
@@ -859,13 +873,13 @@ def test_build_summary_one_line_per_function(tmp_path: Path) -> None:
         ("relay_memory", "@main: no planned memory"),
         (
             "cnn",
-            "@main: arena 128.0 KiB (131,072 B), 1.00x the lower bound 128.0 KiB (131,072 B), "
-            "59% less than without reuse (312.1 KiB (319,616 B))",
+            "@main: arena 80.0 KiB (81,920 B), 1.00x the lower bound 80.0 KiB (81,920 B), "
+            "23% less than without reuse (104.1 KiB (106,624 B))",
         ),
         (
             "transformer",
             "@main: arena 544.0 KiB (557,056 B), 1.00x the lower bound 544.0 KiB "
-            "(557,056 B), 54% less than without reuse (1.2 MiB (1,212,416 B))",
+            "(557,056 B), 47% less than without reuse (1.0 MiB (1,048,576 B))",
         ),
     ],
 )
@@ -876,7 +890,8 @@ def test_build_summary_of_samples(samples: Path, stem: str, line: str) -> None:
 
 def test_build_summary_dynamic(tmp_path: Path) -> None:
     result = invoke("build", write(tmp_path / "dyn.rx", DYNAMIC), "-t", "ir", "-o", "-")
-    assert result.stderr.splitlines() == ["@main: no planned memory; 2 dynamic allocation(s)"]
+    # %b and %c are views of %a (in place): %a's storage is the one sized at run time.
+    assert result.stderr.splitlines() == ["@main: no planned memory; 1 dynamic allocation(s)"]
 
 
 def test_build_quiet(samples: Path) -> None:
@@ -893,13 +908,10 @@ def test_build_json(samples: Path) -> None:
     (fn,) = data["functions"]
     assert fn["name"] == "main"
     assert fn["arena_bytes"] == 8192 and fn["lower_bound"] == 8192 and fn["ratio"] == 1.0
-    assert fn["naive_bytes"] == 16704 and fn["saving"] == pytest.approx(1 - 8192 / 16704)
+    assert fn["naive_bytes"] == 8192 and fn["saving"] == 0.0  # (in place: see MLP_SUMMARY)
     assert [(b["name"], b["bytes"], b["offset"]) for b in fn["buffers"]] == [
         ("h1", 4096, 0),
-        ("a1", 4096, 4096),
-        ("h2", 4096, 0),
-        ("a2", 4096, 4096),
-        ("logits", 320, 0),
+        ("h2", 4096, 4096),
     ]
     assert fn["dynamic"] == [] and fn["output_bytes"] == 320 and fn["input_bytes"] == 2048
     assert MLP_SUMMARY not in result.stderr  # JSON instead of the summary
@@ -953,6 +965,8 @@ def test_max_arena_names_every_function_over_budget(tmp_path: Path) -> None:
         tmp_path / "o.rx",
         "--max-arena",
         "100",
+        "--disable-pass",  # (in place, @main would hold no arena to fit the budget)
+        IN_PLACE,
     )
     assert_user_error(
         result, "memory budget exceeded: @helper needs 128 B; the budget (--max-arena) is 100 B"
@@ -1027,7 +1041,7 @@ def test_summary_mentions_unplanned_memory(samples: Path) -> None:
         "--pass-config",
         "PlanMemory.planner=none",
     )
-    assert "16,704 B" in result.stderr
+    assert "8.0 KiB (8,192 B) in unplanned allocations" in result.stderr  # %h1 and %h2
 
 
 # ---------------------------------------------------------------------------------------
@@ -1035,7 +1049,8 @@ def test_summary_mentions_unplanned_memory(samples: Path) -> None:
 
 
 def test_report_tables_and_memory_map(samples: Path) -> None:
-    result = invoke("report", samples / "mlp.rx")
+    # Without in-place execution, so that PlanMemory reuses bytes for the map to show.
+    result = invoke("report", samples / "mlp.rx", "--disable-pass", IN_PLACE)
     assert result.exit_code == 0, result.output
     out = result.stdout
     for needle in (

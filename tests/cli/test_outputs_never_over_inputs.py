@@ -9,8 +9,12 @@ import pytest
 from click.testing import CliRunner
 
 from relaxc.cli.main import cli
+from relaxc.passes.registry import PIPELINES
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+VM = PIPELINES["vm"]
+DUMPS = [f"{k:03d}_after_{p}.rx" for k, p in enumerate(VM, start=1)]  # --dump-after all
+PLAN_MEMORY_DUMP = DUMPS[VM.index("PlanMemory")]
 
 
 @pytest.fixture
@@ -24,7 +28,7 @@ def mlp(tmp_path: Path) -> Path:
 def test_dump_named_like_the_source_is_refused_and_the_source_kept(
     mlp: Path, command: list[str]
 ) -> None:
-    source = mlp.parent / "003_after_PlanMemory.rx"
+    source = mlp.parent / PLAN_MEMORY_DUMP
     shutil.copy(mlp, source)
     shutil.copy(mlp.with_suffix(".npz"), source.with_suffix(".npz"))
     before = source.read_bytes()
@@ -32,13 +36,13 @@ def test_dump_named_like_the_source_is_refused_and_the_source_kept(
         cli, [*command, str(source), "--dump-after", "all", "--dump-dir", str(mlp.parent)]
     )
     assert r.exit_code == 1, r.output
-    assert "refusing to write" in r.output and "003_after_PlanMemory.rx" in r.output
+    assert "refusing to write" in r.output and PLAN_MEMORY_DUMP in r.output
     assert source.read_bytes() == before
-    assert not (mlp.parent / "001_after_ManifestAlloc.rx").exists()  # nothing written at all
+    assert not (mlp.parent / DUMPS[0]).exists()  # nothing written at all
 
 
 def test_dump_named_like_the_weights_is_refused(mlp: Path) -> None:
-    weights = mlp.parent / "001_after_ManifestAlloc.rx"
+    weights = mlp.parent / DUMPS[0]
     shutil.copy(mlp.with_suffix(".npz"), weights)
     before = weights.read_bytes()
     r = CliRunner().invoke(
@@ -64,9 +68,4 @@ def test_dumps_beside_the_source_are_written_when_no_name_collides(mlp: Path) ->
         cli, ["passes", str(mlp), "--dump-after", "all", "--dump-dir", str(mlp.parent)]
     )
     assert r.exit_code == 0, r.output
-    assert sorted(p.name for p in mlp.parent.glob("0*.rx")) == [
-        "001_after_ManifestAlloc.rx",
-        "002_after_PlanWorkspace.rx",
-        "003_after_PlanMemory.rx",
-        "004_after_KillAfterLastUse.rx",
-    ]
+    assert sorted(p.name for p in mlp.parent.glob("0*.rx")) == DUMPS

@@ -4,21 +4,22 @@ For a program (:class:`tests.fuzz.gen.GenProgram`):
 
 1. it parses back to the module it was printed from, verifies, and the reference
    interpreter runs it on two input sets (the second at the upper bounds of the dims);
-2. the passes of the vm pipeline before PlanMemory run once, in order (ManifestAlloc,
-   PlanWorkspace, ElideConcatSplit, ComputeInPlace: :data:`PRE_PLAN`), then PlanMemory
-   once per planner (with ``check=true``: the independent checker of
+2. the passes of the vm pipeline before PlanMemory run once, in order (ReorderForMemory,
+   ManifestAlloc, PlanWorkspace, ElideConcatSplit, ComputeInPlace: :data:`PRE_PLAN`), then
+   PlanMemory once per planner (with ``check=true``: the independent checker of
    passes/planning/checker.py vets each plan), then KillAfterLastUse and
    LegalizePackedCalls on each plan, the verifier after every pass: so every named
-   pipeline of passes/registry.py runs with every planner. When the registry has
-   ReorderForMemory (another branch) and no named pipeline does, it runs before the vm
-   pipeline as one more variant;
+   pipeline of passes/registry.py runs with every planner. With ``thorough``, the vm
+   pipeline also runs in the written order (when ReorderForMemory changed it), without the
+   sharing passes, and with ElideConcatSplit eliding where it saves nothing;
 3. the plan is checked again from the *output* IR, by the same independent checker: every
    tensor carved from an arena or shared storage is live from its ``alloc_tensor`` to its
    kill, no two live ones overlap, and nothing refers to a tensor's bytes after its kill
    (through a ``memory.view``, a view op, an alias, a tuple or a projection); the VM's
    poisoning proves the kills are not early;
 4. the VM (``poison=True``: killed and freed memory is overwritten with 0xFF) runs the
-   source program, the IR after each sharing pass that changed it, and each planner's vm
+   source program, the IR after ReorderForMemory and after each sharing pass that changed
+   it, and each planner's vm
    pipeline output (with ``thorough``, also the IR after every other pass before
    PlanMemory and PlanMemory's output), both input sets on one VM (so the second run
    reuses pooled memory), and must give the interpreter's outputs bit for bit, hold no
@@ -29,8 +30,8 @@ For a program (:class:`tests.fuzz.gen.GenProgram`):
    interpreter within the per-dtype tolerance of tests/backend/c and all variants of a
    program must agree bit for bit (but for the bits of a NaN, which C leaves open).
 
-What the sharing passes did is counted per program (:func:`sharing_changes`), so a run can
-show that they were exercised.
+What ReorderForMemory and the sharing passes did is counted per program
+(:func:`sharing_changes`), so a run can show that they were exercised.
 
 Everything wrong is a :class:`Mismatch` naming the program, the variant and the symptom.
 """
@@ -92,26 +93,25 @@ FAST = ["-std=c99", "-O0", "-Wall", "-Wextra", "-Werror", "-pedantic"]
 -O0 to compile hundreds of models quickly (the long campaign compiles at -O2)."""
 
 # Pipelines the fuzzer covers: every named one, each with every planner. The passes before
-# PlanMemory run once, in the vm pipeline's order, and the VM runs the program before them
-# ("none") and after every one that changed it among the sharing passes (ElideConcatSplit,
-# ComputeInPlace; with ``thorough``, after each of them); then PlanMemory runs once per
-# planner, and the VM runs each plan after KillAfterLastUse (with ``thorough``, also before
-# it). The C target runs the c pipeline (packed and unpacked) and the vm pipeline. ("c"
-# cannot run on the VM: packed-call structs are the C target's.)
+# PlanMemory (:data:`PRE_PLAN`) run once, in the vm pipeline's order, and the VM runs the
+# program before them ("none") and after every one of ReorderForMemory and the sharing passes
+# (ElideConcatSplit, ComputeInPlace) that changed it (with ``thorough``, after each pass);
+# then PlanMemory runs once per planner, and the VM runs each plan after KillAfterLastUse
+# (with ``thorough``, also before it). The C target runs the c pipeline (packed and
+# unpacked) and the vm pipeline. ("c" cannot run on the VM: packed-call structs are the C
+# target's.)
 assert set(PIPELINES) == {"vm", "c", "none"}, (
     "a new named pipeline: teach tests/fuzz/harness.py to run it"
 )
-PRE_PLAN: tuple[str, ...] = PIPELINES["vm"][: PIPELINES["vm"].index("PlanMemory")]
-"""The passes both named pipelines run before PlanMemory, in order."""
-assert PIPELINES["vm"] == (*PRE_PLAN, "PlanMemory", "KillAfterLastUse")
-assert PIPELINES["c"] == (*PRE_PLAN, "PlanMemory", "LegalizePackedCalls")
-SHARING = ("ElideConcatSplit", "ComputeInPlace")
-assert PRE_PLAN[:2] == ("ManifestAlloc", "PlanWorkspace") and set(SHARING) <= set(PRE_PLAN), (
-    PRE_PLAN
-)
 REORDER = "ReorderForMemory"
-"""A pass of another branch (issue 15): while it is in the registry but not in the named
-pipelines, the harness runs it as one more variant, before the vm pipeline."""
+SHARING = ("ElideConcatSplit", "ComputeInPlace")
+PRE_PLAN: tuple[str, ...] = (REORDER, "ManifestAlloc", "PlanWorkspace", *SHARING)
+"""The passes both named pipelines run before PlanMemory, in order."""
+WATCHED = (REORDER, *SHARING)
+"""The passes after which the VM runs the IR when they changed it, and whose changes are
+counted (:func:`sharing_changes`)."""
+assert PIPELINES["vm"] == (*PRE_PLAN, "PlanMemory", "KillAfterLastUse"), PIPELINES["vm"]
+assert PIPELINES["c"] == (*PRE_PLAN, "PlanMemory", "LegalizePackedCalls"), PIPELINES["c"]
 
 C_REFUSALS = (
     # What the C target refuses by design (docs/c.md), and the generator may still produce.
@@ -259,9 +259,9 @@ def compile_all(
     thorough: bool = True,
 ) -> Compiled:
     """Every named pipeline with every planner (sharing the passes they have in common: the
-    passes before PlanMemory run once, PlanMemory once per planner); ReorderForMemory before
-    the vm pipeline if the registry has it; with ``thorough`` also the vm pipeline without
-    the sharing passes, and with ElideConcatSplit eliding where it does not save memory."""
+    passes before PlanMemory run once, PlanMemory once per planner); with ``thorough`` also
+    the vm pipeline in the written order (without ReorderForMemory), without the sharing
+    passes, and with ElideConcatSplit eliding where it does not save memory."""
     out = Compiled()
     out.vm["none"] = (module, types)
     lowered, ltypes = _before_planning(prog, module, types, "", out, thorough)
@@ -302,28 +302,16 @@ def compile_all(
                 out.refused.append(f"c/{planner}")
             out.c[f"c-unpacked/{planner}"] = (planned, ptypes)
             out.c[f"vm/{planner}"] = (killed, ktypes)
-    reorder = PASSES.get(REORDER)
-    if reorder is not None and REORDER not in PRE_PLAN:
-        _extra(prog, module, types, out, REORDER, [reorder()], thorough)
     if thorough:
-        _extra(
-            prog,
-            module,
-            types,
-            out,
-            "unshared",
-            [],
-            thorough,
-            skip=SHARING,
-        )
+        if out.changes[REORDER]:
+            _extra(prog, module, types, out, "written-order", skip=(REORDER,))
+        _extra(prog, module, types, out, "unshared", skip=SHARING)
         _extra(
             prog,
             module,
             types,
             out,
             "elide-always",
-            [],
-            thorough,
             config={"ElideConcatSplit": ElideConcatSplit(only_if_smaller=False)},
         )
     return out
@@ -349,9 +337,12 @@ def _before_planning(
         p = (config or {}).get(pass_name) or PASSES[pass_name]()
         what = f"{name} + {pass_name}" if name else pass_name
         new, new_types = _run_pass(prog, p, m, t, what)
-        if pass_name in SHARING and not name:
+        changed = new != m
+        if pass_name == REORDER:  # (which sets attributes on a function it left in order)
+            changed = sharing_changes(pass_name, m, new)[pass_name] > 0
+        if pass_name in WATCHED and not name:
             out.changes.update(sharing_changes(pass_name, m, new))
-        if new != m and (thorough or (pass_name in SHARING and not name)):
+        if changed and (thorough or (pass_name in WATCHED and not name)):
             out.vm[f"{name}/{pass_name}" if name else pass_name] = (new, new_types)
         m, t = new, new_types
     return m, t
@@ -363,29 +354,15 @@ def _extra(
     types: ModuleTypes,
     out: Compiled,
     name: str,
-    first: Sequence[Any],
-    thorough: bool,
     skip: Sequence[str] = (),
     config: Mapping[str, Any] | None = None,
     planner: str = "best",
 ) -> None:
-    """One more variant of the vm pipeline, planner ``planner``: the passes ``first`` before
-    it, ``skip`` left out of it, ``config`` instead of its defaults: run on the VM (with
-    ``thorough``, the IR after ``first`` and between the passes too), its plans checked,
-    built for C (``name/vm``). Skipped when ``first`` changes nothing and nothing is left
-    out or configured, or when its output is a named pipeline's."""
-    m, t = module, types
-    for p in first:
-        new, t = _run_pass(prog, p, m, t, p.name)
-        out.changes[f"{p.name}/ran"] += 1
-        if new != m:
-            out.changes[p.name] += 1
-            if thorough:  # (a wrong order shows in name/vm too)
-                out.vm[p.name] = (new, t)
-        m = new
-    if m == module and not skip and not config:
-        return
-    lowered, ltypes = _before_planning(prog, m, t, name, out, thorough, skip, config)
+    """One more variant of the vm pipeline, planner ``planner``: ``skip`` left out of it,
+    ``config`` instead of its defaults: run on the VM (the IR between the passes too), its
+    plans checked, built for C (``name/vm``). Skipped when its output is a named
+    pipeline's."""
+    lowered, ltypes = _before_planning(prog, module, types, name, out, True, skip, config)
     what = f"{name}: PlanMemory{{planner={planner}}}"
     try:
         planned = PlanMemory(planner=planner, check=True).run(lowered, ltypes)
@@ -402,17 +379,22 @@ def _extra(
 
 
 def sharing_changes(pass_name: str, before: Module, after: Module) -> Counter:
-    """What a sharing pass did to the non-primitive functions: ``ElideConcatSplit/concat``
-    and ``.../split``, the concats and splits it removed; ``ComputeInPlace``, the tensors it
-    turned from an allocation into a view (``.../into-place``: of those, views of an output
-    or of a concat's slice, whose place was fixed)."""
+    """What a pass of :data:`WATCHED` did to the non-primitive functions:
+    ``ReorderForMemory``, the functions whose statements it put in another order;
+    ``ElideConcatSplit/concat`` and ``.../split``, the concats and splits it removed;
+    ``ComputeInPlace``, the tensors it turned from an allocation into a view
+    (``.../into-place``: of those, views of an output or of a concat's slice, whose place
+    was fixed)."""
     found: Counter = Counter()
     olds = {f.name: f for f in before.functions}
     for fn in after.functions:
         old = olds.get(fn.name)
         if fn.is_primitive or old is None or old == fn:
             continue
-        if pass_name == "ElideConcatSplit":
+        if pass_name == REORDER:
+            if fn.body != old.body:
+                found[pass_name] += 1
+        elif pass_name == "ElideConcatSplit":
             for op in ("concat", "split"):
                 k = _count_invokes(old, op) - _count_invokes(fn, op)
                 if k > 0:

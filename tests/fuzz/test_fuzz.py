@@ -4,17 +4,17 @@ issue 15 for the memory-sharing passes).
 The fixed-seed run (part of ``pytest -q``): programs ``program_from_seed(0 ... 499)`` of
 tests/fuzz/gen.py and 50 programs of tests/strategies.py's ``programs()`` (drawn by
 hypothesis, derandomized, no database) go through the passes of the vm pipeline before
-PlanMemory (ManifestAlloc, PlanWorkspace, ElideConcatSplit, ComputeInPlace), PlanMemory
-with every planner (each plan checked by the independent checker, on the planner's buffers
-and again on the output IR), KillAfterLastUse and LegalizePackedCalls, and
-ReorderForMemory before the vm pipeline once the registry has it; the VM runs the source,
-the IR after each sharing pass that changed it, and every vm pipeline output, with
+PlanMemory (ReorderForMemory, ManifestAlloc, PlanWorkspace, ElideConcatSplit,
+ComputeInPlace), PlanMemory with every planner (each plan checked by the independent
+checker, on the planner's buffers and again on the output IR), KillAfterLastUse and
+LegalizePackedCalls; the VM runs the source, the IR after ReorderForMemory and after each
+sharing pass that changed it, and every vm pipeline output, with
 poisoning; the C target builds the c pipeline of every distinct plan, and the unpacked and
 vm pipeline builds of one planner per program (in turn); every fifth program's C also runs
 under AddressSanitizer and UndefinedBehaviorSanitizer. Everything must equal the reference
 interpreter (the VM bit for bit, C within tests/backend/c's tolerance, C variants of one
-program bit for bit), and the sharing passes must have acted on a good share of the
-programs.
+program bit for bit), and ReorderForMemory and the sharing passes must have acted on a
+good share of the programs.
 
 The samples run sanitized with every planner and pipeline (tests/backend/c/test_samples.py
 covers the default plan). Longer campaigns: ``pytest -m fuzz`` and
@@ -34,11 +34,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
-from relaxc.passes.registry import PASSES
 from tests.backend.c.cbuild import needs_cc
 
 from .gen import FUZZED_OPS, GenProgram, fuzz_programs, legacy_programs
-from .harness import PRE_PLAN, REORDER, CBatch, check_program, emit_variants
+from .harness import CBatch, check_program, emit_variants
 from .run_campaign import Found, Report, run_campaign, seed_items
 
 FIXED_SEEDS = 500
@@ -140,21 +139,6 @@ def test_fixed_seed_run_exercises_the_sharing_passes(fixed_run: Report) -> None:
     }
     low = {k: r.changed[k] for k, f in floors.items() if r.changed[k] < f * r.programs}
     assert not low, f"the sharing passes changed too few of {r.programs} programs: {low}"
-
-
-def test_fixed_seed_run_reorders_for_memory_if_the_registry_has_it(fixed_run: Report) -> None:
-    """ReorderForMemory (another branch): once the registry has it, the harness runs it before
-    the vm pipeline on every program (harness.REORDER) and checks that variant like the
-    others; until then there is nothing to check."""
-    if REORDER not in PASSES:
-        pytest.skip(f"{REORDER} is not in relaxc.passes.registry.PASSES (not merged yet)")
-    r = fixed_run
-    if REORDER in PRE_PLAN:
-        pytest.skip(f"{REORDER} is in the named pipelines: every variant runs it")
-    failed = {f.label for f in r.found}  # a program may fail before the variant runs
-    assert r.changed[f"{REORDER}/ran"] >= r.programs - len(failed)
-    # A floor of one program until the pass's effect on the fixed seeds has been measured.
-    assert r.changed[REORDER] >= 1, f"{REORDER} reordered none of {r.programs} programs"
 
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"

@@ -466,7 +466,10 @@ def test_rejects_with_a_located_message(name: str) -> None:
 
 def test_notes_list_the_alternatives() -> None:
     err = rejection(REJECTED["unknown_attr"][0])
-    assert err.notes == ("known attributes: outputs, planned, primitive, upper_bounds, workspace",)
+    assert err.notes == (
+        "known attributes: io_in_arena, order_peak_chosen, order_peak_written, outputs, "
+        "planned, primitive, upper_bounds, workspace",
+    )
     err = rejection(REJECTED["upper_bounds"][0])
     assert err.notes == ("symbolic dims of @main: n",)
 

@@ -33,6 +33,7 @@ from relaxc.passes.pipeline import (
 )
 from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.plan_workspace import PlanWorkspace
+from relaxc.passes.reorder_for_memory import ReorderForMemory
 from relaxc.passes.properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED, detect_properties
 from relaxc.passes.registry import PASSES, PIPELINES
 from relaxc.passes.spec import SpecError, apply_pass_config, kebab, parse_pipeline
@@ -48,6 +49,7 @@ fn @main(%x: Tensor[(4, 4), f32]) -> Tensor[(4, 4), f32] {
 
 VM = [ManifestAlloc, PlanMemory, KillAfterLastUse]
 VM_PIPELINE = [
+    ReorderForMemory,
     ManifestAlloc,
     PlanWorkspace,
     ElideConcatSplit,
@@ -519,6 +521,7 @@ def test_named_pipelines_are_registered() -> None:
 def test_c_pipeline_with_legalize() -> None:
     got = [p.name for p in assemble_pipeline("c")]
     assert got == [
+        "ReorderForMemory",
         "ManifestAlloc",
         "PlanWorkspace",
         "ElideConcatSplit",
@@ -554,6 +557,7 @@ def test_configs_apply_to_the_named_pipeline() -> None:
         "vm", None, (), ("PlanMemory.planner=greedy-size", "ManifestAlloc.align=16")
     )
     assert got == [
+        ReorderForMemory(),
         ManifestAlloc(align=16),
         PlanWorkspace(),
         ElideConcatSplit(),

@@ -68,14 +68,25 @@ def emit(
     folder: Path,
     prefix: str = "model",
     unpacked: bool = False,
+    constants: str = "inline",
 ) -> CSources:
     folder.mkdir(parents=True, exist_ok=True)
     sources = emit_c(
-        compile_module(module, unpacked=unpacked), weights, prefix=prefix, emit_main=True
+        compile_module(module, unpacked=unpacked),
+        weights,
+        prefix=prefix,
+        emit_main=True,
+        constants=constants,
     )
-    for name, text in sources.files.items():
-        (folder / name).write_text(text)
+    write_sources(folder, sources)
     return sources
+
+
+def write_sources(folder: Path, sources: CSources) -> None:
+    """The emitted files into ``folder`` (text, and the weights file's bytes)."""
+    for name, data in sources.files.items():
+        path = folder / name
+        path.write_bytes(data) if isinstance(data, bytes) else path.write_text(data)
 
 
 def compile_c(folder: Path, sources: CSources, sanitize: bool = False) -> Built:
@@ -83,8 +94,9 @@ def compile_c(folder: Path, sources: CSources, sanitize: bool = False) -> Built:
     p = sources.info.prefix
     exe = folder / (f"{p}_san" if sanitize else f"{p}_run")
     flags = SANITIZE if sanitize else STRICT
+    stub = [f"{p}_weights.S"] if f"{p}_weights.S" in sources.files else []  # --constants file
     r = subprocess.run(
-        [CC, *flags, f"{p}.c", f"{p}_main.c", "-lm", "-o", exe.name],
+        [CC, *flags, f"{p}.c", f"{p}_main.c", *stub, "-lm", "-o", exe.name],
         cwd=folder,
         capture_output=True,
         text=True,

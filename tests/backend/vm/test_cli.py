@@ -296,7 +296,8 @@ def test_disasm_lists_functions_constants_and_instructions(rxb: Path) -> None:
     )
     assert (
         "fn @main(r0:%x: Tensor[(n, 64), f32]) -> Tensor[(n, 64), f32] attrs "
-        "{upper_bounds = {n = 128}, planned = true}" in out
+        "{upper_bounds = {n = 128}, order_peak_written = 557056, order_peak_chosen = 557056, "
+        "planned = true}" in out
     )
     assert (
         "alloc_storage r1:%arena = memory.alloc_storage(557056, align=64, "

@@ -4,7 +4,7 @@ weights replaced by random ones, they compute onnxruntime's numbers."""
 
 from __future__ import annotations
 
-import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,48 +15,15 @@ from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.memory_report import memory_report
 from relaxc.passes.pipeline import Pipeline
 
-from .util import feed_order, flatten, numpy_helper, onnx, run_interpreter, run_ort
+from .util import feed_order, flatten, run_interpreter, run_ort
 
-LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-ZOO = sorted(p.stem.removeprefix("light_") for p in LIGHT.glob("light_*.onnx"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
+from zoo_models import light_dir, with_random_weights, zoo_model, zoo_names  # noqa: E402
 
+LIGHT = light_dir()
+ZOO = zoo_names()
 
-def zoo_model(name: str):
-    return onnx.load(str(LIGHT / f"light_{name}.onnx"))
-
-
-def with_random_weights(model, seed: int = 0):
-    """``model`` with each ConstantOfShape weight replaced by a random initializer (BN
-    variances positive, scales near 1), so that a wrong kernel or index shows in the output."""
-    rng = np.random.default_rng(seed)
-    consts = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    role = {}
-    for node in model.graph.node:
-        if node.op_type == "BatchNormalization":
-            for k, name in enumerate(node.input[1:], start=1):
-                role[name] = ("scale", "bias", "mean", "var")[k - 1]
-    keep = []
-    for node in model.graph.node:
-        if node.op_type != "ConstantOfShape" or node.input[0] not in consts:
-            keep.append(node)
-            continue
-        shape = [int(d) for d in consts[node.input[0]]]
-        fan_in = math.prod(shape[1:]) if len(shape) > 1 else 1
-        kind = role.get(node.output[0])
-        if kind == "var":
-            arr = rng.uniform(0.5, 1.5, shape)
-        elif kind == "scale":
-            arr = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif len(shape) == 1:
-            arr = 0.1 * rng.standard_normal(shape)
-        else:
-            arr = rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)
-        model.graph.initializer.append(
-            numpy_helper.from_array(arr.astype(np.float32), node.output[0])
-        )
-    del model.graph.node[:]
-    model.graph.node.extend(keep)
-    return model
+__all__ = ["LIGHT", "ZOO", "with_random_weights", "zoo_model"]
 
 
 @pytest.mark.parametrize("name", ZOO)

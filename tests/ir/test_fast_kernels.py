@@ -1,0 +1,273 @@
+"""The nn kernels that go through im2col + BLAS and strided views, against the loops they
+replaced (tests/ir/reference_kernels.py), over random strides, padding, dilation, groups,
+ceil_mode, count_include_pad, dtypes and zero-size shapes.
+
+conv2d sums in BLAS's blocked order: floats agree with the loops within the rounding of
+the accumulation (float64) plus one rounding to the output dtype, integers exactly (they
+wrap). Pooling and lrn keep the loops' order of operations and agree bit for bit;
+batch_norm folds its formula into a scale and a shift (a few float64 ulps).
+Every result is a fresh, writeable, C-contiguous array of the inferred type, not sharing
+memory with an input, and inputs are neither written nor required to be contiguous or
+writeable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from relaxc.ir.nodes import Var
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import bind_args
+from relaxc.ir.types import TensorType, dtype_from_numpy, numpy_dtype
+
+from . import reference_kernels as ref
+
+FLOATS = ("float32", "float64", "float16")
+INTS = ("int8", "int32", "int64", "uint8", "uint32")
+
+
+def bound_attrs(name: str, n_inputs: int, **kwargs: Any) -> dict[str, Any]:
+    op = REGISTRY.get(name)
+    assert op is not None
+    b = bind_args(op, [Var(f"x{i}") for i in range(n_inputs)], list(kwargs.items()))
+    return dict(b.attrs)
+
+
+def run_checked(name: str, xs: Sequence[np.ndarray], attrs: dict[str, Any]) -> np.ndarray:
+    """The registry kernel on ``xs``: its result has the inferred type, is fresh and leaves
+    the inputs alone."""
+    op = REGISTRY.get(name)
+    before = [x.copy() for x in xs]
+    types = [TensorType(tuple(x.shape), dtype_from_numpy(x.dtype)) for x in xs]
+    t = op.infer(types, attrs)
+    res = op.kernel(list(xs), attrs)
+    assert isinstance(res, np.ndarray)
+    assert res.shape == tuple(t.shape) and res.dtype == numpy_dtype(t.dtype)
+    assert res.flags.c_contiguous and res.flags.writeable
+    for x, b in zip(xs, before):
+        assert not np.shares_memory(res, x)
+        assert x.tobytes() == b.tobytes()
+    return res
+
+
+def values(draw: Any, shape: tuple[int, ...], dtype: str, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        a = rng.standard_normal(shape) * draw(st.sampled_from([1.0, 4.0]))
+        a[rng.random(shape) < 0.1] = 0.0
+        return a.astype(dt)
+    info = np.iinfo(dt)
+    lo, hi = max(info.min, -100), min(info.max, 100)
+    if draw(st.booleans()):  # full range: sums wrap
+        lo, hi = info.min, info.max
+    return rng.integers(lo, hi, shape, dtype=dt, endpoint=True)
+
+
+def layout(draw: Any, a: np.ndarray) -> np.ndarray:
+    """``a`` as it may reach a kernel: contiguous, read-only (a VM constant) or a
+    non-contiguous view (the interpreter's)."""
+    kind = draw(st.sampled_from(["plain", "readonly", "strided"]))
+    if kind == "readonly":
+        a = a.copy()
+        a.flags.writeable = False
+    elif kind == "strided":
+        big = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+        big[..., ::2] = a
+        a = big[..., ::2]
+    return a
+
+
+def pair(draw: Any, lo: int, hi: int) -> tuple[int, int]:
+    return (draw(st.integers(lo, hi)), draw(st.integers(lo, hi)))
+
+
+# ---------------------------------------------------------------------------------------
+# conv2d
+
+
+@st.composite
+def conv_cases(draw: Any):
+    dtype = draw(st.sampled_from(FLOATS + INTS))
+    groups = draw(st.integers(1, 3))
+    cg = draw(st.integers(0, 3)) if draw(st.integers(0, 9)) == 0 else draw(st.integers(1, 3))
+    og = draw(st.integers(0, 3)) if draw(st.integers(0, 9)) == 0 else draw(st.integers(1, 3))
+    nb = draw(st.sampled_from([0, 1, 1, 2]))
+    k = pair(draw, 1, 3)
+    dil = pair(draw, 1, 2)
+    st_ = pair(draw, 1, 3)
+    pad_attr = draw(
+        st.one_of(
+            st.tuples(*[st.integers(0, 2)] * 4),
+            st.tuples(st.integers(0, 2), st.integers(0, 2)),
+            st.tuples(st.integers(0, 2)),
+        )
+    )
+    pad = (pad_attr * 4)[:4] if len(pad_attr) == 1 else (pad_attr * 2)[:4]
+    h = draw(st.integers(1, 7))
+    w = draw(st.integers(1, 7))
+    assume(dil[0] * (k[0] - 1) + 1 <= h + pad[0] + pad[2])
+    assume(dil[1] * (k[1] - 1) + 1 <= w + pad[1] + pad[3])
+    seed = draw(st.integers(0, 2**16))
+    x = values(draw, (nb, groups * cg, h, w), dtype, seed)
+    wt = values(draw, (groups * og, cg, *k), dtype, seed + 1)
+    xs = [layout(draw, x), layout(draw, wt)]
+    if draw(st.booleans()):
+        xs.append(layout(draw, values(draw, (groups * og,), dtype, seed + 2)))
+    attrs = bound_attrs(
+        "conv2d", len(xs), strides=st_, padding=pad_attr, dilation=dil, groups=groups
+    )
+    return xs, attrs
+
+
+@given(conv_cases())
+@settings(max_examples=300, deadline=None)
+def test_conv2d_matches_the_loops(case) -> None:
+    xs, attrs = case
+    got = run_checked("conv2d", xs, attrs)
+    want = ref.conv2d(xs, attrs)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, want)  # integer sums wrap: any order is exact
+        return
+    # float64 sums in another order: within a few ulps of float64 of the sum of |terms|,
+    # then one rounding to the output dtype.
+    absxs = [np.abs(x.astype(np.float64)) for x in xs]
+    mag = ref.conv2d(absxs, attrs)
+    exact = ref.conv2d([x.astype(np.float64) for x in xs], attrs)
+    ulp = np.finfo(got.dtype).eps
+    bound = 64 * np.finfo(np.float64).eps * mag + ulp * np.abs(exact)
+    assert np.all(np.abs(got.astype(np.float64) - exact) <= bound)
+
+
+def test_conv2d_depthwise_and_grouped_shapes_of_the_zoo() -> None:
+    # The shapes the model zoo runs: depthwise 3x3 (shufflenet), grouped 1x1, strided 7x7.
+    rng = np.random.default_rng(0)
+    for xshape, wshape, kw in (
+        ((1, 16, 9, 9), (16, 1, 3, 3), dict(padding=1, groups=16)),
+        ((1, 16, 9, 9), (16, 1, 3, 3), dict(padding=1, groups=16, strides=2)),
+        ((1, 12, 5, 5), (8, 3, 1, 1), dict(groups=4)),
+        ((1, 3, 15, 15), (8, 3, 7, 7), dict(padding=3, strides=2)),
+    ):
+        x = rng.standard_normal(xshape).astype(np.float32)
+        w = rng.standard_normal(wshape).astype(np.float32)
+        attrs = bound_attrs("conv2d", 2, **kw)
+        np.testing.assert_allclose(
+            run_checked("conv2d", [x, w], attrs), ref.conv2d([x, w], attrs), rtol=1e-6, atol=1e-6
+        )
+
+
+# ---------------------------------------------------------------------------------------
+# pooling
+
+
+@st.composite
+def pool_cases(draw: Any, op: str):
+    dtype = draw(st.sampled_from(FLOATS if op == "avg_pool2d" else FLOATS + INTS))
+    k = pair(draw, 1, 3)
+    dil = pair(draw, 1, 2)
+    st_ = pair(draw, 1, 3)
+    ext = (dil[0] * (k[0] - 1) + 1, dil[1] * (k[1] - 1) + 1)
+    pad = (
+        draw(st.integers(0, ext[0] - 1)),
+        draw(st.integers(0, ext[1] - 1)),
+        draw(st.integers(0, ext[0] - 1)),
+        draw(st.integers(0, ext[1] - 1)),
+    )
+    h = draw(st.integers(1, 8))
+    w = draw(st.integers(1, 8))
+    assume(ext[0] <= h + pad[0] + pad[2] and ext[1] <= w + pad[1] + pad[3])
+    shape = (draw(st.sampled_from([0, 1, 2])), draw(st.sampled_from([0, 1, 3])), h, w)
+    x = values(draw, shape, dtype, draw(st.integers(0, 2**16)))
+    if x.dtype.kind == "f" and x.size and draw(st.booleans()):
+        flat = x.reshape(-1)
+        flat[draw(st.integers(0, x.size - 1))] = draw(
+            st.sampled_from([np.nan, np.inf, -np.inf, -0.0])
+        )
+    extra: dict[str, Any] = {}
+    if op == "avg_pool2d":
+        extra["count_include_pad"] = draw(st.booleans())
+    attrs = bound_attrs(
+        op,
+        1,
+        pool_size=k,
+        strides=st_,
+        padding=pad,
+        dilation=dil,
+        ceil_mode=draw(st.booleans()),
+        **extra,
+    )
+    return [layout(draw, x)], attrs
+
+
+@given(pool_cases("max_pool2d"))
+@settings(max_examples=300, deadline=None)
+def test_max_pool2d_is_the_loops_bit_for_bit(case) -> None:
+    xs, attrs = case
+    got = run_checked("max_pool2d", xs, attrs)
+    want = ref.max_pool2d(xs, attrs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert got.tobytes() == want.tobytes()
+
+
+@given(pool_cases("avg_pool2d"))
+@settings(max_examples=300, deadline=None)
+def test_avg_pool2d_is_the_loops_bit_for_bit(case) -> None:
+    xs, attrs = case
+    got = run_checked("avg_pool2d", xs, attrs)
+    want = ref.avg_pool2d(xs, attrs)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)  # NaN where it has NaN
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+# ---------------------------------------------------------------------------------------
+# batch_norm, lrn
+
+
+@given(
+    st.sampled_from(FLOATS),
+    st.lists(st.integers(0, 4), min_size=1, max_size=4),
+    st.integers(0, 3),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=150, deadline=None)
+def test_batch_norm_matches_the_formula(dtype, shape, axis_pick, seed, data) -> None:
+    axis = axis_pick % len(shape)
+    rng = np.random.default_rng(seed)
+    c = shape[axis]
+    x = rng.standard_normal(shape).astype(dtype)
+    params = [rng.standard_normal(c), rng.standard_normal(c), rng.standard_normal(c)]
+    var = rng.uniform(0.1, 2.0, c)
+    xs = [data.draw(st.just(x))] + [p.astype(dtype) for p in (*params, var)]
+    attrs = bound_attrs("batch_norm", 5, axis=axis, epsilon=1e-5)
+    got = run_checked("batch_norm", xs, attrs)
+    want = ref.batch_norm(xs, attrs)
+    g, b, m, v = (p.astype(np.float64) for p in xs[1:])
+    sh = [1] * len(shape)
+    sh[axis] = c
+    mag = np.abs(x.astype(np.float64)) + np.abs(m.reshape(sh))
+    mag = mag / np.sqrt(v.reshape(sh) + 1e-5) * np.abs(g.reshape(sh)) + np.abs(b.reshape(sh))
+    bound = 16 * np.finfo(np.float64).eps * mag + np.finfo(dtype).eps * np.abs(want)
+    assert np.all(np.abs(got.astype(np.float64) - want.astype(np.float64)) <= bound)
+
+
+@given(
+    st.sampled_from(FLOATS),
+    st.lists(st.integers(0, 5), min_size=1, max_size=4),
+    st.integers(0, 3),
+    st.integers(1, 6),
+    st.sampled_from([0.5, 0.75, 1.0, 2.0]),
+    st.integers(0, 2**16),
+)
+@settings(max_examples=150, deadline=None)
+def test_lrn_is_the_loops_bit_for_bit(dtype, shape, axis_pick, size, beta, seed) -> None:
+    x = np.random.default_rng(seed).standard_normal(shape).astype(dtype)
+    attrs = bound_attrs("lrn", 1, size=size, axis=axis_pick % len(shape), beta=beta)
+    got = run_checked("lrn", [x], attrs)
+    assert got.tobytes() == ref.lrn([x], attrs).tobytes()
