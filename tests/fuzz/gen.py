@@ -1136,6 +1136,58 @@ def _cut(b: FnBuilder) -> Val:
     return s
 
 
+def _fan(b: FnBuilder) -> Val:
+    """Two or three branches from one value, each a large intermediate (an op over it, or it
+    next to itself) reduced to a scalar, the scalars summed. Mostly written breadth first
+    (every large value before any reduction), so that they are all live at once and
+    ReorderForMemory has an order to find (each large value reduced before the next is
+    made); sometimes already depth first (nothing to gain), or with a large value read
+    again at the end (a reduction's place is then fixed by that use)."""
+    ch = b.ch
+
+    def large(t: TensorType) -> bool:  # more than the 64 bytes a small value is planned in
+        n = _elements_at(t, b.ctx.bounds, b.ctx.sym_values)
+        return _numeric(t) and n * numpy_dtype(t.dtype).itemsize > 64
+
+    pool = b.tensors(lambda t: t.ndim >= 1 and large(t))
+    if pool and ch.int(0, 2) == 0:
+        x = b.pick(pool)
+    else:
+        dtype = ch.choice([d for d in b.ctx.dtypes if d != "bool"])
+        s = [max(b.size(static=True), 2) for _ in range(3)]
+        x = b.new_input(TensorType((1, *s) if ch.bool() else tuple(s), dtype))
+    breadth = ch.int(0, 3) > 0
+    bigs: list[Val] = []
+    smalls: list[Val] = []
+
+    def reduce(big: Val) -> None:
+        ops = ["sum", "max"] if x.type.dtype in INTS else ["sum", "mean", "max"]
+        op = REGISTRY.get(ch.choice(ops))
+        smalls.append(b.apply(op, [big], {}))
+        if ch.int(0, 4):
+            b.retire(big)
+
+    for _ in range(ch.int(2, 3)):
+        if ch.int(0, 2) == 0:
+            axis = ch.int(0, x.type.ndim - 1)
+            big = b.apply(REGISTRY.get("concat"), [x] * ch.int(2, 3), {"axis": axis})
+        else:
+            big = _try(lambda: _overwrite(b, _inplace_op(b, x, unary=True), x))
+        bigs.append(big)
+        if not breadth:
+            reduce(big)
+    if breadth:
+        for big in bigs:
+            reduce(big)
+    acc = smalls[0]
+    for v in smalls[1:]:
+        acc = b.apply(REGISTRY.get("add"), [acc, v], {})
+    if ch.int(0, 4) == 0:
+        big = ch.choice(bigs)
+        b.apply(REGISTRY.get("add"), [big, acc], {})  # a large value read at the end
+    return acc
+
+
 # ---------------------------------------------------------------------------------------
 # Structure: aliases, tuples, projections, calls.
 
@@ -1302,7 +1354,7 @@ def _step(b: FnBuilder, allow_calls: bool) -> None:
         ["op"] * 8
         + ["view"] * 2
         + ["chain"] * (1 if b.primitive else 3)
-        + ([] if b.primitive else ["join"] * 3 + ["cut"] * 2)
+        + ([] if b.primitive else ["join"] * 3 + ["cut"] * 2 + ["fan"] * 3)
         + (["alias"] if not b.primitive else [])
         + ([] if b.primitive else ["tuple", "project"])
         + (["prim", "prim"] if allow_calls and not b.primitive else [])
@@ -1319,6 +1371,8 @@ def _step(b: FnBuilder, allow_calls: bool) -> None:
                 _join(b)
             elif kind == "cut":
                 _cut(b)
+            elif kind == "fan":
+                _fan(b)
             elif kind == "alias":
                 _alias(b)
             elif kind == "tuple":
