@@ -244,6 +244,14 @@ class _Planner:
             for k, out in enumerate(out_types):
                 if not self._fits(t, out):
                     continue
+                # The placement checker takes a value filling all of an output for the
+                # output itself, live from its first write to the end: nothing smaller may
+                # come after one (or after the result) in that output's bytes.
+                whole = self._fits_exactly(t, out)
+                if not whole and any(
+                    rd < d and self._fits_exactly(self.types[r], out) for r, rd, _ in occupants[k]
+                ):
+                    continue
                 if all(self._disjoint((stmt.name, d, u), occ) for occ in occupants[k]):
                     occupants[k].append((stmt.name, d, u))
                     slots[stmt.name] = Slot("out", k, 0)

@@ -87,9 +87,7 @@ KNOWN_BUGS: dict[str, str] = {
     # A regex on "where: symptom" of a mismatch -> the xfail(strict=True) regression of
     # tests/fuzz/test_regressions.py that holds its minimized program. The fixed-seed run
     # reports these as warnings instead of failing; when the bug is fixed, its regression
-    # XPASSes (a failure) and the entry goes with the mark.
-    r"^PlanWorkspace: .*is written while %out\d+ \(bytes 0 \+ \d+\), which shares memory "
-    r"with it, is still live": "test_dead_intermediates_of_a_primitive_returning_its_parameter",
+    # XPASSes (a failure) and the entry goes with the mark. None at present.
 }
 
 

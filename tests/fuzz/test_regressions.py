@@ -13,7 +13,7 @@ from relaxc.frontend.parser import parse_module
 from tests.backend.c.cbuild import needs_cc
 
 from .gen import GenProgram
-from .harness import CBatch, Mismatch, check_program, emit_variants
+from .harness import CBatch, check_program, emit_variants
 
 pytestmark = needs_cc
 
@@ -388,24 +388,17 @@ fn @main(%p4: Tensor[(2, 3, n, 3), f32], %p6: Tensor[(3,), f32]) -> Tuple[Tensor
 
 
 # ---------------------------------------------------------------------------------------
-# Found by the generator's memory-sharing patterns (issue 15), not fixed yet: each is an
-# xfail(strict=True) naming the bug, so that the fix turns it into an XPASS (a failure)
-# that asks for the mark to go (and its entry of KNOWN_BUGS in test_fuzz.py with it).
-
-PLAN_WORKSPACE_DEAD_INTERMEDIATES = (
-    "PlanWorkspace vs the placement checker: in a primitive function returning (a copy of) "
-    "a parameter, a dead intermediate the size of the output is placed as `%v = %out0` and a "
-    "smaller dead one as a memory.view of %out0; the checker takes the first for the "
-    "returned output region, live to the end, so the verifier rejects PlanWorkspace's "
-    "output (PassBrokeIR, exit 3)"
-)
+# Found by the generator's memory-sharing patterns (issue 15).
 
 
-@pytest.mark.xfail(strict=True, raises=Mismatch, reason=PLAN_WORKSPACE_DEAD_INTERMEDIATES)
 def test_dead_intermediates_of_a_primitive_returning_its_parameter(tmp_path: Path) -> None:
     """Seeds 229 and 275 of the fixed-seed run (and many of the campaigns): PlanWorkspace
     produced IR the verifier rejects: "%v3 (bytes 0 + 8 of %out0) is written while %out0
-    (bytes 0 + 16), which shares memory with it, is still live"."""
+    (bytes 0 + 16), which shares memory with it, is still live". PlanWorkspace placed the
+    dead %v2 as `%v2 = %out0` and the dead %v3 as a view of %out0; the placement checker
+    takes a value filling all of an output for the output, live to the end. Fixed in
+    PlanWorkspace: nothing smaller follows such a value in an output's bytes
+    (tests/passes/test_plan_workspace.py::test_nothing_smaller_follows_a_value_filling_an_output)."""
     check_everything(
         """
 fn @prim1(%a: Tensor[(4,), f32], %b: Tensor[(2,), f32]) -> Tensor[(4,), f32]
