@@ -14,7 +14,9 @@ Stages, per primitive function that computes at least one value it does not retu
 2. **Placement.** A result is computed in its output buffer. An intermediate goes into an
    output buffer when that buffer holds nothing else during its whole life (touching at one
    statement is allowed when the later value is computed in place over the earlier, at the
-   same address), otherwise into the *workspace*: values computed in place over a value
+   same address) and, if it is smaller than the output, no value filling the whole output
+   comes before it there (the placement checker takes such a value for the output itself,
+   live to the end), otherwise into the *workspace*: values computed in place over a value
    that dies there share its slot; slots of static size are packed by the planner (their
    lifetimes are known), slots of symbolic size follow them, each aligned to ``align``.
 3. **Rewrite.** The function becomes a *lowered* primitive function

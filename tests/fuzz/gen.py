@@ -9,10 +9,11 @@ among them), symbolic dims with and without ``upper_bounds``, primitive function
 from ``@main`` and, for the VM only, non-primitive helper functions (results that alias
 their arguments included).
 
-Steps are biased to the patterns the memory-sharing passes act on (see "Patterns of the
-memory-sharing passes" below): chains of ops that may compute in place over a value dying
-at them, concats and splits along an axis whose leading dims are 1, and values that must
-not be overwritten.
+Steps are biased to the patterns ReorderForMemory and the memory-sharing passes act on
+(see "Patterns of the memory-sharing passes" below): chains of ops that may compute in
+place over a value dying at them, concats and splits along an axis whose leading dims are
+1, values that must not be overwritten, and fans of large branches written breadth first
+(an order ReorderForMemory improves).
 
 Types are tracked while generating with each op's own ``infer`` (the verifier's rules), so
 every program verifies; a recipe whose draw does not type-check is retried or dropped.
@@ -779,7 +780,9 @@ def _cast(b: FnBuilder, op: OpDef) -> Val:
 # used again after the concat, or with one that must keep the copy (a parameter, a
 # constant, a view, one value twice, a batch above 1, a symbolic dim); and values that
 # must not be overwritten (used again, seen through a view or a tuple, returned, a
-# parameter or a constant).
+# parameter or a constant). ReorderForMemory lowers the peak of live bytes by reordering
+# independent bindings: fans give it independent branches whose written order holds their
+# large values live at once.
 
 INPLACE_OPS: tuple[OpDef, ...] = tuple(op for op in FUZZED_OPS if op.inplace)
 """The ops whose output may overwrite an input (their registry record says which)."""
