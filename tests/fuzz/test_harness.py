@@ -272,3 +272,30 @@ def test_c_builds_may_differ_only_in_the_bits_of_a_nan() -> None:
     assert a.tobytes() != b.tobytes()
     assert _nan_canonical(a).tobytes() == _nan_canonical(b).tobytes()
     assert _nan_canonical(a).tobytes() != _nan_canonical(np.abs(b)).tobytes()  # -0.0 vs 0.0
+
+
+FAN = """
+fn @main(%x: Tensor[(4, 8, 8), f32]) -> Tensor[(), f32] {
+  %a = exp(%x)
+  %b = tanh(%x)
+  %c = concat(%x, %x, axis=0)
+  %ra = sum(%a)
+  %rb = mean(%b)
+  %rc = max(%c)
+  %s = add(%ra, %rb)
+  %t = add(%s, %rc)
+  return %t
+}
+"""
+
+
+def test_a_fan_written_breadth_first_is_reordered_and_checked() -> None:
+    """The generator's fans (gen.py ``_fan``) in their usual, breadth-first order: the real
+    ReorderForMemory reduces each large value before the next is made, the harness counts
+    it, and the reordered IR and the pipeline in the written order agree on the VM."""
+    prog = program(FAN, {})
+    case = reference(prog)
+    compiled = compile_all(prog, case.module, case.types, thorough=True)
+    assert compiled.changes[REORDER] == 1
+    assert {REORDER, "written-order/vm"} <= set(compiled.vm)
+    check_vm(case, compiled)
