@@ -14,9 +14,9 @@ from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
 from .loading import load_program
 from relaxc.passes.memory_report import memory_report
 
-from .cmd_report import check_budget, reports_json
+from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
+from .report_json import reports_json
 from .report_view import summary_line
-from .units import ByteSize
 from .gc_pause import gc_paused
 from .pipeline_opts import (
     TARGETS,
@@ -24,6 +24,7 @@ from .pipeline_opts import (
     execute_pipeline,
     pipeline_options,
     print_timings,
+    requested_passes,
 )
 from .progress import Progress, make_progress
 
@@ -66,12 +67,7 @@ def default_output(path: Path, target: str) -> Path:
     is_flag=True,
     help="Print the memory report as JSON instead of the summary.",
 )
-@click.option(
-    "--max-arena",
-    type=ByteSize(),
-    metavar="BYTES",
-    help="Fail (exit 1, nothing written) if a function's arena is larger, e.g. 256KiB.",
-)
+@budget_options("Fail (exit 1, nothing written) if a function's workspace is larger, e.g. 256KiB.")
 @click.option("-q", "--quiet", is_flag=True, help="Do not print the memory summary.")
 @click.option(
     "--unpacked",
@@ -109,6 +105,7 @@ def build_cmd(
     params: Path | None,
     as_json: bool,
     max_arena: int | None,
+    allow_unbounded: bool,
     quiet: bool,
     unpacked: bool,
     emit_main: bool,
@@ -131,6 +128,7 @@ def build_cmd(
             raise click.UsageError(
                 "--json prints the report to stdout, so the program cannot go there too (-o -)"
             )
+        check_budget_options(max_arena, allow_unbounded)
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
         req = PipelineRequest(target=target, **kw)
         with progress.step(f"loading {file.name}"):
@@ -146,11 +144,12 @@ def build_cmd(
             print_timings(timing)
         reports = memory_report(module)
         if as_json:
-            click.echo(reports_json(file, reports), nl=False)
+            click.echo(reports_json(file, reports, requested_passes(req)), nl=False)
         elif not quiet:
             for rep in reports:
                 click.echo(summary_line(rep), err=True)
-        check_budget(reports, max_arena)
+        warn_unbounded(reports, max_arena, allow_unbounded)
+        check_budget(reports, max_arena, allow_unbounded)
         if target == "ir":
             text = print_module(module)
             if str(out_path) == "-":

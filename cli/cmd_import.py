@@ -69,6 +69,13 @@ def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
     help="Upper bound of a symbolic dim (repeatable): PlanMemory then plans its tensors "
     "statically, e.g. --bound seq=512.",
 )
+@click.option(
+    "--fold-batch-norm/--no-fold-batch-norm",
+    default=True,
+    show_default=True,
+    help="Fold a BatchNormalization that alone reads a Conv's output into the Conv's "
+    "weights and bias, as onnxruntime's graph optimizer does.",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Do not print what was written.")
 @click.pass_obj
 def import_cmd(
@@ -77,6 +84,7 @@ def import_cmd(
     output: Path | None,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
+    fold_batch_norm: bool,
     quiet: bool,
 ) -> None:
     """Import FILE, an ONNX model (opsets 7 to 21), as an .rx program with its weights.
@@ -101,7 +109,12 @@ def import_cmd(
         refuse_overwriting_inputs(rx_path, [file])
         refuse_overwriting_inputs(npz_path, [file])
         with progress.step(f"importing {file.name}"):
-            result = import_onnx(file, input_shapes=input_shapes, upper_bounds=upper)
+            result = import_onnx(
+                file,
+                input_shapes=input_shapes,
+                upper_bounds=upper,
+                fold_batch_norm=fold_batch_norm,
+            )
             text = result.header(file.name) + print_module(result.module)
         with progress.step(f"writing {rx_path} and {npz_path}"):
             write_all_atomic(

@@ -2,46 +2,29 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 from rich.console import Console
 
-from relaxc.ir.diagnostics import RxError
-from relaxc.passes.memory_report import FunctionReport, memory_report
+from relaxc.passes.memory_report import memory_report
 
+from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
 from .loading import load_program
-from .pipeline_opts import TARGETS, PipelineRequest, pipeline_options, print_timings, run_pipeline
+from .pipeline_opts import (
+    TARGETS,
+    PipelineRequest,
+    pipeline_options,
+    print_timings,
+    requested_passes,
+    run_pipeline,
+)
+from .report_json import reports_json
 from .report_svg import report_html, report_svg
+from .report_trace import report_trace
 from .report_view import print_reports
-from .units import ByteSize, format_bytes
-
-
-def check_budget(reports: list[FunctionReport], max_arena: int | None) -> None:
-    """RxError naming every function whose arena exceeds ``max_arena`` bytes."""
-    if max_arena is None:
-        return
-    over = [r for r in reports if r.workspace_bytes > max_arena]
-    if over:
-        parts = [f"@{r.name} needs {format_bytes(r.workspace_bytes)}" for r in over]
-        raise RxError(
-            f"memory budget exceeded: {'; '.join(parts)}; the budget (--max-arena) is "
-            f"{format_bytes(max_arena)}"
-        )
-
-
-def reports_json(path: Path, reports: list[FunctionReport]) -> str:
-    return (
-        json.dumps(
-            {"file": str(path), "functions": [r.to_json() for r in reports]},
-            indent=2,
-            sort_keys=True,
-        )
-        + "\n"
-    )
 
 
 @click.command("report")
@@ -69,11 +52,11 @@ def reports_json(path: Path, reports: list[FunctionReport]) -> str:
     "--html", type=click.Path(path_type=Path), help="Also write the report as an HTML page."
 )
 @click.option(
-    "--max-arena",
-    type=ByteSize(),
-    metavar="BYTES",
-    help="Fail (exit 1) if a function's arena is larger, e.g. 256KiB.",
+    "--trace",
+    type=click.Path(path_type=Path),
+    help="Also write the memory timeline as Chrome trace events (open it in ui.perfetto.dev).",
 )
+@budget_options("Fail (exit 1) if a function's workspace is larger, e.g. 256KiB.")
 @pipeline_options
 @click.pass_obj
 def report_cmd(
@@ -84,7 +67,9 @@ def report_cmd(
     as_json: bool,
     svg: Path | None,
     html: Path | None,
+    trace: Path | None,
     max_arena: int | None,
+    allow_unbounded: bool,
     **kw,
 ) -> None:
     """Plan FILE's memory and report it per function: arena, lower bound, ratio, naive total
@@ -92,9 +77,10 @@ def report_cmd(
     memory map. Run on already planned IR with -p none."""
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
+        check_budget_options(max_arena, allow_unbounded)
         req = PipelineRequest(target=target, **kw)
         prog = load_program(file, sources, params, need_weights=False)
-        for out in (svg, html):
+        for out in (svg, html, trace):
             if out is not None:
                 refuse_overwriting_inputs(out, [file, prog.weights_path])
         module, timing, _ = run_pipeline(
@@ -104,11 +90,14 @@ def report_cmd(
             print_timings(timing)
         reports = memory_report(module)
         if as_json:
-            click.echo(reports_json(file, reports), nl=False)
+            click.echo(reports_json(file, reports, requested_passes(req)), nl=False)
         else:
             print_reports(reports, Console(soft_wrap=False))
         if svg is not None:
             write_atomic(svg, report_svg(reports))
         if html is not None:
             write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}"))
-        check_budget(reports, max_arena)
+        if trace is not None:
+            write_atomic(trace, report_trace(reports, str(file)))
+        warn_unbounded(reports, max_arena, allow_unbounded)
+        check_budget(reports, max_arena, allow_unbounded)

@@ -151,6 +151,11 @@ def io_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...
     return (IO_IN_ARENA_CONFIG, *configs)
 
 
+def requested_passes(req: "PipelineRequest") -> list[Pass]:
+    """The passes ``req`` asks for, with their options: the pipeline that runs."""
+    return assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
+
+
 @dataclass
 class PipelineRun:
     """What running the pipeline gives: the module, the instruments' findings, and the
@@ -200,7 +205,7 @@ def execute_pipeline(
 ) -> PipelineRun:
     """:func:`run_pipeline`, also giving the verified types of the result, with the passes
     shown on ``progress``."""
-    passes = assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
+    passes = requested_passes(req)
     before = resolve_dump_names(req.dump_before, passes, "--dump-before")
     after = resolve_dump_names(req.dump_after, passes, "--dump-after")
     if req.dump_dir is not None:

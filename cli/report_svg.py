@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 
+from relaxc.ir.types import shape_to_str
 from relaxc.passes.memory_report import FunctionReport
 
 from .units import format_bytes
@@ -42,8 +43,8 @@ def function_svg(rep: FunctionReport, width: int = 900, height: int = 360) -> st
         y = pad_t + h - (b.offset + b.bytes) * h / arena
         bh = max(1.0, b.bytes * h / arena)
         tip = (
-            f"%{b.name} {b.shape} {b.dtype}: {b.bytes:,} B at offset {b.offset:,}, live "
-            f"{b.first}..{b.last}"
+            f"%{b.name} {shape_to_str(b.shape)} {b.dtype}: {b.bytes:,} B at offset "
+            f"{b.offset:,}, live {b.first}..{b.last}"
         )
         out.append(
             f'<rect x="{x:.2f}" y="{y:.2f}" width="{bw:.2f}" height="{bh:.2f}" '
@@ -81,7 +82,7 @@ def report_html(reports: list[FunctionReport], title: str) -> str:
     rows = []
     for r in reports:
         table = "".join(
-            f"<tr><td>%{html.escape(b.name)}</td><td>{html.escape(b.shape)}</td><td>{b.dtype}</td>"
+            f"<tr><td>%{html.escape(b.name)}</td><td>{html.escape(shape_to_str(b.shape))}</td><td>{b.dtype}</td>"
             f"<td>{b.bytes:,}</td><td>{b.offset:,}</td><td>{b.first}</td><td>{b.last}</td></tr>"
             for b in r.buffers
         )

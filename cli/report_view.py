@@ -7,21 +7,36 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from relaxc.passes.memory_report import FunctionReport
+from relaxc.ir.types import shape_to_str
+from relaxc.passes.memory_report import FunctionReport, Size
 
 from .units import format_bytes
 
 MARKS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-def _b(v: int | str) -> str:
-    return format_bytes(v) if isinstance(v, int) else f"{v} bytes"
+IMPLICIT = (
+    "NO: no pass made this function's memory explicit (ManifestAlloc, PlanMemory), so the "
+    "figures below count none of it (run the target's pipeline: -p none reports only IR "
+    "that is already planned)"
+)
+UNPLANNED = (
+    "no: no PlanMemory ran on this function, so nothing is in an arena; every allocation "
+    "is counted in full, as if all were live at once (unplanned)"
+)
+
+
+def _b(v: Size) -> str:
+    return format_bytes(v.bound) if v.bound is not None else f"{v.expr} bytes"
 
 
 def summary_line(rep: FunctionReport) -> str:
     """One line: arena, how close to the lower bound, saving, and dynamic allocations."""
-    if not rep.buffers and not rep.arenas:
-        text = f"@{rep.name}: no planned memory"
+    if not rep.explicit:
+        text = f"@{rep.name}: not planned (no PlanMemory ran on it): its memory is not counted"
+    elif not rep.buffers and not rep.arenas:
+        state = "no planned memory" if rep.planned else "not planned (no PlanMemory ran on it)"
+        text = f"@{rep.name}: {state}"
         if rep.unplanned_static_bytes:
             text += f", {format_bytes(rep.unplanned_static_bytes)} in unplanned allocations"
     else:
@@ -79,13 +94,13 @@ def memory_map(rep: FunctionReport, width: int = 64, height: int = 16) -> Text:
     return text
 
 
-def _in_arena(rep: FunctionReport, held: int, total: int | str) -> str:
+def _in_arena(rep: FunctionReport, held: int, total: Size) -> str:
     """How much of the inputs (or outputs) the arena holds, with inputs and outputs in it."""
     if not rep.io_in_arena:
         return ""
     if held == 0:
         return "  (the caller's memory)"
-    if isinstance(total, int) and held >= total:
+    if total.bound is not None and held >= total.bound:
         return "  (in the arena)"
     return f"  ({format_bytes(held)} of it in the arena)"
 
@@ -94,9 +109,11 @@ def full_report(rep: FunctionReport) -> Group:
     facts = Table.grid(padding=(0, 2))
     facts.add_column(style="bold")
     facts.add_column()
+    if not rep.planned:
+        facts.add_row("planned", UNPLANNED if rep.explicit else IMPLICIT)
     facts.add_row(
         "arena",
-        format_bytes(rep.arena_bytes)
+        ("none (not planned)" if not rep.planned else format_bytes(rep.arena_bytes))
         + (
             "  ("
             + ", ".join(f"{a['name']}: {a['scope']}, align {a['align']}" for a in rep.arenas)
@@ -156,7 +173,7 @@ def full_report(rep: FunctionReport) -> Group:
         for col in ("storage", "bytes", "scope", "first", "last"):
             dyn.add_column(col)
         for d in rep.dynamic:
-            dyn.add_row(d.name, d.size, d.scope, str(d.first), str(d.last))
+            dyn.add_row(d.name, d.size.expr, d.scope, str(d.first), str(d.last))
         parts.append(dyn)
     if rep.buffers:
         bufs = Table(title="placed buffers", show_edge=False)
@@ -168,7 +185,7 @@ def full_report(rep: FunctionReport) -> Group:
             bufs.add_row(
                 MARKS[k % len(MARKS)],
                 b.name,
-                b.shape,
+                shape_to_str(b.shape),
                 b.dtype,
                 f"{b.bytes:,}",
                 f"{b.offset:,}",

@@ -84,6 +84,7 @@ class AttrSpec:
 
 InferFn = Callable[[Sequence[Type], Mapping[str, Any]], Type]
 KernelFn = Callable[[Sequence[np.ndarray], Mapping[str, Any]], Any]
+IntoFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], np.ndarray], bool]
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,11 @@ class OpDef:
     max_inputs: int | None = 1
     attrs: tuple[AttrSpec, ...] = ()
     kernel: KernelFn | None = None
+    kernel_into: IntoFn | None = None
+    """The kernel writing its result straight into ``out`` (a writable, C-contiguous array
+    of the output's shape and dtype, which may be the storage of an ``inplace`` input), the
+    same bits as ``kernel``; it returns False, having written nothing, for a case it leaves
+    to ``kernel``. The VM calls it to skip copying a fresh result into planned memory."""
     elementwise: bool = False
     free_args: bool = False
     effectful: bool = False

@@ -4,27 +4,44 @@ Everything is derived from the final IR (bug class 20: sizes computed before the
 rewrite are wrong): arenas are the ``alloc_storage(..., arena=true)`` bindings, placed
 buffers are the tensors carved from them, dynamic allocations are the other
 non-external storages, and lifetimes come from the same alias-aware liveness the passes
-use. Sizes with symbolic dims are reported at their upper bound, or as expressions when
-unbounded. With inputs and outputs in the arena (``io_in_arena``) the arena, the lower bound
-and the placed buffers include them, and the report says how many of their bytes the arena
-holds.
+use. Sizes that may depend on symbolic dims are a :class:`Size`: the expression and its value
+at the upper bounds (None when unbounded). With inputs and outputs in the arena
+(``io_in_arena``) the arena, the lower bound and the placed buffers include them, and the
+report says how many of their bytes the arena holds.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
 from relaxc.ir.nodes import Bind, Function, Invoke, Module, TupleExpr, Var
-from relaxc.ir.types import TensorType, Type, dtype_nbytes, shape_to_str, tensor_leaves
+from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import ALLOC_TENSOR, CONST, MEMORY_VIEW, call_of
 
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
+from .properties import has_explicit_memory
+
+
+@dataclass(frozen=True)
+class Size:
+    """Bytes that may depend on symbolic dims: ``expr`` in the .rx spelling (a plain number
+    when static) and ``bound``, its value at the function's upper bounds (None: unbounded)."""
+
+    expr: str
+    bound: int | None
+
+    @classmethod
+    def of(cls, d: D.Dim, bounds: dict[str, int]) -> "Size":
+        if isinstance(d, int):
+            return cls(str(d), d)
+        ub = D.upper_bound(d, bounds)
+        return cls(D.dim_to_str(d), max(ub, 0) if ub is not None else None)
 
 
 @dataclass
@@ -32,7 +49,7 @@ class BufferRow:
     """A tensor placed in an arena."""
 
     name: str
-    shape: str
+    shape: tuple[D.Dim, ...]
     dtype: str
     bytes: int
     offset: int
@@ -46,7 +63,7 @@ class DynamicRow:
     """An allocation whose size is only known at run time."""
 
     name: str
-    size: str
+    size: Size
     scope: str
     first: int
     last: int
@@ -55,16 +72,19 @@ class DynamicRow:
 @dataclass
 class FunctionReport:
     name: str
-    planned: bool
+    planned: bool  # PlanMemory planned it (the function's ``planned`` attribute)
     program_points: int
+    # Every value it computes is written into an allocated tensor (ManifestAlloc ran): when
+    # false, its memory is implicit and none of it is counted here.
+    explicit: bool = True
     arena_bytes: int = 0
     lower_bound: int = 0
     proven_bound: int = 0  # the planner's proven bound on the arena (0: none stated)
     clock_stopped: bool = False  # a safety clock ended the planner's search: may vary by run
     naive_bytes: int = 0
     arenas: list[dict[str, Any]] = field(default_factory=list)
-    input_bytes: int | str = 0
-    output_bytes: int | str = 0
+    input_bytes: Size = Size("0", 0)
+    output_bytes: Size = Size("0", 0)
     io_in_arena: bool = False  # PlanMemory planned the inputs and outputs into the arena
     inputs_in_arena_bytes: int = 0  # ... of the input bytes, those the arena holds
     outputs_in_arena_bytes: int = 0  # ... of the output bytes, those the arena holds
@@ -102,41 +122,36 @@ class FunctionReport:
         """Fraction of the naive total that planning saves."""
         return 1 - self.arena_bytes / self.naive_bytes if self.naive_bytes else None
 
-    def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["ratio"] = self.ratio
-        out["saving"] = self.saving
-        out["workspace_bytes"] = self.workspace_bytes
-        out["optimal"] = self.optimal
-        return out
+
+def _size_dim(t: Type) -> D.Dim:
+    """Bytes of every tensor in ``t``, as a dim expression."""
+    total: D.Dim = 0
+    for leaf in tensor_leaves(t):
+        total = D.add(total, D.mul(D.product(leaf.shape), dtype_nbytes(leaf.dtype)))
+    return total
 
 
 def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
     """Bytes of every tensor in ``t`` at the upper bound, or the size expression if unbounded."""
-    total: D.Dim = 0
-    for leaf in tensor_leaves(t):
-        total = D.add(total, D.mul(D.product(leaf.shape), dtype_nbytes(leaf.dtype)))
-    if isinstance(total, int):
-        return total
-    ub = D.upper_bound(total, bounds)
-    return max(ub, 0) if ub is not None else D.dim_to_str(total)
-
-
-def _shape_str(t: TensorType) -> str:
-    return shape_to_str(t.shape)
+    size = Size.of(_size_dim(t), bounds)
+    return size.bound if size.bound is not None else size.expr
 
 
 def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:
     bounds = fn.upper_bounds()
     rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
+    rep.explicit = has_explicit_memory(fn, {f.name for f in module.functions if f.is_primitive})
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
     info = analyze_aliases(fn, module)
     live = buffer_liveness(fn, info)
     all_storages = storages(fn)
     arenas = {s.name: s for s in all_storages if s.arena}
-    rep.input_bytes = _sum([_bytes(p.type, bounds) for p in fn.params])
-    rep.output_bytes = _bytes(fn.ret_type, bounds)
+    in_total: D.Dim = 0
+    for p in fn.params:
+        in_total = D.add(in_total, _size_dim(p.type))
+    rep.input_bytes = Size.of(in_total, bounds)
+    rep.output_bytes = Size.of(_size_dim(fn.ret_type), bounds)
     if is_io_in_arena(fn):
         rep.io_in_arena = True
         for a in arena_inputs(fn):
@@ -177,7 +192,7 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)
         rep.buffers.append(
-            BufferRow(s.name, _shape_str(t), t.dtype, nbytes, offset, first, last, storage)
+            BufferRow(s.name, t.shape, t.dtype, nbytes, offset, first, last, storage)
         )
         align = arenas[storage].align
         planned_buffers.append(Buffer(first, last + 1, round_up(nbytes, align), align, s.name))
@@ -193,7 +208,8 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
         first = live.defined[s.name]
         last = live.last_use.get(s.name, first)
         if ub is None:
-            rep.dynamic.append(DynamicRow(s.name, D.dim_to_str(s.size), s.scope, first, last))
+            size = Size(D.dim_to_str(s.size), None)
+            rep.dynamic.append(DynamicRow(s.name, size, s.scope, first, last))
         else:
             rep.unplanned_static_bytes += max(ub, 0)  # negative for every allowed dim: never made
     return rep
@@ -242,12 +258,6 @@ def _order_peaks(fn: Function) -> tuple[int | None, int | None]:
         v = fn.attr(key)
         out.append(v if type(v) is int else None)
     return out[0], out[1]
-
-
-def _sum(values: list[int | str]) -> int | str:
-    if all(isinstance(v, int) for v in values):
-        return sum(values)  # type: ignore[arg-type]
-    return " + ".join(str(v) for v in values)
 
 
 def memory_report(module: Module) -> list[FunctionReport]:

@@ -6,7 +6,7 @@ any pass and fed back in has the same properties it had in the pipeline.
 
 from __future__ import annotations
 
-from relaxc.ir.nodes import CallFunc, Module
+from relaxc.ir.nodes import CallFunc, Function, Module
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.vocab import CALL_CPACKED, STACK_ALLOCA, STRUCT_SET, call_of
 
@@ -24,6 +24,20 @@ PROPERTIES = {
 }
 
 
+def has_explicit_memory(fn: Function, primitive: set[str] | frozenset[str]) -> bool:
+    """Every value the non-primitive ``fn`` computes is written into an allocated tensor (no
+    kernel op called, no primitive function of ``primitive`` called rather than invoked)."""
+    for s in fn.body:
+        call = call_of(s.value)
+        if call is not None:
+            op = REGISTRY.get(call.op)
+            if op is not None and op.category == "kernel":
+                return False
+        elif isinstance(s.value, CallFunc) and s.value.func in primitive:
+            return False
+    return True
+
+
 def detect_properties(module: Module) -> set[str]:
     """The properties that hold for ``module``."""
     props = set()
@@ -36,16 +50,11 @@ def detect_properties(module: Module) -> set[str]:
             planned = True
         if fn.is_primitive:
             continue
+        explicit = explicit and has_explicit_memory(fn, primitive)
         for s in fn.body:
             call = call_of(s.value)
-            if call is not None:
-                op = REGISTRY.get(call.op)
-                if op is not None and op.category == "kernel":
-                    explicit = False
-                if call.op in _PACKED_CALL_PARTS:
-                    packed = True
-            elif isinstance(s.value, CallFunc) and s.value.func in primitive:
-                explicit = False  # a primitive function called, not invoked
+            if call is not None and call.op in _PACKED_CALL_PARTS:
+                packed = True
     if explicit:
         props.add(EXPLICIT_MEMORY)
     if planned:

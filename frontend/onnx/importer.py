@@ -22,6 +22,7 @@ from relaxc.ir.verifier import verify_module
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
 from .converters import CONVERTERS, EXTRA_OUTPUTS
+from .fold_batch_norm import foldable_pairs, folded_weights
 from .model import (
     DEFAULT_DOMAINS,
     default_opset,
@@ -62,11 +63,14 @@ def import_onnx(
     input_shapes: Mapping[str, Sequence[int | str]] | None = None,
     upper_bounds: Mapping[str, int] | None = None,
     function_name: str = "main",
+    fold_batch_norm: bool = True,
 ) -> ImportResult:
     """Import an ONNX model (a path, file bytes or a loaded ``ModelProto``).
 
     ``input_shapes`` overrides the declared shape of inputs by name (ints or dim names);
     ``upper_bounds`` becomes the function's ``upper_bounds`` attribute (dim name -> bound).
+    With ``fold_batch_norm`` (the default), a BatchNormalization that alone reads a Conv's
+    output is folded into the Conv's weights and bias (frontend/onnx/fold_batch_norm.py).
     Raises :class:`RxError` with a plain sentence for anything the model asks that relaxc
     cannot do.
     """
@@ -94,9 +98,19 @@ def import_onnx(
         attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
     _check_signature(params, tuple(attrs), function_name)
     used = _used_names(graph)
+    folds = foldable_pairs(graph, env, opset) if fold_batch_norm else {}
+    folded_away = {pair.batch_norm: pair for pair in folds.values()}
     for index, node in _topological(graph, set(env)):
+        if index in folded_away:
+            continue  # its Conv computed it (below)
         label = node_label(node, index)
         inputs = [env[name] if name else None for name in node.input]
+        pair = folds.get(index)
+        if pair is not None:
+            bn = graph.node[pair.batch_norm]
+            w, b = inputs[1], inputs[2] if len(inputs) > 2 else None
+            bn_params = [env[name] for name in bn.input[1:5]]
+            inputs[1:] = folded_weights(w, b, bn_params, pair.epsilon, node.output[0])  # type: ignore[arg-type]
         ctx = NodeContext(node, node_attrs(node), opset, builder, inputs)
         try:
             outs = CONVERTERS[node.op_type](ctx)
@@ -104,6 +118,8 @@ def import_onnx(
             raise RxError(f"node {label} ({node.op_type}): {e}") from None
         except RxError as e:
             raise RxError(f"node {label} ({node.op_type}): {e.message}") from None
+        if pair is not None:
+            env[graph.node[pair.batch_norm].output[0]] = outs[0]
         for k, name in enumerate(node.output):
             if not name:
                 continue
@@ -140,6 +156,11 @@ def import_onnx(
             f"the imported program does not verify (a bug in relaxc's importer): {e.message}"
         ) from None
     notes = _notes(params, upper_bounds)
+    if folds:
+        notes.append(
+            f"{len(folds)} BatchNormalization node(s) folded into the Conv before them "
+            "(relaxc import --no-fold-batch-norm keeps them)."
+        )
     return ImportResult(module, builder.weights, opset, _producer(model), notes)
 
 

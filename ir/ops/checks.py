@@ -129,6 +129,15 @@ def as_contiguous(x: Any, dtype: np.dtype) -> np.ndarray:
     return np.asarray(x, dtype=dtype, order="C")
 
 
+def product_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype matmul, dense and conv2d sum their products in: float32 for f16 and f32 (the
+    machine's BLAS ``sgemm``, as onnxruntime and the C target's blocked kernels sum), float64
+    for f64, 64-bit integers for integers (exact, then wrapped)."""
+    if dt.kind == "f":
+        return np.dtype(np.float64) if dt.itemsize == 8 else np.dtype(np.float32)
+    return accumulate_dtype(dt)
+
+
 def accumulate_dtype(dt: np.dtype) -> np.dtype:
     """float64 for floats, int64/uint64 for integers: the type reference kernels sum in."""
     if dt.kind == "f":

@@ -161,6 +161,33 @@ UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
 }
 
 
+def _ufunc_into(
+    fn: np.ufunc,
+) -> Callable[[Sequence[np.ndarray], Mapping[str, Any], np.ndarray], bool]:
+    """A binary ufunc's kernel written into ``out`` (numpy reads overlapping operands as if
+    copied first, so ``out`` may be an input's storage): the bits of ``fn(a, b)``."""
+
+    def into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+        a, b = xs
+        if a.dtype != b.dtype or a.dtype != out.dtype:
+            return False
+        if out.shape != (a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)):
+            return False
+        fn(a, b, out=out)
+        return True
+
+    return into
+
+
+def _relu_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+    """relu written into ``out`` (which may be x's storage): the bits of the kernel."""
+    x = xs[0]
+    if out.shape != x.shape or out.dtype != x.dtype:
+        return False
+    np.maximum(x, np.zeros((), x.dtype), out=out)
+    return True
+
+
 def register_all(reg: Registry) -> None:
     # Every elementwise op may write its output over an input of the output's type: the
     # element at a position is read before the output element there is written.
@@ -174,6 +201,7 @@ def register_all(reg: Registry) -> None:
                 min_inputs=2,
                 max_inputs=2,
                 kernel=lambda xs, attrs, fn=fn: fn(xs[0], xs[1]),
+                kernel_into=_ufunc_into(fn) if isinstance(fn, np.ufunc) else None,
                 elementwise=True,
                 input_names=("lhs", "rhs"),
                 inplace=(0, 1),
@@ -188,6 +216,7 @@ def register_all(reg: Registry) -> None:
                 "kernel",
                 _unary_infer(name, float_only),
                 kernel=lambda xs, attrs, fn=fn: fn(xs[0]),
+                kernel_into=_relu_into if name == "relu" else None,
                 elementwise=True,
                 input_names=("x",),
                 inplace=(0,),

@@ -1,8 +1,9 @@
 """Neural-network ops: matmul, dense, conv2d, pooling, normalizations, softmax and lrn.
 
-Layouts are NCHW for activations and OIHW for convolution weights. Float kernels compute
-in float64 and cast back to the input dtype; integer matmul/dense/conv2d accumulate in
-64 bits and wrap to the input dtype.
+Layouts are NCHW for activations and OIHW for convolution weights. matmul, dense and conv2d
+sum their products in float32 for f16 and f32 inputs (BLAS ``sgemm``, in its blocked order, as
+onnxruntime does), in float64 for f64, and integers in 64 bits, wrapped to the input dtype;
+the other float kernels compute in float64 and round once to the input dtype.
 
 The kernels are the reference interpreter's and the VM's (so the two agree bit for bit),
 and they are written for speed on real models: matmul, dense and conv2d are matrix
@@ -22,7 +23,7 @@ from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import TensorType, Type
 
 from .checks import (
-    accumulate_dtype,
+    product_dtype,
     as_contiguous,
     pad4,
     positive_pair,
@@ -58,8 +59,20 @@ def _infer_matmul(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
 
 def _matmul(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     a, b = xs
-    acc = accumulate_dtype(a.dtype)
-    return as_contiguous(np.matmul(a.astype(acc), b.astype(acc)), a.dtype)
+    acc = product_dtype(a.dtype)
+    return as_contiguous(np.matmul(a.astype(acc, copy=False), b.astype(acc, copy=False)), a.dtype)
+
+
+def _matmul_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+    """matmul written into ``out`` where the product dtype is the operands' (f32, f64)."""
+    a, b = xs
+    if product_dtype(a.dtype) != a.dtype or out.dtype != a.dtype:
+        return False
+    shape = np.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1])
+    if out.shape != shape or np.may_share_memory(out, a) or np.may_share_memory(out, b):
+        return False
+    np.matmul(a, b, out=out)
+    return True
 
 
 def _infer_dense(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -81,11 +94,24 @@ def _infer_dense(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
 
 def _dense(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x, w = xs[0], xs[1]
-    acc = accumulate_dtype(x.dtype)
-    out = np.matmul(x.astype(acc), w.astype(acc).T)
+    acc = product_dtype(x.dtype)
+    out = np.matmul(x.astype(acc, copy=False), w.astype(acc, copy=False).T)
     if len(xs) == 3:
         out = out + xs[2].astype(acc)
     return as_contiguous(out, x.dtype)
+
+
+def _dense_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+    """dense written into ``out`` where the product dtype is the operands' (f32, f64)."""
+    x, w = xs[0], xs[1]
+    if product_dtype(x.dtype) != x.dtype or out.dtype != x.dtype:
+        return False
+    if out.shape != x.shape[:-1] + (w.shape[0],) or any(np.may_share_memory(out, v) for v in xs):
+        return False
+    np.matmul(x, w.T, out=out)
+    if len(xs) == 3:
+        np.add(out, xs[2], out=out)
+    return True
 
 
 # -- conv2d ------------------------------------------------------------------------------
@@ -166,31 +192,121 @@ def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     """im2col and one BLAS matrix product per group (integers: numpy's own 64-bit product).
 
     The columns (N, G, C/G*KH*KW, OH*OW) are copied from a strided view of the padded input,
-    widened to the accumulation dtype (float64, int64/uint64) on the way; each group's
-    (O/G, C/G*KH*KW) weight matrix multiplies them (a depthwise convolution makes many
-    small products, still cheaper than summing its taps elementwise at these sizes). The
-    bias is added to the sums, in the accumulation dtype, before the one rounding to the
-    input dtype. Sums are in BLAS's (blocked) order: they differ from a sequential sum in
-    the last float64 bits, which the rounding to f32/f16 almost always hides.
+    widened to the product dtype (float32 for f16/f32, float64, int64/uint64) on the way; a
+    1x1 convolution with unit strides and no padding multiplies the input itself, with no
+    copy. Each group's (O/G, C/G*KH*KW) weight matrix multiplies the columns (a depthwise
+    convolution makes many small products, still cheaper than summing its taps elementwise
+    at these sizes). The bias is added to the sums, in the product dtype, before the
+    rounding to the input dtype. Sums are in BLAS's (blocked) order: within a few ulps of
+    the product dtype of the sum of the terms' magnitudes, as any blocked sum. Where the
+    product dtype is the input's (f32, f64), the products are written into the result
+    (:func:`_conv2d_into`: the same bits).
     """
     x, w = xs[0], xs[1]
-    strides, pads, dilation, g = _conv_params(attrs)
-    pt, pl, pb, pr = pads
-    acc = accumulate_dtype(x.dtype)
-    n, c, h, wd = x.shape
+    acc = product_dtype(x.dtype)
+    shape, (k, length) = _conv_shape(x, w, attrs)
+    if acc == x.dtype:
+        out = np.empty(shape, dtype=x.dtype)
+        if _conv2d_into(xs, attrs, out):
+            return out
+    n, o = shape[0], shape[1]
+    if n * o * length == 0 or k == 0:  # nothing to compute, or empty sums
+        res = np.zeros(shape, dtype=acc)
+    else:
+        res = _conv_products(x, w, attrs, acc)
+    return _round_sum(res, xs[2] if len(xs) == 3 else None, x.dtype)
+
+
+def _conv2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+    """conv2d written into ``out``, where the product dtype is the input's and ``out`` is a
+    separate array of the result's shape (else False: :func:`_conv2d` computes it)."""
+    x, w = xs[0], xs[1]
+    if product_dtype(x.dtype) != x.dtype or out.dtype != x.dtype:
+        return False
+    shape, (k, length) = _conv_shape(x, w, attrs)
+    if out.shape != shape or any(np.may_share_memory(out, v) for v in xs):
+        return False
+    if shape[0] * shape[1] * length == 0 or k == 0:
+        out[...] = 0
+    else:
+        _conv_products(x, w, attrs, x.dtype, out)
+    if len(xs) == 3:
+        np.add(out, xs[2].reshape(1, -1, 1, 1), out=out)
+    return True
+
+
+def _conv_shape(
+    x: np.ndarray, w: np.ndarray, attrs: Mapping[str, Any]
+) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
+    """The result's shape (N, O, OH, OW), and (C/G*KH*KW, OH*OW): the length of each sum and
+    the number of output positions."""
+    strides, (pt, pl, pb, pr), dilation, _ = _conv_params(attrs)
+    n, _, h, wd = x.shape
     o, cg, kh, kw = w.shape
     oh = int(window_out(h, pt, pb, kh, dilation[0], strides[0], "conv2d", "height"))
     ow = int(window_out(wd, pl, pr, kw, dilation[1], strides[1], "conv2d", "width"))
-    og, k, length = o // g, cg * kh * kw, oh * ow
-    if n * o * length == 0 or k == 0:  # nothing to compute, or empty sums
-        res = np.zeros((n, o, oh, ow), dtype=acc)
-    else:
-        xp = _padded(x, pads, 0)  # in x's dtype: widened while the columns are copied
-        cols = np.empty((n, g, cg, kh, kw, oh, ow), dtype=acc)
-        cols[...] = _windows(xp, g, (kh, kw), dilation, strides, (oh, ow))
-        wg = w.astype(acc).reshape(g, og, k)
-        res = np.matmul(wg, cols.reshape(n, g, k, length)).reshape(n, o, oh, ow)
-    return _round_sum(res, xs[2] if len(xs) == 3 else None, x.dtype)
+    return (n, o, oh, ow), (cg * kh * kw, oh * ow)
+
+
+def _conv_weight(w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
+    """The (G, O/G, C/G*KH*KW) weight matrices, in ``acc``."""
+    return w.astype(acc, copy=False).reshape(groups, w.shape[0] // groups, -1)
+
+
+def _conv_products(
+    x: np.ndarray,
+    w: np.ndarray,
+    attrs: Mapping[str, Any],
+    acc: np.dtype,
+    out: np.ndarray | None = None,
+) -> np.ndarray:
+    """The sums of products (N, O, OH, OW) in ``acc``, written into ``out`` when given.
+
+    Three ways to the im2col columns: a 1x1 convolution with unit strides and no padding
+    multiplies ``x`` itself; a unit-stride convolution copies, per tap, one contiguous run of
+    the flattened padded rows (the "row-padded" columns: OH * Wp - (Wp - OW) positions, the
+    ones past a row's end computed and dropped), when that costs at most a third more
+    products; any other copies a strided view of the padded input (short runs of OW)."""
+    strides, pads, dilation, g = _conv_params(attrs)
+    (n, o, oh, ow), (k, length) = _conv_shape(x, w, attrs)
+    cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    wg = _conv_weight(w, g, acc)
+    if kh == kw == 1 and strides == (1, 1) and not any(pads):
+        cols = x.astype(acc, copy=False).reshape(n, g, k, length)
+        return _matmul_to(wg, cols, (n, o, oh, ow), out)
+    xp = np.ascontiguousarray(_padded(x, pads, 0))  # x's dtype: widened by the copy below
+    wp = xp.shape[3]
+    if strides == (1, 1) and 3 * wp <= 4 * ow and kh * kw > 1:
+        run = (oh - 1) * wp + ow  # from output (0, 0) to (OH-1, OW-1) in padded rows
+        s0, s1, s2, s3 = xp.strides
+        taps = np.lib.stride_tricks.as_strided(
+            xp,
+            (n, g, cg, kh, kw, run),
+            (s0, s1 * cg, s1, s2 * dilation[0], s3 * dilation[1], s3),
+            writeable=False,
+        )
+        cols = np.empty((n, g, cg, kh, kw, run), dtype=acc)
+        cols[...] = taps
+        res = np.matmul(wg, cols.reshape(n, g, k, run)).reshape(n, o, run)
+        r0, r1, r2 = res.strides
+        rows = np.lib.stride_tricks.as_strided(res, (n, o, oh, ow), (r0, r1, r2 * wp, r2))
+        if out is None:
+            return rows
+        out[...] = rows
+        return out
+    cols = np.empty((n, g, cg, kh, kw, oh, ow), dtype=acc)
+    cols[...] = _windows(xp, g, (kh, kw), dilation, strides, (oh, ow))
+    return _matmul_to(wg, cols.reshape(n, g, k, length), (n, o, oh, ow), out)
+
+
+def _matmul_to(
+    wg: np.ndarray, cols: np.ndarray, shape: tuple[int, int, int, int], out: np.ndarray | None
+) -> np.ndarray:
+    """``wg @ cols`` as ``shape``, written into ``out`` when given."""
+    if out is None:
+        return np.matmul(wg, cols).reshape(shape)
+    np.matmul(wg, cols, out=out.reshape(cols.shape[0], wg.shape[0], wg.shape[1], cols.shape[3]))
+    return out
 
 
 def _round_sum(acc: np.ndarray, add: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
@@ -270,17 +386,28 @@ def _max_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
     """The running maximum, in tap order, of the window taps' strided views of the input
     padded with -inf (integers: their minimum)."""
     x = xs[0]
+    out = _pool_geometry("max_pool2d", x, attrs)[3]
+    res = np.empty(x.shape[:2] + out, dtype=x.dtype)
+    _max_pool2d_into(xs, attrs, res)
+    return res
+
+
+def _max_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np.ndarray) -> bool:
+    x = xs[0]
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     k, st, dil, out, _, pads = _pool_geometry("max_pool2d", x, attrs)
+    if res.shape != x.shape[:2] + out or res.dtype != x.dtype or np.may_share_memory(res, x):
+        return False
     if x.shape[0] * x.shape[1] * out[0] * out[1] == 0:
-        return np.full(x.shape[:2] + out, fill, dtype=x.dtype)
+        res.fill(fill)
+        return True
     win = _windows(_padded(x, pads, fill), 1, k, dil, st, out)[:, 0]  # (n, c, kh, kw, oh, ow)
-    res = np.array(win[:, :, 0, 0], dtype=x.dtype, order="C")  # = maximum(fill, tap 0)
+    res[...] = win[:, :, 0, 0]  # = maximum(fill, tap 0)
     for i in range(k[0]):
         for j in range(k[1]):
             if i or j:
                 np.maximum(res, win[:, :, i, j], out=res)
-    return res
+    return True
 
 
 def _avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
@@ -349,17 +476,25 @@ def _channel(v: np.ndarray, ndim: int, axis: int) -> np.ndarray:
 
 
 def _batch_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    out = np.empty(xs[0].shape, dtype=xs[0].dtype)
+    _batch_norm_into(xs, attrs, out)
+    return out
+
+
+def _batch_norm_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
     x, gamma, beta, mean, var = xs
+    if out.shape != x.shape or out.dtype != x.dtype:
+        return False
     axis = norm_axis(attrs["axis"], x.ndim, "batch_norm")
     g, b, m, v = (_channel(t, x.ndim, axis) for t in (gamma, beta, mean, var))
     with np.errstate(all="ignore"):
         # (x - mean) / sqrt(var + eps) * gamma + beta as x * scale + shift, per channel in
         # float64: two passes over x instead of four (a few float64 ulps from the formula).
+        # x is read whole before out is written: out may be x's storage (in place).
         scale = g / np.sqrt(v + attrs["epsilon"])
         shift = b - m * scale
-        out = np.empty(x.shape, dtype=x.dtype)
         np.add(np.multiply(x, scale, dtype=np.float64), shift, out=out, casting="unsafe")
-    return out
+    return True
 
 
 def _norm_infer(op: str, params: tuple[str, ...]):
@@ -473,6 +608,7 @@ def _reg_pool(
     kernel: Any,
     extra: tuple[AttrSpec, ...] = (),
     float_only: bool = False,
+    into: Any = None,
 ) -> None:
     reg.register(
         OpDef(
@@ -481,6 +617,7 @@ def _reg_pool(
             "kernel",
             _pool_infer(name),
             kernel=kernel,
+            kernel_into=into,
             input_names=("data",),
             float_only=float_only,
             attrs=(
@@ -507,6 +644,7 @@ def register_all(reg: Registry) -> None:
             min_inputs=2,
             max_inputs=2,
             kernel=_matmul,
+            kernel_into=_matmul_into,
             input_names=("a", "b"),
         )
     )
@@ -519,6 +657,7 @@ def register_all(reg: Registry) -> None:
             min_inputs=2,
             max_inputs=3,
             kernel=_dense,
+            kernel_into=_dense_into,
             input_names=("x", "weight", "bias"),
         )
     )
@@ -531,6 +670,7 @@ def register_all(reg: Registry) -> None:
             min_inputs=2,
             max_inputs=3,
             kernel=_conv2d,
+            kernel_into=_conv2d_into,
             input_names=("data", "weight", "bias"),
             attrs=(
                 AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
@@ -542,7 +682,13 @@ def register_all(reg: Registry) -> None:
             ),
         )
     )
-    _reg_pool(reg, "max_pool2d", "2-D max pooling over NCHW (padding is -inf)", _max_pool2d)
+    _reg_pool(
+        reg,
+        "max_pool2d",
+        "2-D max pooling over NCHW (padding is -inf)",
+        _max_pool2d,
+        into=_max_pool2d_into,
+    )
     _reg_pool(
         reg,
         "avg_pool2d",
@@ -571,6 +717,7 @@ def register_all(reg: Registry) -> None:
             min_inputs=5,
             max_inputs=5,
             kernel=_batch_norm,
+            kernel_into=_batch_norm_into,
             input_names=("x", "gamma", "beta", "mean", "var"),
             inplace=(0, 1, 2, 3, 4),
             float_only=True,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from relaxc.cli.report_json import function_json
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 from relaxc.passes import plan_memory
@@ -40,7 +41,7 @@ def test_an_optimal_plan_is_reported_optimal() -> None:
     assert rep.arena_bytes == 768  # %a, %b and %c live at once at the add
     assert rep.proven_bound == 768 and rep.optimal
     assert "proven_bound=768" in print_module(m)
-    assert rep.to_json()["optimal"] is True
+    assert function_json(rep)["optimal"] is True
 
 
 def test_a_plan_above_its_bound_is_not_called_optimal(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -61,7 +62,7 @@ def test_a_search_the_clock_ended_says_so(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setattr(plan_memory, "plan_buffers", clocked)
     m, rep = planned(CHAIN)
     assert "clock_stopped=true" in print_module(m)
-    assert rep.clock_stopped and rep.to_json()["clock_stopped"] is True
+    assert rep.clock_stopped and function_json(rep)["clock_stopped"] is True
     from io import StringIO
 
     from rich.console import Console

@@ -291,8 +291,8 @@ def test_samples_give_the_same_bits_and_the_run_holds_what_was_promised(name: st
                 assert vm.pool.pooled_bytes == pred.arena_bytes  # the arena went back
                 (rep,) = [r for r in memory_report(c) if r.name == "main"]
                 assert rep.arena_bytes == pred.arena_bytes
-                assert rep.inputs_in_arena_bytes == rep.input_bytes
-                assert rep.outputs_in_arena_bytes == rep.output_bytes
+                assert rep.inputs_in_arena_bytes == rep.input_bytes.bound
+                assert rep.outputs_in_arena_bytes == rep.output_bytes.bound
                 assert_report_plan_valid(rep)
         for r in results[1:]:
             assert_same_results(results[0], r)
@@ -316,7 +316,7 @@ def test_squeezenet_with_random_weights_gives_the_same_bits() -> None:
         pred = predict_memory(vm.exe.module, fn.name, {})
         assert vm.stats.working_peak == pred.peak
         (rep,) = memory_report(c)
-        arenas.append((rep.arena_bytes, rep.input_bytes, rep.output_bytes))
+        arenas.append((rep.arena_bytes, rep.input_bytes.bound, rep.output_bytes.bound))
     for r in results[1:]:
         assert r.tobytes() == results[0].tobytes()
     # The input (602,112 B) is dead after the first convolution and the output (4,000 B) is
@@ -387,8 +387,8 @@ def test_report_counts_io_and_max_arena_covers_it() -> None:
     assert not plain["io_in_arena"] and with_io["io_in_arena"]
     assert plain["arena_bytes"] == 0  # its only buffer is the output, the caller's memory
     assert with_io["arena_bytes"] == with_io["workspace_bytes"] == 3 * 64 * 10 * 4
-    assert with_io["inputs_in_arena_bytes"] == with_io["input_bytes"] == 2 * 2560
-    assert with_io["outputs_in_arena_bytes"] == with_io["output_bytes"] == 2560
+    assert with_io["inputs_in_arena_bytes"] == with_io["input_bytes"]["bound"] == 2 * 2560
+    assert with_io["outputs_in_arena_bytes"] == with_io["output_bytes"]["bound"] == 2560
     assert invoke("report", path, "--max-arena", "4KiB").exit_code == 0
     over = invoke("report", path, "--max-arena", "4KiB", "--io-in-arena")
     assert over.exit_code == 1 and "7.5 KiB" in over.output

@@ -43,8 +43,11 @@ SAN_ENV = {
     "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1:exitcode=98",
 }
 
-TOLERANCE = {"f16": (2e-3, 2e-3), "f32": (1e-5, 1e-6), "f64": (1e-12, 1e-14)}
-"""(rtol, atol) per float dtype; integers and bools must match exactly."""
+TOLERANCE = {"f16": (2e-3, 2e-3), "f32": (1e-4, 1e-5), "f64": (1e-12, 1e-14)}
+"""(rtol, atol) per float dtype; integers and bools must match exactly. f32: the reference
+kernels sum products in float32 (BLAS's blocked order) and C in its own order, so a sum
+that cancels can differ by a few float32 roundings of its terms' magnitudes (the same
+tolerance the ONNX tests allow against onnxruntime)."""
 
 
 def compile_module(m: Module, passes: str = "c", unpacked: bool = False) -> Module:

@@ -44,7 +44,8 @@ def test_import_build_run_matches_onnxruntime(tmp_path: Path) -> None:
     assert f"wrote {rx}" in r.stderr and "weights" in r.stderr
     text = rx.read_text()
     assert text.startswith("# Imported from net.onnx (ONNX opset 13, made by relaxc-tests")
-    assert set(load_npz(npz)) >= {"stem.weight", "fc.w"}
+    # stem: Conv + BatchNormalization, folded into one convolution at import
+    assert set(load_npz(npz)) >= {"stem.weight.bn_folded", "fc.w"}
     np.savez(tmp_path / "inputs.npz", image=feeds["image"])
     assert invoke("build", rx, "-q").exit_code == 0
     r = invoke(

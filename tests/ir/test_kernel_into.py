@@ -1,0 +1,119 @@
+"""``OpDef.kernel_into``: the kernels that write into the memory the plan gave their output.
+
+For every op that has one, on random inputs: writing into a fresh array of the output's
+type gives the bits ``kernel`` returns; where the op may run in place (``OpDef.inplace``),
+writing over the input's own storage gives them too; a case the function declines
+(returns False) leaves ``out`` untouched, and the VM then takes the kernel's result.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.ops.checks import product_dtype
+
+from .test_fast_kernels import FLOATS, bound_attrs, conv_cases, pool_cases, values
+
+HAS_INTO = sorted(name for name, op in REGISTRY._ops.items() if op.kernel_into is not None)
+
+
+def test_the_hot_kernels_write_into_planned_memory() -> None:
+    # the ops a CNN spends its time in (benchmarks/vm_zoo.py)
+    assert {"conv2d", "dense", "matmul", "batch_norm", "max_pool2d", "add", "relu"} <= set(HAS_INTO)
+
+
+def check_into(name: str, xs: list[np.ndarray], attrs: dict[str, Any]) -> bool:
+    """Whether ``kernel_into`` took the case (into a fresh array)."""
+    op = REGISTRY.get(name)
+    want = np.asarray(op.kernel(list(xs), attrs))
+    out = np.full(want.shape, 7, dtype=want.dtype)
+    took = op.kernel_into(list(xs), attrs, out)
+    if took:
+        assert out.tobytes() == want.tobytes(), f"{name}: into differs from the kernel"
+    else:
+        assert (out == 7).all(), f"{name}: declined but wrote"
+    for i in op.inplace:
+        x = xs[i]
+        if x.shape != want.shape or x.dtype != want.dtype:
+            continue
+        own = np.ascontiguousarray(x).copy()
+        args = list(xs)
+        args[i] = own
+        if op.kernel_into(args, attrs, own):
+            assert own.tobytes() == want.tobytes(), f"{name}: in place over input {i} differs"
+    return bool(took)
+
+
+@given(conv_cases())
+@settings(max_examples=150, deadline=None)
+def test_conv2d_into_is_the_kernel(case: Any) -> None:
+    xs, attrs = case
+    took = check_into("conv2d", xs, attrs)
+    # f16 and narrow integers widen their products: those are the kernel's to compute
+    assert took == (product_dtype(xs[0].dtype) == xs[0].dtype)
+
+
+@given(pool_cases("max_pool2d"))
+@settings(max_examples=80, deadline=None)
+def test_max_pool2d_into_is_the_kernel(case: Any) -> None:
+    xs, attrs = case
+    assert check_into("max_pool2d", xs, attrs)
+
+
+@st.composite
+def dense_cases(draw: Any) -> tuple[str, list[np.ndarray], dict]:
+    dtype = draw(st.sampled_from(FLOATS + ("int32",)))
+    m, k, n = (draw(st.integers(0, 5)) for _ in range(3))
+    seed = draw(st.integers(0, 2**16))
+    if draw(st.booleans()):
+        batch = tuple(draw(st.lists(st.integers(1, 3), max_size=2)))
+        xs = [values(draw, batch + (m, k), dtype, seed), values(draw, (k, n), dtype, seed + 1)]
+        return "matmul", xs, {}
+    xs = [values(draw, (m, k), dtype, seed), values(draw, (n, k), dtype, seed + 1)]
+    if draw(st.booleans()):
+        xs.append(values(draw, (n,), dtype, seed + 2))
+    return "dense", xs, bound_attrs("dense", len(xs))
+
+
+@given(dense_cases())
+@settings(max_examples=80, deadline=None)
+def test_matmul_and_dense_into_are_the_kernel(case: Any) -> None:
+    check_into(*case)
+
+
+@given(
+    st.sampled_from([n for n in HAS_INTO if REGISTRY.get(n).elementwise]),
+    st.sampled_from(FLOATS + ("int8", "int64", "uint8")),
+    st.sampled_from([((2, 3), (2, 3)), ((2, 3), (3,)), ((1, 3), (2, 1)), ((0, 4), (4,))]),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=120, deadline=None)
+def test_elementwise_into_is_the_kernel(name, dtype, shapes, seed, data) -> None:
+    op = REGISTRY.get(name)
+    n = op.min_inputs
+    xs = [values(data.draw, shapes[i], dtype, seed + i) for i in range(n)]
+    if n == 1:
+        xs = [values(data.draw, shapes[0], dtype, seed)]
+    assert check_into(name, xs, {})
+
+
+@given(
+    st.sampled_from(FLOATS),
+    st.sampled_from([(2, 3), (1, 4, 2, 2), (3, 0, 2)]),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=60, deadline=None)
+def test_batch_norm_into_is_the_kernel(dtype, shape, seed, data) -> None:
+    c = shape[1]
+    xs = [values(data.draw, shape, dtype, seed)] + [
+        values(data.draw, (c,), dtype, seed + i) for i in range(1, 4)
+    ]
+    xs.append(np.abs(values(data.draw, (c,), dtype, seed + 4)))
+    assert check_into("batch_norm", xs, bound_attrs("batch_norm", 5))
