@@ -626,8 +626,13 @@ def same_bits(a: Any, b: Any) -> str | None:
         return f"expected an array, got {type(b).__name__}"
     if a.shape != b.shape or a.dtype != b.dtype:
         return f"{b.dtype}{b.shape} instead of {a.dtype}{a.shape}"
+    if a.tobytes() != b.tobytes() and _nan_canonical(a).tobytes() == _nan_canonical(b).tobytes():
+        return f"only the bits of a NaN differ:\nwant {a!r}\ngot  {b!r}"
     if a.tobytes() != b.tobytes():
-        bad = np.flatnonzero(a.view(np.uint8).reshape(-1) != b.view(np.uint8).reshape(-1))
+        # (bytes of a copy: a 0-d array cannot be viewed as bytes of another itemsize)
+        bad = np.flatnonzero(
+            np.frombuffer(a.tobytes(), np.uint8) != np.frombuffer(b.tobytes(), np.uint8)
+        )
         return (
             f"values differ (first differing byte {bad[0] if len(bad) else '?'}):\nwant "
             f"{a!r}\ngot  {b!r}"

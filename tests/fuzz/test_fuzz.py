@@ -89,7 +89,11 @@ KNOWN_BUGS: dict[str, str] = {
     # reports these as warnings instead of failing; when the bug is fixed, its regression
     # XPASSes (a failure) and the entry goes with the mark.
     r"^C [\w/-]+: emit_c refused the program: .*does not fit the output buffer \w+ it is "
-    r"carved from": "test_two_outputs_one_a_view_of_the_other_at_an_offset",
+    r"carved from": "test_regressions.py::test_two_outputs_one_a_view_of_the_other_at_an_offset",
+    # Not minimized yet (docs/fuzzing.md, "Not fixed yet", 20): seed 165 since main's
+    # kernel_into (the VM writing a binary ufunc into its output, in place after
+    # ComputeInPlace) gives a NaN of another sign than the interpreter.
+    r"^VM [^:]*: only the bits of a NaN differ": "docs/fuzzing.md, not fixed yet, 20",
 }
 
 
@@ -102,7 +106,7 @@ def test_fixed_seed_programs_agree_everywhere(fixed_run: Report) -> None:
     known = [(f, _known(f)) for f in fixed_run.found]
     for f, test in known:
         if test is not None:
-            warnings.warn(f"[{f.label}] known bug (test_regressions.py::{test}): {f.where}")
+            warnings.warn(f"[{f.label}] known bug ({test}): {f.where}")
     unknown = dataclasses.replace(fixed_run, found=[f for f, t in known if t is None])
     assert not unknown.found, _show(unknown)
 
