@@ -84,8 +84,9 @@ def _show(report: Report, limit: int = 3) -> str:
 
 
 KNOWN_BUGS: dict[str, str] = {
-    # A regex on "where: symptom" of a mismatch -> the xfail(strict=True) regression of
-    # tests/fuzz/test_regressions.py that holds its minimized program. The fixed-seed run
+    # A regex on "where: symptom" of a mismatch -> where the bug is recorded: the
+    # xfail(strict=True) regression of tests/fuzz/test_regressions.py holding its minimized
+    # program (or, until it is minimized, its entry in docs/fuzzing.md). The fixed-seed run
     # reports these as warnings instead of failing; when the bug is fixed, its regression
     # XPASSes (a failure) and the entry goes with the mark.
     r"^C [\w/-]+: emit_c refused the program: .*does not fit the output buffer \w+ it is "
