@@ -94,7 +94,7 @@ KNOWN_BUGS: dict[str, str] = {
     # Not minimized yet (docs/fuzzing.md, "Not fixed yet", 20): seed 165 since main's
     # kernel_into (the VM writing a binary ufunc into its output, in place after
     # ComputeInPlace) gives a NaN of another sign than the interpreter.
-    r"^VM [^:]*: only the bits of a NaN differ": "docs/fuzzing.md, not fixed yet, 20",
+    r"^VM .*: only the bits of a NaN differ": "docs/fuzzing.md, not fixed yet, 20",
 }
 
 
