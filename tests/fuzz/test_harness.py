@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 import pytest
 
 from relaxc.frontend.parser import parse_module
+from relaxc.ir.nodes import Call, Module
+from relaxc.ir.walk import map_functions, with_body
+from relaxc.passes.base import Pass
+from relaxc.passes.registry import PASSES
 from tests.backend.c.cbuild import needs_cc
 
 from .gen import GenProgram, program_from_seed
 from .harness import (
+    REORDER,
     CBatch,
+    Compiled,
     Mismatch,
+    _nan_canonical,
     check_vm,
     compile_all,
     emit_variants,
@@ -138,3 +146,156 @@ def test_minimizer_keeps_the_failure_and_shrinks() -> None:
     assert f"= {op}(" in small.text
     assert len(small.text) < len(prog.text) and small.text.count("\n") <= prog.text.count("\n")
     parse_module(small.text, "small.rx")
+
+
+def test_plan_checker_on_the_ir_finds_a_view_used_after_its_tensors_kill() -> None:
+    fn = parse_module(
+        """
+fn @main(%x: Tensor[(4,), f32]) -> Tensor[(2,), f32] attrs {planned = true} {
+  %arena = memory.alloc_storage(64, align=64, arena=true)
+  %a = memory.alloc_tensor(%arena, 0, (4,), f32)
+  invoke exp(%x) outs (%a)
+  %v = memory.view(%a, 8, (2,), f32)
+  %t = (%v,)
+  memory.kill_tensor(%a)
+  %w = %t.0
+  %y = tanh(%w)
+  return %y
+}
+""",
+        "t.rx",
+    ).get("main")
+    problems = plan_problems(fn, {})
+    assert problems == [
+        "%a is used at statement 6 (through %t) after its kill at statement 5",
+        "%a is used at statement 7 (through %w) after its kill at statement 5",
+    ]
+    late = fn.body[:5] + fn.body[6:8] + (fn.body[5],)  # the kill after the last use
+    assert plan_problems(dataclasses.replace(fn, body=late), {}) == []
+
+
+def test_sharing_passes_are_run_counted_and_checked_on_the_vm() -> None:
+    text = """
+fn @main(%x: Tensor[(1, 2, 3), f32], %y: Tensor[(1, 3, 3), f32]) -> Tensor[(1, 5, 3), f32] {
+  %a = exp(%x)
+  %b = relu(%a)
+  %c = tanh(%y)
+  %r = concat(%b, %c, axis=1)
+  %s = split(%r, indices_or_sections=(1,), axis=1)
+  %s1 = %s.1
+  %t = sigmoid(%s1)
+  %u = add(%r, %r)
+  return %u
+}
+"""
+    prog = program(text, {})
+    case = reference(prog)
+    compiled = compile_all(prog, case.module, case.types, thorough=False)
+    assert {"ElideConcatSplit", "ComputeInPlace"} <= set(compiled.vm)
+    assert compiled.changes["ElideConcatSplit/concat"] == 1
+    assert compiled.changes["ElideConcatSplit/split"] == 1
+    assert compiled.changes["ComputeInPlace"] >= 2  # %b over %a, %u over %r
+    check_vm(case, compiled)
+    case.want[0] = case.want[0] + 1
+    only = Compiled(vm={"ElideConcatSplit": compiled.vm["ElideConcatSplit"]})
+    with pytest.raises(Mismatch, match="VM ElideConcatSplit, input set 0"):
+        check_vm(case, only)
+
+
+REORDERABLE = """
+fn @main(%x: Tensor[(n, 4), f32]) -> Tensor[(n, 4), f32] attrs {upper_bounds = {n = 3}} {
+  %a = exp(%x)
+  %b = tanh(%x)
+  %c = add(%a, %b)
+  return %c
+}
+"""
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reordered(Pass):
+    """A stand-in for ReorderForMemory: swaps the first two statements of @main (independent
+    in :data:`REORDERABLE`)."""
+
+    name: ClassVar[str] = "ReorderForMemory"
+    wrong: ClassVar[bool] = False
+
+    def run(self, module: Module, types: Any = None) -> Module:
+        fn = module.get("main")
+        body = (fn.body[1], fn.body[0], *fn.body[2:])
+        if self.wrong:  # and computes tanh where the program has exp
+            body = tuple(
+                dataclasses.replace(s, value=dataclasses.replace(s.value, op="tanh"))
+                if isinstance(s.value, Call) and s.value.op == "exp"
+                else s
+                for s in body
+            )
+        return map_functions(module, lambda f: with_body(f, body) if f is fn else f)
+
+
+@dataclasses.dataclass(frozen=True)
+class _WronglyReordered(_Reordered):
+    wrong: ClassVar[bool] = True
+
+
+@pytest.mark.parametrize("cls", [_Reordered, _WronglyReordered])
+def test_a_reordering_is_counted_and_run_on_the_vm(
+    monkeypatch: pytest.MonkeyPatch, cls: type[Pass]
+) -> None:
+    """The harness counts a program ReorderForMemory put in another order, runs the IR it
+    made on the VM (a wrong order shows there) and, with ``thorough``, builds the vm
+    pipeline in the written order too."""
+    monkeypatch.setitem(PASSES, REORDER, cls)
+    prog = program(REORDERABLE)
+    case = reference(prog)
+    compiled = compile_all(prog, case.module, case.types, thorough=True)
+    assert compiled.changes[REORDER] == 1
+    assert {REORDER, "written-order/vm"} <= set(compiled.vm)
+    if cls is _Reordered:
+        check_vm(case, compiled)
+    else:
+        with pytest.raises(Mismatch, match=f"VM {REORDER}"):
+            check_vm(case, compiled)
+
+
+def test_the_written_order_is_not_counted_as_a_reordering() -> None:
+    prog = program(REORDERABLE)
+    case = reference(prog)
+    compiled = compile_all(prog, case.module, case.types, thorough=True)
+    assert compiled.changes[REORDER] == 0
+    assert REORDER not in compiled.vm and "written-order/vm" not in compiled.vm
+
+
+def test_c_builds_may_differ_only_in_the_bits_of_a_nan() -> None:
+    a = np.array([1.0, np.nan, -0.0], np.float32)
+    b = np.array([1.0, -np.nan, -0.0], np.float32)
+    assert a.tobytes() != b.tobytes()
+    assert _nan_canonical(a).tobytes() == _nan_canonical(b).tobytes()
+    assert _nan_canonical(a).tobytes() != _nan_canonical(np.abs(b)).tobytes()  # -0.0 vs 0.0
+
+
+FAN = """
+fn @main(%x: Tensor[(4, 8, 8), f32]) -> Tensor[(), f32] {
+  %a = exp(%x)
+  %b = tanh(%x)
+  %c = concat(%x, %x, axis=0)
+  %ra = sum(%a)
+  %rb = mean(%b)
+  %rc = max(%c)
+  %s = add(%ra, %rb)
+  %t = add(%s, %rc)
+  return %t
+}
+"""
+
+
+def test_a_fan_written_breadth_first_is_reordered_and_checked() -> None:
+    """The generator's fans (gen.py ``_fan``) in their usual, breadth-first order: the real
+    ReorderForMemory reduces each large value before the next is made, the harness counts
+    it, and the reordered IR and the pipeline in the written order agree on the VM."""
+    prog = program(FAN, {})
+    case = reference(prog)
+    compiled = compile_all(prog, case.module, case.types, thorough=True)
+    assert compiled.changes[REORDER] == 1
+    assert {REORDER, "written-order/vm"} <= set(compiled.vm)
+    check_vm(case, compiled)

@@ -13,7 +13,7 @@ from relaxc.frontend.parser import parse_module
 from tests.backend.c.cbuild import needs_cc
 
 from .gen import GenProgram
-from .harness import CBatch, check_program, emit_variants
+from .harness import CBatch, Mismatch, check_program, emit_variants
 
 pytestmark = needs_cc
 
@@ -383,5 +383,67 @@ fn @main(%p4: Tensor[(2, 3, n, 3), f32], %p6: Tensor[(3,), f32]) -> Tuple[Tensor
 }
 """,  # noqa: E501
         {"n": 2},
+        tmp_path,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Found by the generator's memory-sharing patterns (issue 15).
+
+
+def test_dead_intermediates_of_a_primitive_returning_its_parameter(tmp_path: Path) -> None:
+    """Seeds 229 and 275 of the fixed-seed run (and many of the campaigns): PlanWorkspace
+    produced IR the verifier rejects: "%v3 (bytes 0 + 8 of %out0) is written while %out0
+    (bytes 0 + 16), which shares memory with it, is still live". PlanWorkspace placed the
+    dead %v2 as `%v2 = %out0` and the dead %v3 as a view of %out0; the placement checker
+    takes a value filling all of an output for the output, live to the end. Fixed in
+    PlanWorkspace: nothing smaller follows such a value in an output's bytes
+    (tests/passes/test_plan_workspace.py::test_nothing_smaller_follows_a_value_filling_an_output)."""
+    check_everything(
+        """
+fn @prim1(%a: Tensor[(4,), f32], %b: Tensor[(2,), f32]) -> Tensor[(4,), f32]
+    attrs {primitive = true} {
+  %v2 = exp(%a)
+  %v3 = tanh(%b)
+  return %a
+}
+
+fn @main(%x: Tensor[(4,), f32], %y: Tensor[(2,), f32]) -> Tensor[(4,), f32] {
+  %r = call @prim1(%x, %y)
+  return %r
+}
+""",
+        {},
+        tmp_path,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Found by the generator's patterns (issue 15) and not fixed yet: each is an
+# xfail(strict=True) naming the bug (the fix turns it into an XPASS, a failure asking for the
+# mark to go, with its entry of KNOWN_BUGS in test_fuzz.py).
+
+C_OUTPUT_VIEW_AT_AN_OFFSET = (
+    "the C target (backend/c/runner.py) carves a returned value from the first output that "
+    "aliases it, here a memory.view of it at byte 8, smaller than it: it refuses the program "
+    "('%v5 does not fit the output buffer v7 it is carved from'), with every pipeline"
+)
+
+
+@pytest.mark.xfail(strict=True, raises=Mismatch, reason=C_OUTPUT_VIEW_AT_AN_OFFSET)
+def test_two_outputs_one_a_view_of_the_other_at_an_offset(tmp_path: Path) -> None:
+    """Seeds 800129, 800844 and 800992 of the 1,000-program campaign from 800,000 (with
+    relaxc build -t c too, whatever the pipeline)."""
+    check_everything(
+        """
+fn @main(%p3: Tensor[(2, 8, 8, 5), f32]) -> Tuple[Tensor[(1, 12), f32], Tensor[(2, 8), f32]] {
+  %v4 = global_avg_pool2d(%p3)
+  %v5 = minimum(%v4, %v4)
+  %v6 = flatten(%v5)
+  %v7 = memory.view(%v6, offset=8, shape=(1, 12), dtype=f32)
+  return (%v7, %v6)
+}
+""",
+        {},
         tmp_path,
     )
