@@ -101,9 +101,11 @@ class OpDef:
     kernel: KernelFn | None = None
     kernel_into: IntoFn | None = None
     """The kernel writing its result straight into ``out`` (a writable, C-contiguous array
-    of the output's shape and dtype, which may be the storage of an ``inplace`` input), the
-    same bits as ``kernel``; it returns False, having written nothing, for a case it leaves
-    to ``kernel``. The VM calls it to skip copying a fresh result into planned memory."""
+    of the output's shape and dtype, possibly the storage of an ``inplace`` input), the same
+    bits as ``kernel``; it returns False, having written nothing, for a case it leaves to
+    ``kernel`` (the elementwise ones decline an ``out`` that shares memory with an operand:
+    numpy's in-place loops may give another NaN). The VM calls it to skip copying a fresh
+    result into planned memory."""
     elementwise: bool = False
     free_args: bool = False
     effectful: bool = False

@@ -164,14 +164,18 @@ UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
 def _ufunc_into(
     fn: np.ufunc,
 ) -> Callable[[Sequence[np.ndarray], Mapping[str, Any], np.ndarray], bool]:
-    """A binary ufunc's kernel written into ``out`` (numpy reads overlapping operands as if
-    copied first, so ``out`` may be an input's storage): the bits of ``fn(a, b)``."""
+    """A binary ufunc's kernel written into a separate ``out``: the bits of ``fn(a, b)``. An
+    ``out`` that shares memory with an operand (the op running in place) is declined: numpy's
+    in-place loops may give another NaN (its sign) than the fresh result the interpreter
+    computes, and the VM must give the interpreter's bits (the fuzzer found it)."""
 
     def into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
         a, b = xs
         if a.dtype != b.dtype or a.dtype != out.dtype:
             return False
         if out.shape != (a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)):
+            return False
+        if np.may_share_memory(out, a) or np.may_share_memory(out, b):
             return False
         fn(a, b, out=out)
         return True
@@ -180,9 +184,10 @@ def _ufunc_into(
 
 
 def _relu_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
-    """relu written into ``out`` (which may be x's storage): the bits of the kernel."""
+    """relu written into a separate ``out``: the bits of the kernel (in place is declined, as
+    for the binary ufuncs)."""
     x = xs[0]
-    if out.shape != x.shape or out.dtype != x.dtype:
+    if out.shape != x.shape or out.dtype != x.dtype or np.may_share_memory(out, x):
         return False
     np.maximum(x, np.zeros((), x.dtype), out=out)
     return True

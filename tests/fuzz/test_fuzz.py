@@ -91,10 +91,6 @@ KNOWN_BUGS: dict[str, str] = {
     # XPASSes (a failure) and the entry goes with the mark.
     r"^C [\w/-]+: emit_c refused the program: .*does not fit the output buffer \w+ it is "
     r"carved from": "test_regressions.py::test_two_outputs_one_a_view_of_the_other_at_an_offset",
-    # Not minimized yet (docs/fuzzing.md, "Not fixed yet", 20): seed 165 since main's
-    # kernel_into (the VM writing a binary ufunc into its output, in place after
-    # ComputeInPlace) gives a NaN of another sign than the interpreter.
-    r"^VM .*: only the bits of a NaN differ": "docs/fuzzing.md, not fixed yet, 20",
 }
 
 

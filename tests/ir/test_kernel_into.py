@@ -117,3 +117,21 @@ def test_batch_norm_into_is_the_kernel(dtype, shape, seed, data) -> None:
     ]
     xs.append(np.abs(values(data.draw, (c,), dtype, seed + 4)))
     assert check_into("batch_norm", xs, bound_attrs("batch_norm", 5))
+
+
+def test_in_place_elementwise_is_left_to_the_kernel() -> None:
+    # The VM writing a ufunc into an operand's own bytes gave another NaN than the fresh
+    # result the interpreter computes (the fuzzer, docs/fuzzing.md 20): the elementwise
+    # kernel_into functions decline an output that shares memory with an operand.
+    a = np.array([np.nan, 1.0, -np.nan], np.float32)
+    b = np.array([-np.nan, np.nan, 2.0], np.float32)
+    for name, xs in (("add", [a, b]), ("maximum", [a, b]), ("relu", [a])):
+        op = REGISTRY.get(name)
+        for i in range(len(xs)):
+            own = [x.copy() for x in xs]
+            before = own[i].tobytes()
+            assert not op.kernel_into(own, {}, own[i])
+            assert own[i].tobytes() == before
+        out = np.empty_like(a)
+        assert op.kernel_into(list(xs), {}, out)
+        assert out.tobytes() == np.asarray(op.kernel(list(xs), {})).tobytes()
