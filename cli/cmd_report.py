@@ -12,7 +12,7 @@ from relaxc.passes.memory_report import memory_report
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
-from .onnx_input import load_input, onnx_options
+from .onnx_input import imported_name, is_onnx, load_input, onnx_options
 from .options import quiet_option
 from .pipeline_opts import (
     TARGETS,
@@ -92,7 +92,7 @@ def report_cmd(
             return echo_pipeline(req)
         watch = Stopwatch(enabled=req.time_passes)
         prog = load_input(
-            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm
+            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm, True
         )
         for out in (svg, html, trace):
             if out is not None:
@@ -102,7 +102,10 @@ def report_cmd(
         )
         watch.add_passes(timing.times)
         reports = memory_report(module)
-        origins = origins_from_text(file.name, sources.get(str(file), ""))
+        if is_onnx(file):
+            origins = origins_from_text(file.name, sources.get(imported_name(file), ""))
+        else:
+            origins = origins_from_text(file.name, sources.get(str(file), ""))
         if as_json:
             click.echo(reports_json(file, reports, resolved_pipeline(req)), nl=False)
         elif not quiet:

@@ -62,10 +62,14 @@ def load_input(
     weight_data: bool = True,
     watch: Stopwatch | None = None,
     fold_batch_norm: bool | None = None,
+    source_text: bool = False,
 ) -> Program:
     """The program in ``path``: an .rx file (and its weights) or an ONNX model imported in
     memory; ``--shape``/``--bound``/``--[no-]fold-batch-norm`` (None: not given) are for a
-    model, ``--params`` for an .rx file."""
+    model, ``--params`` for an .rx file. With ``source_text``, an imported model is printed
+    as ``relaxc import`` writes it (each statement's ONNX node in a comment) and parsed back,
+    so that its statements have lines: the text is in ``sources`` under
+    :func:`imported_name` (what the report's pictures map program points to)."""
     if not is_onnx(path):
         if shapes or bounds or fold_batch_norm is not None:
             flag = "--shape" if shapes else "--bound" if bounds else "--[no-]fold-batch-norm"
@@ -92,9 +96,22 @@ def load_input(
             upper_bounds=upper,
             fold_batch_norm=fold_batch_norm is not False,
         )
+    module = result.module
+    if source_text:
+        from relaxc.frontend.parser import parse_module
+
+        with watch.step("parse", "the imported program"):
+            name = imported_name(path)
+            sources[name] = result.text(path.name)
+            module = parse_module(sources[name], name)
     with watch.step("verify"):
-        types = verify_module(result.module)
-    return Program(path, result.module, types, result.weights, None)
+        types = verify_module(module)
+    return Program(path, module, types, result.weights, None)
+
+
+def imported_name(path: Path) -> str:
+    """The name an ONNX model's imported text goes by in errors and pictures."""
+    return f"{path} (imported)"
 
 
 def check_onnx_file(path: Path) -> None:

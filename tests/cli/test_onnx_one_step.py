@@ -240,3 +240,17 @@ def test_build_ir_of_onnx_writes_the_weights_beside_the_program(
     to_stdout = invoke("build", dynamic, "--bound", "batch=8", "-t", "ir", "-o", "-")
     assert to_stdout.exit_code == 1 and to_stdout.stdout == ""
     assert "need a file beside the program; give -o FILE.rx" in to_stdout.stderr
+
+
+def test_report_of_an_onnx_names_its_nodes_in_the_pictures(dynamic: Path, tmp_path: Path) -> None:
+    # the imported text is parsed back, so program points map to ONNX nodes as after import
+    svg = tmp_path / "m.svg"
+    r = invoke("report", dynamic, "--bound", "batch=8", "--svg", svg, "-q")
+    assert r.exit_code == 0, r.output
+    text = svg.read_text()
+    assert "dyn.onnx:6, onnx #0 (MatMul)" in text
+    imported = invoke("import", dynamic, "--bound", "batch=8", "-o", tmp_path / "m.rx", "-q")
+    assert imported.exit_code == 0, imported.output
+    two_step = tmp_path / "two.svg"
+    assert invoke("report", tmp_path / "m.rx", "--svg", two_step, "-q").exit_code == 0
+    assert text == two_step.read_text().replace("m.rx", "dyn.onnx")
