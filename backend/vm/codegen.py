@@ -87,6 +87,9 @@ class _Constants:
         self.inline: dict[tuple, int] = {}
 
     def _add(self, kind: int, name: str, arr: np.ndarray) -> int:
+        """Append a constant (kind 0 weight, 1 literal); a weight whose elements are all the
+        same bytes is written as a splat (kind 2: one element), so a folded
+        ``ConstantOfShape`` costs its element, not its size."""
         code = dtype_from_numpy(arr.dtype)
         if code is None:
             raise RxError(f"constant '{name}' has dtype {arr.dtype}, which relaxc does not support")
@@ -101,13 +104,15 @@ class _Constants:
                 f"{MAX_INLINE_ELEMENTS:,} (make it a named weight)"
             )
         w = self.w
+        data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
+        if kind == F.CONST_WEIGHT and is_splat(data):
+            kind, data = F.CONST_SPLAT, data.reshape(-1)[:1]  # one element stands for all
         w.u8(kind)
         w.u32(self.strings(name))
         w.u8(F.DTYPE_CODES.index(code))
         w.u32(arr.ndim)
         for d in arr.shape:
             w.u64(d)
-        data = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<"))
         w.u64(data.nbytes)
         w.buf += memoryview(data).cast("B") if data.nbytes else b""  # no intermediate bytes copy
         self.count += 1
@@ -531,3 +536,13 @@ def compile_module(
         sha.update(part)
     size = sum(len(part) for part in parts)
     return b"".join([F.HEADER.pack(F.MAGIC, F.FORMAT_VERSION, 0, size, sha.digest()), *parts])
+
+
+def is_splat(data: np.ndarray, chunk: int = 1 << 20) -> bool:
+    """Whether every element of ``data`` (C-contiguous) has the bytes of its first, for more
+    than one element (compared in chunks: no temporary the size of ``data``)."""
+    if data.size < 2:
+        return False
+    rows = data.reshape(-1).view(np.uint8).reshape(data.size, data.dtype.itemsize)
+    first = rows[0]
+    return all(bool((rows[i : i + chunk] == first).all()) for i in range(0, data.size, chunk))

@@ -10,9 +10,11 @@ Layout (every integer little-endian)::
     payload  four sections, in this order, each  tag (4 ASCII bytes)  u64 length  body
              STRS  string table     u32 count, then (u32 length, UTF-8 bytes) per string
              CNST  constant pool    u32 count, then per constant:
-                                    u8 kind (0 named weight, 1 inline literal), u32 name,
-                                    u8 dtype, u32 ndim, u64 dims[ndim], u64 nbytes,
-                                    raw little-endian C-order bytes[nbytes]
+                                    u8 kind (0 named weight, 1 inline literal, 2 named
+                                    weight whose elements are all one value: a splat),
+                                    u32 name, u8 dtype, u32 ndim, u64 dims[ndim], u64 nbytes,
+                                    raw little-endian C-order bytes[nbytes] (a splat: the
+                                    one element, nbytes its size)
              FUNC  function table   u32 count, then per function:
                                     u32 name, u32 nattrs, (u32 key, value)[nattrs],
                                     u32 nregs, u32 register names[nregs],
@@ -42,6 +44,8 @@ FORMAT_VERSION = 1
 HEADER = struct.Struct("<8sIIQ32s")
 HEADER_SIZE = HEADER.size  # 56
 SECTIONS = (b"STRS", b"CNST", b"FUNC", b"CODE")
+CONST_WEIGHT, CONST_LITERAL, CONST_SPLAT = 0, 1, 2
+"""Constant kinds of the constant pool."""
 SECTION_HEAD = 12  # tag + u64 length
 
 NONE_REG = 0xFFFFFFFF

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from relaxc.backend.inputs import MAX_RUNTIME_BYTES
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import DictLit, DType, ListLit, Module
@@ -210,10 +211,10 @@ class _Decoder:
         for i in range(n):
             self.context = f"constant #{i}"
             kind = r.u8("kind", "flag")
-            if kind not in (0, 1):
-                raise r.fail(f"kind {kind} is neither 0 (weight) nor 1 (literal)")
+            if kind not in (F.CONST_WEIGHT, F.CONST_LITERAL, F.CONST_SPLAT):
+                raise r.fail(f"kind {kind} is neither 0 (weight), 1 (literal) nor 2 (splat)")
             name = self.string(r, "name")
-            if kind == 0:
+            if kind != F.CONST_LITERAL:
                 if not name:
                     raise r.fail("a named weight has an empty name")
                 if name in names:
@@ -230,7 +231,17 @@ class _Decoder:
                 raise r.fail(f"dimension {max(shape):,} is larger than {MAX_DIM:,}")
             nbytes = r.u64("byte size", "size")
             dt = numpy_dtype(dtype)
-            expect = math.prod(shape) * dt.itemsize
+            splat = kind == F.CONST_SPLAT
+            expect = dt.itemsize if splat else math.prod(shape) * dt.itemsize
+            if splat and math.prod(shape) < 2:
+                raise r.fail(f"a splat of {math.prod(shape)} element(s) (a splat has two or more)")
+            if splat and nbytes != expect:
+                raise r.fail(f"a splat declares {nbytes:,} bytes, but one {dtype} takes {expect}")
+            if splat and math.prod(shape) * dt.itemsize > MAX_RUNTIME_BYTES:
+                raise r.fail(
+                    f"a splat of {math.prod(shape) * dt.itemsize:,} bytes is larger than the "
+                    f"{MAX_RUNTIME_BYTES:,}-byte limit of a run"
+                )
             if nbytes != expect:
                 raise r.fail(f"declares {nbytes:,} bytes, but {dtype}{shape} takes {expect:,}")
             if nbytes > r.remaining():
@@ -241,7 +252,10 @@ class _Decoder:
                     f"{MAX_INLINE_ELEMENTS:,} allowed"
                 )
             start = r._take(nbytes, "constant data", "bytes")
-            if nbytes:
+            if splat:
+                one = np.frombuffer(self.data, dtype=dt.newbyteorder("<"), count=1, offset=start)
+                arr = np.full(shape, one[0], dtype=dt)
+            elif nbytes:
                 raw = np.frombuffer(
                     self.data, dtype=dt.newbyteorder("<"), count=math.prod(shape), offset=start
                 )
