@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
-
 import click
 
 from .cmd_build import build_cmd
@@ -15,6 +13,7 @@ from .cmd_passes import passes_cmd
 from .cmd_report import report_cmd
 from .cmd_run import run_cmd
 from .errors import Interrupted, OutputClosed
+from .version import relaxc_version
 
 
 class RelaxcGroup(click.Group):
@@ -35,18 +34,13 @@ class RelaxcGroup(click.Group):
             raise
 
 
-def _version() -> str:
-    try:
-        return version("relaxc")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0+unknown"
-
-
 @click.group(
     cls=RelaxcGroup,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
-@click.version_option(_version(), "--version", prog_name="relaxc", message="%(prog)s %(version)s")
+@click.version_option(
+    relaxc_version(), "--version", prog_name="relaxc", message="%(prog)s %(version)s"
+)
 @click.option(
     "--debug",
     is_flag=True,

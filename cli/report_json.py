@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-from importlib.metadata import PackageNotFoundError, version
+from .version import relaxc_version
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -25,13 +25,6 @@ SCHEMA_VERSION = 1
 """Raised whenever a field changes meaning or type, or one is added or removed."""
 
 Json = dict[str, Any]
-
-
-def relaxc_version() -> str:
-    try:
-        return version("relaxc")
-    except PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0.0.0+unknown"
 
 
 def pass_json(p: Pass) -> Json:
