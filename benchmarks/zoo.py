@@ -13,58 +13,25 @@ and ``NAME.npz`` (``relaxc import`` of it) into a folder, once.
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from zoo_models import light_dir, with_random_weights, zoo_model  # noqa: E402
 
 ZOO = ("squeezenet", "shufflenet", "inception_v1", "densenet121", "resnet50")
 
 
 def light_folder() -> Path:
-    import onnx
-
-    return Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    return light_dir()
 
 
 def random_weight_model(name: str, seed: int = 0) -> Any:
-    """The light model ``name`` with each ConstantOfShape weight a random initializer."""
-    import onnx
-    from onnx import numpy_helper
-
-    model = onnx.load(str(light_folder() / f"light_{name}.onnx"))
-    rng = np.random.default_rng(seed)
-    consts = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
-    role = {}
-    for node in model.graph.node:
-        if node.op_type == "BatchNormalization":
-            for k, inp in enumerate(node.input[1:], start=1):
-                role[inp] = ("scale", "bias", "mean", "var")[k - 1]
-    keep = []
-    for node in model.graph.node:
-        if node.op_type != "ConstantOfShape" or node.input[0] not in consts:
-            keep.append(node)
-            continue
-        shape = [int(d) for d in consts[node.input[0]]]
-        fan_in = math.prod(shape[1:]) if len(shape) > 1 else 1
-        kind = role.get(node.output[0])
-        if kind == "var":
-            arr = rng.uniform(0.5, 1.5, shape)
-        elif kind == "scale":
-            arr = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif len(shape) == 1:
-            arr = 0.1 * rng.standard_normal(shape)
-        else:
-            arr = rng.standard_normal(shape) * math.sqrt(2.0 / fan_in)
-        model.graph.initializer.append(
-            numpy_helper.from_array(arr.astype(np.float32), node.output[0])
-        )
-    del model.graph.node[:]
-    model.graph.node.extend(keep)
-    return model
+    """The light model ``name`` with each ConstantOfShape weight a random initializer
+    (``zoo_models.with_random_weights``)."""
+    return with_random_weights(zoo_model(name), seed)
 
 
 def prepare(name: str, folder: Path, seed: int = 0) -> Path:
