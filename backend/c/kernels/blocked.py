@@ -39,6 +39,8 @@ freed when it returns.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from relaxc.ir import dims as D
 from relaxc.ir.types import TensorType
 
@@ -396,6 +398,27 @@ def is_f32(g: Gen) -> bool:
     return all(t.dtype == "f32" for t in g.spec.ins + g.spec.outs)
 
 
+def emit_partial_tile(
+    g: Gen,
+    row_counts: tuple[int, ...],
+    widths: tuple[int, ...],
+    n: str,
+    out: Callable[[str, str], str],
+    args: str,
+) -> None:
+    """A block of ``n`` (< 16) columns through the stack tile: the sums of the previous
+    chunks copied in (``k0 > 0``), the micro-tile on the tile, the tile copied out to
+    ``out(r, v)`` (the C element of row ``r``, column ``v``)."""
+    with g.block("if (k0 > 0)"):
+        with g.loop("r", "nr"):
+            with g.loop("v", n):
+                g.emit(f"tile[r * {V} + v] = {out('r', 'v')};")
+    emit_sgemm(g, "nr", row_counts, narrow(n), widths, args)
+    with g.loop("r", "nr"):
+        with g.loop("v", n):
+            g.emit(f"{out('r', 'v')} = tile[r * {V} + v];")
+
+
 def gen_conv2d_f32(g: Gen) -> list[str]:
     """conv2d on f32 as a blocked GEMM per image and group (or, depthwise, direct loops over
     output rows). Loops: chunks of ``kc`` rows of im2col(x) (``k0``); blocks of output
@@ -463,21 +486,14 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
                     f"kc, {a_arg}, rows, {o_arg}, k0 > 0, {bias_arg}",
                 )
             with g.block("else"):  # a partial block of positions: through a tile
-                with g.block("if (k0 > 0)"):
-                    with g.loop("r", "nr"):
-                        with g.loop("v", "np"):
-                            g.emit(f"tile[r * {V} + v] = yg[(oc + r) * {P} + p0 + v];")
-                emit_sgemm(
+                emit_partial_tile(
                     g,
-                    "nr",
                     oc_rows,
-                    narrow("np"),
                     p_tail,
+                    "np",
+                    lambda r, v: f"yg[(oc + {r}) * {P} + p0 + {v}]",
                     f"kc, {a_arg}, rows, tile, {V}, k0 > 0, {bias_arg}",
                 )
-                with g.loop("r", "nr"):
-                    with g.loop("v", "np"):
-                        g.emit(f"yg[(oc + r) * {P} + p0 + v] = tile[r * {V} + v];")
 
     def columns() -> None:
         """Every block of 16 positions for output channels oc0 .. oc1."""
@@ -711,21 +727,14 @@ def gen_matmul_f32(g: Gen) -> list[str]:
                             f"kc, {a_arg}, rows, {o_arg}, k0 > 0, NULL",
                         )
                     with g.block("else"):
-                        with g.block("if (k0 > 0)"):
-                            with g.loop("r", "nr"):
-                                with g.loop("v", "nn"):
-                                    g.emit(f"tile[r * {V} + v] = om[(m0 + r) * {N} + n0 + v];")
-                        emit_sgemm(
+                        emit_partial_tile(
                             g,
-                            "nr",
                             m_rows,
-                            narrow("nn"),
                             n_tail,
+                            "nn",
+                            lambda r, v: f"om[(m0 + {r}) * {N} + n0 + {v}]",
                             f"kc, {a_arg}, rows, tile, {V}, k0 > 0, NULL",
                         )
-                        with g.loop("r", "nr"):
-                            with g.loop("v", "nn"):
-                                g.emit(f"om[(m0 + r) * {N} + n0 + v] = tile[r * {V} + v];")
         if _static(a.shape[-1]) is None:
             with g.block(f"if ({K} == 0)"):
                 with g.loop("k", g.prod([M, N])):
