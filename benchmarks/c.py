@@ -57,7 +57,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from models import SAMPLES, decoder  # noqa: E402
-from c_infer import INFER_COLUMNS, RECOMMENDED, infer_row, prepare_logits  # noqa: E402
+from c_infer import INFER_COLUMNS, RECOMMENDED, best_cpu, infer_row, prepare_logits  # noqa: E402
 from zoo import ZOO  # noqa: E402
 
 from relaxc.backend.c import emit_c  # noqa: E402
@@ -107,17 +107,6 @@ int main(int argc, char **argv)
     return 0;
 }}
 """
-
-
-def best_cpu(fn: Callable[[], Any], repeat: int, number: int) -> float:
-    best = float("inf")
-    fn()
-    for _ in range(repeat):
-        t0 = time.process_time()
-        for _ in range(number):
-            fn()
-        best = min(best, (time.process_time() - t0) / number)
-    return best
 
 
 def driver(info: Any, env: dict[str, int]) -> str:
