@@ -108,6 +108,8 @@ def function_json(r: FunctionReport) -> Json:
         "order_peak_written": r.order_peak_written,
         "order_peak_chosen": r.order_peak_chosen,
         "written_into_views": r.written_into_views,
+        "kernel_scratch_calls": r.kernel_scratch_calls,
+        "kernel_scratch_max_bytes": r.kernel_scratch_max_bytes,
         "buffers": [buffer_json(b) for b in r.buffers],
         "dynamic": [dynamic_json(d) for d in r.dynamic],
     }

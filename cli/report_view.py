@@ -119,6 +119,12 @@ def full_report(rep: FunctionReport, width: int = 80, origins: Origins | None = 
             f"{rep.written_into_views:,} values written into another's bytes (in place over "
             "a dying input, or into a concat's slice): no buffer of their own",
         )
+    if rep.kernel_scratch_calls:
+        facts.add_row(
+            "scratch",
+            f"{rep.kernel_scratch_calls:,} kernel calls get working memory of their own "
+            f"(at most {format_bytes(rep.kernel_scratch_max_bytes)}; in the buffers below)",
+        )
     facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
     facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
     facts.add_row(

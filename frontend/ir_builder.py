@@ -200,9 +200,13 @@ class IRBuilder:
         target: re.Match = c[1]
         is_func = target.lastgroup == "GLOBAL"
         pos, kw = c[2]
-        outs = tuple(v for v in c[4:] if v is not None)
+        rest = [v for v in c[4:] if v is not None]
+        scratch = None
+        if len(rest) >= 2 and not isinstance(rest[-2], Var):  # the SCRATCH keyword, then %s
+            scratch = rest[-1]
+            rest = rest[:-2]
         name = target[0][1:] if is_func else target[0]
-        return _new_Invoke(name, is_func, pos, kw, outs, self._loc(c[0]))
+        return _new_Invoke(name, is_func, pos, kw, tuple(rest), self._loc(c[0]), scratch)
 
     def tuple_expr(self, c: list) -> TupleExpr:
         fields = tuple(v for v in c if v is not None)

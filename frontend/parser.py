@@ -70,6 +70,7 @@ _TOKEN_WORDS = {
     "INVOKE": "'invoke'",
     "RETURN": "'return'",
     "OUTS": "'outs'",
+    "SCRATCH": "'scratch'",
     "$END": "end of file",
 }
 

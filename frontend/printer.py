@@ -100,7 +100,8 @@ class _ExprPrinter(ExprFunctor[str]):
 
     def visit_invoke(self, e: Invoke) -> str:
         target = f"@{e.target}" if e.is_func else e.target
-        return f"invoke {target}({_args(e.args, e.kwargs)}) outs ({_vars(e.outs)})"
+        text = f"invoke {target}({_args(e.args, e.kwargs)}) outs ({_vars(e.outs)})"
+        return text if e.scratch is None else f"{text} scratch (%{e.scratch.name})"
 
     def visit_tuple(self, e: TupleExpr) -> str:
         if len(e.fields) == 1:

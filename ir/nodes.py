@@ -85,9 +85,13 @@ class CallFunc:
 
 @dataclass(frozen=True, slots=True)
 class Invoke:
-    """``invoke @f(inputs) outs (outputs)`` or ``invoke op(inputs, attrs) outs (outputs)``.
+    """``invoke @f(inputs) outs (outputs)`` or ``invoke op(inputs, attrs) outs (outputs)``,
+    optionally followed by ``scratch (%s)``.
 
-    Destination passing: the kernel writes its results into the ``outs`` tensors.
+    Destination passing: the kernel writes its results into the ``outs`` tensors. ``scratch``
+    is a ``Tensor[(n,), u8]`` the kernel may use as it likes during the call (its contents
+    mean nothing before or after): the working memory the target's kernel needs, planned
+    like any other buffer (PlanKernelScratch adds it).
     """
 
     target: str
@@ -96,6 +100,7 @@ class Invoke:
     kwargs: KwArgs
     outs: tuple[Var, ...]
     loc: Loc | None = field(default=None, compare=False, repr=False)
+    scratch: Var | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +218,9 @@ _VARS_OF: dict[type, Callable[[Any], "tuple[Var, ...] | list[Var]"]] = {
     Var: lambda e: (e,),
     Call: lambda e: _arg_vars(e.args),
     CallFunc: lambda e: e.args,
-    Invoke: lambda e: _arg_vars(e.args) + list(e.outs),
+    Invoke: lambda e: (
+        _arg_vars(e.args) + list(e.outs) + ([e.scratch] if e.scratch is not None else [])
+    ),
     TupleExpr: lambda e: e.fields,
     Project: lambda e: (e.tuple_var,),
 }
@@ -221,7 +228,7 @@ _VARS_OF: dict[type, Callable[[Any], "tuple[Var, ...] | list[Var]"]] = {
 
 
 def expr_vars(expr: Expr) -> Iterator[Var]:
-    """Every variable an expression reads, in order (``invoke`` outs included)."""
+    """Every variable an expression reads, in order (``invoke`` outs and scratch included)."""
     of = _VARS_OF.get(type(expr))
     return iter(of(expr) if of is not None else ())
 

@@ -65,6 +65,10 @@ KNOWN_FUNCTION_ATTRS = {
     "workspace": (
         "set by PlanWorkspace: bytes of scratch the caller passes (a u8 tensor before the outputs)"
     ),
+    "scratch": (
+        "set by PlanKernelScratch on a primitive function: bytes of kernel scratch every invoke "
+        "of it passes (scratch (%s)); each kernel of its body uses that memory in turn"
+    ),
     "io_in_arena": (
         "set by PlanMemory{io_in_arena=true}: the inputs are copied into the arena at the top "
         "and the outputs carved from it (see relaxc.ir.io_arena)"
@@ -266,6 +270,11 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                 raise RxError(
                     "attribute 'workspace' belongs to a lowered primitive function "
                     "(with 'outputs')",
+                    fn.attr_loc(key),
+                )
+            if key == "scratch" and (not fn.is_primitive or type(value) is not int or value < 1):
+                raise RxError(
+                    "attribute 'scratch' is a positive byte count on a primitive function",
                     fn.attr_loc(key),
                 )
             if key == "upper_bounds":
@@ -570,6 +579,14 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                 raise RxError(
                     f"output %{v.name} of invoke must be a tensor, not {type_to_str(t)}", v.loc
                 )
+        if inv.scratch is not None:
+            self._invoke_scratch(inv)
+        elif inv.is_func and (need := self._callee(inv.target, inv.loc).attr("scratch")):
+            raise RxError(
+                f"invoke @{inv.target} must pass scratch (%s) of {need} bytes "
+                f"(@{inv.target} has attrs {{scratch = {need}}})",
+                inv.loc,
+            )
         if inv.is_func:
             callee = self._callee(inv.target, inv.loc)
             if not callee.is_primitive:
@@ -615,6 +632,38 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                     f"output %{v.name} has type {type_to_str(got)} but the kernel produces "
                     f"{type_to_str(want)}",
                     v.loc or inv.loc,
+                )
+
+    def _invoke_scratch(self, inv: Invoke) -> None:
+        """``scratch (%s)``: a one-dimensional u8 tensor, none of the call's inputs or outs,
+        at least as large as a callee function asks (``attrs {scratch = N}``)."""
+        s = inv.scratch
+        assert s is not None
+        t = self._use(s)
+        if any(isinstance(a, Var) and a.name == s.name for a in inv.args) or any(
+            v.name == s.name for v in inv.outs
+        ):
+            raise RxError(
+                f"scratch %{s.name} of invoke is also one of its inputs or outs", s.loc or inv.loc
+            )
+        if not (isinstance(t, TensorType) and t.dtype == "u8" and len(t.shape) == 1):
+            raise RxError(
+                f"scratch %{s.name} of invoke must be a Tensor[(n,), u8], not {type_to_str(t)}",
+                s.loc or inv.loc,
+            )
+        if inv.is_func:
+            want = self._callee(inv.target, inv.loc).attr("scratch")
+            if want is None:
+                raise RxError(
+                    f"invoke @{inv.target} passes scratch, but @{inv.target} takes none "
+                    "(attrs {scratch = N})",
+                    inv.loc,
+                )
+            have = t.shape[0]
+            if isinstance(have, int) and isinstance(want, int) and have < want:
+                raise RxError(
+                    f"scratch %{s.name} has {have} bytes, but @{inv.target} needs {want}",
+                    s.loc or inv.loc,
                 )
 
     # -- sanity of sizes --------------------------------------------------------------

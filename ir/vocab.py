@@ -84,6 +84,13 @@ def kernel_io(fn: Function) -> tuple[list[TensorType], list[TensorType]]:
     return params[: len(params) - k], params[len(params) - k :]
 
 
+def kernel_scratch(fn: Function) -> TensorType | None:
+    """The scratch a primitive function's caller passes after its outputs (``attrs {scratch
+    = N}``, set by PlanKernelScratch: ``Tensor[(N,), u8]``), or None."""
+    n = fn.attr("scratch")
+    return TensorType((n,), "u8") if isinstance(n, int) and n > 0 else None
+
+
 __all__ = [
     "ALLOC_OPS",
     "ALLOC_STORAGE",
@@ -100,6 +107,7 @@ __all__ = [
     "STACK_ALLOCA",
     "STRUCT_SET",
     "call_of",
+    "kernel_scratch",
     "kernel_io",
     "lowered_outputs",
     "is_dim",

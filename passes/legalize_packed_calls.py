@@ -25,8 +25,9 @@ Stages, per non-primitive function (the *runner*):
        ...
        call_cpacked("f", %x, %a_arg, ..., n)
 
-   The arguments are the callee's inputs, then its outputs, then the value of each of the
-   callee's symbolic dims (in the order they first appear in its parameters).
+   The arguments are the callee's inputs, then its outputs, then the invoke's scratch when
+   it has one (the made function then has ``attrs {scratch = N}``), then the value of each
+   of the callee's symbolic dims (in the order they first appear in its parameters).
 
 Guarantees: each buffer argument of a call is wrapped in one DLTensor struct of its own
 (a buffer passed twice to the same call is wrapped once), filled completely (data, device,
@@ -163,7 +164,8 @@ class _RunnerRewriter(FunctionRewriter):
         args: list = []
         wrapped: dict[str, Var] = {}
         loc = inv.loc
-        for v in list(inputs) + list(inv.outs):
+        scratch = [inv.scratch] if inv.scratch is not None else []
+        for v in list(inputs) + list(inv.outs) + scratch:
             t = types.get(v.name)
             if not isinstance(t, TensorType):
                 raise PassError(
@@ -195,6 +197,20 @@ class _RunnerRewriter(FunctionRewriter):
         args.extend(_dim_values(callee, [types[v.name] for v in inputs], inv))
         body.append(Effect(Call(CALL_CPACKED, (callee.name, *args), (), loc), stmt.loc))
         return body
+
+
+def _scratch_bytes(inv: Invoke, types: dict[str, Type]) -> int:
+    """Bytes of the scratch an op's invoke passes (0: none), which its kernel function then
+    takes (``attrs {scratch = N}``, after its outputs)."""
+    if inv.scratch is None:
+        return 0
+    t = types.get(inv.scratch.name)
+    n = t.shape[0] if isinstance(t, TensorType) and t.shape else None
+    if not isinstance(n, int):
+        raise PassError(
+            f"LegalizePackedCalls: the scratch of {_what(inv)} must have a static size", inv.loc
+        )
+    return n
 
 
 def _what(inv: Invoke) -> str:
@@ -249,10 +265,11 @@ class _State:
             in_types.append(t)
         param_types, env = _generalize(in_types)
         literals = tuple(a for a in inv.args if not isinstance(a, Var))
-        key = (op.name, literals, inv.kwargs, tuple(param_types))
+        scratch = _scratch_bytes(inv, types)
+        key = (op.name, literals, inv.kwargs, tuple(param_types), scratch)
         fn = self.by_key.get(key)
         if fn is None:
-            fn = self._make(op.name, param_types, literals, inv, bound.attrs)
+            fn = self._make(op.name, param_types, literals, inv, bound.attrs, scratch)
             self.by_key[key] = fn
         # The made function must compute exactly the outs' types at this call site.
         ret = fn.ret_type
@@ -274,7 +291,13 @@ class _State:
         return fn, bound.inputs
 
     def _make(
-        self, op_name: str, param_types: list[TensorType], literals: tuple, inv: Invoke, attrs: dict
+        self,
+        op_name: str,
+        param_types: list[TensorType],
+        literals: tuple,
+        inv: Invoke,
+        attrs: dict,
+        scratch: int,
     ) -> Function:
         op = REGISTRY.get(op_name)
         assert op is not None
@@ -317,7 +340,7 @@ class _State:
             name,
             params,
             ret,
-            (("primitive", True),),
+            (("primitive", True),) + ((("scratch", scratch),) if scratch else ()),
             (Bind(result, None, call, loc),),
             Var(result, loc),
             loc,

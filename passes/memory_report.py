@@ -21,7 +21,16 @@ from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
 from relaxc.ir.nodes import Bind, Call, Function, Invoke, Module, TupleExpr, Var
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import verify_module
-from relaxc.ir.vocab import ALLOC_TENSOR, CONST, MEMORY_VIEW, call_of
+from relaxc.ir.vocab import (
+    ALLOC_TENSOR,
+    CALL_CPACKED,
+    CONST,
+    MEMORY_VIEW,
+    STRUCT_SET,
+    call_of,
+    kernel_io,
+    kernel_scratch,
+)
 
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
@@ -104,6 +113,10 @@ class FunctionReport:
     # invoke: computed in place over an input, or straight into a concat's slice), which
     # hold no buffer of their own.
     written_into_views: int = 0
+    # Kernel calls given working memory of their own (PlanKernelScratch: ``invoke ... scratch
+    # (%s)``), and the largest such scratch; its bytes are in the buffers like any other.
+    kernel_scratch_calls: int = 0
+    kernel_scratch_max_bytes: int = 0
     # The source line of each program point (statements the passes made carry the line of
     # the statement they came from; 0 where no line is known), so pictures can name them.
     point_lines: list[int] = field(default_factory=list)
@@ -150,6 +163,7 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
     rep.explicit = has_explicit_memory(fn, {f.name for f in module.functions if f.is_primitive})
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
+    rep.kernel_scratch_calls, rep.kernel_scratch_max_bytes = _kernel_scratch(fn, module, types)
     rep.point_lines = _point_lines(fn)
     writer = _writers(fn, module)
     info = analyze_aliases(fn, module)
@@ -303,6 +317,8 @@ def _writers(fn: Function, module: Module) -> dict[str, tuple[str, int]]:
             op = next((o for o in ops if o not in (CONST, ALLOC_TENSOR)), inv.target)
         for v in inv.outs:
             out.setdefault(v.name, (op, line))
+        if inv.scratch is not None:
+            out.setdefault(inv.scratch.name, (f"{op} scratch", line))
     # A tensor written only through views of it (the slices of an elided concat) counts as
     # made by the first op that writes one of them.
     for view, base in base_of.items():
@@ -311,6 +327,34 @@ def _writers(fn: Function, module: Module) -> dict[str, tuple[str, int]]:
         if view in out:
             out.setdefault(base, out[view])
     return out
+
+
+def _kernel_scratch(fn: Function, module: Module, types: dict[str, Type]) -> tuple[int, int]:
+    """How many kernel calls of ``fn`` pass a scratch (``invoke ... scratch (%s)``, or, after
+    LegalizePackedCalls, the struct after the outputs of a ``call_cpacked`` of a function
+    with ``attrs {scratch = N}``), and the largest one (bytes, at the upper bounds)."""
+    data_of: dict[str, str] = {}  # packed-call struct -> the tensor it wraps
+    scratch: list[str] = []
+    for s in fn.body:
+        e = s.value
+        if isinstance(e, Invoke) and e.scratch is not None:
+            scratch.append(e.scratch.name)
+        elif (c := call_of(e, STRUCT_SET)) is not None and len(c.args) == 4:
+            h, _, fld, v = c.args
+            if fld == "data" and isinstance(h, Var) and isinstance(v, Var):
+                data_of[h.name] = v.name
+        elif (c := call_of(e, CALL_CPACKED)) is not None and c.args:
+            callee = module.get(c.args[0]) if isinstance(c.args[0], str) else None
+            if callee is not None and kernel_scratch(callee) is not None:
+                ins, outs = kernel_io(callee)
+                arg = c.args[1 + len(ins) + len(outs)]
+                if isinstance(arg, Var):
+                    scratch.append(data_of.get(arg.name, arg.name))
+    sizes = []
+    for name in scratch:
+        b = _bytes(types[name], fn.upper_bounds()) if name in types else 0
+        sizes.append(b if isinstance(b, int) else 0)
+    return len(sizes), max(sizes, default=0)
 
 
 def _written_into_views(fn: Function) -> int:

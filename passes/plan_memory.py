@@ -348,7 +348,10 @@ class _RenameVars(ExprFunctor[Expr]):
         return dataclasses.replace(e, args=self.args(tuple(e.args)))
 
     def visit_invoke(self, e: Invoke) -> Expr:
-        return dataclasses.replace(e, args=self.args(e.args), outs=self.args(e.outs))
+        scratch = self.var(e.scratch) if e.scratch is not None else None
+        return dataclasses.replace(
+            e, args=self.args(e.args), outs=self.args(e.outs), scratch=scratch
+        )
 
     def visit_tuple(self, e: TupleExpr) -> Expr:
         return dataclasses.replace(e, fields=self.args(e.fields))

@@ -8,6 +8,7 @@ from .elide_concat_split import ElideConcatSplit
 from .kill_after_last_use import KillAfterLastUse
 from .legalize_packed_calls import LegalizePackedCalls
 from .manifest_alloc import ManifestAlloc
+from .plan_kernel_scratch import PlanKernelScratch
 from .plan_memory import PlanMemory
 from .plan_workspace import PlanWorkspace
 from .reorder_for_memory import ReorderForMemory
@@ -20,6 +21,7 @@ PASSES: dict[str, type[Pass]] = {
         PlanWorkspace,
         ElideConcatSplit,
         ComputeInPlace,
+        PlanKernelScratch,
         PlanMemory,
         KillAfterLastUse,
         LegalizePackedCalls,
@@ -43,6 +45,7 @@ PIPELINES: dict[str, tuple[str, ...]] = {
         "PlanWorkspace",
         "ElideConcatSplit",
         "ComputeInPlace",
+        "PlanKernelScratch",
         "PlanMemory",
         "LegalizePackedCalls",
     ),

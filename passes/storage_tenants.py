@@ -104,7 +104,7 @@ class Layout:
                     lay.place[st.name] = p
                     continue
             if isinstance(value, Invoke):
-                for v in value.outs:
+                for v in value.outs + ((value.scratch,) if value.scratch is not None else ()):
                     lay.writers.setdefault(v.name, []).append(i)
             for v in expr_vars(value):
                 if v.name in lay.storage_args and not is_kill(st):

@@ -8,19 +8,19 @@ runner (:mod:`~relaxc.backend.c.runner`) and primitive functions
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import Loc, RxError
-from relaxc.ir.nodes import Arg, Bind, Call, DType, Effect, Function, Project, Stmt, TupleExpr, Var
+from relaxc.ir.nodes import Arg, Bind, Call, Effect, Function, Project, Stmt, TupleExpr, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import TensorType
+from relaxc.ir.types import TensorType, dtype_nbytes
 from relaxc.ir.vocab import MEMORY_VIEW, call_of
 from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 from . import dtypes as T
-from .kernels import DimC, Spec
+from .kernels import DimC, make_spec
 from .model import CTensor, CValue, nbytes_dim
 from .names import Scope, word_counts
 
@@ -138,8 +138,17 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
         return CTensor(f"(({q}{ctype} *)({q}void *){byte})", t, src.const)
 
     def kernel_call(
-        self, op_name: str, args: tuple, kwargs: tuple, outs: list[CTensor], loc: Loc | None
+        self,
+        op_name: str,
+        args: tuple,
+        kwargs: tuple,
+        outs: list[CTensor],
+        loc: Loc | None,
+        scratch: CTensor | None = None,
     ) -> None:
+        """Call the kernel of ``op_name`` on ``args`` into ``outs``; a kernel with working
+        arrays gets ``scratch`` (the call's planned scratch, or its function's): RxError
+        when it has none, or too little."""
         op = REGISTRY.get(op_name)
         if op is None or op.category != "kernel":
             raise RxError(f"the C target cannot call {op_name}: not a kernel op", loc)
@@ -151,13 +160,29 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
         for o in outs:
             if o.const:
                 raise RxError(f"{op_name} would write into read-only memory ({o.expr})", loc)
-        attrs = tuple(sorted((k, _hashable(v)) for k, v in bound.attrs.items()))
-        spec = Spec(op_name, attrs, tuple(i.type for i in ins), tuple(o.type for o in outs))
-        fname = self.m.kernel(spec, loc)
-        cargs = (
-            [i.expr for i in ins] + [o.expr for o in outs] + [self.dimvars[d] for d in spec.dims()]
-        )
-        self.emit(f"{fname}({', '.join(cargs)});")
+        spec = make_spec(op_name, bound.attrs, [i.type for i in ins], [o.type for o in outs])
+        fname, need = self.m.kernel(spec, loc)
+        cargs = [i.expr for i in ins] + [o.expr for o in outs]
+        if need:
+            cargs.append(self.scratch_arg(op_name, need, scratch, loc))
+        self.emit(f"{fname}({', '.join(cargs + [self.dimvars[d] for d in spec.dims()])});")
+
+    def scratch_arg(self, what: str, need: int, scratch: CTensor | None, loc: Loc | None) -> str:
+        """The C argument of ``need`` bytes of ``scratch`` for the kernel of ``what``."""
+        if scratch is None:
+            raise RxError(
+                f"the C kernel of {what} needs {need} bytes of scratch and this call passes "
+                "none: run PlanKernelScratch before PlanMemory (the default pipeline of "
+                "--target c does)",
+                loc,
+            )
+        have = D.product(scratch.type.shape) * dtype_nbytes(scratch.type.dtype)
+        if isinstance(have, int) and have < need:
+            raise RxError(
+                f"the C kernel of {what} needs {need} bytes of scratch; this call passes {have}",
+                loc,
+            )
+        return f"((unsigned char *)(void *){scratch.expr})"
 
     def finish_locals(self) -> None:
         """``(void)v;`` for locals never read, so -Wunused-variable stays quiet."""
@@ -165,14 +190,6 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
         for var in self.locals:
             if counts[var] <= 1:
                 self.lines.append(f"    (void){var};")
-
-
-def _hashable(v: Any) -> Any:
-    if isinstance(v, list):
-        return tuple(_hashable(x) for x in v)
-    if isinstance(v, DType):
-        return v.name
-    return v
 
 
 __all__ = ["BodyEmitter", "bindings", "bound_call", "effect_call", "var_args"]

@@ -8,6 +8,13 @@ from __future__ import annotations
 
 # name -> (dependencies, C definition with {p} for the prefix)
 HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "pointer_fits_scratch": (
+        (),
+        """\
+/* Kernel scratch is planned with 8 bytes per pointer: refuse to compile where a pointer is
+ * larger (the array size would be negative). */
+typedef char {p}_pointer_fits_scratch[sizeof(void *) <= 8 ? 1 : -1];""",
+    ),
     "floordiv": (
         (),
         """\

@@ -21,7 +21,7 @@ from relaxc.ir.ops.memory import literal_to_array
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import TensorType, type_to_str
 from relaxc.ir.verifier import ModuleTypes
-from relaxc.ir.vocab import CONST, kernel_io, lowered_outputs
+from relaxc.ir.vocab import CONST, kernel_io, kernel_scratch, lowered_outputs
 
 from . import dtypes as T
 from .helpers import HELPERS, Helpers
@@ -67,6 +67,7 @@ class ModuleEmitter:
         self.unpack_name = self.scope.reserve(f"{prefix}_unpack")
         self.macros = Scope()
         self.kernels: dict[Spec, str] = {}
+        self.kernel_scratch: dict[Spec, int] = {}
         self.kernel_defs: list[str] = []
         self.prims: dict[str, str] = {}  # IR function -> C function
         self.prim_defs: list[str] = []
@@ -226,11 +227,14 @@ class ModuleEmitter:
         return "\n".join(lines)
 
     # -- kernels --------------------------------------------------------------------------
-    def kernel(self, spec: Spec, loc: Loc | None) -> str:
+    def kernel(self, spec: Spec, loc: Loc | None) -> tuple[str, int]:
+        """The C name of the kernel of ``spec`` (emitted once) and the bytes of scratch it
+        takes (0: it has no scratch parameter)."""
         name = self.kernels.get(spec)
         if name is None:
             name = self.scope.name(f"{self.prefix}_k{len(self.kernels)}_", spec.op)
-            text = generate(spec, name, self.helpers, loc)
+            text, scratch = generate(spec, name, self.helpers, loc)
+            self.kernel_scratch[spec] = scratch
             desc = (
                 f"{spec.op}: "
                 + ", ".join(type_to_str(t) for t in spec.ins)
@@ -239,7 +243,7 @@ class ModuleEmitter:
             )
             self.kernel_defs.append(f"/* {comment(desc, 200)} */\n{text}")
             self.kernels[spec] = name
-        return name
+        return name, self.kernel_scratch[spec]
 
     # -- primitive functions ----------------------------------------------------------------
     def primitive(self, name: str, loc: Loc | None) -> str:
@@ -268,6 +272,8 @@ class ModuleEmitter:
     def _packed_def(self, fn: Function, inner: str, cname: str) -> str:
         scope = Scope(self.scope)
         ins, outs = kernel_io(fn)
+        scratch_t = kernel_scratch(fn)
+        outs = outs + ([scratch_t] if scratch_t is not None else [])  # written, like an output
         dims = function_dims(fn)
         dvars = {d: scope.name("d_", d) for d in dims}
         dimc = DimC(dvars, self.helpers)
@@ -314,7 +320,10 @@ class ModuleEmitter:
         call_args = [
             f"({'const ' if i < len(ins) and i != scratch else ''}{T.c_type(t.dtype)} *)p{i}"
             for i, t in enumerate(ins + outs)
-        ] + [dvars[d] for d in dims]
+        ]
+        if scratch_t is not None:
+            call_args[-1] = f"(unsigned char *)p{len(ins) + len(outs) - 1}"
+        call_args += [dvars[d] for d in dims]
         lines.append(f"    {inner}({', '.join(call_args)});")
         lines += ["    return 0;", "}"]
         return f"/* @{comment(fn.name)}, called packed */\n" + "\n".join(lines)

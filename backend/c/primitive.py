@@ -17,7 +17,7 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Call, Effect, Expr, Function, Invoke, expr_vars, function_dims
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import TensorType, TupleType, tensor_leaves, type_to_str
-from relaxc.ir.vocab import CONST, lowered_outputs
+from relaxc.ir.vocab import CONST, kernel_scratch, lowered_outputs
 
 from . import dtypes as T
 from .body import BodyEmitter, bindings, bound_call, var_args
@@ -41,6 +41,7 @@ class PrimitiveEmitter(BodyEmitter):
         self.placement: dict[str, CTensor] = {}
         self.info: Any = None  # the alias analysis of the function (set by _place)
         self.lowered = False
+        self.scratch: CTensor | None = None  # the caller's scratch (attrs {scratch = N})
 
     def build(self) -> str:
         if lowered_outputs(self.fn) is not None:
@@ -75,6 +76,7 @@ class PrimitiveEmitter(BodyEmitter):
             var = self.scope.name("out")
             params.append(f"{T.c_type(leaf.dtype)} *{var}")
             out_vars.append(CTensor(var, leaf))
+        self._scratch_param(params)
         params += [f"int64_t {self.dimvars[d]}" for d in function_dims(fn)]
         self.placement = self._place(out_vars)
         self.visit_function(fn)
@@ -110,12 +112,23 @@ class PrimitiveEmitter(BodyEmitter):
             params.append(f"{'const ' if const else ''}{ctype} *{var}")
             self.values[p.name] = CTensor(var, p.type, const=const)
             param_vars.append(var)
+        self._scratch_param(params)
         params += [f"int64_t {self.dimvars[d]}" for d in function_dims(fn)]
         self.visit_function(fn)
         self._void_unread(param_vars)
         self.finish_locals()
         sig = f"static void {self.cname}({', '.join(params) or 'void'})"
         return f"/* @{comment(fn.name)} */\n{sig}\n{{\n" + "\n".join(self.lines) + "\n}"
+
+    def _scratch_param(self, params: list[str]) -> None:
+        """The scratch parameter (after the outputs) of a function with ``attrs {scratch =
+        N}``: its kernels use it in turn."""
+        t = kernel_scratch(self.fn)
+        if t is not None:
+            var = self.scope.name("scratch")
+            params.append(f"unsigned char *{var}")
+            self.scratch = CTensor(var, t)
+            self.locals.append(var)  # (void)scratch; when no kernel of the body needs it
 
     def _void_unread(self, param_vars: list[str]) -> None:
         """``(void)x;`` at the top for each dim and parameter the body never reads
@@ -256,7 +269,7 @@ class PrimitiveEmitter(BodyEmitter):
             for o, v in zip(outs, e.outs):
                 if o.const:
                     raise RxError(f"invoke {e.target} would write into read-only %{v.name}", v.loc)
-            self.kernel_call(e.target, e.args, e.kwargs, outs, e.loc)
+            self.kernel_call(e.target, e.args, e.kwargs, outs, e.loc, self.scratch)
             return
         raise RxError(
             f"the C target cannot emit this statement in primitive function @{self.fn.name}",
@@ -284,7 +297,7 @@ class PrimitiveEmitter(BodyEmitter):
             return self.view(e, t)
         if name in self.tuple_outs:
             outs = self.tuple_outs[name]
-            self.kernel_call(e.op, e.args, e.kwargs, outs, e.loc)
+            self.kernel_call(e.op, e.args, e.kwargs, outs, e.loc, self.scratch)
             return tuple(outs)
         dst = self.placement.get(name)
         if dst is None or not isinstance(t, TensorType):
@@ -292,7 +305,7 @@ class PrimitiveEmitter(BodyEmitter):
                 f"the C target cannot place %{name} inside primitive function @{fn.name}", e.loc
             )
         out = dst if dst.type == t and dst.type.dtype == t.dtype else self._retype(dst, t)
-        self.kernel_call(e.op, e.args, e.kwargs, [out], e.loc)
+        self.kernel_call(e.op, e.args, e.kwargs, [out], e.loc, self.scratch)
         return out
 
     def _retype(self, dst: CTensor, t: TensorType) -> CTensor:

@@ -45,6 +45,7 @@ from relaxc.ir.registry import bind_args
 from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves, type_to_str
 from relaxc.ir.vocab import (
     kernel_io,
+    kernel_scratch,
     lowered_outputs,
     ALLOC_STORAGE,
     ALLOC_TENSOR,
@@ -217,13 +218,26 @@ class RunnerEmitter(BodyEmitter):
         leaf_roots: list[frozenset] = []
         for v in ret_names:
             leaf_roots += tree_leaves(info.trees.get(v, frozenset()))
+        # An output buffer is the storage of the tensor it returns when that output covers the
+        # whole tensor: a view of the same bytes (which can only start at offset 0); an
+        # output that is a part of it (a view at an offset) is copied out at the end.
+        leaf_types = [leaf for v in ret_names for leaf in tensor_leaves(self.types[v])]
         for k, roots in enumerate(leaf_roots):
             if len(roots) != 1:
                 continue
             r = next(iter(roots))
             if info.kind.get(r) == TENSOR:
                 s = info.storage_of.get(r)
-                if s is not None and s not in self.storage_output and self._is_external(s):
+                whole = r in self.types and D.dims_equal(
+                    nbytes_dim(leaf_types[k]),
+                    nbytes_dim(self.types[r]),  # type: ignore[arg-type]
+                )
+                if (
+                    whole
+                    and s is not None
+                    and s not in self.storage_output
+                    and self._is_external(s)
+                ):
                     self.storage_output[s] = k
                     self.direct_outputs.add(k)
         # -- body -----------------------------------------------------------------------
@@ -633,12 +647,14 @@ class RunnerEmitter(BodyEmitter):
         self._packed_here = True
         args = e.args[1:]
         ins, outs = kernel_io(callee)
-        nin, nout = len(ins), len(outs)
+        nin = len(ins)
+        nout = len(outs) + (kernel_scratch(callee) is not None)  # the scratch is written too
         ndims = len(function_dims(callee))
         if len(args) != nin + nout + ndims:
+            scratch = " (its scratch included)" if kernel_scratch(callee) is not None else ""
             raise RxError(
                 f"call_cpacked @{callee.name}: {len(args)} arguments, the kernel takes "
-                f"{nin} input(s), {nout} output(s) and {ndims} dim(s)",
+                f"{nin} input(s), {nout} output(s){scratch} and {ndims} dim(s)",
                 e.loc,
             )
         vals = self.scope.name("v_args")
@@ -682,8 +698,9 @@ class RunnerEmitter(BodyEmitter):
         for o, v in zip(outs, inv.outs):
             if o.const:
                 raise RxError(f"invoke {inv.target} would write into read-only %{v.name}", v.loc)
+        scratch = self.tensor(inv.scratch, "scratch") if inv.scratch is not None else None
         if not inv.is_func:
-            self.kernel_call(inv.target, inv.args, inv.kwargs, outs, inv.loc)
+            self.kernel_call(inv.target, inv.args, inv.kwargs, outs, inv.loc, scratch)
             return
         callee = self.m.module.get(inv.target)
         if callee is None or not callee.is_primitive:
@@ -698,6 +715,9 @@ class RunnerEmitter(BodyEmitter):
         cname = self.m.primitive(callee.name, inv.loc)
         cargs = [x.expr for a in args for x in flat(a)]  # type: ignore[union-attr]
         cargs += [o.expr for o in outs]
+        need = kernel_scratch(callee)
+        if need is not None:
+            cargs.append(self.scratch_arg(f"@{callee.name}", need.shape[0], scratch, inv.loc))
         cargs += [self.dimc(D.simplify(env[d])) for d in function_dims(callee)]
         self.emit(f"{cname}({', '.join(cargs)});")
 

@@ -44,6 +44,10 @@ ELEMENTWISE: dict[str, str] = {
 }
 """The common elementwise ops, each its own shade of orange and red."""
 
+SCRATCH = "#17becf"
+"""A kernel's working memory (PlanKernelScratch's ``scratch (%s)``: written by ``"<op> scratch"``
+in the report) is teal, whatever the kernel."""
+
 UNKNOWN = "#79706e"
 """Buffers no op writes (or a view chain hides the writer) are grey."""
 
@@ -52,6 +56,8 @@ def family(op: str) -> str:
     """The family of ``op`` ("other" for an op relaxc does not know, "" for none)."""
     if not op:
         return ""
+    if op.endswith(" scratch"):
+        return "kernel scratch"
     for name, ops in FAMILIES.items():
         if op in ops:
             return name
@@ -64,6 +70,8 @@ def family(op: str) -> str:
 def op_colour(op: str) -> str:
     """The fill colour of a buffer written by ``op``: a pure function of the op's name."""
     fam = family(op)
+    if fam == "kernel scratch":
+        return SCRATCH
     if fam in FAMILIES:
         return SHADES[fam][FAMILIES[fam].index(op) % len(SHADES[fam])]
     if fam == "elementwise":

@@ -7,8 +7,9 @@ For a program (:class:`tests.fuzz.gen.GenProgram`):
 2. the passes of the vm pipeline before PlanMemory run once, in order (ReorderForMemory,
    ManifestAlloc, PlanWorkspace, ElideConcatSplit, ComputeInPlace: :data:`PRE_PLAN`), then
    PlanMemory once per planner (with ``check=true``: the independent checker of
-   passes/planning/checker.py vets each plan), then KillAfterLastUse and
-   LegalizePackedCalls on each plan, the verifier after every pass: so every named
+   passes/planning/checker.py vets each plan), then KillAfterLastUse; for C, PlanKernelScratch
+   on the same input, PlanMemory once per planner again, and LegalizePackedCalls (and
+   KillAfterLastUse) on each plan; the verifier after every pass: so every named
    pipeline of passes/registry.py runs with every planner. With ``thorough``, the vm
    pipeline also runs in the written order (when ReorderForMemory changed it), without the
    sharing passes, and with ElideConcatSplit eliding where it saves nothing;
@@ -111,7 +112,11 @@ WATCHED = (REORDER, *SHARING)
 """The passes after which the VM runs the IR when they changed it, and whose changes are
 counted (:func:`sharing_changes`)."""
 assert PIPELINES["vm"] == (*PRE_PLAN, "PlanMemory", "KillAfterLastUse"), PIPELINES["vm"]
-assert PIPELINES["c"] == (*PRE_PLAN, "PlanMemory", "LegalizePackedCalls"), PIPELINES["c"]
+SCRATCH = "PlanKernelScratch"
+"""The pass only the c pipeline adds before PlanMemory: the C kernels' working memory. The C
+builds plan the output of :data:`PRE_PLAN` with it (every C variant of a planner shares one
+plan: the c pipeline, unpacked, and with KillAfterLastUse as the vm pipeline's C build)."""
+assert PIPELINES["c"] == (*PRE_PLAN, SCRATCH, "PlanMemory", "LegalizePackedCalls"), PIPELINES["c"]
 
 C_REFUSALS = (
     # What the C target refuses by design (docs/c.md), and the generator may still produce.
@@ -265,6 +270,7 @@ def compile_all(
     out = Compiled()
     out.vm["none"] = (module, types)
     lowered, ltypes = _before_planning(prog, module, types, "", out, thorough)
+    scratched = _with_scratch(prog, lowered, ltypes) if prog.c_ok else None
     plans: list[tuple[str, Module]] = []
     for planner in planners:
         what = f"PlanMemory{{planner={planner}}}"
@@ -290,18 +296,22 @@ def compile_all(
         if thorough:
             out.vm[f"planned/{planner}"] = (planned, ptypes)
         out.vm[f"vm/{planner}"] = (killed, ktypes)
-        if prog.c_ok:
+        if scratched is not None:
+            cplanned, cptypes = _plan(prog, planner, *scratched, f"c pipeline: {what}")
             try:
                 packed, ctypes = _run_pass(
-                    prog, LegalizePackedCalls(), planned, ptypes, f"c pipeline, planner {planner}"
+                    prog, LegalizePackedCalls(), cplanned, cptypes, f"c pipeline, planner {planner}"
                 )
                 out.c[f"c/{planner}"] = (packed, ctypes)
             except Mismatch as e:
                 if not any(re.search(r, e.symptom) for r in PACKED_REFUSALS):
                     raise
                 out.refused.append(f"c/{planner}")
-            out.c[f"c-unpacked/{planner}"] = (planned, ptypes)
-            out.c[f"vm/{planner}"] = (killed, ktypes)
+            out.c[f"c-unpacked/{planner}"] = (cplanned, cptypes)
+            ckilled = _run_pass(
+                prog, KillAfterLastUse(), cplanned, cptypes, f"c pipeline with kills, {planner}"
+            )
+            out.c[f"vm/{planner}"] = ckilled
     if thorough:
         if out.changes[REORDER]:
             _extra(prog, module, types, out, "written-order", skip=(REORDER,))
@@ -375,7 +385,30 @@ def _extra(
     check_plans(prog, killed, f"{name}: vm pipeline output")
     out.vm[f"{name}/vm"] = (killed, ktypes)
     if prog.c_ok:
-        out.c[f"{name}/vm"] = (killed, ktypes)
+        cplanned, cptypes = _plan(prog, planner, *_with_scratch(prog, lowered, ltypes), what)
+        out.c[f"{name}/vm"] = _run_pass(
+            prog, KillAfterLastUse(), cplanned, cptypes, f"{name}: c pipeline with kills"
+        )
+
+
+def _with_scratch(
+    prog: GenProgram, lowered: Module, ltypes: ModuleTypes | None
+) -> tuple[Module, ModuleTypes]:
+    """:data:`SCRATCH` on the output of :data:`PRE_PLAN`, for the C builds."""
+    return _run_pass(prog, PASSES[SCRATCH](), lowered, ltypes, SCRATCH)
+
+
+def _plan(
+    prog: GenProgram, planner: str, module: Module, types: ModuleTypes, what: str
+) -> tuple[Module, ModuleTypes]:
+    """PlanMemory with ``planner`` (and its checker) on ``module``, verified and checked."""
+    try:
+        planned = PlanMemory(planner=planner, check=True).run(module, types)
+        ptypes = verify_module(planned)
+    except (RxError, InternalError) as e:
+        raise Mismatch(prog, what, f"the pass failed or its IR was rejected: {e}") from e
+    check_plans(prog, planned, f"{what} output", arenas_only=True)
+    return planned, ptypes
 
 
 def sharing_changes(pass_name: str, before: Module, after: Module) -> Counter:

@@ -89,8 +89,6 @@ KNOWN_BUGS: dict[str, str] = {
     # program (or, until it is minimized, its entry in docs/fuzzing.md). The fixed-seed run
     # reports these as warnings instead of failing; when the bug is fixed, its regression
     # XPASSes (a failure) and the entry goes with the mark.
-    r"^C [\w/-]+: emit_c refused the program: .*does not fit the output buffer \w+ it is "
-    r"carved from": "test_regressions.py::test_two_outputs_one_a_view_of_the_other_at_an_offset",
 }
 
 

@@ -468,7 +468,7 @@ def test_notes_list_the_alternatives() -> None:
     err = rejection(REJECTED["unknown_attr"][0])
     assert err.notes == (
         "known attributes: io_in_arena, order_peak_chosen, order_peak_written, outputs, "
-        "planned, primitive, upper_bounds, workspace",
+        "planned, primitive, scratch, upper_bounds, workspace",
     )
     err = rejection(REJECTED["upper_bounds"][0])
     assert err.notes == ("symbolic dims of @main: n",)

@@ -339,7 +339,8 @@ def test_squeezenet_in_c_agrees_with_the_interpreter(tmp_path: Path) -> None:
         pytest.skip("no C compiler")
     result = import_onnx(with_random_weights(zoo_model("squeezenet")))
     compiled = Pipeline(assemble_pipeline("c"), [VerifyInstrument()]).run(result.module)
-    assert arena(compiled) == 3_928_576
+    # 3,928,576 bytes of tensors at the peak and 448 of the C kernels' scratch there
+    assert arena(compiled) == 3_929_024
     sources = emit_c(compiled, result.weights, prefix="model", emit_main=True)
     for name, text in sources.files.items():
         (tmp_path / name).write_text(text)

@@ -526,6 +526,7 @@ def test_c_pipeline_with_legalize() -> None:
         "PlanWorkspace",
         "ElideConcatSplit",
         "ComputeInPlace",
+        "PlanKernelScratch",
         "PlanMemory",
         "LegalizePackedCalls",
     ]

@@ -15,8 +15,10 @@ they share. Kernels that may compute their output over an input (``OpDef.inplace
 each element (each row, for a normalization) before writing it; the others declare their
 pointers ``restrict``.
 
-A kernel's signature is ``static void NAME(const T *x0, ..., T *y0, ..., int64_t d_a, ...)``:
-inputs, outputs, then the value of each symbolic dim its types use (sorted by name).
+A kernel's signature is ``static void NAME(const T *x0, ..., T *y0, ..., [unsigned char
+*scratch,] int64_t d_a, ...)``: inputs, outputs, the call's scratch when the kernel uses one
+(:func:`scratch_bytes`: its working arrays, planned in the arena by PlanKernelScratch), then
+the value of each symbolic dim its types use (sorted by name).
 Shapes are baked in; symbolic dims are read from those parameters. An op or dtype this file
 does not handle is an :class:`RxError` naming it: the C target never emits a guess.
 
@@ -28,10 +30,12 @@ registry when the module is imported.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from relaxc.ir.backends import BackendTable
 from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.nodes import DType
+from relaxc.ir.types import TensorType
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import Registry
 
@@ -112,8 +116,9 @@ C_KERNELS: BackendTable[Generator] = c_kernels(REGISTRY)
 """The C generator of every kernel op of the registry, or why the C target refuses it."""
 
 
-def generate(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None = None) -> str:
-    """The C definition of kernel ``fname`` for ``spec``; RxError if the C target lacks it."""
+def _generator(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None) -> tuple[Gen, list[str]]:
+    """The builder of kernel ``fname`` for ``spec`` with its body generated, and the
+    declarations to render it with; RxError if the C target lacks the kernel."""
     gen = C_KERNELS.get(spec.op)
     if gen is None:
         refusal = C_KERNELS.refusal(spec.op)
@@ -126,8 +131,43 @@ def generate(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None = None) -
     if op is not None and op.float_only and any(T.kind(t.dtype) != "float" for t in spec.ins[:1]):
         raise unsupported(spec, loc=loc)
     g = Gen(spec, fname, helpers, loc)
-    decls = gen(g)
-    return g.render(decls)
+    return g, gen(g)
+
+
+def generate(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None = None) -> tuple[str, int]:
+    """The C definition of kernel ``fname`` for ``spec`` and the bytes of scratch it takes
+    (0: no scratch parameter); RxError if the C target lacks it."""
+    g, decls = _generator(spec, fname, helpers, loc)
+    return g.render(decls), g.scratch_bytes
+
+
+def make_spec(
+    op: str, attrs: Mapping[str, Any], ins: Sequence[TensorType], outs: Sequence[TensorType]
+) -> Spec:
+    """The kernel instance of ``op`` with its bound attributes (:func:`relaxc.ir.registry.
+    bind_args`) on these tensor types, in the hashable form the emitter keys kernels by."""
+    return Spec(
+        op, tuple(sorted((k, _hashable(v)) for k, v in attrs.items())), tuple(ins), tuple(outs)
+    )
+
+
+def scratch_bytes(
+    op: str, attrs: Mapping[str, Any], ins: Sequence[TensorType], outs: Sequence[TensorType]
+) -> int:
+    """The C target's fact for PlanKernelScratch: how many bytes of scratch the C kernel of
+    ``op`` on these types uses (0 for most kernels). It is the kernel's own generator that
+    answers (its :meth:`Gen.scratch_array` calls), so the plan and the code cannot disagree;
+    RxError if the C target lacks the kernel."""
+    g, _ = _generator(make_spec(op, attrs, ins, outs), "k", Helpers("relaxc"), None)
+    return g.scratch_bytes
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, list):
+        return tuple(_hashable(x) for x in v)
+    if isinstance(v, DType):
+        return v.name
+    return v
 
 
 __all__ = [
@@ -140,6 +180,8 @@ __all__ = [
     "c_kernels",
     "generate",
     "horner",
+    "make_spec",
     "same_shape",
+    "scratch_bytes",
     "unsupported",
 ]

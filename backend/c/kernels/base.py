@@ -22,6 +22,14 @@ from ..names import Scope
 
 INT_KINDS = ("int", "uint")
 
+SCRATCH_ALIGN = 64
+"""Alignment of each array a kernel carves from its scratch (the scratch itself is a planned
+buffer at a multiple of 64 bytes of the arena)."""
+
+POINTER_BYTES = 8
+"""Bytes planned per pointer of a scratch array: the size of a pointer on 64-bit targets,
+an upper bound on 32-bit ones (the generated file checks ``sizeof(void *) <= 8``)."""
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -97,6 +105,9 @@ class Gen:
         self.counter = 0
         self.x = [f"x{i}" for i in range(len(spec.ins))]
         self.y = [f"y{i}" for i in range(len(spec.outs))]
+        self.scratch_bytes = 0
+        """Bytes of the call's scratch (``unsigned char *scratch``, 64-byte aligned) that the
+        kernel's arrays take: see :meth:`scratch_array`."""
         self.restrict = False
         """Set by a generator whose op never computes its output over an input (conv2d, dense,
         matmul, pooling): the pointers are declared ``restrict``, which lets the compiler
@@ -139,11 +150,30 @@ class Gen:
         parts = ([str(k)] if k != 1 or not syms else []) + syms
         return " * ".join(parts) if len(parts) > 1 else parts[0]
 
+    def scratch_array(self, ctype: str, name: str, count: int) -> str:
+        """The declaration of ``name``, an array of ``count`` elements of ``ctype`` (``float``
+        or a pointer type) carved from the call's scratch at the next multiple of
+        :data:`SCRATCH_ALIGN`: a kernel's working arrays are planned memory (PlanKernelScratch
+        gives each call the :attr:`scratch_bytes` the generator used), never the stack."""
+        if ctype == "float":
+            size = 4
+        elif ctype.endswith("*"):
+            size = POINTER_BYTES
+            self.h.use("pointer_fits_scratch")
+        else:
+            raise ValueError(f"scratch arrays hold floats or pointers, not {ctype}")
+        offset = -(-self.scratch_bytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
+        self.scratch_bytes = offset + size * count
+        star = "*" if ctype.endswith("*") else " *"
+        return f"{ctype}{star}{name} = ({ctype}{star.strip()})(void *)(scratch + {offset});"
+
     def signature(self) -> str:
         s = self.spec
         q = "restrict " if self.restrict else ""
         params = [f"const {T.c_type(t.dtype)} *{q}{x}" for t, x in zip(s.ins, self.x)]
         params += [f"{T.c_type(t.dtype)} *{q}{y}" for t, y in zip(s.outs, self.y)]
+        if self.scratch_bytes:
+            params.append("unsigned char *restrict scratch")
         params += [f"int64_t {self.dimvar[n]}" for n in s.dims()]
         return f"static void {self.fname}({', '.join(params) or 'void'})"
 

@@ -16,7 +16,7 @@ alias checks, no loops of unknown trip count) and better with ``-O3 -march=nativ
   each block of 16 output positions, ``{p}_conv_pack`` points each row into the input when
   its 16 elements are neighbours there (a 1x1 with unit strides; a stride-1 convolution
   with "same" padding across, away from the borders) and otherwise fills it in a panel on the
-  stack (padding as zeros, strides, dilation). Output channels go by blocks whose weights
+  scratch (padding as zeros, strides, dilation). Output channels go by blocks whose weights
   stay in cache (:data:`A_BLOCK`). Depthwise convolutions (one input and one output channel
   per group) are direct loops over a zero-framed copy of the channel instead.
 * **matmul** is the same GEMM with ``B`` read in place; **dense** with more than a few
@@ -30,11 +30,12 @@ lanes and add the lanes at the end. The error of such a sum of n terms is at mos
 n * 2**-24 times the sum of the terms' magnitudes (and typically far less); docs/c.md says
 so. Other dtypes keep the generic kernels.
 
-Memory: no workspace in the arena (the IR has no way yet for a kernel op to ask for one).
-A kernel call holds at most ``KC_MAX*16*4 + KC_MAX*8 + 6*16*4`` bytes of stack (a panel, its
-row pointers, one tile: 4,992 bytes) plus the tables of the 16 positions in ``conv_pack``
-(192 bytes), or, depthwise, a frame of at most :data:`DW_BUFFER` floats (4 KiB); both are
-freed when it returns.
+Memory: a kernel's working arrays (a panel of ``KC_MAX`` rows of 16 floats, its row pointers,
+one 6 x 16 tile; a depthwise channel's zero frame) are carved from the call's *scratch*, a
+buffer PlanKernelScratch plans in the arena for the call (:meth:`Gen.scratch_array`; at most
+``16*KC_MAX*4 + KC_MAX*8 + 6*16*4`` = 5,056 bytes with the alignment, or a frame of at most
+:data:`DW_BUFFER` floats). What stays on the stack are scalars and register blocks: the
+tables of the 16 positions in ``conv_pack`` (192 bytes), dense's 4 x 16 partial sums.
 """
 
 from __future__ import annotations
@@ -406,7 +407,7 @@ def emit_partial_tile(
     out: Callable[[str, str], str],
     args: str,
 ) -> None:
-    """A block of ``n`` (< 16) columns through the stack tile: the sums of the previous
+    """A block of ``n`` (< 16) columns through the scratch tile: the sums of the previous
     chunks copied in (``k0 > 0``), the micro-tile on the tile, the tile copied out to
     ``out(r, v)`` (the C element of row ``r``, column ``v``)."""
     with g.block("if (k0 > 0)"):
@@ -455,9 +456,7 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     oc_rows = tile_rows(og_static, mc)
     p_tail = tail_widths(_static(D.product(out.shape[2:])))
     decls = [
-        f"float panel[{V} * {kc_max}];",
-        f"const float *rows[{kc_max}];",
-        f"float tile[{MR_MAX} * {V}];",
+        *_gemm_scratch(g, kc_max),
         "int64_t b, grp, k0, kc, oc0, oc1, p0, np, oc, nr, r, v;",
     ]
     if direct or k_static is None or k_static == 0:
@@ -534,14 +533,24 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     return decls
 
 
+def _gemm_scratch(g: Gen, kc_max: int) -> list[str]:
+    """The scratch arrays of a blocked GEMM: a panel of ``kc_max`` rows of 16 columns, the
+    pointers to its rows (or to the input, where a row needs no copy) and one 6 x 16 tile."""
+    return [
+        g.scratch_array("float", "panel", V * kc_max),
+        g.scratch_array("const float *", "rows", kc_max),
+        g.scratch_array("float", "tile", MR_MAX * V),
+    ]
+
+
 DW_BUFFER = 1024
-"""The most floats a depthwise conv2d frames on the stack (4 KiB: channels up to about
+"""The most floats a depthwise conv2d frames in its scratch (4 KiB: channels up to about
 30 x 30 with their padding; larger ones go through :func:`_depthwise_rows`)."""
 
 
 def gen_depthwise_f32(g: Gen) -> list[str]:
     """A depthwise conv2d (groups = channels, one input channel per group) on f32. With static
-    shapes: each channel is copied into a buffer on the stack framed by zeros (the padding, as
+    shapes: each channel is copied into a buffer in the scratch framed by zeros (the padding, as
     the reference pads; the frame is zeroed once per call), then each block of 16 output
     columns of a row sums its taps (kernel rows, then columns, in order) in registers, with no
     bounds check (vectorized; stride-2 reads as well as the compiler can). Symbolic or very
@@ -617,7 +626,7 @@ def gen_depthwise_f32(g: Gen) -> list[str]:
                         with g.loop("v", f"{OW} - ow"):
                             g.emit("yr[ow + v] = t[v];")
     decl = "int64_t bc, oh, ow, i, j, t" + (", v;" if w_out % V else ";")
-    return [decl, f"float buf[{hp * wp}];"]
+    return [decl, g.scratch_array("float", "buf", hp * wp)]
 
 
 def _depthwise_rows(g: Gen) -> list[str]:
@@ -683,9 +692,7 @@ def gen_matmul_f32(g: Gen) -> list[str]:
     m_rows = tile_rows(_static(out.shape[-2]))
     n_tail = tail_widths(_static(out.shape[-1]))
     decls = [
-        f"float panel[{V} * {kc_max}];",
-        f"const float *rows[{kc_max}];",
-        f"float tile[{MR_MAX} * {V}];",
+        *_gemm_scratch(g, kc_max),
         "int64_t k0, kc, n0, nn, m0, nr, k, r, v;",
     ]
 
@@ -811,9 +818,7 @@ def gen_dense_f32(g: Gen) -> list[str]:
     if bias and n_static is not None:  # every block goes through the tile
         n_tail = tuple(sorted(({V} if n_static >= V else set()) | set(tail_widths(n_static))))
     decls += [
-        f"float panel[{V} * {kc_max}];",
-        f"const float *rows[{kc_max}];",
-        f"float tile[{MR_MAX} * {V}];",
+        *_gemm_scratch(g, kc_max),
         "int64_t k0, kc, nn, m0, nr;",
     ]
     with g.block(f"for (k0 = 0; k0 < {K}; k0 += {kc_max})"):

@@ -29,12 +29,12 @@ def _valid_range(
 
 
 ROW_MAX = 1024
-"""The widest input row max_pool2d buffers on the stack (floats) for its separable scheme."""
+"""The widest input row max_pool2d buffers in its scratch (floats) for its separable scheme."""
 
 
 def gen_max_pool_f32(g: Gen) -> list[str]:
     """max_pool2d on f32. With a static input width (at most ROW_MAX): per output row, the
-    maximum over the kernel rows of each input column into a row buffer on the stack (16-wide
+    maximum over the kernel rows of each input column into a row buffer in the scratch (16-wide
     blocks the compiler vectorizes), then, per output, the maximum over the kernel columns of
     that buffer; otherwise per output over its taps. The maximum is taken as ``m > v ? m : v``
     (one instruction, no branch; a tie of -0 and +0 gives the later element as the generic
@@ -84,7 +84,8 @@ def gen_max_pool_f32(g: Gen) -> list[str]:
                         g.emit("m = m > e ? m : e;")
                         g.emit("bad |= e != e;")
                     g.emit("yr[ow] = bad ? NAN : m;")
-                decls += [f"float rb[{W}];"] + (["int64_t v;"] if uses_block_var(W) else [])
+                decls.append(g.scratch_array("float", "rb", int(W)))
+                decls += ["int64_t v;"] if uses_block_var(W) else []
             else:
                 with g.loop("ow", OW):
                     _valid_range(g, "jlo", "jhi", "ow", sw, pl, dw, kw, W)

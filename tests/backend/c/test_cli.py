@@ -66,12 +66,13 @@ def test_build_writes_the_model_into_a_folder(samples: Path, tmp_path: Path) -> 
     assert files_in(out) == ["cnn.c", "cnn.h"]
     assert f"wrote {out / 'cnn.h'}, {out / 'cnn.c'}" in result.stderr
     # (80 KiB: batch norm and relu write over their conv's output, the branches into the
-    # concat's halves, and the residual add over the concat)
-    assert "arena 80.0 KiB" in result.stderr  # the memory summary, as for every target
+    # concat's halves, and the residual add over the concat; plus the 128-byte row buffer of
+    # the max pool's C kernel, planned where it runs, at the peak)
+    assert "arena 80.1 KiB (82,048 B)" in result.stderr  # the memory summary, as for every target
     c = (out / "cnn.c").read_text()
     assert (
         "cnn_fp_conv2d(" in c
-        and "static uint8_t cnn_arena[81920] __attribute__((aligned(64)));" in c
+        and "static uint8_t cnn_arena[82048] __attribute__((aligned(64)));" in c
     )
     assert "int32_t cnn_run(const float *image, float *logits)" in (out / "cnn.h").read_text()
 
@@ -96,12 +97,27 @@ def test_unpacked_and_prefix(samples: Path, tmp_path: Path) -> None:
 
 
 def test_unpacked_with_a_pipeline_without_legalize(samples: Path, tmp_path: Path) -> None:
-    # -p vm (kills included) is fine for the C target: kills free nothing in a static arena.
+    # Kills are fine for the C target (they free nothing in a static arena), and the scratch
+    # of its kernels is planned by PlanKernelScratch.
+    pipeline = "ManifestAlloc,PlanKernelScratch,PlanMemory,KillAfterLastUse"
     result = invoke(
-        "build", samples / "mlp.rx", "-t", "c", "-p", "vm", "-o", tmp_path, "--unpacked"
+        "build", samples / "mlp.rx", "-t", "c", "-p", pipeline, "-o", tmp_path, "--unpacked"
     )
     assert result.exit_code == 0, result.output
     assert "TVMValue" not in (tmp_path / "mlp.c").read_text()
+
+
+def test_a_pipeline_without_kernel_scratch_is_refused_for_c(samples: Path, tmp_path: Path) -> None:
+    # -p vm plans no scratch: the C kernel of dense needs some, and nothing is taken silently
+    # from the stack instead.
+    out = tmp_path / "out"
+    result = invoke("build", samples / "mlp.rx", "-t", "c", "-p", "vm", "-o", out)
+    assert result.exit_code == 1
+    assert "the C kernel of dense needs 4992 bytes of scratch and this call passes none" in (
+        result.stderr
+    )
+    assert "run PlanKernelScratch before PlanMemory" in result.stderr
+    assert "Traceback" not in result.output and not out.exists()
 
 
 @pytest.mark.parametrize(

@@ -311,7 +311,8 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
 }
 """  # noqa: E501
     module = Pipeline(
-        assemble_pipeline("c", "ManifestAlloc,PlanMemory{planner=none}"), [VerifyInstrument()]
+        assemble_pipeline("c", "ManifestAlloc,PlanKernelScratch,PlanMemory{planner=none}"),
+        [VerifyInstrument()],
     ).run(parse_module(text, "empty.rx"))
     folder = workdir / "empty_static"
     folder.mkdir()

@@ -137,7 +137,9 @@ def program(dtype: str, found: list[tuple[Spec, list[int]]] | None = None) -> st
     h = Helpers("m")
     kernels, tests = [], []
     for n, (spec, alias) in enumerate(cases(dtype) if found is None else found):
-        kernels.append(generate(spec, f"k{n}", h))
+        text, scratch = generate(spec, f"k{n}", h)
+        assert scratch == 0, f"{spec.op}: an in-place kernel takes no scratch"
+        kernels.append(text)
         decls, args = [], []
         for i, t in enumerate(spec.ins):
             count = max(1, math.prod(t.shape))
@@ -198,7 +200,7 @@ def test_inplace_kernels_never_declare_restrict() -> None:
     """restrict on a kernel whose output may be its input would let the compiler assume they
     never overlap."""
     for spec, _ in cases("f32"):
-        text = generate(spec, "k", Helpers("m"))
+        text, _ = generate(spec, "k", Helpers("m"))
         assert "restrict" not in text.split("{", 1)[0], spec.op
 
 

@@ -112,3 +112,11 @@ def test_the_svg_is_byte_identical_and_stacks_functions() -> None:
     root = ET.fromstring(one)
     assert len(root.findall(f"{NS}g")) == 2
     assert "no planned memory" in report_svg([FunctionReport("main", True, 3)])
+
+
+def test_kernel_scratch_has_a_colour_of_its_own() -> None:
+    from relaxc.cli.report_picture.colours import SCRATCH, family, op_colour
+
+    assert op_colour("conv2d scratch") == op_colour("max_pool2d scratch") == SCRATCH
+    assert family("dense scratch") == "kernel scratch"
+    assert SCRATCH not in {op_colour(op) for op in ("conv2d", "relu", "max_pool2d", "add", "")}
