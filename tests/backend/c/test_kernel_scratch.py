@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relaxc.backend.c.helpers import Helpers
 from relaxc.backend.c.kernels import generate, make_spec
@@ -53,14 +55,17 @@ def _fill(count: int) -> np.ndarray:
     return (((i * 7919) % 201).astype(np.float64) / 37.0 - 2.5).astype(np.float32)
 
 
+Case = tuple[str, list[tuple[int, ...]], dict]
+
+
 def _harness(
-    tmp_path: Path,
+    found: list[Case], need_scratch: bool = True
 ) -> tuple[str, list[tuple[str, dict, list[np.ndarray], TensorType, int]]]:
     """A C program that runs every case on a scratch of exactly its stated size (malloc'd,
     so ASan sees a byte past it) and writes the outputs to stdout."""
     helpers = Helpers("m")
     kernels, calls, cases = [], [], []
-    for n, (op_name, shapes, kwargs) in enumerate(CASES):
+    for n, (op_name, shapes, kwargs) in enumerate(found):
         op = REGISTRY.get(op_name)
         assert op is not None
         args = tuple(Var(f"x{i}") for i in range(len(shapes)))
@@ -69,7 +74,7 @@ def _harness(
         out = op.infer(ins, bound.attrs)
         assert isinstance(out, TensorType)
         text, need = generate(make_spec(op_name, bound.attrs, ins, [out]), f"k{n}", helpers)
-        assert need > 0, f"{op_name} {shapes}: this case was meant to use scratch"
+        assert need > 0 or not need_scratch, f"{op_name} {shapes}: meant to use scratch"
         kernels.append(text)
         body = []
         names = []
@@ -86,8 +91,8 @@ def _harness(
         ocount = int(np.prod(out.shape))
         body += [
             f"    float *out{n} = malloc({ocount} * sizeof(float));",
-            f"    unsigned char *s{n} = malloc({need});",
-            f"    k{n}({', '.join(names)}, out{n}, s{n});",
+            f"    unsigned char *s{n} = malloc({max(need, 1)});",
+            f"    k{n}({', '.join(names + [f'out{n}'] + ([f's{n}'] if need else []))});",
             f"    fwrite(out{n}, sizeof(float), {ocount}, stdout);",
             f"    free(s{n}); free(out{n});",
         ]
@@ -114,9 +119,10 @@ def _harness(
     return program, cases
 
 
-@pytest.mark.parametrize("sanitize", [False, True], ids=["O2", "asan"])
-def test_kernels_stay_inside_the_scratch_they_state(tmp_path: Path, sanitize: bool) -> None:
-    program, cases = _harness(tmp_path)
+def _run_cases(tmp_path: Path, found: list[Case], sanitize: bool, need_scratch: bool) -> None:
+    """Compile :func:`_harness` of ``found`` (-O2 or sanitized), run it, and compare every
+    output with the op's reference kernel within the C tolerance."""
+    program, cases = _harness(found, need_scratch)
     src = tmp_path / "scratch.c"
     src.write_text(program)
     exe = tmp_path / "scratch"
@@ -134,6 +140,61 @@ def test_kernels_stay_inside_the_scratch_they_state(tmp_path: Path, sanitize: bo
         assert op is not None and op.kernel is not None
         assert_close([got], op.kernel(arrays, attrs), f"{op_name} {[a.shape for a in arrays]}")
     assert at == data.size
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["O2", "asan"])
+def test_kernels_stay_inside_the_scratch_they_state(tmp_path: Path, sanitize: bool) -> None:
+    _run_cases(tmp_path, CASES, sanitize, need_scratch=True)
+
+
+@st.composite
+def scratch_cases(draw: st.DrawFn) -> Case:
+    """A conv2d (plain, grouped or depthwise; strides, dilation, padding, a bias), dense,
+    matmul or max pool of random shape: every kernel family that may carve scratch."""
+    kind = draw(st.sampled_from(["conv2d", "depthwise", "dense", "matmul", "max_pool2d"]))
+    if kind in ("conv2d", "depthwise"):
+        groups = draw(st.integers(1, 3))
+        cg = 1 if kind == "depthwise" else draw(st.integers(1, 7))
+        og = 1 if kind == "depthwise" else draw(st.integers(1, 5))
+        kh, kw = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+        sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+        dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+        pads = tuple(draw(st.integers(0, 2)) for _ in range(4))
+        h = draw(st.integers(max(1, (kh - 1) * dh + 1 - pads[0] - pads[2]), 24))
+        w = draw(st.integers(max(1, (kw - 1) * dw + 1 - pads[1] - pads[3]), 40))
+        shapes = [(draw(st.integers(1, 2)), cg * groups, h, w), (og * groups, cg, kh, kw)]
+        if draw(st.booleans()):
+            shapes.append((og * groups,))
+        attrs = {"strides": (sh, sw), "dilation": (dh, dw), "padding": pads, "groups": groups}
+        return ("conv2d", shapes, attrs)
+    if kind == "dense":
+        rows, k, n = draw(st.integers(1, 20)), draw(st.integers(1, 150)), draw(st.integers(1, 40))
+        return ("dense", [(rows, k), (n, k)] + ([(n,)] if draw(st.booleans()) else []), {})
+    if kind == "matmul":
+        b, m = draw(st.integers(1, 3)), draw(st.integers(1, 12))
+        k, n = draw(st.integers(1, 150)), draw(st.integers(1, 40))
+        return ("matmul", [(b, m, k), (b, k, n)], {})
+    ph, pw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    pads = (draw(st.integers(0, ph - 1)), draw(st.integers(0, pw - 1)))
+    h, w = draw(st.integers(ph, 20)), draw(st.integers(pw, 60))
+    strides = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    return (
+        "max_pool2d",
+        [(1, 2, h, w)],
+        {"pool_size": (ph, pw), "strides": strides, "padding": pads},
+    )
+
+
+@settings(max_examples=4, deadline=None, derandomize=True, database=None)
+@given(st.lists(scratch_cases(), min_size=6, max_size=6))
+def test_random_kernels_stay_inside_their_scratch_under_asan(found: list[Case]) -> None:
+    """Property: whatever the shapes, a kernel reads and writes only the scratch it states
+    (ASan on a scratch of exactly that size; none where it states none) and computes the
+    reference's result."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        _run_cases(Path(tmp), found, sanitize=True, need_scratch=False)
 
 
 def _stack_usage(c_file: Path, tmp_path: Path) -> dict[str, int]:
@@ -182,8 +243,8 @@ def test_model_calls_get_exactly_what_their_kernels_state() -> None:
     out = Pipeline(passes, [VerifyInstrument()]).run(module)
     types = verify_module(out)["main"]
     seen = 0
-    for st in out.get("main").body:  # type: ignore[union-attr]
-        e = st.value
+    for stmt in out.get("main").body:  # type: ignore[union-attr]
+        e = stmt.value
         if not isinstance(e, Invoke):
             continue
         op = REGISTRY.get(e.target)
