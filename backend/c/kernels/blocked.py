@@ -33,7 +33,7 @@ so. Other dtypes keep the generic kernels.
 Memory: a kernel's working arrays (a panel of ``KC_MAX`` rows of 16 floats, its row pointers,
 one 6 x 16 tile; a depthwise channel's zero frame) are carved from the call's *scratch*, a
 buffer PlanKernelScratch plans in the arena for the call (:meth:`Gen.scratch_array`; at most
-``16*KC_MAX*4 + KC_MAX*8 + 6*16*4`` = 5,056 bytes with the alignment, or a frame of at most
+``16*KC_MAX*4 + KC_MAX*8 + 6*16*4`` = 4,992 bytes, each array 64-byte aligned, or a frame of at most
 :data:`DW_BUFFER` floats). What stays on the stack are scalars and register blocks: the
 tables of the 16 positions in ``conv_pack`` (192 bytes), dense's 4 x 16 partial sums.
 """
