@@ -21,7 +21,10 @@ the lowest of their minimum offsets, so some unplaced buffer there needs a minim
 <= capacity - total. (3) Dominance: nothing is placed at or above the top of an unplaced
 buffer sitting at its minimum offset, which could drop into the gap below. (4) Twins
 (same lifetime, size and alignment) are placed in index order. (5) When no unplaced
-buffer spans a boundary between sections, both sides are solved independently.
+buffer spans a boundary between sections, both sides are solved independently. (6)
+Hatless: when every neighbour of the buffer just placed is placed too, its offset (their
+top) and so its place in the canonical order are forced; if what follows fails, every
+later candidate would leave it below, so the node fails (MiniMalloc's hatless pruning).
 
 Checks of (2) are incremental: each section remembers a *witness*, an unplaced buffer
 that showed it feasible, and only sections next to the placed buffer are looked at.
@@ -367,8 +370,12 @@ class Decision:
                 total[s] -= sz
             mo_changes = []
             pushed = False  # a fixed buffer pushed above its offset
+            hat = False  # some unplaced buffer conflicts with b
             for c in nbrs[b]:
-                if off[c] < 0 and mo[c] < h:
+                if off[c] >= 0:
+                    continue
+                hat = True
+                if mo[c] < h:
                     mo_changes.append((c, mo[c]))
                     a = align[c]
                     mo[c] = h if a == 1 else -(-h // a) * a
@@ -409,6 +416,8 @@ class Decision:
             off[b] = -1
             if found:
                 return True
+            if not hat:
+                break  # (6) hatless: see the module notes
         self.work += work
         return False
 
