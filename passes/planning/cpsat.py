@@ -135,8 +135,10 @@ def solve(
         for sec in sections(buffers, live):
             m.AddNoOverlap([ys[i] for i in sec])
     else:
-        xs = [m.NewFixedSizeIntervalVar(buffers[i].start, buffers[i].end - buffers[i].start, "")
-              for i in live]
+        xs = [
+            m.NewFixedSizeIntervalVar(buffers[i].start, buffers[i].end - buffers[i].start, "")
+            for i in live
+        ]
         m.AddNoOverlap2D(xs, [ys[i] for i in live])
     # Identical buffers (lifetime, size, alignment) in index order: any plan can swap them.
     seen: dict[tuple[int, int, int, int], int] = {}
