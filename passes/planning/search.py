@@ -68,7 +68,9 @@ from .greedy import Instance
 # Measured at 1,048,576 on MiniMalloc's instances, the work the first decision to succeed
 # needs: A 21.5k (TWA, either view), I 11.7k and K 7.6k (TWA, given times), G 4k (TWO),
 # B, E, F, H 1.4k-2k (TAW, TWO or TWA on one view); D 11k (WAT, merged) and J 4.5k (TWA,
-# given times) fit there, above their lower bounds, which only side probes ask for.
+# given times) fit there, above their lower bounds, which only side probes ask for. I.rx's
+# large buffers (program points: their time widths are lost) fit 1,259,520 only with TAW
+# (3k, either view) and 1,139,712 only with TAW on merged runs (3.4k): its side entry.
 MAIN_HEURISTICS = (
     (0, "TWA", 3),
     (0, "TAW", 1),
@@ -77,11 +79,11 @@ MAIN_HEURISTICS = (
     (1, "TAW", 1),
     (1, "TWO", 1),
 )
-SIDE_HEURISTICS = ((0, "TWA", 1), (1, "WAT", 1))
+SIDE_HEURISTICS = ((0, "TWA", 1), (1, "WAT", 1), (1, "TAW", 1))
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
-SIDE_PART = 0.5  # work of the side probe per unit of the main probe's
+SIDE_PART = 1.0  # work of the side probe per unit of the main probe's
 # The cost model of a decision, in ticks (a unit of work is TICKS_PER_WORK ticks, about
 # 16 us on this machine, so a tick is about a quarter of a microsecond): fitted to timed
 # decisions on MiniMalloc's instances (see docs/planning.md). A node costs NODE_TICKS plus
@@ -565,7 +567,7 @@ def minimize(
         if merged.start != inst.start or merged.end != inst.end:
             secs.append(Sections(merged))
         # Canonical offsets and heights are multiples of this: probe only those.
-        grain = math.gcd(*inst.size, *(a for a in inst.align if a > 1))
+        grain = grain_of(inst)
         found: list[int] | None = None
         main: Probe | None = Probe(secs, goal, MAIN_HEURISTICS, deadline)
         side: Probe | None = None
@@ -640,6 +642,16 @@ def minimize(
         sys.setrecursionlimit(limit)
 
 
+def grain_of(inst: Instance) -> int:
+    """What canonical offsets and heights are multiples of: the gcd of the sizes when every
+    alignment divides it (rounding a multiple of it up changes nothing: 64-byte alignment
+    and sizes in KiB step by the KiB), else the gcd of sizes and alignments."""
+    g = math.gcd(*inst.size)
+    if all(g % a == 0 for a in inst.align if a > 1):
+        return max(g, 1)
+    return math.gcd(g, *(a for a in inst.align if a > 1))
+
+
 def merged_runs(inst: Instance) -> Instance:
     """``inst`` with time compressed: each maximal run of births with no death among them
     becomes one time, and so does each run of deaths. Every conflict stays (a birth and a
@@ -700,7 +712,7 @@ def repair(
         return Outcome(None, 0, 0, goal)
     sec = Sections(inst)
     size, nbrs = inst.size, inst.nbrs
-    grain = math.gcd(*size, *(a for a in inst.align if a > 1))
+    grain = grain_of(inst)
     off = list(offsets)
     best = inst.height(off)
     start_height = best
