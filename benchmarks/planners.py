@@ -13,7 +13,10 @@ Instances (see ``benchmarks/planning_instances.py``):
 
 * ``A`` .. ``K``, ``input.12``: ``shared/benchmarks/minimalloc`` (CSV, half-open lifetimes);
 * ``A.rx`` .. ``K.rx``: the same written as ``.rx`` programs (each buffer a ``zeros``
-  folded at its end into a one-element accumulator: 64-byte tensors mixed in);
+  folded at its end into a 0-d accumulator: 64-byte tensors mixed in), parsed and run
+  through the default ``vm`` pipeline: the figures are PlanMemory's as ``relaxc report``
+  gives them (its arena, lower bound and proven bound; the time is the pass's, liveness
+  included; its ``check`` validates the plan);
 * ``rand-10k-d100`` etc.: random interval sets (n buffers, about d live at a time, sizes
   log-uniform 64 B..64 KiB, aligned to 64).
 
@@ -33,6 +36,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -42,11 +46,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from planning_instances import (
     minimalloc_instances,
-    program_encoding,
+    plan_memory_pass,
+    planned_buffers,
+    program_module,
     random_intervals,
     read_instance,
 )  # noqa: E402
 
+from relaxc.ir.diagnostics import InternalError  # noqa: E402
+from relaxc.ir.nodes import Module  # noqa: E402
+from relaxc.passes.memory_report import memory_report  # noqa: E402
 from relaxc.passes.planning import cpsat  # noqa: E402
 from relaxc.passes.planning.checker import check_plan  # noqa: E402
 from relaxc.passes.planning.model import Buffer, Plan, lower_bound  # noqa: E402
@@ -65,6 +74,61 @@ def run(
     return plan, seconds, not check_plan(buffers, plan.offsets, plan.size)
 
 
+@dataclass(frozen=True)
+class Result:
+    """What one planner gave on one instance."""
+
+    size: int
+    lower_bound: int
+    proven_bound: int
+    optimal: bool
+    stopped_by_clock: bool
+    seconds: float
+    valid: bool
+    algorithm: str = ""
+    plan: Plan | None = None  # the plan of raw buffers (None for programs)
+
+
+def run_raw(
+    buffers: list[Buffer], planner: str, time_limit: float, seed: int, trace: list[str] | None
+) -> Result:
+    plan, seconds, ok = run(buffers, planner, time_limit, seed, trace)
+    lb = lower_bound(buffers)
+    return Result(
+        plan.size,
+        lb,
+        plan.proven_bound,
+        plan.optimal,
+        plan.stopped_by_clock,
+        seconds,
+        ok,
+        plan.algorithm,
+        plan,
+    )
+
+
+def run_program(module: Module, planner: str, time_limit: float) -> Result:
+    """PlanMemory on ``module`` (see :func:`planning_instances.program_module`), read off
+    the memory report as ``relaxc report`` prints it."""
+    t = time.process_time()
+    try:
+        planned = plan_memory_pass(planner, time_limit).run(module)
+    except InternalError:  # PlanMemory's check found the plan invalid
+        return Result(0, 0, 0, False, False, time.process_time() - t, False)
+    seconds = time.process_time() - t
+    rep = next(r for r in memory_report(planned) if r.name == "main")
+    return Result(
+        rep.arena_bytes,
+        rep.lower_bound,
+        rep.proven_bound,
+        rep.optimal,
+        rep.clock_stopped,
+        seconds,
+        True,
+        planner,
+    )
+
+
 def cases(args: argparse.Namespace) -> list[tuple[str, object]]:
     """(name, a function making the buffers), in table order, filtered by --only."""
     only = {x for x in args.only.split(",") if x}
@@ -74,7 +138,7 @@ def cases(args: argparse.Namespace) -> list[tuple[str, object]]:
         out += [(name, (lambda p=p: read_instance(p))) for name, p in files]
     if not args.no_programs:
         out += [
-            (f"{name}.rx", (lambda p=p: program_encoding(read_instance(p))))
+            (f"{name}.rx", (lambda p=p, n=name: program_module(read_instance(p), f"{n}.rx")))
             for name, p in files
             if not name.startswith("input")
         ]
@@ -152,35 +216,43 @@ def main(argv: list[str] | None = None) -> int:
     failures = 0
     summary: list[str] = []
     for name, make in cases(args):
-        buffers = make()
+        made = make()
+        program = isinstance(made, Module)
+        buffers = planned_buffers(made) if program else made
         lb = lower_bound(buffers)
         row = [name, f"{len(buffers):,}", f"{lb:,}"]
-        best_plan: Plan | None = None
+        best: Result | None = None
         for p in planners:
             trace: list[str] | None = [] if args.verbose and p == "best" else None
-            plan, seconds, ok = run(buffers, p, args.time_limit, args.seed, trace)
+            if program:
+                res = run_program(made, p, args.time_limit)
+                if trace is not None:  # the same buffers, the same plan: only for the trace
+                    plan_best(buffers, time_limit=args.time_limit, seed=args.seed, trace=trace)
+            else:
+                res = run_raw(buffers, p, args.time_limit, args.seed, trace)
             if trace:
                 err.print(f"[bold]{name}[/bold] best:", *trace, sep="\n  ")
-            ratio = plan.size / lb if lb else 1.0
-            cell = f"{ratio:.4f}{'*' if plan.optimal else ' '}"
-            if plan.stopped_by_clock:
+            ratio = res.size / res.lower_bound if res.lower_bound else 1.0
+            cell = f"{ratio:.4f}{'*' if res.optimal else ' '}"
+            if res.stopped_by_clock:
                 cell += " clock"
-            row += [cell if ok else f"[red]FAIL[/red] {plan.size}", f"{seconds:.2f}"]
-            failures += not ok
+            row += [cell if res.valid else f"[red]FAIL[/red] {res.size}", f"{res.seconds:.2f}"]
+            failures += not res.valid
             if p == "best":
-                best_plan = plan
+                best = res
                 summary.append(
-                    f"{name}: {plan.size:,} {plan.algorithm}{' optimal' if plan.optimal else ''}"
+                    f"{name}: {res.size:,} {res.algorithm}{' optimal' if res.optimal else ''}"
                 )
-        if best_plan is not None:
-            row.append(f"{best_plan.proven_bound / lb:.4f}" if lb else "-")
+        if best is not None:
+            row.append(f"{best.proven_bound / best.lower_bound:.4f}" if best.lower_bound else "-")
         if args.cpsat:
             if name[0].isupper() or name.startswith("input"):
+                hint = best.plan if best is not None and best.plan is not None else None
                 ref = cpsat.solve(
                     buffers,
                     time_limit=args.cpsat,
-                    upper=best_plan.size if best_plan else None,
-                    hint=best_plan.offsets if best_plan else None,
+                    upper=best.size if best else None,
+                    hint=hint.offsets if hint else None,
                 )
                 good = ref.offsets is not None and not check_plan(buffers, ref.offsets, ref.size)
                 row += [

@@ -3,14 +3,16 @@ encodings, and random interval sets.
 
 * :func:`read_instance` reads a MiniMalloc CSV (header ``id,lower,upper,size``, lifetimes
   half-open ``[lower, upper)``).
-* :func:`program_encoding` writes an instance the way a ``.rx`` program holds it (issue
-  17): every buffer a ``zeros`` of its size, born at its start and, at its end, reduced
-  (``sum``, a one-element tensor) and folded into a one-element accumulator (``add``). Time
-  becomes program points (one per statement; at equal times the folds come before the
-  births, so buffers that touch in time still do not conflict), sizes are rounded up to
-  the alignment (64), and the small tensors join the large ones: per buffer a 64-byte
-  ``sum`` result live for two statements and a 64-byte accumulator live from one fold to
-  the next. The last accumulator is the program's result and is not planned.
+* :func:`program_text` writes an instance as a ``.rx`` program (issue 17): every buffer a
+  ``zeros`` of its size, born at its start and, at its end, reduced (``sum``, a 0-d tensor)
+  and folded into a running accumulator (``add``); at equal times the folds come first.
+* :func:`program_module` parses that program and runs the default ``vm`` pipeline up to
+  PlanMemory: what PlanMemory then plans is what a user of ``relaxc report`` or ``relaxc
+  build`` gets (ReorderForMemory may reorder the statements, ManifestAlloc rounds sizes up
+  to 64 bytes, the small tensors join the large ones). :func:`planned_buffers` lists the
+  buffers PlanMemory places there (for traces and CP-SAT).
+* :func:`program_encoding` only simulates that pipeline on the buffers (the program order
+  as written, no reordering): kept for tests; its figures are not what a user gets.
 * :func:`random_intervals` draws ``n`` buffers with about ``live`` of them live at a
   time: starts uniform over ``[0, n)``, lifetimes uniform in ``[1, 2 * live]``, sizes
   log-uniform between 64 bytes and 64 KiB in multiples of 64, aligned to 64.
@@ -19,9 +21,16 @@ encodings, and random interval sets.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import random
 from pathlib import Path
 
+from relaxc.frontend.parser import parse_module
+from relaxc.ir.alias import analyze_aliases, buffer_liveness
+from relaxc.ir.nodes import Module
+from relaxc.passes.assemble import assemble_pipeline
+from relaxc.passes.pipeline import Pipeline
+from relaxc.passes.plan_memory import PlanMemory, planning_candidates
 from relaxc.passes.planning.model import Buffer
 
 
@@ -83,6 +92,49 @@ def program_encoding(buffers: list[Buffer], align: int = 64) -> list[Buffer]:
         acc_def, acc_name = point + 1, f"acc{folds}"
         point += 2
     return out
+
+
+def program_text(buffers: list[Buffer]) -> str:
+    """The ``.rx`` program of an instance (see the module docstring); sizes in bytes become
+    ``f32`` elements (rounded up)."""
+    events = sorted(
+        [(b.start, 1, i) for i, b in enumerate(buffers)]
+        + [(b.end, 0, i) for i, b in enumerate(buffers)]
+    )
+    lines = ["fn @main(%x: Tensor[(), f32]) -> Tensor[(), f32] {"]
+    acc = "x"
+    for k, (_, kind, i) in enumerate(events):
+        if kind == 1:
+            lines.append(f"  %b{i} = zeros(({max(1, -(-buffers[i].size // 4))},), f32)")
+        else:
+            lines.append(f"  %s{i} = sum(%b{i})")
+            lines.append(f"  %a{k} = add(%{acc}, %s{i})")
+            acc = f"a{k}"
+    lines += [f"  return %{acc}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def program_module(buffers: list[Buffer], name: str = "instance.rx") -> Module:
+    """The program of ``buffers`` after the default ``vm`` pipeline's passes before
+    PlanMemory: the module PlanMemory plans in ``relaxc report``."""
+    passes = assemble_pipeline("vm")
+    k = next(i for i, p in enumerate(passes) if isinstance(p, PlanMemory))
+    return Pipeline(passes[:k]).run(parse_module(program_text(buffers), name))
+
+
+def plan_memory_pass(planner: str, time_limit: float) -> PlanMemory:
+    """The vm pipeline's PlanMemory with ``planner`` and ``time_limit``, checking its plan
+    with the independent checker."""
+    pm = next(p for p in assemble_pipeline("vm") if isinstance(p, PlanMemory))
+    return dataclasses.replace(pm, planner=planner, time_limit=time_limit, check=True)
+
+
+def planned_buffers(module: Module) -> list[Buffer]:
+    """The buffers PlanMemory places in ``main``'s global arena of ``module``."""
+    fn = module.get("main")
+    info = analyze_aliases(fn, module)
+    by_scope, _ = planning_candidates(fn, info, buffer_liveness(fn, info))
+    return [b for _, b in by_scope.get("global", [])]
 
 
 def random_intervals(n: int, live: int, seed: int = 0, align: int = 64) -> list[Buffer]:

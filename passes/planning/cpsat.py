@@ -4,11 +4,26 @@ Not the default path of any planner: tests and ``benchmarks/planners.py`` use it
 certify relaxc's optima on small and challenging instances. Install it with
 ``pip install relaxc[cpsat]`` (``ortools>=9.8``); :func:`available` says whether it is.
 
-The model: an integer offset per buffer (a multiple of its alignment), a height ``H``
-with ``offset + size <= H`` for every buffer, and one ``NoOverlap2D`` over the boxes
-``[start, end) x [offset, offset + size)`` (CP-SAT intervals are half-open, as lifetimes
-are here); minimise ``H``. Buffers that need no memory (zero size, empty lifetime) are
-left out and sit at 0; a buffer with an empty lifetime still has to fit under ``H``.
+The model. Lifetimes are fixed, so only offsets are decided: two buffers conflict iff
+their lifetimes intersect, and the buffers live at once form cliques. The maximal ones
+(*sections*: the buffers live just before each end time where some buffer begins, as in
+the exact search) cover every conflicting pair, so one ``NoOverlap`` of the memory
+intervals ``[offset, offset + size)`` per section states the whole problem, and CP-SAT's
+disjunctive propagation (edge finding, energy) works on each clique. (``model="2d"``
+states it as one ``NoOverlap2D`` over the boxes ``[start, end) x [offset, offset +
+size)`` instead, the textbook form; it proves far less within the same time.) A height
+``H`` with ``offset + size <= H`` is minimised.
+
+Everything is in *grains*, the gcd of the sizes and alignments: every canonical plan
+(each buffer at 0 or on top of a conflicting one, aligned) has its offsets and height on
+multiples of it, so nothing is lost and the domains shrink by that factor (1,024 on
+MiniMalloc's instances). Buffers identical in lifetime, size and alignment are ordered
+by index (symmetry breaking). ``hint`` (a plan, e.g. relaxc's) warm-starts the search.
+
+To certify a plan's height ``U``, ask for ``upper=U - grain`` (:func:`certify`):
+INFEASIBLE proves ``U`` optimal. When ``U`` is the lower bound (most bytes live at
+once) there is nothing to prove. Buffers that need no memory (zero size, empty lifetime)
+are left out and sit at 0; a buffer with an empty lifetime still has to fit under ``H``.
 
 Runs are single-threaded and stopped by CP-SAT's *deterministic* time when asked (its
 work measure, not the clock), so they repeat; ``time_limit`` (wall seconds) is a cap on top.
@@ -16,9 +31,12 @@ work measure, not the clock), so they repeat; ``time_limit`` (wall seconds) is a
 
 from __future__ import annotations
 
+import bisect
+import math
 from dataclasses import dataclass
 from typing import Sequence
 
+from .checker import check_plan
 from .model import Buffer, lower_bound
 
 
@@ -42,6 +60,21 @@ class CpsatResult:
     seconds: float
 
 
+def sections(buffers: Sequence[Buffer], live: Sequence[int]) -> list[list[int]]:
+    """The maximal sets of buffers (indices from ``live``) live at once: for every end
+    time, the buffers live just before it, kept when some buffer begins since the end
+    time before (otherwise the set lies inside the previous one)."""
+    ends = sorted({buffers[i].end for i in live})
+    first = {i: bisect.bisect_right(ends, buffers[i].start) for i in live}
+    last = {i: bisect.bisect_right(ends, buffers[i].end) for i in live}
+    kept = sorted(set(first.values()))
+    out: list[list[int]] = [[] for _ in kept]
+    for i in live:
+        for k in range(bisect.bisect_left(kept, first[i]), bisect.bisect_left(kept, last[i])):
+            out[k].append(i)
+    return [s for s in out if len(s) > 1]
+
+
 def solve(
     buffers: Sequence[Buffer],
     *,
@@ -50,11 +83,15 @@ def solve(
     upper: int | None = None,
     hint: Sequence[int] | None = None,
     workers: int = 1,
+    model: str = "sections",
 ) -> CpsatResult:
     """The smallest arena for ``buffers`` by CP-SAT, within the limits given. ``upper``
-    (an arena known to be feasible, e.g. relaxc's) caps ``H``; ``hint`` is a plan to start from."""
+    caps ``H`` (below a known plan's height, the run decides whether anything lower
+    exists); ``hint`` is a plan to start from (used when it fits under ``upper``)."""
     from ortools.sat.python import cp_model
 
+    if model not in ("sections", "2d"):
+        raise ValueError(f"unknown model {model!r}")
     lb = max([lower_bound(buffers)] + [b.size for b in buffers if b.start >= b.end] + [0])
     live = [i for i, b in enumerate(buffers) if b.size > 0 and b.start < b.end]
     if upper is None:
@@ -62,24 +99,55 @@ def solve(
         for b in buffers:  # no reuse at all is always feasible
             a = max(1, b.align)
             upper = -(-upper // a) * a + b.size
+    if upper < lb:
+        return CpsatResult("INFEASIBLE", None, lb, None, 0.0)
     if not live:
         return CpsatResult("OPTIMAL", lb, lb, tuple(0 for _ in buffers), 0.0)
+    g = math.gcd(*(buffers[i].size for i in live), *(max(1, buffers[i].align) for i in live))
+    lo_u, hi_u = -(-lb // g), upper // g
+    if hi_u < lo_u:
+        return CpsatResult("INFEASIBLE", None, lb, None, 0.0)
     m = cp_model.CpModel()
-    height = m.NewIntVar(lb, max(lb, upper), "H")
-    xs, ys, offsets = [], [], {}
+    height = m.NewIntVar(lo_u, hi_u, "H")
+    offsets: dict[int, cp_model.IntVar] = {}
+    ys: dict[int, cp_model.IntervalVar] = {}
+    use_hint = hint is not None and all(
+        hint[i] % g == 0 and hint[i] + buffers[i].size <= upper for i in live
+    )
     for i in live:
         b = buffers[i]
-        a = max(1, b.align)
-        k = m.NewIntVar(0, max(0, upper - b.size) // a, f"k{i}")
-        off = m.NewIntVar(0, max(0, upper - b.size), f"o{i}")
-        m.Add(off == a * k)
-        m.Add(off + b.size <= height)
-        xs.append(m.NewFixedSizeIntervalVar(b.start, b.end - b.start, f"t{i}"))
-        ys.append(m.NewFixedSizeIntervalVar(off, b.size, f"m{i}"))
+        z = b.size // g
+        step = max(1, b.align) // math.gcd(max(1, b.align), g)  # offsets: multiples of this
+        if step > 1:
+            k = m.NewIntVar(0, (hi_u - z) // step, f"k{i}")
+            off = m.NewIntVar(0, hi_u - z, f"o{i}")
+            m.Add(off == step * k)
+        else:
+            off = m.NewIntVar(0, hi_u - z, f"o{i}")
+        m.Add(off + z <= height)
+        ys[i] = m.NewFixedSizeIntervalVar(off, z, f"m{i}")
         offsets[i] = off
-        if hint is not None:
-            m.AddHint(off, hint[i])
-    m.AddNoOverlap2D(xs, ys)
+        if use_hint:
+            m.AddHint(off, hint[i] // g)  # type: ignore[index]
+    if use_hint:
+        m.AddHint(height, max(-(-(hint[i] + buffers[i].size) // g) for i in live))  # type: ignore[index]
+    if model == "sections":
+        for sec in sections(buffers, live):
+            m.AddNoOverlap([ys[i] for i in sec])
+    else:
+        xs = [
+            m.NewFixedSizeIntervalVar(buffers[i].start, buffers[i].end - buffers[i].start, "")
+            for i in live
+        ]
+        m.AddNoOverlap2D(xs, [ys[i] for i in live])
+    # Identical buffers (lifetime, size, alignment) in index order: any plan can swap them.
+    seen: dict[tuple[int, int, int, int], int] = {}
+    for i in live:
+        b = buffers[i]
+        key = (b.start, b.end, b.size, max(1, b.align))
+        if key in seen:
+            m.Add(offsets[seen[key]] + b.size // g <= offsets[i])
+        seen[key] = i
     m.Minimize(height)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
@@ -90,8 +158,50 @@ def solve(
     status = solver.StatusName(code)
     seconds = solver.WallTime()
     if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        offs = tuple(solver.Value(offsets[i]) if i in offsets else 0 for i in range(len(buffers)))
+        offs = tuple(
+            solver.Value(offsets[i]) * g if i in offsets else 0 for i in range(len(buffers))
+        )
         size = max(max(o + b.size for o, b in zip(offs, buffers)), lb)
-        bound = size if code == cp_model.OPTIMAL else max(lb, int(solver.BestObjectiveBound()))
+        bound = size if code == cp_model.OPTIMAL else max(lb, int(solver.BestObjectiveBound()) * g)
         return CpsatResult(status, size, bound, offs, seconds)
-    return CpsatResult(status, None, lb, None, seconds)
+    if code == cp_model.INFEASIBLE:
+        return CpsatResult(status, None, max(lb, (hi_u + 1) * g), None, seconds)
+    bound = max(lb, int(solver.BestObjectiveBound()) * g)
+    if use_hint and hint is not None and not check_plan(buffers, hint, upper):
+        # CP-SAT did not complete the hint in time: the hint itself is the best known.
+        size = max([lb] + [hint[i] + buffers[i].size for i in live])
+        return CpsatResult("FEASIBLE", size, bound, tuple(hint), seconds)
+    return CpsatResult(status, None, bound, None, seconds)
+
+
+def certify(
+    buffers: Sequence[Buffer],
+    offsets: Sequence[int],
+    size: int,
+    *,
+    time_limit: float = 10.0,
+    deterministic_time: float | None = None,
+    workers: int = 1,
+) -> CpsatResult:
+    """Whether the plan ``offsets`` of height ``size`` is optimal: OPTIMAL (with the plan
+    itself, when ``size`` is the lower bound or no lower height exists), FEASIBLE or
+    OPTIMAL with a lower plan (it was not optimal), or UNKNOWN within the limits. The
+    plan is first checked to lie on the grains (else the question is the plain minimum,
+    warm-started from it)."""
+    live = [i for i, b in enumerate(buffers) if b.size > 0 and b.start < b.end]
+    lb = max([lower_bound(buffers)] + [b.size for b in buffers if b.start >= b.end] + [0])
+    if size <= lb:
+        return CpsatResult("OPTIMAL", size, size, tuple(offsets), 0.0)
+    g = math.gcd(*(buffers[i].size for i in live), *(max(1, buffers[i].align) for i in live))
+    below = solve(
+        buffers,
+        time_limit=time_limit,
+        deterministic_time=deterministic_time,
+        upper=-(-size // g) * g - g,
+        workers=workers,
+    )
+    if below.status == "INFEASIBLE":
+        return CpsatResult("OPTIMAL", size, size, tuple(offsets), below.seconds)
+    if below.size is not None:
+        return below  # a lower plan: the one given was not optimal
+    return CpsatResult("UNKNOWN", size, below.bound, tuple(offsets), below.seconds)

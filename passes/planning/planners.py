@@ -60,8 +60,8 @@ from .search import minimize, repair
 
 PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 
-# Search work (nodes plus candidates examined) per second of time limit: a little less
-# than this machine does in a CPU second, so the count, not the clock, ends it.
+# Search work (search.py's cost model: about 16 us a unit) per second of time limit: a
+# little less than this machine does in a CPU second, so the count, not the clock, ends it.
 WORK_PER_SECOND = 60_000
 # Conflict pairs built or visited by first fit per unit of work (about a microsecond each).
 PAIRS_PER_WORK = 15

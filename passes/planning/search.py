@@ -21,7 +21,10 @@ the lowest of their minimum offsets, so some unplaced buffer there needs a minim
 <= capacity - total. (3) Dominance: nothing is placed at or above the top of an unplaced
 buffer sitting at its minimum offset, which could drop into the gap below. (4) Twins
 (same lifetime, size and alignment) are placed in index order. (5) When no unplaced
-buffer spans a boundary between sections, both sides are solved independently.
+buffer spans a boundary between sections, both sides are solved independently. (6)
+Hatless: when every neighbour of the buffer just placed is placed too, its offset (their
+top) and so its place in the canonical order are forced; if what follows fails, every
+later candidate would leave it below, so the node fails (MiniMalloc's hatless pruning).
 
 Checks of (2) are incremental: each section remembers a *witness*, an unplaced buffer
 that showed it feasible, and only sections next to the placed buffer are looked at.
@@ -34,8 +37,11 @@ around the buffers that stick out of a plan, the buffers crossing the window fix
 
 *Portfolio.* A probe runs several static preorders (by section total, lifetime width,
 area, conflicts; MiniMalloc uses "TWA", "TAW" and "WAT") side by side, in slices of
-work, as generators: the first to finish answers. Work (nodes plus candidates examined) is
-counted, so results do not depend on the speed of the machine.
+work, as generators: the first to finish answers. Work is counted, not timed, so results
+do not depend on the speed of the machine: a cost model in ticks (nodes, the buffers each
+node still has to place, candidates, the sections and members the checks of (2) look at,
+the keys of every partition's preorder), fitted to timed decisions so that a unit is
+about the same CPU time whatever the instance and the heuristic.
 """
 
 from __future__ import annotations
@@ -57,11 +63,38 @@ from .greedy import Instance
 # The search time of each is heavy-tailed and they fail on different instances, so a
 # probe runs several, each with a share of the work. The main probe (at the lower
 # bound) and side probes (with slack) use different mixes.
-MAIN_HEURISTICS = (("TWA", 2), ("TAW", 2), ("TWO", 1))
-SIDE_HEURISTICS = (("TWA", 1), ("TAW", 1), ("WAT", 1), ("TWO", 1))
+# Entries are (view, heuristic, share): view 0 is the times given, 1 the merged runs
+# (:func:`merged_runs`; when it equals the given times, its entries join view 0's).
+# Measured at 1,048,576 on MiniMalloc's instances, the work the first decision to succeed
+# needs: A 21.5k (TWA, either view), I 11.7k and K 7.6k (TWA, given times), G 4k (TWO),
+# B, E, F, H 1.4k-2k (TAW, TWO or TWA on one view); D 11k (WAT, merged) and J 4.5k (TWA,
+# given times) fit there, above their lower bounds, which only side probes ask for. I.rx's
+# large buffers (program points: their time widths are lost) fit 1,259,520 only with TAW
+# (3k, either view) and 1,139,712 only with TAW on merged runs (3.4k): its side entry.
+MAIN_HEURISTICS = (
+    (0, "TWA", 3),
+    (0, "TAW", 1),
+    (0, "TWO", 1),
+    (1, "TWA", 1),
+    (1, "TAW", 1),
+    (1, "TWO", 1),
+)
+SIDE_HEURISTICS = ((0, "TWA", 1), (1, "WAT", 1), (1, "TAW", 1))
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
-SIDE_WORK = 16000  # first work limit of a side probe
+SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
+SIDE_PART = 1.0  # work of the side probe per unit of the main probe's
+# The cost model of a decision, in ticks (a unit of work is TICKS_PER_WORK ticks, about
+# 16 us on this machine, so a tick is about a quarter of a microsecond): fitted to timed
+# decisions on MiniMalloc's instances (see docs/planning.md). A node costs NODE_TICKS plus
+# REST_TICKS per unplaced buffer; a candidate CANDIDATE_TICKS; a preorder a tick per key
+# and per section a buffer spans; the checks of (2) a tick per SCAN_STEPS sections and
+# members.
+TICKS_PER_WORK = 64
+NODE_TICKS = 70
+REST_TICKS = 2
+CANDIDATE_TICKS = 8
+SCAN_STEPS = 3
 
 Search = Generator[None, None, bool]
 
@@ -127,7 +160,7 @@ class Decision:
         self.capacity = capacity
         self.heuristic = heuristic
         self.deadline = deadline  # also yield when the safety clock (CPU seconds) passes this
-        self.work = 0  # nodes expanded plus candidates examined
+        self.ticks = 0  # work done, in TICKS_PER_WORK-ths of a unit (see the module notes)
         self.pause = 0  # yield when work reaches this
         self.nodes = 0
         self.off = [-1] * n
@@ -152,6 +185,11 @@ class Decision:
             for i, o in self.fixed.items():
                 self.min_off[i] = o
 
+    @property
+    def work(self) -> int:
+        """Units of work done (see :data:`TICKS_PER_WORK`)."""
+        return self.ticks // TICKS_PER_WORK
+
     def run(self) -> Generator[None, None, list[int] | None]:
         inst, sec = self.inst, self.sec
         if any(sz > self.capacity for sz in inst.size) or any(
@@ -171,24 +209,26 @@ class Decision:
         return list(self.solution)
 
     def _preorder(self, bufs: list[int]) -> list[int]:
+        """``bufs`` in the order of the heuristic's keys. Counted: a tick per key and per
+        section a buffer spans, so a decision that splits into many partitions pays for
+        sorting each of them."""
         inst, sec = self.inst, self.sec
         total, lo, hi = self.total, sec.lo, sec.hi
-        size, start, end = inst.size, inst.start, inst.end
-        keys = []
-        for i in bufs:
-            width = end[i] - start[i]
-            d = {
-                "T": max(total[lo[i] : hi[i]]),
-                "W": width,
-                "A": size[i] * width,
-                "Z": size[i],
-                "C": hi[i] - lo[i],
-                "O": len(inst.nbrs[i]),
-                "S": -start[i],
-                "E": end[i],
-            }
-            keys.append((tuple(-d[c] for c in self.heuristic), i))
-        keys.sort()
+        size, start, end, nbrs = inst.size, inst.start, inst.end, inst.nbrs
+        getters = {
+            "T": lambda i: max(total[lo[i] : hi[i]]),
+            "W": lambda i: end[i] - start[i],
+            "A": lambda i: size[i] * (end[i] - start[i]),
+            "Z": size.__getitem__,
+            "C": lambda i: hi[i] - lo[i],
+            "O": lambda i: len(nbrs[i]),
+            "S": lambda i: -start[i],
+            "E": end.__getitem__,
+        }
+        fs = [getters[c] for c in self.heuristic]
+        keys = sorted((tuple(-f(i) for f in fs), i) for i in bufs)
+        steps = len(bufs) * len(fs) + sum(hi[i] - lo[i] for i in bufs)
+        self.ticks += steps
         return [i for _, i in keys]
 
     def _subsolve(self, bufs: list[int], slo: int, shi: int) -> Search:
@@ -210,7 +250,9 @@ class Decision:
         if not rest:
             return True
         self.nodes += 1
-        if self.work >= self.pause or (not self.nodes & 63 and time.process_time() > self.deadline):
+        if self.ticks >= self.pause * TICKS_PER_WORK or (
+            not self.nodes & 63 and time.process_time() > self.deadline
+        ):
             yield
         off, mo, rank = self.off, self.min_off, self.rank
         inst, sec = self.inst, self.sec
@@ -235,7 +277,11 @@ class Decision:
                 window.__contains__, map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))
             )
         )
-        work = 1 + (len(rest) >> 5)  # the O(rest) bookkeeping of a node counts too
+        # The node's own cost (its set-up, and the O(rest) bookkeeping), in ticks.
+        ticks = NODE_TICKS + REST_TICKS * len(rest)
+        # Sections and members the checks of (2) look at (an upper bound: a loop may stop
+        # early): a candidate next to long-lived buffers costs more.
+        scanned = 0
         # Sections found infeasible for a candidate, with its first (last) section: they
         # stay infeasible for candidates starting no later (ending no earlier) as high up.
         failed_left: dict[int, int] = {}
@@ -246,7 +292,7 @@ class Decision:
             t = twin[b]
             if t >= 0 and off[t] < 0:
                 continue  # (4) its twin goes first
-            work += 1
+            ticks += CANDIDATE_TICKS
             sz = size[b]
             h = o + sz
             hq = h if maxalign == 1 else -(-h // maxalign) * maxalign
@@ -269,6 +315,7 @@ class Decision:
             if ok:
                 lo, hi = hull_lo[b], blo
                 if lo < hi and hq + max(total[lo:hi]) > cap:
+                    scanned += hi - lo
                     for s in range(hi - 1, lo - 1, -1):
                         t = total[s]
                         if not t or hq + t <= cap:
@@ -283,6 +330,7 @@ class Decision:
                                 m = h if a == 1 else -(-h // a) * a
                             if m <= thr:
                                 continue
+                        scanned += len(members[s])
                         for c in members[s]:
                             if off[c] < 0:
                                 m = mo[c]
@@ -301,6 +349,7 @@ class Decision:
             if ok:
                 lo, hi = bhi, hull_hi[b]
                 if lo < hi and hq + max(total[lo:hi]) > cap:
+                    scanned += hi - lo
                     for s in range(lo, hi):
                         t = total[s]
                         if not t or hq + t <= cap:
@@ -315,6 +364,7 @@ class Decision:
                                 m = h if a == 1 else -(-h // a) * a
                             if m <= thr:
                                 continue
+                        scanned += len(members[s])
                         for c in members[s]:
                             if off[c] < 0:
                                 m = mo[c]
@@ -331,6 +381,7 @@ class Decision:
                             break
             # b's own sections: every other buffer there conflicts with b.
             if ok:
+                scanned += bhi - blo
                 for s in range(blo, bhi):
                     t = total[s] - sz
                     if not t:
@@ -344,6 +395,7 @@ class Decision:
                             m = h if a == 1 else -(-h // a) * a
                         if m <= thr:
                             continue
+                    scanned += len(members[s])
                     for c in members[s]:
                         if c != b and off[c] < 0:
                             m = mo[c]
@@ -358,8 +410,8 @@ class Decision:
                         break
             if not ok:
                 continue
-            self.work += work
-            work = 0
+            self.ticks += ticks + scanned // SCAN_STEPS
+            ticks = scanned = 0
             # Place b.
             off[b] = o
             self.solution[b] = o
@@ -367,8 +419,12 @@ class Decision:
                 total[s] -= sz
             mo_changes = []
             pushed = False  # a fixed buffer pushed above its offset
+            hat = False  # some unplaced buffer conflicts with b
             for c in nbrs[b]:
-                if off[c] < 0 and mo[c] < h:
+                if off[c] >= 0:
+                    continue
+                hat = True
+                if mo[c] < h:
                     mo_changes.append((c, mo[c]))
                     a = align[c]
                     mo[c] = h if a == 1 else -(-h // a) * a
@@ -409,26 +465,34 @@ class Decision:
             off[b] = -1
             if found:
                 return True
-        self.work += work
+            if not hat:
+                break  # (6) hatless: see the module notes
+        self.ticks += ticks + scanned // SCAN_STEPS
         return False
 
 
 class Probe:
     """A portfolio of decisions for one capacity, run in turns: each gets ``SLICE`` work
-    per share per turn, and the first to finish answers for all. Every heuristic runs on
-    every view of the instance in ``secs`` (the same buffers and conflicts, times given
-    differently: the preorders see lifetimes, the search only conflicts)."""
+    per share per turn, and the first to finish answers for all. Each entry of
+    ``heuristics`` (view, heuristic, share) runs on a view of the instance in ``secs`` (the
+    same buffers and conflicts, times given differently: the preorders see lifetimes, the
+    search only conflicts); a view past the last is the last, and entries that end up
+    alike share one decision, their shares summed."""
 
     def __init__(
         self,
         secs: Sequence[Sections],
         capacity: int,
-        heuristics: Sequence[tuple[str, int]] = MAIN_HEURISTICS,
+        heuristics: Sequence[tuple[int, str, int]] = MAIN_HEURISTICS,
         deadline: float = math.inf,
     ) -> None:
         self.capacity = capacity
-        self.runs = [Decision(sec, capacity, h, deadline) for sec in secs for h, _ in heuristics]
-        self.shares = [share for _ in secs for _, share in heuristics]
+        shares: dict[tuple[int, str], int] = {}
+        for view, h, share in heuristics:
+            key = (min(view, len(secs) - 1), h)
+            shares[key] = shares.get(key, 0) + share
+        self.runs = [Decision(secs[v], capacity, h, deadline) for v, h in shares]
+        self.shares = list(shares.values())
         self.gens = [d.run() for d in self.runs]
         self.status = ""  # "found", "infeasible" or "" while undecided
         self.result: list[int] | None = None
@@ -485,11 +549,11 @@ def minimize(
 
     The main probe runs its heuristics on two views of the instance: its own times, and
     the times with runs of births and of deaths merged (:func:`merged_runs`), which give
-    program points what raw times give; the side probes run on the merged view. (On
-    MiniMalloc's instances: 8 of 11 optimal within 2 s instead of 7, and their program
-    encodings 1.070 of max-live on average instead of 1.098.)
+    program points what raw times give; each (view, heuristic) pair has its share
+    (:data:`MAIN_HEURISTICS`, :data:`SIDE_HEURISTICS`), and the side probe gets
+    :data:`SIDE_PART` of the main probe's work whatever the number of pairs in each.
 
-    Work (nodes plus candidates), not time, ends the search: the result depends on the
+    Work (see the module notes), not time, ends the search: the result depends on the
     input and ``budget`` only. ``deadline`` (``time.process_time()``) is a safety net far
     past the budget; when it ends the search, the outcome says so.
     """
@@ -503,7 +567,7 @@ def minimize(
         if merged.start != inst.start or merged.end != inst.end:
             secs.append(Sections(merged))
         # Canonical offsets and heights are multiples of this: probe only those.
-        grain = math.gcd(*inst.size, *(a for a in inst.align if a > 1))
+        grain = grain_of(inst)
         found: list[int] | None = None
         main: Probe | None = Probe(secs, goal, MAIN_HEURISTICS, deadline)
         side: Probe | None = None
@@ -547,14 +611,18 @@ def minimize(
                     lo = proven // grain + 1
                     if lo >= best // grain:
                         break  # best is optimal
-                    if not improved:
-                        side_limit *= 2
+                    side_limit = side_limit * 2 if not improved else side_limit * 3 // 2
                     improved = False
-                side = Probe(
-                    secs[-1:], (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS, deadline
-                )
+                side = Probe(secs, (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS, deadline)
             before = side.work
-            status = side.step()
+            # The side probe gets SIDE_PART of what the main probe gets per round (all of
+            # it once the main probe is done), whatever the number of decisions in each.
+            side_turns = (
+                1
+                if main is None
+                else max(1, round(SIDE_PART * turns * sum(main.shares) / sum(side.shares)))
+            )
+            status = side.step(side_turns)
             used += side.work - before
             if status == "found":
                 _note(trace, side, inst)
@@ -572,6 +640,16 @@ def minimize(
         return Outcome(found, best, used, bound(), clock)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def grain_of(inst: Instance) -> int:
+    """What canonical offsets and heights are multiples of: the gcd of the sizes when every
+    alignment divides it (rounding a multiple of it up changes nothing: 64-byte alignment
+    and sizes in KiB step by the KiB), else the gcd of sizes and alignments."""
+    g = math.gcd(*inst.size)
+    if all(g % a == 0 for a in inst.align if a > 1):
+        return max(g, 1)
+    return math.gcd(g, *(a for a in inst.align if a > 1))
 
 
 def merged_runs(inst: Instance) -> Instance:
@@ -634,7 +712,7 @@ def repair(
         return Outcome(None, 0, 0, goal)
     sec = Sections(inst)
     size, nbrs = inst.size, inst.nbrs
-    grain = math.gcd(*size, *(a for a in inst.align if a > 1))
+    grain = grain_of(inst)
     off = list(offsets)
     best = inst.height(off)
     start_height = best

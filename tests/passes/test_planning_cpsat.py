@@ -57,3 +57,24 @@ def test_cpsat_on_random_instances_with_a_fixed_seed() -> None:
         assert ref.status == "OPTIMAL"
         assert ref.size == best.size
         assert best.optimal
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_section_model_and_2d_model_agree(buffers: list[Buffer]) -> None:
+    # One NoOverlap per maximal clique states the same problem as the NoOverlap2D boxes.
+    a = cpsat.solve(buffers, time_limit=20.0)
+    b = cpsat.solve(buffers, time_limit=20.0, model="2d")
+    assert a.status == b.status == "OPTIMAL"
+    assert a.size == b.size
+    assert a.offsets is not None and not check_plan(buffers, a.offsets, a.size)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(small_instances())
+def test_certify_best_on_small_instances(buffers: list[Buffer]) -> None:
+    best = plan_buffers(buffers, "best", time_limit=1.0)
+    assert not check_plan(buffers, best.offsets, best.size)
+    cert = cpsat.certify(buffers, best.offsets, best.size, time_limit=20.0)
+    # best proves these optimal itself; CP-SAT, asked for anything lower, finds nothing.
+    assert cert.status == "OPTIMAL" and cert.size == best.size
