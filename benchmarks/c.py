@@ -51,11 +51,15 @@ import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-import numpy as np
-from rich.console import Console
-from rich.table import Table
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blas_threads import pin_blas_threads  # noqa: E402
+
+pin_blas_threads(sys.argv[1:])  # the VM's BLAS on one thread, as onnxruntime, before numpy loads
+
+import numpy as np  # noqa: E402
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
 from models import SAMPLES, decoder  # noqa: E402
 from c_infer import INFER_COLUMNS, RECOMMENDED, best_cpu, infer_row, prepare_logits  # noqa: E402
 from zoo import ZOO  # noqa: E402
@@ -360,6 +364,11 @@ def main() -> None:
     )
     ap.add_argument("--no-infer", action="store_true", help="no zoo inference table")
     ap.add_argument("--no-vm", action="store_true", help="leave the VM out of it (slow)")
+    ap.add_argument(
+        "--blas-threads",
+        default="1",
+        help="numpy's BLAS threads for the VM (read before numpy loads; onnxruntime has one)",
+    )
     ap.add_argument("--infer-repeat", type=int, default=3, help="zoo timing rounds")
     ap.add_argument("--infer-number", type=int, default=3, help="zoo runs per round")
     ap.add_argument("--rtol", type=float, default=1e-4, help="C vs onnxruntime, of max |logit|")

@@ -23,25 +23,14 @@ threads (default 1, set before numpy loads, like OMP_NUM_THREADS), onnxruntime o
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 
-def _early_threads(argv: list[str]) -> str:
-    """``--blas-threads`` must reach OpenBLAS before numpy loads it."""
-    threads = "1"
-    for i, a in enumerate(argv):
-        if a == "--blas-threads" and i + 1 < len(argv):
-            threads = argv[i + 1]
-        elif a.startswith("--blas-threads="):
-            threads = a.split("=", 1)[1]
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = threads
-    return threads
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blas_threads import pin_blas_threads  # noqa: E402
 
-
-_early_threads(sys.argv[1:])
+pin_blas_threads(sys.argv[1:])  # before numpy loads
 
 import dataclasses  # noqa: E402
 import time  # noqa: E402
