@@ -42,7 +42,6 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT))
 from zoo_models import BENCH, bench_model  # noqa: E402
 
