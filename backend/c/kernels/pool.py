@@ -36,11 +36,12 @@ def gen_max_pool_f32(g: Gen) -> list[str]:
     """max_pool2d on f32. With a static input width (at most ROW_MAX): per output row, the
     maximum over the kernel rows of each input column into a row buffer in the scratch (16-wide
     blocks the compiler vectorizes), then, per output, the maximum over the kernel columns of
-    that buffer; otherwise per output over its taps. The maximum is taken as ``m > v ? m : v``
-    (one instruction, no branch; a tie of -0 and +0 gives the later element as the generic
-    kernel) and a NaN anywhere in the window makes the output NaN. Windows with no tap inside
-    the input are -inf. (Taps are visited by columns, then rows: a window holding both -0
-    and +0 as its maximum may give the other zero than the generic kernel.)"""
+    that buffer (the outputs whose taps all lie inside it unrolled, without bounds:
+    :func:`_inner_column_max`); otherwise per output over its taps. The maximum is taken as
+    ``m > v ? m : v`` (one instruction, no branch; a tie of -0 and +0 gives the later element
+    as the generic kernel) and a NaN anywhere in the window makes the output NaN. Windows with
+    no tap inside the input are -inf. (Taps are visited by columns, then rows: a window
+    holding both -0 and +0 as its maximum may give the other zero than the generic kernel.)"""
     g.restrict = True
     x, out = g.spec.ins[0], g.spec.outs[0]
     a = g.spec.attr
@@ -75,15 +76,13 @@ def gen_max_pool_f32(g: Gen) -> list[str]:
                         lambda j: f"rb[{j}]",
                         "float",
                     )
-                with g.loop("ow", OW):
-                    _valid_range(g, "jlo", "jhi", "ow", sw, pl, dw, kw, W)
-                    g.emit("float m = -INFINITY;")
-                    g.emit("int bad = 0;")
-                    with g.loop("j", "jhi", "jlo"):
-                        g.emit(f"const float e = rb[ow * {sw} - {pl} + j * {dw}];")
-                        g.emit("m = m > e ? m : e;")
-                        g.emit("bad |= e != e;")
-                    g.emit("yr[ow] = bad ? NAN : m;")
+                inner = _inner_columns(int(W), OW, kw, sw, pl, dw)
+                if inner is None:
+                    _bounded_column_max(g, "0", OW, kw, sw, pl, dw, W)
+                else:
+                    _bounded_column_max(g, "0", inner[0], kw, sw, pl, dw, W)
+                    _inner_column_max(g, inner, kw, sw, pl, dw)
+                    _bounded_column_max(g, inner[1], OW, kw, sw, pl, dw, W)
                 decls.append(g.scratch_array("float", "rb", int(W)))
                 decls += ["int64_t v;"] if uses_block_var(W) else []
             else:
@@ -99,6 +98,48 @@ def gen_max_pool_f32(g: Gen) -> list[str]:
                             g.emit("bad |= e != e;")
                     g.emit("yr[ow] = bad ? NAN : m;")
     return decls
+
+
+def _inner_columns(w: int, ow: str, kw: int, sw: int, pl: int, dw: int) -> tuple[str, str] | None:
+    """The outputs [lo, hi) of a row whose kw taps all lie inside the input's ``w`` columns
+    (static numbers as C text), or None when the output width is symbolic or none do."""
+    if not ow.isdigit():
+        return None
+    lo = -(-pl // sw)
+    hi = min(int(ow), (w - 1 - (kw - 1) * dw + pl) // sw + 1)
+    return (str(lo), str(hi)) if lo < hi else None
+
+
+def _bounded_column_max(
+    g: Gen, lo: str, hi: str, kw: int, sw: int, pl: int, dw: int, w: str
+) -> None:
+    """The maximum over the kernel columns of the row buffer for outputs [lo, hi) of a row,
+    each over its taps inside the ``w`` columns (nothing when the range is empty)."""
+    if lo == hi:
+        return
+    with g.loop("ow", hi, lo):
+        _valid_range(g, "jlo", "jhi", "ow", sw, pl, dw, kw, w)
+        g.emit("float m = -INFINITY;")
+        g.emit("int bad = 0;")
+        with g.loop("j", "jhi", "jlo"):
+            g.emit(f"const float e = rb[ow * {sw} - {pl} + j * {dw}];")
+            g.emit("m = m > e ? m : e;")
+            g.emit("bad |= e != e;")
+        g.emit("yr[ow] = bad ? NAN : m;")
+
+
+def _inner_column_max(g: Gen, inner: tuple[str, str], kw: int, sw: int, pl: int, dw: int) -> None:
+    """The maximum over the kernel columns of the row buffer for the outputs whose taps all
+    lie inside it: the taps unrolled, no bounds (a loop of known trip count the compiler
+    vectorizes), a NaN among them making the output NaN as in the bounded loop."""
+    with g.loop("ow", inner[1], inner[0]):
+        g.emit(f"const float *restrict e = rb + (ow * {sw} - {pl});")
+        g.emit("float m = e[0];")
+        g.emit("int bad = e[0] != e[0];")
+        for j in range(1, kw):
+            g.emit(f"m = m > e[{j * dw}] ? m : e[{j * dw}];")
+            g.emit(f"bad |= e[{j * dw}] != e[{j * dw}];")
+        g.emit("yr[ow] = bad ? NAN : m;")
 
 
 def _taps_below(

@@ -100,6 +100,7 @@ FLOAT_ONLY = """
   %convd = conv2d(%a, %kd, padding=1, dilation=(2, 1), groups=3)
   %convb = conv2d(%a, %k, %v4, padding=1)
   %mpool2 = max_pool2d(%a, pool_size=2, dilation=(1, 2))
+  %mpool3 = max_pool2d(%a, pool_size=3, strides=2, padding=1)
   %apool = avg_pool2d(%a, pool_size=(3, 2), strides=2, padding=(1, 1), ceil_mode=true)
   %apoolp = avg_pool2d(%a, pool_size=3, padding=1, count_include_pad=true)
   %gap = global_avg_pool2d(%a)
@@ -211,6 +212,7 @@ def special_inputs(module: Module, dtype: str, seed: int) -> list[np.ndarray]:
     b.reshape(-1)[::7] = 0
     if dtype in FLOATS:
         a.reshape(-1)[5] = np.nan
+        a.reshape(-1)[7] = np.nan  # inside a max_pool2d window away from the border
         a.reshape(-1)[11] = np.inf
         a.reshape(-1)[17] = -np.inf
         a.reshape(-1)[23] = 0.0
