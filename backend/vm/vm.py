@@ -537,20 +537,35 @@ class _Specializer:
         assert isinstance(t, TensorType)
         shape = concrete_shape(t.shape, self.env)
         name = ins.op
-        offset = D.evaluate(b.attrs["offset"], self.env) if name == MEMORY_VIEW else None
-        dtype = t.dtype
+        if name == MEMORY_VIEW:
+            offset = D.evaluate(b.attrs["offset"], self.env)
+            dtype = t.dtype
+
+            def make(x: np.ndarray) -> np.ndarray:
+                try:
+                    return view_bytes(x, offset, shape, dtype)
+                except OpError as err:
+                    raise RxError(str(err)) from None
+
+        else:
+
+            def make(x: np.ndarray) -> np.ndarray:
+                if not x.flags.c_contiguous:
+                    raise InternalError(f"{name}: input is not contiguous, a view would copy")
+                return x.reshape(shape)
+
+        # (source array, its view): a view of the same array object is the same view (an
+        # array's memory, shape and dtype never change), and the planned arena's tensors are
+        # the same objects from run to run (alloc_tensor caches them), so most runs reuse it.
+        cache: list = [None, None]
 
         def view(r: list, k: list) -> None:
             x = r[s]
-            if offset is not None:
-                try:
-                    r[d] = view_bytes(x, offset, shape, dtype)
-                except OpError as err:
-                    raise RxError(str(err)) from None
-            elif not x.flags.c_contiguous:
-                raise InternalError(f"{name}: input is not contiguous, a view would copy")
+            if x is cache[0]:
+                r[d] = cache[1]
             else:
-                r[d] = x.reshape(shape)
+                r[d] = cache[1] = make(x)
+                cache[0] = x
             if k is not None:
                 bl = k[s]
                 k[d] = bl
