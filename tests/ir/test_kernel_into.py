@@ -65,6 +65,31 @@ def test_max_pool2d_into_is_the_kernel(case: Any) -> None:
     assert check_into("max_pool2d", xs, attrs)
 
 
+@given(pool_cases("avg_pool2d"))
+@settings(max_examples=80, deadline=None)
+def test_avg_pool2d_into_is_the_kernel(case: Any) -> None:
+    xs, attrs = case
+    assert check_into("avg_pool2d", xs, attrs)
+
+
+@given(
+    st.sampled_from(FLOATS + ("int8", "int64")),
+    st.lists(st.integers(0, 4), min_size=1, max_size=5),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=80, deadline=None)
+def test_transpose_and_concat_into_are_the_kernel(dtype, shape, seed, data) -> None:
+    x = values(data.draw, tuple(shape), dtype, seed)
+    perm = tuple(data.draw(st.permutations(range(len(shape)))))
+    assert check_into("transpose", [x], bound_attrs("transpose", 1, axes=perm))
+    axis = data.draw(st.integers(0, len(shape) - 1))
+    other = list(shape)
+    other[axis] = data.draw(st.integers(0, 3))
+    y = values(data.draw, tuple(other), dtype, seed + 1)
+    assert check_into("concat", [x, y, x], bound_attrs("concat", 3, axis=axis))
+
+
 @st.composite
 def dense_cases(draw: Any) -> tuple[str, list[np.ndarray], dict]:
     dtype = draw(st.sampled_from(FLOATS + ("int32",)))

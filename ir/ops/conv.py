@@ -1,0 +1,177 @@
+"""conv2d's numpy kernels: im2col columns and BLAS matrix products, one per group.
+
+The columns (N, G, C/G*KH*KW, positions) are copied from a strided view of the input, padded
+(and widened to the product dtype: float32 for f16/f32, float64, int64/uint64) in one copy
+first. Three ways to them, chosen from the geometry (:class:`ConvGeometry`, derived once per
+call in plain integers):
+
+* ``direct``: a 1x1 convolution with unit strides and no padding multiplies the input
+  itself (no copy);
+* ``runs``: a unit-stride convolution whose padded rows are at most a third wider than its
+  output rows copies, per channel and tap, one contiguous run of the flattened padded rows
+  (OH * Wp - (Wp - OW) positions; the products past a row's end are computed and dropped
+  when the rows are copied out, the bias added on the way);
+* ``windows``: any other copies the strided view of the window taps (runs of OW).
+
+Each group's (O/G, C/G*KH*KW) weight matrix multiplies its columns in one batched
+``np.matmul`` (a depthwise convolution makes one small product per channel: at these sizes
+still cheaper in numpy than summing its taps over strided views, whose short rows cost more
+than BLAS's calls). Sums are in BLAS's (blocked) order in the product dtype, the bias added
+to them there, then rounded once to the input dtype.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from relaxc.ir.registry import OpError
+
+from .checks import as_contiguous, pad4, positive_pair, product_dtype
+from .windows import Pads, Pair, padded, tap_runs, tap_windows, window_len
+
+
+def conv_params(attrs: Mapping[str, Any]) -> tuple[Pair, Pads, Pair, int]:
+    """(strides, padding (top, left, bottom, right), dilation, groups), checked."""
+    strides = positive_pair(attrs["strides"], "conv2d", "strides")
+    padding = pad4(attrs["padding"], "conv2d")
+    dilation = positive_pair(attrs["dilation"], "conv2d", "dilation")
+    groups = attrs["groups"]
+    if groups < 1:
+        raise OpError(f"conv2d: groups must be positive, got {groups}")
+    return strides, padding, dilation, groups
+
+
+@dataclass(frozen=True)
+class ConvGeometry:
+    """The sizes of one conv2d of data (N, C, H, W) and weight (O, C/G, KH, KW)."""
+
+    n: int
+    o: int
+    cg: int
+    kh: int
+    kw: int
+    oh: int
+    ow: int
+    hp: int
+    wp: int
+    """the padded input's height and width"""
+    strides: Pair
+    pads: Pads
+    dilation: Pair
+    groups: int
+
+    @property
+    def shape(self) -> tuple[int, int, int, int]:
+        """The result's shape (N, O, OH, OW)."""
+        return (self.n, self.o, self.oh, self.ow)
+
+    @property
+    def k(self) -> int:
+        """The number of products in each sum (C/G * KH * KW)."""
+        return self.cg * self.kh * self.kw
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to compute: no output element, or sums of no products."""
+        return self.n * self.o * self.oh * self.ow == 0 or self.k == 0
+
+    @property
+    def path(self) -> str:
+        """How the columns are made: ``direct``, ``runs`` or ``windows`` (module docstring)."""
+        if self.kh == self.kw == 1 and self.strides == (1, 1) and not any(self.pads):
+            return "direct"
+        if self.strides == (1, 1) and self.kh * self.kw > 1 and 3 * self.wp <= 4 * self.ow:
+            return "runs"
+        return "windows"
+
+
+def conv_geometry(
+    xshape: tuple[int, ...], wshape: tuple[int, ...], attrs: Mapping[str, Any]
+) -> ConvGeometry:
+    strides, pads, dilation, groups = conv_params(attrs)
+    n, _, h, w = xshape
+    o, cg, kh, kw = wshape
+    oh = window_len(h, pads[0], pads[2], kh, dilation[0], strides[0], "conv2d", "height")
+    ow = window_len(w, pads[1], pads[3], kw, dilation[1], strides[1], "conv2d", "width")
+    hp, wp = h + pads[0] + pads[2], w + pads[1] + pads[3]
+    return ConvGeometry(n, o, cg, kh, kw, oh, ow, hp, wp, strides, pads, dilation, groups)
+
+
+def conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """The convolution (+ bias) summed in the product dtype, rounded once to the input's."""
+    x, w = xs[0], xs[1]
+    acc = product_dtype(x.dtype)
+    g = conv_geometry(x.shape, w.shape, attrs)
+    sums = np.empty(g.shape, dtype=acc)
+    conv_sums(x, w, xs[2] if len(xs) == 3 else None, g, sums)
+    return sums if acc == x.dtype else as_contiguous(sums, x.dtype)
+
+
+def conv2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+    """conv2d written into ``out``, where the product dtype is the input's and ``out`` is a
+    separate array of the result's shape (else False: :func:`conv2d` computes it)."""
+    x, w = xs[0], xs[1]
+    if product_dtype(x.dtype) != x.dtype or out.dtype != x.dtype:
+        return False
+    g = conv_geometry(x.shape, w.shape, attrs)
+    if out.shape != g.shape or any(np.may_share_memory(out, v) for v in xs):
+        return False
+    conv_sums(x, w, xs[2] if len(xs) == 3 else None, g, out)
+    return True
+
+
+def conv_sums(
+    x: np.ndarray, w: np.ndarray, bias: np.ndarray | None, g: ConvGeometry, out: np.ndarray
+) -> None:
+    """The sums of products plus ``bias`` (O,), in ``out``'s dtype (the product dtype),
+    written into ``out`` (a C-contiguous (N, O, OH, OW) array sharing no memory with the
+    inputs)."""
+    acc = out.dtype
+    b4 = None if bias is None else bias.astype(acc, copy=False).reshape(1, g.o, 1, 1)
+    if g.empty:
+        out[...] = 0 if b4 is None else b4
+        return
+    groups, og = g.groups, g.o // g.groups
+    wg = w.astype(acc, copy=False).reshape(groups, og, g.k)
+    path = g.path
+    if path == "runs":
+        _run_sums(x, wg, b4, g, out)
+        return
+    positions = g.oh * g.ow
+    if path == "direct":
+        cols = x.astype(acc, copy=False).reshape(g.n, groups, g.k, positions)
+    else:
+        xp = padded(x, g.pads, 0, acc)
+        cols = np.empty((g.n, groups, g.cg, g.kh, g.kw, g.oh, g.ow), dtype=acc)
+        cols[...] = tap_windows(xp, groups, (g.kh, g.kw), g.dilation, g.strides, (g.oh, g.ow))
+        cols = cols.reshape(g.n, groups, g.k, positions)
+    np.matmul(wg, cols, out=out.reshape(g.n, groups, og, positions))
+    if b4 is not None:
+        np.add(out, b4, out=out)
+
+
+def _run_sums(
+    x: np.ndarray, wg: np.ndarray, b4: np.ndarray | None, g: ConvGeometry, out: np.ndarray
+) -> None:
+    """The ``runs`` path (unit strides): per channel and tap, one run of the flattened
+    padded rows copied into the columns; the products in the same row-padded layout, their
+    rows copied out without the cells past each row's end, then the bias added (two passes:
+    one that adds a broadcast bias while copying the strided rows is slower)."""
+    acc = out.dtype
+    groups, og = g.groups, g.o // g.groups
+    xp = np.ascontiguousarray(padded(x, g.pads, 0, acc))
+    run = (g.oh - 1) * g.wp + g.ow  # from output (0, 0) to (OH-1, OW-1) in padded rows
+    cols = np.empty((g.n, groups, g.cg, g.kh, g.kw, run), dtype=acc)
+    cols[...] = tap_runs(xp, groups, (g.kh, g.kw), g.dilation, run)
+    rows = np.empty((g.n, g.o, g.oh, g.wp), dtype=acc)
+    flat = rows.reshape(g.n, groups, og, g.oh * g.wp)[..., :run]
+    np.matmul(wg, cols.reshape(g.n, groups, g.k, run), out=flat)
+    out[...] = rows[..., : g.ow]
+    if b4 is not None:
+        np.add(out, b4, out=out)
+
+
+__all__ = ["ConvGeometry", "conv2d", "conv2d_into", "conv_geometry", "conv_params", "conv_sums"]
