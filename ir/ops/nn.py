@@ -37,7 +37,7 @@ from .checks import (
 )
 from .common import broadcast_shapes, norm_axes, norm_axis, same_dtype, tensors
 from .conv import conv2d, conv2d_into, conv_params
-from .windows import padded, tap_windows
+from .windows import pool_taps, tap_windows
 
 # -- matmul / dense ----------------------------------------------------------------------
 
@@ -226,12 +226,14 @@ def _max_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np
     if x.shape[0] * x.shape[1] * out[0] * out[1] == 0:
         res.fill(fill)
         return True
-    win = tap_windows(padded(x, pads, fill), 1, k, dil, st, out)[:, 0]  # (n, c, kh, kw, oh, ow)
-    res[...] = win[:, :, 0, 0]  # = maximum(fill, tap 0)
+    taps = pool_taps(x, pads, st, out, fill, x.dtype)
+    buf, acc = taps.buffer(x.dtype)
+    acc[...] = taps.tap(0, 0, dil)  # = maximum(fill, tap 0)
     for i in range(k[0]):
         for j in range(k[1]):
             if i or j:
-                np.maximum(res, win[:, :, i, j], out=res)
+                np.maximum(acc, taps.tap(i, j, dil), out=acc)
+    res[...] = taps.rows(buf)
     return True
 
 
@@ -260,20 +262,21 @@ def _avg_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np
         counted[..., : pt + h + pb, : pl + w + pr] = 1.0
     else:
         counted[..., pt : pt + h, pl : pl + w] = 1.0
-    win = tap_windows(padded(x, pads, 0, np.float64), 1, k, dil, st, out)[:, 0]
+    taps = pool_taps(x, pads, st, out, 0, np.dtype(np.float64))
     cwin = tap_windows(counted, 1, k, dil, st, out)[0, 0, 0]  # (kh, kw, oh, ow)
-    total = np.add(win[:, :, 0, 0], 0.0)  # 0 + tap 0, as a sum from 0
-    count = cwin[0, 0] + 0.0
+    buf, total = taps.buffer(np.dtype(np.float64))
+    np.add(taps.tap(0, 0, dil), 0.0, out=total)  # 0 + tap 0, as a sum from 0
     for i in range(k[0]):
         for j in range(k[1]):
             if i or j:
-                np.add(total, win[:, :, i, j], out=total)
-                count += cwin[i, j]
+                np.add(total, taps.tap(i, j, dil), out=total)
+    count = cwin.sum(axis=(0, 1))  # small integers: exact in any order
+    sums = taps.rows(buf)
     with np.errstate(all="ignore"):
-        total /= np.maximum(count, 1.0)
+        sums /= np.maximum(count, 1.0)
     if not count.all():
-        total[..., count == 0] = 0.0
-    res[...] = total
+        sums[..., count == 0] = 0.0
+    res[...] = sums
     return True
 
 
