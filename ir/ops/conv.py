@@ -22,8 +22,7 @@ to them there, then rounded once to the input dtype.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -44,9 +43,9 @@ def conv_params(attrs: Mapping[str, Any]) -> tuple[Pair, Pads, Pair, int]:
     return strides, padding, dilation, groups
 
 
-@dataclass(frozen=True)
-class ConvGeometry:
-    """The sizes of one conv2d of data (N, C, H, W) and weight (O, C/G, KH, KW)."""
+class ConvGeometry(NamedTuple):
+    """The sizes of one conv2d of data (N, C, H, W) and weight (O, C/G, KH, KW) (a named
+    tuple: made on every call, it must be cheap)."""
 
     n: int
     o: int
