@@ -7,8 +7,9 @@ the other float kernels compute in float64 and round once to the input dtype.
 
 The kernels are the reference interpreter's and the VM's (so the two agree bit for bit),
 and they are written for speed on real models: matmul, dense and conv2d are matrix
-products numpy hands to BLAS (conv2d over im2col columns copied from a strided view of
-the input), pooling runs over strided views of the input, one pass per window tap. Each
+products numpy hands to BLAS (conv2d over im2col columns: :mod:`.conv`), pooling makes one
+pass per window tap over one-dimensional runs of the input's phase planes
+(:class:`.windows.TapRuns`; strided views for a window about as large as the input). Each
 returns a fresh array (never a view of an input) and only reads its inputs.
 """
 

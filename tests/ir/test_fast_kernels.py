@@ -21,6 +21,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from relaxc.ir.nodes import Var
+from relaxc.ir.ops.conv import conv_geometry
+from relaxc.ir.ops.windows import TapRuns, WindowTaps
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
 from relaxc.ir.types import TensorType, dtype_from_numpy, numpy_dtype
@@ -152,6 +154,54 @@ def test_conv2d_matches_the_loops(case) -> None:
     assert_within_sum_bound(got, xs, attrs)
 
 
+@st.composite
+def grouped_conv_cases(draw: Any):
+    """Grouped and depthwise convolutions (one input channel per group, a channel
+    multiplier of 1-3), wide enough for each of conv2d's three ways to its columns."""
+    dtype = draw(st.sampled_from(("float32", "float32", "float64", "float16", "int32")))
+    groups = draw(st.integers(1, 6))
+    cg = draw(st.sampled_from([1, 1, 2, 3]))
+    og = draw(st.integers(1, 3))
+    k = pair(draw, 1, 3)
+    dil = pair(draw, 1, 2)
+    st_ = pair(draw, 1, 2)
+    pad = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    h, w = draw(st.integers(1, 16)), draw(st.integers(1, 16))
+    assume(dil[0] * (k[0] - 1) + 1 <= h + pad[0] + pad[2])
+    assume(dil[1] * (k[1] - 1) + 1 <= w + pad[1] + pad[3])
+    seed = draw(st.integers(0, 2**16))
+    x = values(draw, (draw(st.sampled_from([1, 2])), groups * cg, h, w), dtype, seed)
+    xs = [layout(draw, x), values(draw, (groups * og, cg, *k), dtype, seed + 1)]
+    if draw(st.booleans()):
+        xs.append(values(draw, (groups * og,), dtype, seed + 2))
+    attrs = bound_attrs("conv2d", len(xs), strides=st_, padding=pad, dilation=dil, groups=groups)
+    return xs, attrs
+
+
+@given(grouped_conv_cases())
+@settings(max_examples=250, deadline=None)
+def test_grouped_and_depthwise_conv2d_match_the_loops_on_every_path(case) -> None:
+    xs, attrs = case
+    got = run_checked("conv2d", xs, attrs)
+    if got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, ref.conv2d(xs, attrs))
+        return
+    assert_within_sum_bound(got, xs, attrs)
+
+
+def test_conv2d_paths_follow_the_geometry() -> None:
+    # direct: 1x1, unit strides, no padding; runs: unit strides, padded rows at most a
+    # third wider than the output's; windows: the rest (the cases above reach all three)
+    def path(x: tuple, w: tuple, **kw: Any) -> str:
+        return conv_geometry(x, w, bound_attrs("conv2d", 2, **kw)).path
+
+    assert path((1, 8, 14, 14), (8, 2, 1, 1), groups=4) == "direct"
+    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, groups=8) == "runs"
+    assert path((1, 8, 4, 4), (8, 1, 3, 3), padding=1, groups=8) == "windows"  # 3 * 6 > 4 * 4
+    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, strides=2, groups=8) == "windows"
+    assert path((1, 8, 14, 14), (16, 8, 1, 1), padding=1) == "windows"
+
+
 def test_conv2d_depthwise_and_grouped_shapes_of_the_zoo() -> None:
     # The shapes the model zoo runs: depthwise 3x3 (shufflenet), grouped 1x1, strided 7x7.
     rng = np.random.default_rng(0)
@@ -233,6 +283,35 @@ def test_avg_pool2d_is_the_loops_bit_for_bit(case) -> None:
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)  # NaN where it has NaN
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@given(pool_cases("max_pool2d"), st.sampled_from(["max", "sum"]))
+@settings(max_examples=200, deadline=None)
+def test_the_two_pooling_tap_layouts_agree_bit_for_bit(case, reduce) -> None:
+    # pool_taps picks runs of phase planes or strided views by size: the same operations
+    # per output in the same order either way, so the same bits (NaN, inf and -0 included).
+    from relaxc.ir.ops.nn import _pool_geometry
+
+    (x,), attrs = case
+    k, st_, dil, out, _, pads = _pool_geometry("max_pool2d", x, attrs)
+    assume(x.shape[0] * x.shape[1] * out[0] * out[1] > 0)
+    dt = x.dtype if reduce == "max" or x.dtype.kind != "f" else np.dtype(np.float64)
+    fill = (-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min) if reduce == "max" else 0
+    results = []
+    for kind in (TapRuns, WindowTaps):
+        taps = kind(x, pads, st_, out, fill, dt)
+        buf, acc = taps.buffer(dt)
+        acc[...] = taps.tap(0, 0, dil)
+        with np.errstate(all="ignore"):
+            for i in range(k[0]):
+                for j in range(k[1]):
+                    if i or j:
+                        (np.maximum if reduce == "max" else np.add)(
+                            acc, taps.tap(i, j, dil), out=acc
+                        )
+        results.append(np.ascontiguousarray(taps.rows(buf)))
+    assert results[0].shape == results[1].shape == x.shape[:2] + out
+    assert results[0].tobytes() == results[1].tobytes()
 
 
 # ---------------------------------------------------------------------------------------
