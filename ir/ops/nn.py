@@ -38,7 +38,7 @@ from .checks import (
 )
 from .common import broadcast_shapes, norm_axes, norm_axis, same_dtype, tensors
 from .conv import conv2d, conv2d_into, conv_params
-from .windows import pool_taps, tap_windows
+from .windows import pool_taps
 
 # -- matmul / dense ----------------------------------------------------------------------
 
@@ -247,9 +247,9 @@ def _avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
 
 
 def _avg_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np.ndarray) -> bool:
-    """The float64 sum, in tap order, of the window taps' strided views of the input padded
-    with zeros (widened to float64 by the padding copy, so every tap adds float64 to
-    float64), divided by the number of cells each window counts, rounded once into ``res``."""
+    """The float64 sum, in tap order, of the window taps of the input padded with zeros
+    (widened to float64 by the padding copy, so every tap adds float64 to float64), divided
+    by the number of cells each window counts, rounded once into ``res``."""
     x = xs[0]
     k, st, dil, out, (pt, pl, pb, pr), pads = _pool_geometry("avg_pool2d", x, attrs)
     if res.shape != x.shape[:2] + out or res.dtype != x.dtype or np.may_share_memory(res, x):
@@ -258,27 +258,34 @@ def _avg_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np
     if x.shape[0] * x.shape[1] * out[0] * out[1] == 0:
         res.fill(0)
         return True
-    counted = np.zeros((1, 1, h + pads[0] + pads[2], w + pads[1] + pads[3]), dtype=np.float64)
-    if attrs["count_include_pad"]:
-        counted[..., : pt + h + pb, : pl + w + pr] = 1.0
+    if attrs["count_include_pad"]:  # the counted cells: the input and its padding (not
+        rows, cols = (0, pt + h + pb), (0, pl + w + pr)  # ceil_mode's extra cells) ...
     else:
-        counted[..., pt : pt + h, pl : pl + w] = 1.0
+        rows, cols = (pt, pt + h), (pl, pl + w)  # ... or the input alone
+    count = np.multiply.outer(
+        _counted_taps(out[0], k[0], st[0], dil[0], rows),
+        _counted_taps(out[1], k[1], st[1], dil[1], cols),
+    ).astype(np.float64)
     taps = pool_taps(x, pads, st, out, 0, np.dtype(np.float64))
-    cwin = tap_windows(counted, 1, k, dil, st, out)[0, 0, 0]  # (kh, kw, oh, ow)
     buf, total = taps.buffer(np.dtype(np.float64))
     np.add(taps.tap(0, 0, dil), 0.0, out=total)  # 0 + tap 0, as a sum from 0
     for i in range(k[0]):
         for j in range(k[1]):
             if i or j:
                 np.add(total, taps.tap(i, j, dil), out=total)
-    count = cwin.sum(axis=(0, 1))  # small integers: exact in any order
-    sums = taps.rows(buf)
-    with np.errstate(all="ignore"):
-        sums /= np.maximum(count, 1.0)
+    with np.errstate(all="ignore"):  # divided in float64, rounded once into res
+        np.divide(taps.rows(buf), np.maximum(count, 1.0), out=res, casting="unsafe")
     if not count.all():
-        sums[..., count == 0] = 0.0
-    res[...] = sums
+        res[..., count == 0] = 0
     return True
+
+
+def _counted_taps(n: int, k: int, stride: int, dilation: int, span: tuple[int, int]) -> np.ndarray:
+    """For each of ``n`` windows along an axis of the padded input, how many of its ``k``
+    taps fall in the cells [span[0], span[1]) (the counted cells are a rectangle: a window's
+    count is the product of its counts along the two axes)."""
+    pos = np.arange(n)[:, None] * stride + np.arange(k)[None, :] * dilation
+    return ((pos >= span[0]) & (pos < span[1])).sum(axis=1)
 
 
 def _infer_global_avg_pool2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
