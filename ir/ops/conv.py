@@ -2,7 +2,7 @@
 
 The columns (N, G, C/G*KH*KW, positions) are copied from a strided view of the input, padded
 (and widened to the product dtype: float32 for f16/f32, float64, int64/uint64) in one copy
-first. Three ways to them, chosen from the geometry (:class:`ConvGeometry`, derived once per
+first. Four ways to the sums, chosen from the geometry (:class:`ConvGeometry`, derived once per
 call in plain integers):
 
 * ``direct``: a 1x1 convolution with unit strides and no padding multiplies the input
@@ -11,7 +11,12 @@ call in plain integers):
   output rows copies, per channel and tap, one contiguous run of the flattened padded rows
   (OH * Wp - (Wp - OW) positions; the products past a row's end are computed and dropped
   when the rows are copied out, the bias added on the way);
-* ``windows``: any other copies the strided view of the window taps (runs of OW).
+* ``windows``: any other copies the strided view of the window taps (runs of OW);
+* ``taps``: a unit-stride convolution of many input channels into few (C/G >= 64 and at
+  least twice O/G, as densenet's 3x3 bottleneck outputs) over long runs makes no columns:
+  per tap, one product of the tap's (O/G, C/G) weights with the runs of the padded input
+  themselves (a strided view BLAS reads in place), added to the sum in tap order. The
+  columns would copy 9 * C/G values per position where the sums add 8 * O/G.
 
 Each group's (O/G, C/G*KH*KW) weight matrix multiplies its columns in one batched
 ``np.matmul`` (a depthwise convolution makes one small product per channel: at these sizes
@@ -79,10 +84,14 @@ class ConvGeometry(NamedTuple):
 
     @property
     def path(self) -> str:
-        """How the columns are made: ``direct``, ``runs`` or ``windows`` (module docstring)."""
+        """How the sums are made: ``direct``, ``runs``, ``taps`` or ``windows`` (module
+        docstring)."""
         if self.kh == self.kw == 1 and self.strides == (1, 1) and not any(self.pads):
             return "direct"
         if self.strides == (1, 1) and self.kh * self.kw > 1 and 3 * self.wp <= 4 * self.ow:
+            og = self.o // self.groups
+            if self.cg >= max(64, 2 * og) and (self.oh - 1) * self.wp + self.ow >= 512:
+                return "taps"
             return "runs"
         return "windows"
 
@@ -139,6 +148,9 @@ def conv_sums(
     if path == "runs":
         _run_sums(x, wg, b4, g, out)
         return
+    if path == "taps":
+        _tap_sums(x, w, b4, g, out)
+        return
     positions = g.oh * g.ow
     if path == "direct":
         cols = x.astype(acc, copy=False).reshape(g.n, groups, g.k, positions)
@@ -168,6 +180,40 @@ def _run_sums(
     rows = np.empty((g.n, g.o, g.oh, g.wp), dtype=acc)
     flat = rows.reshape(g.n, groups, og, g.oh * g.wp)[..., :run]
     np.matmul(wg, cols.reshape(g.n, groups, g.k, run), out=flat)
+    out[...] = rows[..., : g.ow]
+    if b4 is not None:
+        np.add(out, b4, out=out)
+
+
+def _tap_sums(
+    x: np.ndarray, w: np.ndarray, b4: np.ndarray | None, g: ConvGeometry, out: np.ndarray
+) -> None:
+    """The ``taps`` path (unit strides): the sums in the row-padded layout of ``runs``, one
+    batched product per tap of its weights with the tap's runs of the padded input (read in
+    place: per channel, a run starts a row of the matrix BLAS reads, one padded channel
+    apart), added in tap order; then the rows copied out and the bias added."""
+    acc = out.dtype
+    groups, og, cg = g.groups, g.o // g.groups, g.cg
+    xp = np.ascontiguousarray(padded(x, g.pads, 0, acc))
+    flat = xp.reshape(g.n, groups, cg, g.hp * g.wp)
+    run = (g.oh - 1) * g.wp + g.ow
+    # (KH, KW, G, O/G, C/G): each tap's weight matrices, contiguous
+    wt = np.ascontiguousarray(
+        w.astype(acc, copy=False).reshape(groups, og, cg, g.kh, g.kw).transpose(3, 4, 0, 1, 2)
+    )
+    rows = np.empty((g.n, g.o, g.oh, g.wp), dtype=acc)
+    total = rows.reshape(g.n, groups, og, g.oh * g.wp)[..., :run]
+    term = np.empty((g.n, groups, og, run), dtype=acc)
+    dh, dw = g.dilation
+    for i in range(g.kh):
+        for j in range(g.kw):
+            start = i * dh * g.wp + j * dw
+            part = flat[..., start : start + run]
+            if i == j == 0:
+                np.matmul(wt[0, 0], part, out=total)
+            else:
+                np.matmul(wt[i, j], part, out=term)
+                np.add(total, term, out=total)
     out[...] = rows[..., : g.ow]
     if b4 is not None:
         np.add(out, b4, out=out)

@@ -200,6 +200,41 @@ def test_conv2d_paths_follow_the_geometry() -> None:
     assert path((1, 8, 4, 4), (8, 1, 3, 3), padding=1, groups=8) == "windows"  # 3 * 6 > 4 * 4
     assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, strides=2, groups=8) == "windows"
     assert path((1, 8, 14, 14), (16, 8, 1, 1), padding=1) == "windows"
+    assert path((1, 128, 28, 28), (32, 128, 3, 3), padding=1) == "taps"
+    assert path((1, 128, 14, 14), (32, 128, 3, 3), padding=1) == "runs"  # short runs
+    assert path((1, 64, 28, 28), (64, 64, 3, 3), padding=1) == "runs"  # as many out as in
+
+
+@given(
+    st.sampled_from(["float32", "float64", "float16", "int16"]),
+    st.integers(1, 2),
+    st.sampled_from([64, 96]),
+    st.integers(1, 24),
+    st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    st.tuples(*[st.integers(0, 2)] * 4),
+    st.booleans(),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=40, deadline=None)
+def test_conv2d_tap_products_match_the_loops(
+    dtype, groups, cg, og, k, dil, pad, bias, seed, data
+) -> None:
+    # many input channels into few over long runs: one product per tap, no columns
+    h, w = 24 + dil[0] * (k[0] - 1), 24 + dil[1] * (k[1] - 1)
+    x = values(data.draw, (1, groups * cg, h, w), dtype, seed)
+    xs = [layout(data.draw, x), values(data.draw, (groups * og, cg, *k), dtype, seed + 1)]
+    if bias:
+        xs.append(values(data.draw, (groups * og,), dtype, seed + 2))
+    attrs = bound_attrs("conv2d", len(xs), padding=pad, dilation=dil, groups=groups)
+    if k != (1, 1):
+        assert conv_geometry(xs[0].shape, xs[1].shape, attrs).path == "taps"
+    got = run_checked("conv2d", xs, attrs)
+    if got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, ref.conv2d(xs, attrs))
+        return
+    assert_within_sum_bound(got, xs, attrs)
 
 
 def test_conv2d_depthwise_and_grouped_shapes_of_the_zoo() -> None:
