@@ -439,7 +439,7 @@ class _Specializer:
             return invoke
         (o0,) = ins.outs
         ndarray = np.ndarray
-        into = op.kernel_into
+        into = self._prepared_into(op, b, attrs)
 
         def invoke1(r: list, k: list) -> None:
             o = r[o0]
@@ -449,7 +449,7 @@ class _Specializer:
                 and type(o) is ndarray
                 and o.flags.c_contiguous
                 and o.flags.writeable
-                and into(xs, attrs, o)
+                and into(xs, o)
             ):
                 return  # written where the plan put it
             res = kernel(xs, attrs)
@@ -468,6 +468,27 @@ class _Specializer:
             store(r, res)
 
         return invoke1
+
+    def _prepared_into(self, op: Any, b: Any, attrs: dict) -> Callable[[list, Any], bool] | None:
+        """The op's ``kernel_into`` for this instruction: prepared once for its inputs'
+        shapes and dtypes (``OpDef.prepare_into``) when the op has that and every input's
+        type is known, else called with the attributes each time."""
+        into = op.kernel_into
+        if into is None:
+            return None
+        if op.prepare_into is not None:
+            ts = [self.fn.types.get(self.names[int(v.name)]) for v in b.inputs]
+            if all(isinstance(t, TensorType) and DTYPES[t.dtype].numpy for t in ts):
+                shapes = [concrete_shape(t.shape, self.env) for t in ts]  # type: ignore[union-attr]
+                dtypes = [numpy_dtype(t.dtype) for t in ts]  # type: ignore[union-attr]
+                try:
+                    prepared = op.prepare_into(shapes, dtypes, attrs)
+                except OpError:
+                    prepared = None  # the kernel raises it when the instruction runs
+                if prepared is None:
+                    return None
+                return _checked_prepared(prepared, shapes, dtypes)
+        return lambda xs, o: into(xs, attrs, o)
 
     def invoke_func(self, ins: Instr) -> Step:
         callee = self.vm._fns[ins.func]
@@ -703,6 +724,19 @@ class _Specializer:
 
 def _nop(r: list, k: list) -> None:
     return None
+
+
+def _checked_prepared(
+    prepared: Callable[[list, Any], bool], shapes: list[tuple[int, ...]], dtypes: list[np.dtype]
+) -> Callable[[list, Any], bool]:
+    """``prepared`` for the inputs it was prepared for; any other inputs (the types are the
+    program's promise) go to the kernel."""
+    want = [(tuple(s), np.dtype(d)) for s, d in zip(shapes, dtypes)]
+
+    def into(xs: list, o: Any) -> bool:
+        return [(x.shape, x.dtype) for x in xs] == want and prepared(xs, o)
+
+    return into
 
 
 def _result_checker(what: str, expected: Type, env: Mapping[str, int]) -> Callable[[Any], None]:

@@ -31,7 +31,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from relaxc.ir.registry import OpError
+from relaxc.ir.registry import OpError, PreparedIntoFn
 
 from .checks import as_contiguous, pad4, positive_pair, product_dtype
 from .windows import Pads, Pair, padded, tap_runs, tap_windows, window_len
@@ -114,21 +114,43 @@ def conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     acc = product_dtype(x.dtype)
     g = conv_geometry(x.shape, w.shape, attrs)
     sums = np.empty(g.shape, dtype=acc)
+    if acc == x.dtype:
+        _write_sums(g, xs, sums)
+        return sums
     conv_sums(x, w, xs[2] if len(xs) == 3 else None, g, sums)
-    return sums if acc == x.dtype else as_contiguous(sums, x.dtype)
+    return as_contiguous(sums, x.dtype)
+
+
+def conv2d_prepare(
+    shapes: Sequence[tuple[int, ...]], dtypes: Sequence[np.dtype], attrs: Mapping[str, Any]
+) -> PreparedIntoFn | None:
+    """conv2d written into a separate ``out`` of the result's shape, for inputs of these
+    shapes and dtypes (the geometry derived once), where the product dtype is the input's
+    (else None: :func:`conv2d` computes and rounds the sums)."""
+    if product_dtype(dtypes[0]) != dtypes[0]:
+        return None
+    g = conv_geometry(shapes[0], shapes[1], attrs)
+    dt = np.dtype(dtypes[0])
+
+    def into(xs: Sequence[np.ndarray], out: np.ndarray) -> bool:
+        if out.dtype != dt or out.shape != g.shape:
+            return False
+        if any(np.may_share_memory(out, v) for v in xs):
+            return False
+        _write_sums(g, xs, out)
+        return True
+
+    return into
 
 
 def conv2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
-    """conv2d written into ``out``, where the product dtype is the input's and ``out`` is a
-    separate array of the result's shape (else False: :func:`conv2d` computes it)."""
-    x, w = xs[0], xs[1]
-    if product_dtype(x.dtype) != x.dtype or out.dtype != x.dtype:
-        return False
-    g = conv_geometry(x.shape, w.shape, attrs)
-    if out.shape != g.shape or any(np.may_share_memory(out, v) for v in xs):
-        return False
-    conv_sums(x, w, xs[2] if len(xs) == 3 else None, g, out)
-    return True
+    """:func:`conv2d_prepare` for ``xs``, run on them."""
+    into = conv2d_prepare([x.shape for x in xs], [x.dtype for x in xs], attrs)
+    return into is not None and into(xs, out)
+
+
+def _write_sums(g: ConvGeometry, xs: Sequence[np.ndarray], out: np.ndarray) -> None:
+    conv_sums(xs[0], xs[1], xs[2] if len(xs) == 3 else None, g, out)
 
 
 def conv_sums(
@@ -219,4 +241,12 @@ def _tap_sums(
         np.add(out, b4, out=out)
 
 
-__all__ = ["ConvGeometry", "conv2d", "conv2d_into", "conv_geometry", "conv_params", "conv_sums"]
+__all__ = [
+    "ConvGeometry",
+    "conv2d",
+    "conv2d_into",
+    "conv2d_prepare",
+    "conv_geometry",
+    "conv_params",
+    "conv_sums",
+]

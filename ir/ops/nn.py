@@ -37,7 +37,7 @@ from .checks import (
     window_out,
 )
 from .common import broadcast_shapes, norm_axes, norm_axis, same_dtype, tensors
-from .conv import conv2d, conv2d_into, conv_params
+from .conv import conv2d, conv2d_into, conv2d_prepare, conv_params
 from .windows import pool_taps
 
 # -- matmul / dense ----------------------------------------------------------------------
@@ -520,6 +520,7 @@ def register_all(reg: Registry) -> None:
             max_inputs=3,
             kernel=conv2d,
             kernel_into=conv2d_into,
+            prepare_into=conv2d_prepare,
             input_names=("data", "weight", "bias"),
             attrs=(
                 AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),

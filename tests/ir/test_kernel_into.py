@@ -58,6 +58,22 @@ def test_conv2d_into_is_the_kernel(case: Any) -> None:
     assert took == (product_dtype(xs[0].dtype) == xs[0].dtype)
 
 
+@given(conv_cases())
+@settings(max_examples=100, deadline=None)
+def test_conv2d_prepared_into_is_the_kernel(case: Any) -> None:
+    # what the VM runs: prepared once for the inputs' shapes and dtypes
+    xs, attrs = case
+    op = REGISTRY.get("conv2d")
+    prepared = op.prepare_into([x.shape for x in xs], [x.dtype for x in xs], attrs)
+    assert (prepared is None) == (product_dtype(xs[0].dtype) != xs[0].dtype)
+    if prepared is None:
+        return
+    want = np.asarray(op.kernel(list(xs), attrs))
+    out = np.full(want.shape, 7, dtype=want.dtype)
+    assert prepared(list(xs), out) and out.tobytes() == want.tobytes()
+    assert not prepared(list(xs), np.empty(want.shape + (1,), want.dtype))  # not its shape
+
+
 @given(pool_cases("max_pool2d"))
 @settings(max_examples=80, deadline=None)
 def test_max_pool2d_into_is_the_kernel(case: Any) -> None:
