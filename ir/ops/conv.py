@@ -10,7 +10,7 @@ call in plain integers):
 * ``runs``: a unit-stride convolution whose padded rows are at most a third wider than its
   output rows copies, per channel and tap, one contiguous run of the flattened padded rows
   (OH * Wp - (Wp - OW) positions; the products past a row's end are computed and dropped
-  when the rows are copied out, the bias added on the way);
+  when the rows are copied out);
 * ``windows``: any other copies the strided view of the window taps (runs of OW);
 * ``taps``: a unit-stride convolution of many input channels into few (C/G >= 64 and at
   least twice O/G, as densenet's 3x3 bottleneck outputs) over long runs makes no columns:
