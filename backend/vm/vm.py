@@ -576,8 +576,10 @@ class _Specializer:
                 return x.reshape(shape)
 
         # (source array, its view): a view of the same array object is the same view (an
-        # array's memory, shape and dtype never change), and the planned arena's tensors are
-        # the same objects from run to run (alloc_tensor caches them), so most runs reuse it.
+        # array's memory, shape and dtype never change), and the tensors of pooled storage
+        # (the planned arena's) are the same objects from run to run (alloc_tensor caches
+        # them), so most runs reuse it. Only those are kept: the view holds its source's
+        # memory, which a fresh kernel result should not outlive its run by.
         cache: list = [None, None]
 
         def view(r: list, k: list) -> None:
@@ -585,8 +587,11 @@ class _Specializer:
             if x is cache[0]:
                 r[d] = cache[1]
             else:
-                r[d] = cache[1] = make(x)
-                cache[0] = x
+                v = r[d] = make(x)
+                if k is not None and _in_pooled_storage(k[s]):
+                    cache[0], cache[1] = x, v
+                else:
+                    cache[0] = cache[1] = None
             if k is not None:
                 bl = k[s]
                 k[d] = bl
@@ -724,6 +729,11 @@ class _Specializer:
 
 def _nop(r: list, k: list) -> None:
     return None
+
+
+def _in_pooled_storage(blocks: tuple) -> bool:
+    """Whether a value's blocks are all storage of the VM's pool (not fresh kernel results)."""
+    return bool(blocks) and all(b.buf is not None for b in blocks)
 
 
 def _checked_prepared(
