@@ -320,6 +320,29 @@ def test_avg_pool2d_is_the_loops_bit_for_bit(case) -> None:
     assert np.array_equal(np.signbit(got), np.signbit(want))
 
 
+@given(
+    st.sampled_from(FLOATS),
+    st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 8), st.integers(1, 8)),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=150, deadline=None)
+def test_global_avg_pool2d_window_is_the_loops_bit_for_bit(dtype, shape, seed, data) -> None:
+    # a window as large as the input: one sequential accumulation over its cells
+    x = values(data.draw, shape, dtype, seed)
+    rng = np.random.default_rng(seed)
+    special = rng.random(shape) < data.draw(st.sampled_from([0.0, 0.2, 1.0]))
+    specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0], dtype)
+    x[special] = specials[rng.integers(0, len(specials), int(special.sum()))]
+    attrs = bound_attrs("avg_pool2d", 1, pool_size=shape[2:])
+    with np.errstate(all="ignore"):
+        got = run_checked("avg_pool2d", [layout(data.draw, x)], attrs)
+        want = ref.avg_pool2d([x], attrs)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)  # NaN where it has NaN
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
 @given(pool_cases("max_pool2d"), st.sampled_from(["max", "sum"]))
 @settings(max_examples=200, deadline=None)
 def test_the_two_pooling_tap_layouts_agree_bit_for_bit(case, reduce) -> None:
