@@ -2,13 +2,18 @@
 
 The columns (N, G, C/G*KH*KW, positions) are copied from a strided view of the input, padded
 (and widened to the product dtype: float32 for f16/f32, float64, int64/uint64) in one copy
-first. Four ways to the sums, chosen from the geometry (:class:`ConvGeometry`, derived once per
+first. Five ways to the sums, chosen from the geometry (:class:`ConvGeometry`, derived once per
 call in plain integers):
 
 * ``direct``: a 1x1 convolution with unit strides and no padding multiplies the input
   itself (no copy);
-* ``runs``: a unit-stride convolution whose padded rows are at most a third wider than its
-  output rows copies, per channel and tap, one contiguous run of the flattened padded rows
+* ``rows``: a unit-stride convolution whose output is as wide as its input ("same"
+  horizontal padding: the window's width less one) pads with zero rows only and copies,
+  per channel and tap, one run of OH * W cells of the flattened rows (a run wraps around
+  a row's end where the tap reads the horizontal padding: those column cells are set to
+  zero); the products land in the output as they are;
+* ``runs``: any other unit-stride convolution whose padded rows are at most a third wider
+  than its output rows copies, per channel and tap, one contiguous run of the flattened padded rows
   (OH * Wp - (Wp - OW) positions; the products past a row's end are computed and dropped
   when the rows are copied out);
 * ``windows``: any other copies the strided view of the window taps (runs of OW);
@@ -84,16 +89,19 @@ class ConvGeometry(NamedTuple):
 
     @property
     def path(self) -> str:
-        """How the sums are made: ``direct``, ``runs``, ``taps`` or ``windows`` (module
-        docstring)."""
+        """How the sums are made: ``direct``, ``rows``, ``runs``, ``taps`` or ``windows``
+        (module docstring)."""
         if self.kh == self.kw == 1 and self.strides == (1, 1) and not any(self.pads):
             return "direct"
-        if self.strides == (1, 1) and self.kh * self.kw > 1 and 3 * self.wp <= 4 * self.ow:
-            og = self.o // self.groups
-            if self.cg >= max(64, 2 * og) and (self.oh - 1) * self.wp + self.ow >= 512:
-                return "taps"
-            return "runs"
-        return "windows"
+        if self.strides != (1, 1) or self.kh * self.kw == 1:
+            return "windows"
+        og = self.o // self.groups
+        wide = 3 * self.wp <= 4 * self.ow
+        if wide and self.cg >= max(64, 2 * og) and (self.oh - 1) * self.wp + self.ow >= 512:
+            return "taps"
+        if self.wp - self.ow == self.pads[1] + self.pads[3]:  # as wide as its input
+            return "rows"
+        return "runs" if wide else "windows"
 
 
 def conv_geometry(
@@ -167,6 +175,9 @@ def conv_sums(
     groups, og = g.groups, g.o // g.groups
     wg = w.astype(acc, copy=False).reshape(groups, og, g.k)
     path = g.path
+    if path == "rows":
+        _row_sums(x, wg, b4, g, out)
+        return
     if path == "runs":
         _run_sums(x, wg, b4, g, out)
         return
@@ -182,6 +193,46 @@ def conv_sums(
         cols[...] = tap_windows(xp, groups, (g.kh, g.kw), g.dilation, g.strides, (g.oh, g.ow))
         cols = cols.reshape(g.n, groups, g.k, positions)
     np.matmul(wg, cols, out=out.reshape(g.n, groups, og, positions))
+    if b4 is not None:
+        np.add(out, b4, out=out)
+
+
+def _row_sums(
+    x: np.ndarray, wg: np.ndarray, b4: np.ndarray | None, g: ConvGeometry, out: np.ndarray
+) -> None:
+    """The ``rows`` path (unit strides, an output as wide as the input: the horizontal
+    padding is the window's width less one, "same"): the input padded with zero rows only,
+    each channel's rows one flat run (with the left padding's cells before it and the
+    right's after it); per channel and tap, one run of OH * W cells copied into the
+    columns, output (y, x) at cell y * W + x, so the products land in ``out`` as they are.
+    A tap's run wraps around a row's end where the tap reads the horizontal padding: those
+    cells of the columns are set to zero (the padding's value)."""
+    acc = out.dtype
+    groups, og = g.groups, g.o // g.groups
+    n, c, h, w = x.shape
+    pt, pl, pb, pr = g.pads
+    flat = np.zeros((n, c, (pt + h + pb) * w + pl + pr), dtype=acc)
+    flat[:, :, pl + pt * w : pl + (pt + h) * w] = x.reshape(n, c, h * w)
+    run = g.oh * w
+    dh, dw = g.dilation
+    s0, s1, s2 = flat.strides
+    cols = np.empty((n, groups, g.cg, g.kh, g.kw, g.oh, w), dtype=acc)
+    cols.reshape(n, groups, g.cg, g.kh, g.kw, run)[...] = np.lib.stride_tricks.as_strided(
+        flat,
+        (n, groups, g.cg, g.kh, g.kw, run),
+        (s0, s1 * g.cg, s1, s2 * dh * w, s2 * dw, s2),
+        writeable=False,
+    )
+    for j in range(g.kw):
+        # tap column j reads input column x + j * DW - PL: before 0 for the first x, past
+        # W - 1 for the last (the cells it read there belong to the neighbouring row)
+        left = min(w, max(0, pl - j * dw))
+        right = min(w, max(0, j * dw - pl))
+        if left:
+            cols[..., j, :, :left] = 0
+        if right:
+            cols[..., j, :, w - right :] = 0
+    np.matmul(wg, cols.reshape(n, groups, g.k, run), out=out.reshape(n, groups, og, run))
     if b4 is not None:
         np.add(out, b4, out=out)
 

@@ -268,13 +268,13 @@ def _avg_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np
     ).astype(np.float64)
     if out == (1, 1) and k == (h, w) and dil == (1, 1) and not any(pads):
         # One window over the whole input (a global pool): its taps in order are the input's
-        # cells in order, summed by one sequential accumulation (numpy's accumulate adds in
-        # order; x0 + x1 + ... + 0 has the bits of 0 + x0 + x1 + ...: they can differ only
-        # in the sign of a zero, which the + 0 makes positive).
-        cells = x.reshape(x.shape[0], x.shape[1], h * w).astype(np.float64)
-        sums = np.add.accumulate(cells, axis=2)[..., -1:] + 0.0
+        # cells in order; as rows of a (taps, N * C) array, each tap is one contiguous add.
+        cells = np.ascontiguousarray(x.reshape(-1, h * w).T, dtype=np.float64)
+        total = np.add(cells[0], 0.0)  # 0 + tap 0, as a sum from 0
+        for t in range(1, h * w):
+            np.add(total, cells[t], out=total)
         with np.errstate(all="ignore"):
-            np.divide(sums.reshape(res.shape), count, out=res, casting="unsafe")
+            np.divide(total.reshape(res.shape), count, out=res, casting="unsafe")
         return True
     taps = pool_taps(x, pads, st, out, 0, np.dtype(np.float64))
     buf, total = taps.buffer(np.dtype(np.float64))

@@ -190,19 +190,24 @@ def test_grouped_and_depthwise_conv2d_match_the_loops_on_every_path(case) -> Non
 
 
 def test_conv2d_paths_follow_the_geometry() -> None:
-    # direct: 1x1, unit strides, no padding; runs: unit strides, padded rows at most a
-    # third wider than the output's; windows: the rest (the cases above reach all three)
+    # direct: 1x1, unit strides, no padding; rows: unit strides, an output as wide as the
+    # input; runs: unit strides, padded rows at most a third wider than the output's;
+    # taps: many input channels into few over long runs; windows: the rest (the cases
+    # above reach all but taps, tested below)
     def path(x: tuple, w: tuple, **kw: Any) -> str:
         return conv_geometry(x, w, bound_attrs("conv2d", 2, **kw)).path
 
     assert path((1, 8, 14, 14), (8, 2, 1, 1), groups=4) == "direct"
-    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, groups=8) == "runs"
-    assert path((1, 8, 4, 4), (8, 1, 3, 3), padding=1, groups=8) == "windows"  # 3 * 6 > 4 * 4
+    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, groups=8) == "rows"
+    assert path((1, 8, 4, 4), (8, 1, 3, 3), padding=1, groups=8) == "rows"
+    assert path((1, 8, 14, 14), (8, 1, 5, 5), padding=(2, 2), dilation=1, groups=8) == "rows"
+    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=(1, 0), groups=8) == "runs"
+    assert path((1, 8, 4, 4), (8, 1, 3, 3), padding=(1, 0), groups=8) == "windows"  # narrow
     assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, strides=2, groups=8) == "windows"
     assert path((1, 8, 14, 14), (16, 8, 1, 1), padding=1) == "windows"
     assert path((1, 128, 28, 28), (32, 128, 3, 3), padding=1) == "taps"
-    assert path((1, 128, 14, 14), (32, 128, 3, 3), padding=1) == "runs"  # short runs
-    assert path((1, 64, 28, 28), (64, 64, 3, 3), padding=1) == "runs"  # as many out as in
+    assert path((1, 128, 14, 14), (32, 128, 3, 3), padding=1) == "rows"  # short runs
+    assert path((1, 64, 28, 28), (64, 64, 3, 3), padding=1) == "rows"  # as many out as in
 
 
 @given(
@@ -353,6 +358,12 @@ def test_the_two_pooling_tap_layouts_agree_bit_for_bit(case, reduce) -> None:
     (x,), attrs = case
     k, st_, dil, out, _, pads = _pool_geometry("max_pool2d", x, attrs)
     assume(x.shape[0] * x.shape[1] * out[0] * out[1] > 0)
+    if x.dtype.kind == "f":  # NaNs of both signs meeting in a window, infinities, zeros
+        x = np.array(x)
+        rng = np.random.default_rng(x.size)
+        specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0], x.dtype)
+        hit = rng.random(x.shape) < 0.3
+        x[hit] = specials[rng.integers(0, len(specials), int(hit.sum()))]
     dt = x.dtype if reduce == "max" or x.dtype.kind != "f" else np.dtype(np.float64)
     fill = (-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min) if reduce == "max" else 0
     results = []
