@@ -85,6 +85,10 @@ class AttrSpec:
 InferFn = Callable[[Sequence[Type], Mapping[str, Any]], Type]
 KernelFn = Callable[[Sequence[np.ndarray], Mapping[str, Any]], Any]
 IntoFn = Callable[[Sequence[np.ndarray], Mapping[str, Any], np.ndarray], bool]
+PreparedIntoFn = Callable[[Sequence[np.ndarray], np.ndarray], bool]
+PrepareIntoFn = Callable[
+    [Sequence[tuple[int, ...]], Sequence[np.dtype], Mapping[str, Any]], PreparedIntoFn | None
+]
 
 
 @dataclass(frozen=True)
@@ -103,9 +107,16 @@ class OpDef:
     """The kernel writing its result straight into ``out`` (a writable, C-contiguous array
     of the output's shape and dtype, possibly the storage of an ``inplace`` input), the same
     bits as ``kernel``; it returns False, having written nothing, for a case it leaves to
-    ``kernel`` (the elementwise ones decline an ``out`` that shares memory with an operand:
-    numpy's in-place loops may give another NaN). The VM calls it to skip copying a fresh
-    result into planned memory."""
+    ``kernel`` (the binary elementwise ones decline an ``out`` that shares memory with an
+    operand when both operands hold a NaN: numpy's in-place loops may then give the other
+    NaN). The VM calls it to skip copying a fresh result into planned memory."""
+    prepare_into: PrepareIntoFn | None = None
+    """For an op whose ``kernel_into`` derives facts from its inputs' shapes and dtypes and
+    its attributes (conv2d's geometry): given those (concrete), a function ``(xs, out) ->
+    bool`` doing what ``kernel_into`` does for inputs of exactly those shapes and dtypes,
+    with the facts derived once (None: ``kernel_into`` declines every such call). The VM
+    prepares each instruction once per specialization; ``kernel_into`` is the prepared
+    function made on each call, so both give the same bits."""
     elementwise: bool = False
     free_args: bool = False
     effectful: bool = False

@@ -439,7 +439,7 @@ class _Specializer:
             return invoke
         (o0,) = ins.outs
         ndarray = np.ndarray
-        into = op.kernel_into
+        into = self._prepared_into(op, b, attrs)
 
         def invoke1(r: list, k: list) -> None:
             o = r[o0]
@@ -449,7 +449,7 @@ class _Specializer:
                 and type(o) is ndarray
                 and o.flags.c_contiguous
                 and o.flags.writeable
-                and into(xs, attrs, o)
+                and into(xs, o)
             ):
                 return  # written where the plan put it
             res = kernel(xs, attrs)
@@ -468,6 +468,27 @@ class _Specializer:
             store(r, res)
 
         return invoke1
+
+    def _prepared_into(self, op: Any, b: Any, attrs: dict) -> Callable[[list, Any], bool] | None:
+        """The op's ``kernel_into`` for this instruction: prepared once for its inputs'
+        shapes and dtypes (``OpDef.prepare_into``) when the op has that and every input's
+        type is known, else called with the attributes each time."""
+        into = op.kernel_into
+        if into is None:
+            return None
+        if op.prepare_into is not None:
+            ts = [self.fn.types.get(self.names[int(v.name)]) for v in b.inputs]
+            if all(isinstance(t, TensorType) and DTYPES[t.dtype].numpy for t in ts):
+                shapes = [concrete_shape(t.shape, self.env) for t in ts]  # type: ignore[union-attr]
+                dtypes = [numpy_dtype(t.dtype) for t in ts]  # type: ignore[union-attr]
+                try:
+                    prepared = op.prepare_into(shapes, dtypes, attrs)
+                except OpError:
+                    prepared = None  # the kernel raises it when the instruction runs
+                if prepared is None:
+                    return None
+                return _checked_prepared(prepared, shapes, dtypes)
+        return lambda xs, o: into(xs, attrs, o)
 
     def invoke_func(self, ins: Instr) -> Step:
         callee = self.vm._fns[ins.func]
@@ -537,20 +558,40 @@ class _Specializer:
         assert isinstance(t, TensorType)
         shape = concrete_shape(t.shape, self.env)
         name = ins.op
-        offset = D.evaluate(b.attrs["offset"], self.env) if name == MEMORY_VIEW else None
-        dtype = t.dtype
+        if name == MEMORY_VIEW:
+            offset = D.evaluate(b.attrs["offset"], self.env)
+            dtype = t.dtype
+
+            def make(x: np.ndarray) -> np.ndarray:
+                try:
+                    return view_bytes(x, offset, shape, dtype)
+                except OpError as err:
+                    raise RxError(str(err)) from None
+
+        else:
+
+            def make(x: np.ndarray) -> np.ndarray:
+                if not x.flags.c_contiguous:
+                    raise InternalError(f"{name}: input is not contiguous, a view would copy")
+                return x.reshape(shape)
+
+        # (source array, its view): a view of the same array object is the same view (an
+        # array's memory, shape and dtype never change), and the tensors of pooled storage
+        # (the planned arena's) are the same objects from run to run (alloc_tensor caches
+        # them), so most runs reuse it. Only those are kept: the view holds its source's
+        # memory, which a fresh kernel result should not outlive its run by.
+        cache: list = [None, None]
 
         def view(r: list, k: list) -> None:
             x = r[s]
-            if offset is not None:
-                try:
-                    r[d] = view_bytes(x, offset, shape, dtype)
-                except OpError as err:
-                    raise RxError(str(err)) from None
-            elif not x.flags.c_contiguous:
-                raise InternalError(f"{name}: input is not contiguous, a view would copy")
+            if x is cache[0]:
+                r[d] = cache[1]
             else:
-                r[d] = x.reshape(shape)
+                v = r[d] = make(x)
+                if k is not None and _in_pooled_storage(k[s]):
+                    cache[0], cache[1] = x, v
+                else:
+                    cache[0] = cache[1] = None
             if k is not None:
                 bl = k[s]
                 k[d] = bl
@@ -688,6 +729,24 @@ class _Specializer:
 
 def _nop(r: list, k: list) -> None:
     return None
+
+
+def _in_pooled_storage(blocks: tuple) -> bool:
+    """Whether a value's blocks are all storage of the VM's pool (not fresh kernel results)."""
+    return bool(blocks) and all(b.buf is not None for b in blocks)
+
+
+def _checked_prepared(
+    prepared: Callable[[list, Any], bool], shapes: list[tuple[int, ...]], dtypes: list[np.dtype]
+) -> Callable[[list, Any], bool]:
+    """``prepared`` for the inputs it was prepared for; any other inputs (the types are the
+    program's promise) go to the kernel."""
+    want = [(tuple(s), np.dtype(d)) for s, d in zip(shapes, dtypes)]
+
+    def into(xs: list, o: Any) -> bool:
+        return [(x.shape, x.dtype) for x in xs] == want and prepared(xs, o)
+
+    return into
 
 
 def _result_checker(what: str, expected: Type, env: Mapping[str, int]) -> Callable[[Any], None]:

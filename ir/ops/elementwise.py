@@ -161,13 +161,21 @@ UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
 }
 
 
+def _may_hold_nan(a: np.ndarray) -> bool:
+    return a.dtype.kind in "fc" and bool(np.isnan(a).any())
+
+
 def _ufunc_into(
     fn: np.ufunc,
 ) -> Callable[[Sequence[np.ndarray], Mapping[str, Any], np.ndarray], bool]:
-    """A binary ufunc's kernel written into a separate ``out``: the bits of ``fn(a, b)``. An
-    ``out`` that shares memory with an operand (the op running in place) is declined: numpy's
-    in-place loops may give another NaN (its sign) than the fresh result the interpreter
-    computes, and the VM must give the interpreter's bits (the fuzzer found it)."""
+    """A binary ufunc's kernel written into ``out``: the bits of ``fn(a, b)``.
+
+    ``out`` may be an operand's own storage (the op running in place) unless both operands
+    hold a NaN: where two NaNs meet, numpy's in-place loop may keep the other operand's NaN
+    (another sign) than the fresh result the interpreter computes (the fuzzer, docs/
+    fuzzing.md 20). With at most one NaN at any position, every loop gives that NaN, and any
+    other result is the one IEEE result of the operation. The smaller operand is checked
+    first (often a per-channel constant)."""
 
     def into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
         a, b = xs
@@ -176,7 +184,9 @@ def _ufunc_into(
         if out.shape != (a.shape if a.shape == b.shape else np.broadcast_shapes(a.shape, b.shape)):
             return False
         if np.may_share_memory(out, a) or np.may_share_memory(out, b):
-            return False
+            small, large = (a, b) if a.size <= b.size else (b, a)
+            if _may_hold_nan(small) and _may_hold_nan(large):
+                return False
         fn(a, b, out=out)
         return True
 
@@ -184,10 +194,11 @@ def _ufunc_into(
 
 
 def _relu_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
-    """relu written into a separate ``out``: the bits of the kernel (in place is declined, as
-    for the binary ufuncs)."""
+    """relu written into ``out``, which may be ``x``'s own storage: the other operand of the
+    maximum is a zero, never a NaN, so the in-place loop gives the kernel's bits (see
+    :func:`_ufunc_into`)."""
     x = xs[0]
-    if out.shape != x.shape or out.dtype != x.dtype or np.may_share_memory(out, x):
+    if out.shape != x.shape or out.dtype != x.dtype:
         return False
     np.maximum(x, np.zeros((), x.dtype), out=out)
     return True

@@ -7,8 +7,9 @@ the other float kernels compute in float64 and round once to the input dtype.
 
 The kernels are the reference interpreter's and the VM's (so the two agree bit for bit),
 and they are written for speed on real models: matmul, dense and conv2d are matrix
-products numpy hands to BLAS (conv2d over im2col columns copied from a strided view of
-the input), pooling runs over strided views of the input, one pass per window tap. Each
+products numpy hands to BLAS (conv2d over im2col columns: :mod:`.conv`), pooling makes one
+pass per window tap over one-dimensional runs of the input's phase planes
+(:class:`.windows.TapRuns`; strided views for a window about as large as the input). Each
 returns a fresh array (never a view of an input) and only reads its inputs.
 """
 
@@ -36,6 +37,8 @@ from .checks import (
     window_out,
 )
 from .common import broadcast_shapes, norm_axes, norm_axis, same_dtype, tensors
+from .conv import conv2d, conv2d_into, conv2d_prepare, conv_params
+from .windows import pool_taps
 
 # -- matmul / dense ----------------------------------------------------------------------
 
@@ -114,19 +117,7 @@ def _dense_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndar
     return True
 
 
-# -- conv2d ------------------------------------------------------------------------------
-
-
-def _conv_params(
-    attrs: Mapping[str, Any],
-) -> tuple[tuple[int, int], tuple[int, int, int, int], tuple[int, int], int]:
-    strides = positive_pair(attrs["strides"], "conv2d", "strides")
-    padding = pad4(attrs["padding"], "conv2d")
-    dilation = positive_pair(attrs["dilation"], "conv2d", "dilation")
-    groups = attrs["groups"]
-    if groups < 1:
-        raise OpError(f"conv2d: groups must be positive, got {groups}")
-    return strides, padding, dilation, groups
+# -- conv2d (kernels: conv.py) ----------------------------------------------------------
 
 
 def _infer_conv2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -136,7 +127,7 @@ def _infer_conv2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     require_numeric(dtype, "conv2d")
     require_rank(x, 4, "conv2d", "data (NCHW)")
     require_rank(w, 4, "conv2d", "weight (OIHW)")
-    (sh, sw), (pt, pl, pb, pr), (dh, dw), groups = _conv_params(attrs)
+    (sh, sw), (pt, pl, pb, pr), (dh, dw), groups = conv_params(attrs)
     n, c, h, wd = x.shape
     o, i, kh, kw = w.shape
     require_dims_equal(
@@ -153,171 +144,6 @@ def _infer_conv2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     oh = window_out(h, pt, pb, kh, dh, sh, "conv2d", "height")
     ow = window_out(wd, pl, pr, kw, dw, sw, "conv2d", "width")
     return TensorType((n, o, oh, ow), dtype)
-
-
-def _padded(x: np.ndarray, pads: tuple[int, int, int, int], fill: Any) -> np.ndarray:
-    """``x`` (NCHW) with ``pads`` (top, left, bottom, right) cells of ``fill`` around H and W;
-    ``x`` itself when there is no padding (callers only read it)."""
-    pt, pl, pb, pr = pads
-    if not (pt or pl or pb or pr):
-        return x
-    n, c, h, w = x.shape
-    xp = np.full((n, c, h + pt + pb, w + pl + pr), fill, dtype=x.dtype)
-    xp[:, :, pt : pt + h, pl : pl + w] = x
-    return xp
-
-
-def _windows(
-    xp: np.ndarray,
-    groups: int,
-    k: tuple[int, int],
-    dil: tuple[int, int],
-    st: tuple[int, int],
-    out: tuple[int, int],
-) -> np.ndarray:
-    """The read-only strided view (N, G, C/G, KH, KW, OH, OW) of padded ``xp`` (N, C, H, W):
-    element [n, g, c, i, j, y, x] is the input kernel tap (i, j) of channel g*C/G + c meets at
-    output (y, x). Nothing is copied."""
-    n, c = xp.shape[0], xp.shape[1]
-    s0, s1, s2, s3 = xp.strides
-    return np.lib.stride_tricks.as_strided(
-        xp,
-        (n, groups, c // groups, k[0], k[1], out[0], out[1]),
-        (s0, s1 * (c // groups), s1, s2 * dil[0], s3 * dil[1], s2 * st[0], s3 * st[1]),
-        writeable=False,
-    )
-
-
-def _conv2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    """im2col and one BLAS matrix product per group (integers: numpy's own 64-bit product).
-
-    The columns (N, G, C/G*KH*KW, OH*OW) are copied from a strided view of the padded input,
-    widened to the product dtype (float32 for f16/f32, float64, int64/uint64) on the way; a
-    1x1 convolution with unit strides and no padding multiplies the input itself, with no
-    copy. Each group's (O/G, C/G*KH*KW) weight matrix multiplies the columns (a depthwise
-    convolution makes many small products, still cheaper than summing its taps elementwise
-    at these sizes). The bias is added to the sums, in the product dtype, before the
-    rounding to the input dtype. Sums are in BLAS's (blocked) order: within a few ulps of
-    the product dtype of the sum of the terms' magnitudes, as any blocked sum. Where the
-    product dtype is the input's (f32, f64), the products are written into the result
-    (:func:`_conv2d_into`: the same bits).
-    """
-    x, w = xs[0], xs[1]
-    acc = product_dtype(x.dtype)
-    shape, (k, length) = _conv_shape(x, w, attrs)
-    if acc == x.dtype:
-        out = np.empty(shape, dtype=x.dtype)
-        if _conv2d_into(xs, attrs, out):
-            return out
-    n, o = shape[0], shape[1]
-    if n * o * length == 0 or k == 0:  # nothing to compute, or empty sums
-        res = np.zeros(shape, dtype=acc)
-    else:
-        res = _conv_products(x, w, attrs, acc)
-    return _round_sum(res, xs[2] if len(xs) == 3 else None, x.dtype)
-
-
-def _conv2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
-    """conv2d written into ``out``, where the product dtype is the input's and ``out`` is a
-    separate array of the result's shape (else False: :func:`_conv2d` computes it)."""
-    x, w = xs[0], xs[1]
-    if product_dtype(x.dtype) != x.dtype or out.dtype != x.dtype:
-        return False
-    shape, (k, length) = _conv_shape(x, w, attrs)
-    if out.shape != shape or any(np.may_share_memory(out, v) for v in xs):
-        return False
-    if shape[0] * shape[1] * length == 0 or k == 0:
-        out[...] = 0
-    else:
-        _conv_products(x, w, attrs, x.dtype, out)
-    if len(xs) == 3:
-        np.add(out, xs[2].reshape(1, -1, 1, 1), out=out)
-    return True
-
-
-def _conv_shape(
-    x: np.ndarray, w: np.ndarray, attrs: Mapping[str, Any]
-) -> tuple[tuple[int, int, int, int], tuple[int, int]]:
-    """The result's shape (N, O, OH, OW), and (C/G*KH*KW, OH*OW): the length of each sum and
-    the number of output positions."""
-    strides, (pt, pl, pb, pr), dilation, _ = _conv_params(attrs)
-    n, _, h, wd = x.shape
-    o, cg, kh, kw = w.shape
-    oh = int(window_out(h, pt, pb, kh, dilation[0], strides[0], "conv2d", "height"))
-    ow = int(window_out(wd, pl, pr, kw, dilation[1], strides[1], "conv2d", "width"))
-    return (n, o, oh, ow), (cg * kh * kw, oh * ow)
-
-
-def _conv_weight(w: np.ndarray, groups: int, acc: np.dtype) -> np.ndarray:
-    """The (G, O/G, C/G*KH*KW) weight matrices, in ``acc``."""
-    return w.astype(acc, copy=False).reshape(groups, w.shape[0] // groups, -1)
-
-
-def _conv_products(
-    x: np.ndarray,
-    w: np.ndarray,
-    attrs: Mapping[str, Any],
-    acc: np.dtype,
-    out: np.ndarray | None = None,
-) -> np.ndarray:
-    """The sums of products (N, O, OH, OW) in ``acc``, written into ``out`` when given.
-
-    Three ways to the im2col columns: a 1x1 convolution with unit strides and no padding
-    multiplies ``x`` itself; a unit-stride convolution copies, per tap, one contiguous run of
-    the flattened padded rows (the "row-padded" columns: OH * Wp - (Wp - OW) positions, the
-    ones past a row's end computed and dropped), when that costs at most a third more
-    products; any other copies a strided view of the padded input (short runs of OW)."""
-    strides, pads, dilation, g = _conv_params(attrs)
-    (n, o, oh, ow), (k, length) = _conv_shape(x, w, attrs)
-    cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
-    wg = _conv_weight(w, g, acc)
-    if kh == kw == 1 and strides == (1, 1) and not any(pads):
-        cols = x.astype(acc, copy=False).reshape(n, g, k, length)
-        return _matmul_to(wg, cols, (n, o, oh, ow), out)
-    xp = np.ascontiguousarray(_padded(x, pads, 0))  # x's dtype: widened by the copy below
-    wp = xp.shape[3]
-    if strides == (1, 1) and 3 * wp <= 4 * ow and kh * kw > 1:
-        run = (oh - 1) * wp + ow  # from output (0, 0) to (OH-1, OW-1) in padded rows
-        s0, s1, s2, s3 = xp.strides
-        taps = np.lib.stride_tricks.as_strided(
-            xp,
-            (n, g, cg, kh, kw, run),
-            (s0, s1 * cg, s1, s2 * dilation[0], s3 * dilation[1], s3),
-            writeable=False,
-        )
-        cols = np.empty((n, g, cg, kh, kw, run), dtype=acc)
-        cols[...] = taps
-        res = np.matmul(wg, cols.reshape(n, g, k, run)).reshape(n, o, run)
-        r0, r1, r2 = res.strides
-        rows = np.lib.stride_tricks.as_strided(res, (n, o, oh, ow), (r0, r1, r2 * wp, r2))
-        if out is None:
-            return rows
-        out[...] = rows
-        return out
-    cols = np.empty((n, g, cg, kh, kw, oh, ow), dtype=acc)
-    cols[...] = _windows(xp, g, (kh, kw), dilation, strides, (oh, ow))
-    return _matmul_to(wg, cols.reshape(n, g, k, length), (n, o, oh, ow), out)
-
-
-def _matmul_to(
-    wg: np.ndarray, cols: np.ndarray, shape: tuple[int, int, int, int], out: np.ndarray | None
-) -> np.ndarray:
-    """``wg @ cols`` as ``shape``, written into ``out`` when given."""
-    if out is None:
-        return np.matmul(wg, cols).reshape(shape)
-    np.matmul(wg, cols, out=out.reshape(cols.shape[0], wg.shape[0], wg.shape[1], cols.shape[3]))
-    return out
-
-
-def _round_sum(acc: np.ndarray, add: np.ndarray | None, dtype: np.dtype) -> np.ndarray:
-    """``acc`` (+ the per-channel ``add`` (C,) on axis 1, in ``acc``'s dtype) rounded once to
-    ``dtype``, in one pass: a fresh C-contiguous array."""
-    if add is None:
-        return as_contiguous(acc, dtype)
-    out = np.empty(acc.shape, dtype=dtype)
-    shape = (1, -1) + (1,) * (acc.ndim - 2)
-    np.add(acc, add.astype(acc.dtype).reshape(shape), out=out, casting="unsafe")
-    return out
 
 
 # -- pooling -----------------------------------------------------------------------------
@@ -401,42 +227,75 @@ def _max_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np
     if x.shape[0] * x.shape[1] * out[0] * out[1] == 0:
         res.fill(fill)
         return True
-    win = _windows(_padded(x, pads, fill), 1, k, dil, st, out)[:, 0]  # (n, c, kh, kw, oh, ow)
-    res[...] = win[:, :, 0, 0]  # = maximum(fill, tap 0)
+    taps = pool_taps(x, pads, st, out, fill, x.dtype)
+    buf, acc = taps.buffer(x.dtype)
+    acc[...] = taps.tap(0, 0, dil)  # = maximum(fill, tap 0)
     for i in range(k[0]):
         for j in range(k[1]):
             if i or j:
-                np.maximum(res, win[:, :, i, j], out=res)
+                np.maximum(acc, taps.tap(i, j, dil), out=acc)
+    res[...] = taps.rows(buf)
     return True
 
 
 def _avg_pool2d(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    """The float64 sum, in tap order, of the window taps' strided views of the zero-padded
-    input, divided by the number of cells each window counts (computed once per geometry)."""
+    x = xs[0]
+    out = _pool_geometry("avg_pool2d", x, attrs)[3]
+    res = np.empty(x.shape[:2] + out, dtype=x.dtype)
+    _avg_pool2d_into(xs, attrs, res)
+    return res
+
+
+def _avg_pool2d_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], res: np.ndarray) -> bool:
+    """The float64 sum, in tap order, of the window taps of the input padded with zeros
+    (widened to float64 by the padding copy, so every tap adds float64 to float64), divided
+    by the number of cells each window counts, rounded once into ``res``."""
     x = xs[0]
     k, st, dil, out, (pt, pl, pb, pr), pads = _pool_geometry("avg_pool2d", x, attrs)
+    if res.shape != x.shape[:2] + out or res.dtype != x.dtype or np.may_share_memory(res, x):
+        return False
     h, w = x.shape[2], x.shape[3]
     if x.shape[0] * x.shape[1] * out[0] * out[1] == 0:
-        return np.zeros(x.shape[:2] + out, dtype=x.dtype)
-    counted = np.zeros((1, 1, h + pads[0] + pads[2], w + pads[1] + pads[3]), dtype=np.float64)
-    if attrs["count_include_pad"]:
-        counted[..., : pt + h + pb, : pl + w + pr] = 1.0
+        res.fill(0)
+        return True
+    if attrs["count_include_pad"]:  # the counted cells: the input and its padding (not
+        rows, cols = (0, pt + h + pb), (0, pl + w + pr)  # ceil_mode's extra cells) ...
     else:
-        counted[..., pt : pt + h, pl : pl + w] = 1.0
-    win = _windows(_padded(x, pads, 0), 1, k, dil, st, out)[:, 0]
-    cwin = _windows(counted, 1, k, dil, st, out)[0, 0, 0]  # (kh, kw, oh, ow)
-    total = np.add(win[:, :, 0, 0], 0.0, dtype=np.float64)  # 0 + tap 0, as a sum from 0
-    count = cwin[0, 0] + 0.0
+        rows, cols = (pt, pt + h), (pl, pl + w)  # ... or the input alone
+    count = np.multiply.outer(
+        _counted_taps(out[0], k[0], st[0], dil[0], rows),
+        _counted_taps(out[1], k[1], st[1], dil[1], cols),
+    ).astype(np.float64)
+    if out == (1, 1) and k == (h, w) and dil == (1, 1) and not any(pads):
+        # One window over the whole input (a global pool): its taps in order are the input's
+        # cells in order; as rows of a (taps, N * C) array, each tap is one contiguous add.
+        cells = np.ascontiguousarray(x.reshape(-1, h * w).T, dtype=np.float64)
+        total = np.add(cells[0], 0.0)  # 0 + tap 0, as a sum from 0
+        for t in range(1, h * w):
+            np.add(total, cells[t], out=total)
+        with np.errstate(all="ignore"):
+            np.divide(total.reshape(res.shape), count, out=res, casting="unsafe")
+        return True
+    taps = pool_taps(x, pads, st, out, 0, np.dtype(np.float64))
+    buf, total = taps.buffer(np.dtype(np.float64))
+    np.add(taps.tap(0, 0, dil), 0.0, out=total)  # 0 + tap 0, as a sum from 0
     for i in range(k[0]):
         for j in range(k[1]):
             if i or j:
-                np.add(total, win[:, :, i, j], out=total)
-                count += cwin[i, j]
-    with np.errstate(all="ignore"):
-        total /= np.maximum(count, 1.0)
+                np.add(total, taps.tap(i, j, dil), out=total)
+    with np.errstate(all="ignore"):  # divided in float64, rounded once into res
+        np.divide(taps.rows(buf), np.maximum(count, 1.0), out=res, casting="unsafe")
     if not count.all():
-        total[..., count == 0] = 0.0
-    return as_contiguous(total, x.dtype)
+        res[..., count == 0] = 0
+    return True
+
+
+def _counted_taps(n: int, k: int, stride: int, dilation: int, span: tuple[int, int]) -> np.ndarray:
+    """For each of ``n`` windows along an axis of the padded input, how many of its ``k``
+    taps fall in the cells [span[0], span[1]) (the counted cells are a rectangle: a window's
+    count is the product of its counts along the two axes)."""
+    pos = np.arange(n)[:, None] * stride + np.arange(k)[None, :] * dilation
+    return ((pos >= span[0]) & (pos < span[1])).sum(axis=1)
 
 
 def _infer_global_avg_pool2d(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -669,8 +528,9 @@ def register_all(reg: Registry) -> None:
             _infer_conv2d,
             min_inputs=2,
             max_inputs=3,
-            kernel=_conv2d,
-            kernel_into=_conv2d_into,
+            kernel=conv2d,
+            kernel_into=conv2d_into,
+            prepare_into=conv2d_prepare,
             input_names=("data", "weight", "bias"),
             attrs=(
                 AttrSpec("strides", "ints", (1, 1), "(sh, sw) or one int"),
@@ -696,6 +556,7 @@ def register_all(reg: Registry) -> None:
         _avg_pool2d,
         (AttrSpec("count_include_pad", "bool", False, "count padding cells in the divisor"),),
         float_only=True,
+        into=_avg_pool2d_into,
     )
     reg.register(
         OpDef(

@@ -45,6 +45,17 @@ def _concat(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     return as_contiguous(np.concatenate(list(xs), axis=attrs["axis"]), xs[0].dtype)
 
 
+def _concat_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+    """concat copied straight into a separate ``out`` (the same bytes: a copy)."""
+    if any(x.dtype != out.dtype or np.may_share_memory(out, x) for x in xs):
+        return False
+    try:
+        np.concatenate(list(xs), axis=attrs["axis"], out=out)
+    except ValueError:  # out is not the result's shape
+        return False
+    return True
+
+
 # -- split -------------------------------------------------------------------------------
 
 
@@ -126,6 +137,16 @@ def _infer_transpose(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
 def _transpose(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     return as_contiguous(np.transpose(x, _perm(attrs["axes"], x.ndim)), x.dtype)
+
+
+def _transpose_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np.ndarray) -> bool:
+    """transpose copied straight into a separate ``out`` (the same bytes: a copy)."""
+    x = xs[0]
+    t = np.transpose(x, _perm(attrs["axes"], x.ndim))
+    if out.shape != t.shape or out.dtype != x.dtype or np.may_share_memory(out, x):
+        return False
+    out[...] = t
+    return True
 
 
 # -- reshape -----------------------------------------------------------------------------
@@ -324,6 +345,7 @@ def register_all(reg: Registry) -> None:
             min_inputs=1,
             max_inputs=None,
             kernel=_concat,
+            kernel_into=_concat_into,
             attrs=(AttrSpec("axis", "int", 0, "the joining axis"),),
         )
     )
@@ -353,6 +375,7 @@ def register_all(reg: Registry) -> None:
             "kernel",
             _infer_transpose,
             kernel=_transpose,
+            kernel_into=_transpose_into,
             input_names=("x",),
             attrs=(AttrSpec("axes", "axes", None, "the permutation (absent: reversed)"),),
         )

@@ -15,7 +15,8 @@ import numpy as np
 
 from relaxc.ir.ops.checks import accumulate_dtype, as_contiguous, window_out
 from relaxc.ir.ops.common import norm_axis
-from relaxc.ir.ops.nn import _conv_params, _pool_out, _pool_params
+from relaxc.ir.ops.conv import conv_params as _conv_params
+from relaxc.ir.ops.nn import _pool_out, _pool_params
 
 
 def _patches(

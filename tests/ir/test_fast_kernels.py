@@ -21,6 +21,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from relaxc.ir.nodes import Var
+from relaxc.ir.ops.conv import conv_geometry
+from relaxc.ir.ops.windows import TapRuns, WindowTaps
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
 from relaxc.ir.types import TensorType, dtype_from_numpy, numpy_dtype
@@ -152,6 +154,94 @@ def test_conv2d_matches_the_loops(case) -> None:
     assert_within_sum_bound(got, xs, attrs)
 
 
+@st.composite
+def grouped_conv_cases(draw: Any):
+    """Grouped and depthwise convolutions (one input channel per group, a channel
+    multiplier of 1-3), wide enough for each of conv2d's three ways to its columns."""
+    dtype = draw(st.sampled_from(("float32", "float32", "float64", "float16", "int32")))
+    groups = draw(st.integers(1, 6))
+    cg = draw(st.sampled_from([1, 1, 2, 3]))
+    og = draw(st.integers(1, 3))
+    k = pair(draw, 1, 3)
+    dil = pair(draw, 1, 2)
+    st_ = pair(draw, 1, 2)
+    pad = tuple(draw(st.integers(0, 2)) for _ in range(4))
+    h, w = draw(st.integers(1, 16)), draw(st.integers(1, 16))
+    assume(dil[0] * (k[0] - 1) + 1 <= h + pad[0] + pad[2])
+    assume(dil[1] * (k[1] - 1) + 1 <= w + pad[1] + pad[3])
+    seed = draw(st.integers(0, 2**16))
+    x = values(draw, (draw(st.sampled_from([1, 2])), groups * cg, h, w), dtype, seed)
+    xs = [layout(draw, x), values(draw, (groups * og, cg, *k), dtype, seed + 1)]
+    if draw(st.booleans()):
+        xs.append(values(draw, (groups * og,), dtype, seed + 2))
+    attrs = bound_attrs("conv2d", len(xs), strides=st_, padding=pad, dilation=dil, groups=groups)
+    return xs, attrs
+
+
+@given(grouped_conv_cases())
+@settings(max_examples=250, deadline=None)
+def test_grouped_and_depthwise_conv2d_match_the_loops_on_every_path(case) -> None:
+    xs, attrs = case
+    got = run_checked("conv2d", xs, attrs)
+    if got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, ref.conv2d(xs, attrs))
+        return
+    assert_within_sum_bound(got, xs, attrs)
+
+
+def test_conv2d_paths_follow_the_geometry() -> None:
+    # direct: 1x1, unit strides, no padding; rows: unit strides, an output as wide as the
+    # input; runs: unit strides, padded rows at most a third wider than the output's;
+    # taps: many input channels into few over long runs; windows: the rest (the cases
+    # above reach all but taps, tested below)
+    def path(x: tuple, w: tuple, **kw: Any) -> str:
+        return conv_geometry(x, w, bound_attrs("conv2d", 2, **kw)).path
+
+    assert path((1, 8, 14, 14), (8, 2, 1, 1), groups=4) == "direct"
+    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, groups=8) == "rows"
+    assert path((1, 8, 4, 4), (8, 1, 3, 3), padding=1, groups=8) == "rows"
+    assert path((1, 8, 14, 14), (8, 1, 5, 5), padding=(2, 2), dilation=1, groups=8) == "rows"
+    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=(1, 0), groups=8) == "runs"
+    assert path((1, 8, 4, 4), (8, 1, 3, 3), padding=(1, 0), groups=8) == "windows"  # narrow
+    assert path((1, 8, 14, 14), (8, 1, 3, 3), padding=1, strides=2, groups=8) == "windows"
+    assert path((1, 8, 14, 14), (16, 8, 1, 1), padding=1) == "windows"
+    assert path((1, 128, 28, 28), (32, 128, 3, 3), padding=1) == "taps"
+    assert path((1, 128, 14, 14), (32, 128, 3, 3), padding=1) == "rows"  # short runs
+    assert path((1, 64, 28, 28), (64, 64, 3, 3), padding=1) == "rows"  # as many out as in
+
+
+@given(
+    st.sampled_from(["float32", "float64", "float16", "int16"]),
+    st.integers(1, 2),
+    st.sampled_from([64, 96]),
+    st.integers(1, 24),
+    st.tuples(st.integers(1, 3), st.integers(1, 3)),
+    st.tuples(st.integers(1, 2), st.integers(1, 2)),
+    st.tuples(*[st.integers(0, 2)] * 4),
+    st.booleans(),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=40, deadline=None)
+def test_conv2d_tap_products_match_the_loops(
+    dtype, groups, cg, og, k, dil, pad, bias, seed, data
+) -> None:
+    # many input channels into few over long runs: one product per tap, no columns
+    h, w = 24 + dil[0] * (k[0] - 1), 24 + dil[1] * (k[1] - 1)
+    x = values(data.draw, (1, groups * cg, h, w), dtype, seed)
+    xs = [layout(data.draw, x), values(data.draw, (groups * og, cg, *k), dtype, seed + 1)]
+    if bias:
+        xs.append(values(data.draw, (groups * og,), dtype, seed + 2))
+    attrs = bound_attrs("conv2d", len(xs), padding=pad, dilation=dil, groups=groups)
+    if k != (1, 1):
+        assert conv_geometry(xs[0].shape, xs[1].shape, attrs).path == "taps"
+    got = run_checked("conv2d", xs, attrs)
+    if got.dtype.kind != "f":
+        np.testing.assert_array_equal(got, ref.conv2d(xs, attrs))
+        return
+    assert_within_sum_bound(got, xs, attrs)
+
+
 def test_conv2d_depthwise_and_grouped_shapes_of_the_zoo() -> None:
     # The shapes the model zoo runs: depthwise 3x3 (shufflenet), grouped 1x1, strided 7x7.
     rng = np.random.default_rng(0)
@@ -233,6 +323,64 @@ def test_avg_pool2d_is_the_loops_bit_for_bit(case) -> None:
     assert got.dtype == want.dtype and got.shape == want.shape
     np.testing.assert_array_equal(got, want)  # NaN where it has NaN
     assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@given(
+    st.sampled_from(FLOATS),
+    st.tuples(st.integers(0, 2), st.integers(0, 3), st.integers(1, 8), st.integers(1, 8)),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=150, deadline=None)
+def test_global_avg_pool2d_window_is_the_loops_bit_for_bit(dtype, shape, seed, data) -> None:
+    # a window as large as the input: one sequential accumulation over its cells
+    x = values(data.draw, shape, dtype, seed)
+    rng = np.random.default_rng(seed)
+    special = rng.random(shape) < data.draw(st.sampled_from([0.0, 0.2, 1.0]))
+    specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0], dtype)
+    x[special] = specials[rng.integers(0, len(specials), int(special.sum()))]
+    attrs = bound_attrs("avg_pool2d", 1, pool_size=shape[2:])
+    with np.errstate(all="ignore"):
+        got = run_checked("avg_pool2d", [layout(data.draw, x)], attrs)
+        want = ref.avg_pool2d([x], attrs)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)  # NaN where it has NaN
+    assert np.array_equal(np.signbit(got), np.signbit(want))
+
+
+@given(pool_cases("max_pool2d"), st.sampled_from(["max", "sum"]))
+@settings(max_examples=200, deadline=None)
+def test_the_two_pooling_tap_layouts_agree_bit_for_bit(case, reduce) -> None:
+    # pool_taps picks runs of phase planes or strided views by size: the same operations
+    # per output in the same order either way, so the same bits (NaN, inf and -0 included).
+    from relaxc.ir.ops.nn import _pool_geometry
+
+    (x,), attrs = case
+    k, st_, dil, out, _, pads = _pool_geometry("max_pool2d", x, attrs)
+    assume(x.shape[0] * x.shape[1] * out[0] * out[1] > 0)
+    if x.dtype.kind == "f":  # NaNs of both signs meeting in a window, infinities, zeros
+        x = np.array(x)
+        rng = np.random.default_rng(x.size)
+        specials = np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0], x.dtype)
+        hit = rng.random(x.shape) < 0.3
+        x[hit] = specials[rng.integers(0, len(specials), int(hit.sum()))]
+    dt = x.dtype if reduce == "max" or x.dtype.kind != "f" else np.dtype(np.float64)
+    fill = (-np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min) if reduce == "max" else 0
+    results = []
+    for kind in (TapRuns, WindowTaps):
+        taps = kind(x, pads, st_, out, fill, dt)
+        buf, acc = taps.buffer(dt)
+        acc[...] = taps.tap(0, 0, dil)
+        with np.errstate(all="ignore"):
+            for i in range(k[0]):
+                for j in range(k[1]):
+                    if i or j:
+                        (np.maximum if reduce == "max" else np.add)(
+                            acc, taps.tap(i, j, dil), out=acc
+                        )
+        results.append(np.ascontiguousarray(taps.rows(buf)))
+    assert results[0].shape == results[1].shape == x.shape[:2] + out
+    assert results[0].tobytes() == results[1].tobytes()
 
 
 # ---------------------------------------------------------------------------------------
