@@ -321,3 +321,31 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
     for name, body in sources.files.items():
         (folder / name).write_text(body)
     compile_c(folder, sources)  # -O2 -Werror
+
+
+def test_a_cast_inlined_through_a_packed_call_builds_with_werror(tmp_path: Path) -> None:
+    """Seed 423 of the fuzz campaign: a primitive function casting f32 to bool over symbolic
+    dims, called packed with 8 x 8; GCC 12 -O2 reported the inlined cast's tail loop as
+    invoking undefined behaviour at iteration 4611686018427387903 (the trip count there is
+    64: a false positive, gone with -fno-inline), which -Werror made fatal. The file now turns
+    -Waggressive-loop-optimizations off for GCC; the build is strict and sanitized."""
+    text = """
+fn @prim1(%arg0: Tensor[(p0, p0), f32]) -> Tuple[Tensor[(p0, p0), bool]]
+    attrs {primitive = true} {
+  %v1 = cast(%arg0, dtype=bool)
+  return (%v1,)
+}
+
+fn @main(%x1: Tensor[(8, 8), f32]) -> Tuple[Tensor[(8, 8), bool]] {
+  %r1 = call @prim1(%x1)
+  return %r1
+}
+"""
+    module = parse_module(text, "cast.rx")
+    sources = emit(module, {}, tmp_path, prefix="cast")
+    assert "-Waggressive-loop-optimizations" in sources.files["cast.c"]
+    args = random_inputs(module.get("main"), {}, 0)  # type: ignore[arg-type]
+    args[0][0, :3] = 0.0  # some falses
+    want = Interpreter(module, {}).run("main", args, {})
+    for sanitize in (False, True):
+        assert_close(run_c(compile_c(tmp_path, sources, sanitize), args), want)
