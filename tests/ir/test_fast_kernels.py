@@ -380,6 +380,13 @@ def test_the_two_pooling_tap_layouts_agree_bit_for_bit(case, reduce) -> None:
                         )
         results.append(np.ascontiguousarray(taps.rows(buf)))
     assert results[0].shape == results[1].shape == x.shape[:2] + out
+    if reduce == "sum" and x.dtype.kind == "f":
+        # numpy's add of two NaNs of opposite signs keeps the one its loop (contiguous or
+        # strided, SIMD or not) takes first: the sign of such a NaN is not the layout's to
+        # decide (the VM and the interpreter share the layout, so they still agree bit for
+        # bit); every other bit is.
+        for r in results:
+            r[np.isnan(r)] = np.nan
     assert results[0].tobytes() == results[1].tobytes()
 
 
