@@ -26,7 +26,6 @@ from relaxc.ir.vocab import (
     CALL_CPACKED,
     CONST,
     MEMORY_VIEW,
-    STRUCT_SET,
     call_of,
     kernel_io,
     kernel_scratch,
@@ -163,10 +162,12 @@ def function_report(fn: Function, module: Module, types: dict[str, Type]) -> Fun
     rep.explicit = has_explicit_memory(fn, {f.name for f in module.functions if f.is_primitive})
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
-    rep.kernel_scratch_calls, rep.kernel_scratch_max_bytes = _kernel_scratch(fn, module, types)
     rep.point_lines = _point_lines(fn)
     writer = _writers(fn, module)
     info = analyze_aliases(fn, module)
+    rep.kernel_scratch_calls, rep.kernel_scratch_max_bytes = _kernel_scratch(
+        fn, module, types, info
+    )
     live = buffer_liveness(fn, info)
     all_storages = storages(fn)
     arenas = {s.name: s for s in all_storages if s.arena}
@@ -329,29 +330,27 @@ def _writers(fn: Function, module: Module) -> dict[str, tuple[str, int]]:
     return out
 
 
-def _kernel_scratch(fn: Function, module: Module, types: dict[str, Type]) -> tuple[int, int]:
+def _kernel_scratch(
+    fn: Function, module: Module, types: dict[str, Type], info: AliasInfo
+) -> tuple[int, int]:
     """How many kernel calls of ``fn`` pass a scratch (``invoke ... scratch (%s)``, or, after
     LegalizePackedCalls, the struct after the outputs of a ``call_cpacked`` of a function
-    with ``attrs {scratch = N}``), and the largest one (bytes, at the upper bounds)."""
-    data_of: dict[str, str] = {}  # packed-call struct -> the tensor it wraps
-    scratch: list[str] = []
+    with ``attrs {scratch = N}``: the tensor it wraps is its alias root), and the largest one
+    (bytes, at the upper bounds)."""
+    scratch: set[str] = set()
     for s in fn.body:
         e = s.value
         if isinstance(e, Invoke) and e.scratch is not None:
-            scratch.append(e.scratch.name)
-        elif (c := call_of(e, STRUCT_SET)) is not None and len(c.args) == 4:
-            h, _, fld, v = c.args
-            if fld == "data" and isinstance(h, Var) and isinstance(v, Var):
-                data_of[h.name] = v.name
+            scratch.add(e.scratch.name)
         elif (c := call_of(e, CALL_CPACKED)) is not None and c.args:
             callee = module.get(c.args[0]) if isinstance(c.args[0], str) else None
             if callee is not None and kernel_scratch(callee) is not None:
                 ins, outs = kernel_io(callee)
                 arg = c.args[1 + len(ins) + len(outs)]
                 if isinstance(arg, Var):
-                    scratch.append(data_of.get(arg.name, arg.name))
+                    scratch |= {r for r in info.roots(arg.name) if info.kind.get(r) == TENSOR}
     sizes = []
-    for name in scratch:
+    for name in sorted(scratch):
         b = _bytes(types[name], fn.upper_bounds()) if name in types else 0
         sizes.append(b if isinstance(b, int) else 0)
     return len(sizes), max(sizes, default=0)

@@ -374,14 +374,10 @@ def _extra(
     pipeline's."""
     lowered, ltypes = _before_planning(prog, module, types, name, out, True, skip, config)
     what = f"{name}: PlanMemory{{planner={planner}}}"
-    try:
-        planned = PlanMemory(planner=planner, check=True).run(lowered, ltypes)
-    except (RxError, InternalError) as e:
-        raise Mismatch(prog, what, f"the pass failed: {e}") from e
-    killed, ktypes = _run_pass(prog, KillAfterLastUse(), planned, None, f"{name}: vm pipeline")
+    planned, ptypes = _plan(prog, planner, lowered, ltypes, what)
+    killed, ktypes = _run_pass(prog, KillAfterLastUse(), planned, ptypes, f"{name}: vm pipeline")
     if any(killed == k for k, _ in (out.vm.get(f"vm/{q}", (None, None)) for q in PLANNERS)):
         return
-    check_plans(prog, planned, f"{what} output", arenas_only=True)
     check_plans(prog, killed, f"{name}: vm pipeline output")
     out.vm[f"{name}/vm"] = (killed, ktypes)
     if prog.c_ok:
@@ -399,7 +395,7 @@ def _with_scratch(
 
 
 def _plan(
-    prog: GenProgram, planner: str, module: Module, types: ModuleTypes, what: str
+    prog: GenProgram, planner: str, module: Module, types: ModuleTypes | None, what: str
 ) -> tuple[Module, ModuleTypes]:
     """PlanMemory with ``planner`` (and its checker) on ``module``, verified and checked."""
     try:
