@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .. import dtypes as T
@@ -14,6 +16,47 @@ from .base import (
     pair,
     unsupported,
 )
+
+
+class Window(NamedTuple):
+    """A pooling window and its tensors' extents: the attributes as integers (pool size,
+    strides, padding top, left, bottom, right, dilation) and the dims as C text."""
+
+    kh: int
+    kw: int
+    sh: int
+    sw: int
+    pt: int
+    pl: int
+    pb: int
+    pr: int
+    dh: int
+    dw: int
+    N: str
+    C: str
+    H: str
+    W: str
+    OH: str
+    OW: str
+
+
+def _window(g: Gen) -> Window:
+    """The :class:`Window` of the pooling kernel ``g`` builds."""
+    a = g.spec.attr
+    x, out = g.spec.ins[0], g.spec.outs[0]
+    N, C, H, W = g.shape(x)
+    return Window(
+        *pair(a["pool_size"]),
+        *pair(a["strides"]),
+        *pad4(a["padding"]),
+        *pair(a["dilation"]),
+        N,
+        C,
+        H,
+        W,
+        g.shape(out)[2],
+        g.shape(out)[3],
+    )
 
 
 def _valid_range(
@@ -43,14 +86,7 @@ def gen_max_pool_f32(g: Gen) -> list[str]:
     no tap inside the input are -inf. (Taps are visited by columns, then rows: a window
     holding both -0 and +0 as its maximum may give the other zero than the generic kernel.)"""
     g.restrict = True
-    x, out = g.spec.ins[0], g.spec.outs[0]
-    a = g.spec.attr
-    kh, kw = pair(a["pool_size"])
-    sh, sw = pair(a["strides"])
-    pt, pl, _, _ = pad4(a["padding"])
-    dh, dw = pair(a["dilation"])
-    N, C, H, W = g.shape(x)
-    OH, OW = g.shape(out)[2], g.shape(out)[3]
+    kh, kw, sh, sw, pt, pl, _, _, dh, dw, N, C, H, W, OH, OW = _window(g)
     separable = W.isdigit() and 0 < int(W) <= ROW_MAX and kh > 1
     decls = ["int64_t nc, oh, ow, i, j;"]
     with g.loop("nc", g.prod([N, C])):
@@ -158,15 +194,8 @@ def gen_avg_pool_f32(g: Gen) -> list[str]:
     count_include_pad, every tap of the window short of the ceil mode's extra cells), with no
     per-tap bounds check."""
     g.restrict = True
-    x, out = g.spec.ins[0], g.spec.outs[0]
-    a = g.spec.attr
-    kh, kw = pair(a["pool_size"])
-    sh, sw = pair(a["strides"])
-    pt, pl, pb, pr = pad4(a["padding"])
-    dh, dw = pair(a["dilation"])
-    N, C, H, W = g.shape(x)
-    OH, OW = g.shape(out)[2], g.shape(out)[3]
-    include = a["count_include_pad"]
+    kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, N, C, H, W, OH, OW = _window(g)
+    include = g.spec.attr["count_include_pad"]
     with g.loop("nc", g.prod([N, C])):
         g.emit(f"const float *xc = x0 + nc * {g.prod([H, W])};")
         with g.loop("oh", OH):
@@ -199,12 +228,7 @@ def gen_pool(g: Gen) -> list[str]:
         return gen_max_pool_f32(g)
     if x.dtype == "f32" and op == "avg_pool2d":
         return gen_avg_pool_f32(g)
-    kh, kw = pair(a["pool_size"])
-    sh, sw = pair(a["strides"])
-    pt, pl, pb, pr = pad4(a["padding"])
-    dh, dw = pair(a["dilation"])
-    N, C, H, W = g.shape(x)
-    OH, OW = g.shape(out)[2], g.shape(out)[3]
+    kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, N, C, H, W, OH, OW = _window(g)
     k = T.kind(x.dtype)
     if k == "bool":
         raise unsupported(g.spec, loc=g.loc)
