@@ -226,6 +226,20 @@ def broadcast_index(g: Gen, t: TensorType, out: TensorType, loop_vars: list[str]
     return horner(idx, ext)
 
 
+def matmul_batch_offsets(
+    g: Gen, a: TensorType, b: TensorType, out: TensorType, bv: list[str]
+) -> tuple[str, str, str]:
+    """The batch index (in matrices) of ``a``, ``b`` (numpy-broadcast over the batch dims)
+    and ``out`` at the batch position ``bv`` of a matmul, as C expressions."""
+    ab = TensorType(a.shape[:-2], a.dtype)
+    bb = TensorType(b.shape[:-2], b.dtype)
+    ob = TensorType(out.shape[:-2], out.dtype)
+    a_off = broadcast_index(g, ab, ob, bv) if ab.shape else "0"
+    b_off = broadcast_index(g, bb, ob, bv) if bb.shape else "0"
+    o_off = horner(bv, g.shape(out)[:-2]) if bv else "0"
+    return a_off, b_off, o_off
+
+
 def same_shape(a: TensorType, b: TensorType) -> bool:
     return len(a.shape) == len(b.shape) and all(
         D.dims_equal(x, y) for x, y in zip(a.shape, b.shape)

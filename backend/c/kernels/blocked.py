@@ -43,7 +43,6 @@ from __future__ import annotations
 from typing import Callable
 
 from relaxc.ir import dims as D
-from relaxc.ir.types import TensorType
 
 from ..helpers import HELPERS
 from .base import Gen, pad4, pair
@@ -679,7 +678,7 @@ def _depthwise_rows(g: Gen) -> list[str]:
 def gen_matmul_f32(g: Gen) -> list[str]:
     """matmul on f32: per batch, ``out = a b`` through the micro-tiles, ``b`` read in place
     (its last 16-column block, when narrower, packed with zeros)."""
-    from .base import broadcast_index, horner, loop_nest
+    from .base import loop_nest, matmul_batch_offsets
 
     g.restrict = True
     a, b = g.spec.ins
@@ -697,12 +696,7 @@ def gen_matmul_f32(g: Gen) -> list[str]:
     ]
 
     def body(bv: list[str]) -> None:
-        ab = TensorType(a.shape[:-2], a.dtype)
-        bb = TensorType(b.shape[:-2], b.dtype)
-        ob = TensorType(out.shape[:-2], out.dtype)
-        a_off = broadcast_index(g, ab, ob, bv) if ab.shape else "0"
-        b_off = broadcast_index(g, bb, ob, bv) if bb.shape else "0"
-        o_off = horner(bv, batch) if bv else "0"
+        a_off, b_off, o_off = matmul_batch_offsets(g, a, b, out, bv)
         g.emit(f"const float *am = x0 + ({a_off}) * {g.prod([M, K])};")
         g.emit(f"const float *bm = x1 + ({b_off}) * {g.prod([K, N])};")
         g.emit(f"float *om = y0 + ({o_off}) * {g.prod([M, N])};")

@@ -3,16 +3,14 @@
 
 from __future__ import annotations
 
-from relaxc.ir.types import TensorType
 
 from .blocked import gen_conv2d_f32, gen_dense_f32, gen_matmul_f32, is_f32
 from .base import (
     Gen,
-    broadcast_index,
     check_numeric,
     finish,
-    horner,
     loop_nest,
+    matmul_batch_offsets,
     pad4,
     pair,
     widen,
@@ -37,13 +35,7 @@ def gen_matmul(g: Gen) -> list[str]:
     decls = ["int64_t m, n0, t, kk;", f"{acc} acc[{TILE}];"]
 
     def body(bv: list[str]) -> None:
-        # batch offsets (numpy broadcasting of the batch dims)
-        ab = TensorType(a.shape[:-2], a.dtype)
-        bb = TensorType(b.shape[:-2], b.dtype)
-        ob = TensorType(out.shape[:-2], out.dtype)
-        a_off = broadcast_index(g, ab, ob, bv) if ab.shape else "0"
-        b_off = broadcast_index(g, bb, ob, bv) if bb.shape else "0"
-        o_off = horner(bv, batch) if bv else "0"
+        a_off, b_off, o_off = matmul_batch_offsets(g, a, b, out, bv)
         with g.loop("m", M):
             with g.block(f"for (n0 = 0; n0 < {N}; n0 += {TILE})"):
                 g.emit(f"int64_t nt = {N} - n0 < {TILE} ? {N} - n0 : {TILE};")
