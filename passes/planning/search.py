@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from operator import add
 from typing import Generator, Sequence
 
-from .greedy import Instance
+from .greedy import Instance, subinstance
 
 # Static preorders: letters name keys, all descending (ties: input order).
 #   T: largest section total over the buffer's sections, W: lifetime width,
@@ -778,14 +778,7 @@ def repair(
 
 
 def _local(inst: Instance, members: Sequence[int]) -> Instance:
-    """``members`` of ``inst`` as an instance of their own, conflicts included."""
-    sub = Instance(
-        list(members),
-        [inst.start[i] for i in members],
-        [inst.end[i] for i in members],
-        [inst.size[i] for i in members],
-        [inst.align[i] for i in members],
-    )
-    pos = {j: k for k, j in enumerate(members)}
-    sub._nbrs = [[pos[j] for j in inst.nbrs[i] if j in pos] for i in members]
-    return sub
+    """``members`` of ``inst`` as an instance of their own, conflicts included
+    (:func:`subinstance` carries them over once ``inst`` has built them)."""
+    inst.nbrs  # noqa: B018 - built on first use, then shared with the part
+    return subinstance(inst, members)
