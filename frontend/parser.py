@@ -114,7 +114,10 @@ def parse_module(text: str, filename: str = "<input>") -> Module:
             line, col = line_col(text, m.start())
             shown, width = f"'{token}'", max(1, len(token))
         loc = Loc(filename, line, col, width)
-        raise RxError(f"unexpected {shown}; expected {hint}", loc) from None
+        notes: tuple[str, ...] = ()
+        if m is not None and token in tables.keywords and "a name" in expected:
+            notes = (f"'{token}' is a keyword of the .rx format, not a name: choose another name",)
+        raise RxError(f"unexpected {shown}; expected {hint}", loc, notes) from None
 
 
 @contextlib.contextmanager

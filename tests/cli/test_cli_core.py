@@ -801,3 +801,15 @@ def test_run_division_by_zero_in_a_dimension(tmp_path: Path) -> None:
     )
     result = invoke("run", path)
     assert_user_error(result, f"{path}:3:", "by zero")
+
+
+@pytest.mark.parametrize("keyword", ["scratch", "outs", "invoke"])
+def test_a_keyword_used_as_a_name_is_named_as_one(tmp_path: Path, keyword: str) -> None:
+    path = write(
+        tmp_path / "kw.rx",
+        f"fn @main(%x: Tensor[({keyword},), f32]) -> Tensor[({keyword},), f32] {{\n"
+        "  %y = relu(%x)\n  return %y\n}\n",
+    )
+    result = invoke("check", path)
+    assert_user_error(result, f"{path}:1:22: error: unexpected '{keyword}'")
+    assert f"note: '{keyword}' is a keyword of the .rx format, not a name" in result.output
