@@ -227,3 +227,23 @@ def test_elementwise_in_place_is_the_kernel_bit_for_bit(
         took = op.kernel_into(args, {}, own)
     assert took == (not both_nan)
     assert own.tobytes() == (want.tobytes() if took else x.tobytes())
+
+
+@given(
+    st.sampled_from(sorted(BITS)),
+    st.sampled_from([16384, 16385, 3 * 16384 + 7, 40000]),
+    st.booleans(),
+    st.integers(0, 2**16),
+    st.data(),
+)
+@settings(max_examples=40, deadline=None)
+def test_relu_in_blocks_is_the_kernel_bit_for_bit(dtype, n, in_place, seed, data) -> None:
+    # Past one block of zeros relu runs block by block (a vector maximum of two arrays):
+    # the same bits as the kernel, NaN payloads and signed zeros included, fresh or in
+    # place, whatever the last block's length.
+    op = REGISTRY.get("relu")
+    x = any_bits(data.draw, n, dtype, seed).reshape(1, -1)
+    want = np.asarray(op.kernel([x], {}))
+    out = x.copy() if in_place else np.full_like(x, 7)
+    assert op.kernel_into([out if in_place else x], {}, out)
+    assert out.tobytes() == want.tobytes()
