@@ -92,7 +92,7 @@ def param_aliases_of_result(fn: Function, module: Module, _memo: dict | None = N
     memo = _memo if _memo is not None else _module_memo(module)
     if fn.name in memo:
         return memo[fn.name]
-    functions = {f.name: f for f in module.functions}
+    functions = module.by_name
     order: list[Function] = []  # callees before their callers
     seen = {fn.name}
     stack = [(fn, iter(_called(fn)))]
@@ -159,7 +159,7 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
         self.info = info
         self.module = module
         self.memo = memo
-        self.functions = {f.name: f for f in module.functions}
+        self.functions = module.by_name
         self.name: str | None = None  # the name the current statement binds
         self.own: frozenset = frozenset()  # the root that name would be
 

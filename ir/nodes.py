@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import types
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Callable, Iterator, Mapping, Union
 
 from .diagnostics import Loc
 from .dims import BinOp, DimCall, Sym
@@ -199,12 +199,23 @@ class Module:
 
     functions: tuple[Function, ...]
     loc: Loc | None = field(default=None, compare=False, repr=False)
+    _by_name: Mapping[str, Function] = field(init=False, compare=False, repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        # Derived once, never changed: the first function of each name (a module the
+        # verifier has not seen may repeat one), so a lookup is O(1), not a scan.
+        by_name: dict[str, Function] = {}
+        for f in self.functions:
+            by_name.setdefault(f.name, f)
+        object.__setattr__(self, "_by_name", types.MappingProxyType(by_name))
+
+    @property
+    def by_name(self) -> Mapping[str, Function]:
+        """The functions by name (read-only; the first of a repeated name)."""
+        return self._by_name
 
     def get(self, name: str) -> Function | None:
-        for f in self.functions:
-            if f.name == name:
-                return f
-        return None
+        return self._by_name.get(name)
 
     def __iter__(self) -> Iterator[Function]:
         return iter(self.functions)

@@ -156,10 +156,19 @@ def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
     return size.bound if size.bound is not None else size.expr
 
 
-def function_report(fn: Function, module: Module, types: dict[str, Type]) -> FunctionReport:
+def function_report(
+    fn: Function,
+    module: Module,
+    types: dict[str, Type],
+    primitive: frozenset[str] | None = None,
+) -> FunctionReport:
+    """The report of ``fn`` (``primitive``: the names of ``module``'s primitive functions,
+    when the caller reports on many functions of one module)."""
+    if primitive is None:
+        primitive = frozenset(f.name for f in module.functions if f.is_primitive)
     bounds = fn.upper_bounds()
     rep = FunctionReport(fn.name, fn.attr("planned") is True, len(fn.body))
-    rep.explicit = has_explicit_memory(fn, {f.name for f in module.functions if f.is_primitive})
+    rep.explicit = has_explicit_memory(fn, primitive)
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
     rep.point_lines = _point_lines(fn)
@@ -376,8 +385,9 @@ def _order_peaks(fn: Function) -> tuple[int | None, int | None]:
 def memory_report(module: Module) -> list[FunctionReport]:
     """A report for every non-primitive function of ``module``."""
     types = verify_module(module)
+    primitive = frozenset(f.name for f in module.functions if f.is_primitive)
     return [
-        function_report(fn, module, types[fn.name])
+        function_report(fn, module, types[fn.name], primitive)
         for fn in module.functions
         if not fn.is_primitive
     ]

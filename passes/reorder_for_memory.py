@@ -86,7 +86,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import ClassVar, Mapping
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import flatten, param_aliases_of_result
@@ -549,32 +549,48 @@ class _Model:
     barrier_stmts: list[int]
 
 
+@dataclass(frozen=True)
+class _Callees:
+    """What the walks of one module's functions share: the functions by name, and whether
+    each has effects (:func:`_has_effects`, filled in as asked). Made once per module, so
+    a module of n functions calling each other is walked in O(n), not O(n^2)."""
+
+    functions: Mapping[str, Function]
+    effects: dict[str, bool]
+
+    @staticmethod
+    def of(module: Module) -> "_Callees":
+        return _Callees(module.by_name, {})
+
+
 def _has_effects(fn: Function, functions: dict[str, Function], memo: dict[str, bool]) -> bool:
     """True if ``fn`` (or a function it calls) has an expression statement or an effectful
     or runtime op: its call must keep its place among the other barriers. Callees are
     decided first, with an explicit stack (a chain of thousands of calls is no deeper)."""
     stack = [fn.name]
+    on_stack = {fn.name}
     while stack:
         name = stack[-1]
         if name in memo:
-            stack.pop()
+            on_stack.discard(stack.pop())
             continue
         f = functions.get(name)
         if f is None:
             memo[name] = True
-            stack.pop()
+            on_stack.discard(stack.pop())
             continue
         pending = [
             s.value.func
             for s in f.body
             if isinstance(s.value, CallFunc)
             and s.value.func not in memo
-            and s.value.func not in stack  # recursion (refused by the verifier)
+            and s.value.func not in on_stack  # recursion (refused by the verifier)
         ]
         if pending:
             stack.extend(pending)
+            on_stack.update(pending)
             continue
-        stack.pop()
+        on_stack.discard(stack.pop())
         memo[name] = _own_effects(f, functions, memo)
     return memo[fn.name]
 
@@ -635,10 +651,12 @@ class _Walk:
     """One walk over a function's body: what kind of statement each is, the buffers (alias
     roots) each value may refer to, and the buffers kernels make."""
 
-    def __init__(self, fn: Function, module: Module, types: dict[str, Type], split: bool):
+    def __init__(
+        self, fn: Function, module: Module, types: dict[str, Type], split: bool, callees: _Callees
+    ):
         self.fn, self.module, self.types, self.split = fn, module, types, split
-        self.functions = {f.name: f for f in module.functions}
-        self.effects_memo: dict[str, bool] = {}
+        self.functions = callees.functions
+        self.effects_memo = callees.effects
         self.kind: list[str] = []
         self.trees: dict[str, object] = {p.name: frozenset() for p in fn.params}  # no buffer
         self.defined_at: dict[str, int] = {}
@@ -733,9 +751,11 @@ def build_model(
     inplace: bool = True,
     concat: bool = True,
     split: bool = True,
+    callees: _Callees | None = None,
 ) -> _Model | None:
-    """The scheduling problem of ``fn``, or None when a buffer's size is unbounded."""
-    w = _Walk(fn, module, types, split)
+    """The scheduling problem of ``fn``, or None when a buffer's size is unbounded
+    (``callees``: the module's, shared by the calls for its functions)."""
+    w = _Walk(fn, module, types, split, callees if callees is not None else _Callees.of(module))
     if not w.supported:
         return None
     body, kind = fn.body, w.kind
@@ -976,16 +996,19 @@ class ReorderForMemory(Pass):
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         types = types if types is not None else verify_module(module)
+        callees = _Callees.of(module)
         return map_functions(
             module,
             lambda fn: (
                 fn
                 if fn.is_primitive or _has_explicit_memory(fn)
-                else self._function(fn, module, types)
+                else self._function(fn, module, types, callees)
             ),
         )
 
-    def _function(self, fn: Function, module: Module, types: ModuleTypes) -> Function:
+    def _function(
+        self, fn: Function, module: Module, types: ModuleTypes, callees: _Callees
+    ) -> Function:
         # ElideConcatSplit keeps its rewrite only where it lowers the bytes live at once:
         # an order costs the lower of its peaks with and without the elisions.
         variants = [(self.concat, self.split)]
@@ -1001,6 +1024,7 @@ class ReorderForMemory(Pass):
                 inplace=self.inplace,
                 concat=concat,
                 split=split,
+                callees=callees,
             )
             if model is None or not any(model.problem.sizes):
                 return fn
