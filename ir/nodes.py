@@ -199,7 +199,7 @@ class Module:
 
     functions: tuple[Function, ...]
     loc: Loc | None = field(default=None, compare=False, repr=False)
-    _by_name: Mapping[str, Function] = field(init=False, compare=False, repr=False, hash=False)
+    _by_name: dict[str, Function] = field(init=False, compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
         # Derived once, never changed: the first function of each name (a module the
@@ -207,12 +207,12 @@ class Module:
         by_name: dict[str, Function] = {}
         for f in self.functions:
             by_name.setdefault(f.name, f)
-        object.__setattr__(self, "_by_name", types.MappingProxyType(by_name))
+        object.__setattr__(self, "_by_name", by_name)
 
     @property
     def by_name(self) -> Mapping[str, Function]:
-        """The functions by name (read-only; the first of a repeated name)."""
-        return self._by_name
+        """The functions by name (a read-only view; the first of a repeated name)."""
+        return types.MappingProxyType(self._by_name)
 
     def get(self, name: str) -> Function | None:
         return self._by_name.get(name)

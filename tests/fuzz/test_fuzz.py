@@ -40,8 +40,8 @@ from .gen import FUZZED_OPS, GenProgram, fuzz_programs, legacy_programs
 from .harness import CBatch, check_program, emit_variants
 from .run_campaign import Found, Report, run_campaign, seed_items
 
-FIXED_SEEDS = 500
-LEGACY = 50
+FIXED_SEEDS = 300
+LEGACY = 30
 SANITIZE_EVERY = 5
 
 pytestmark = needs_cc
@@ -128,7 +128,8 @@ def test_fixed_seed_run_exercises_the_sharing_passes(fixed_run: Report) -> None:
     (72 without fans); ComputeInPlace made a view of an allocation in 312 (247 without
     chains, 73 without any pattern), in 239 of them into a fixed place, an output or a
     concat's slice (189, 38); ElideConcatSplit removed a concat in 88 and a split in 68 (0
-    and 5 without joins and cuts). Each floor is below the measured share and above the
+    and 5 without joins and cuts). Of today's 330 programs: 81 (25%), 193 (58%), 146 (44%),
+    48 (15%) and 44 (13%). Each floor is below the measured share and above the
     share without its pattern: it fails when the generator stops producing the pattern (or
     the pass stops acting on it: look before lowering a floor)."""
     r = fixed_run
