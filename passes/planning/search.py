@@ -25,6 +25,9 @@ buffer spans a boundary between sections, both sides are solved independently. (
 Hatless: when every neighbour of the buffer just placed is placed too, its offset (their
 top) and so its place in the canonical order are forced; if what follows fails, every
 later candidate would leave it below, so the node fails (MiniMalloc's hatless pruning).
+(7) Settled buffers: an unplaced buffer none of whose unplaced neighbours has a minimum
+offset below its top keeps its minimum offset to the end, so every plan below the node
+places it at that key; candidates after it are dropped (it is forced when it comes first).
 
 Checks of (2) are incremental: each section remembers a *witness*, an unplaced buffer
 that showed it feasible, and only sections next to the placed buffer are looked at.
@@ -72,18 +75,20 @@ from .greedy import Instance, subinstance
 # large buffers (program points: their time widths are lost) fit 1,259,520 only with TAW
 # (3k, either view) and 1,139,712 only with TAW on merged runs (3.4k): its side entry.
 MAIN_HEURISTICS = (
-    (0, "TWA", 3),
+    (0, "TWA", 5),
     (0, "TAW", 1),
     (0, "TWO", 1),
     (1, "TWA", 1),
     (1, "TAW", 1),
     (1, "TWO", 1),
 )
-SIDE_HEURISTICS = ((0, "TWA", 1), (1, "WAT", 1), (1, "TAW", 1))
+SIDE_HEURISTICS = ((0, "TWA", 1), (0, "WAT", 1))
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
 SIDE_PART = 1.0  # work of the side probe per unit of the main probe's
+MAIN_FIRST = 0.45  # the main probe has MAIN_TURNS per side turn until it used this share
+LATE_PART = 3.0  # then the side probe's work per unit of the main probe's
 # The cost model of a decision, in ticks (a unit of work is TICKS_PER_WORK ticks, about
 # 16 us on this machine, so a tick is about a quarter of a microsecond): fitted to timed
 # decisions on MiniMalloc's instances (see docs/planning.md). A node costs NODE_TICKS plus
@@ -95,6 +100,7 @@ NODE_TICKS = 70
 REST_TICKS = 2
 CANDIDATE_TICKS = 8
 SCAN_STEPS = 3
+SETTLED_LOOK = 2  # candidates (7) looks at, first first: the cost is their neighbours
 
 Search = Generator[None, None, bool]
 
@@ -279,6 +285,26 @@ class Decision:
         )
         # The node's own cost (its set-up, and the O(rest) bookkeeping), in ticks.
         ticks = NODE_TICKS + REST_TICKS * len(rest)
+        # (7) Settled buffers: when no unplaced neighbour of b may go below b's top, b's
+        # minimum offset never changes again, so every plan below places b at (mo[b],
+        # rank): a candidate after that key would pass it by. The first settled
+        # candidate ends the list (it is the only child when it comes first). Only the
+        # first SETTLED_LOOK candidates are looked at: the neighbours they visit are
+        # the cost, and the first ones are where the list is cut most.
+        looked = 0
+        for k, key in enumerate(order):
+            if k >= SETTLED_LOOK:
+                break
+            b = porder[key % n]
+            top = mo[b] + size[b]
+            for c in nbrs[b]:
+                looked += 1
+                if off[c] < 0 and mo[c] < top:
+                    break
+            else:
+                del order[k + 1 :]
+                break
+        ticks += looked // SCAN_STEPS
         # Sections and members the checks of (2) look at (an upper bound: a loop may stop
         # early): a candidate next to long-lived buffers costs more.
         scanned = 0
@@ -491,7 +517,9 @@ class Probe:
         for view, h, share in heuristics:
             key = (min(view, len(secs) - 1), h)
             shares[key] = shares.get(key, 0) + share
+        self.keys = list(shares)
         self.runs = [Decision(secs[v], capacity, h, deadline) for v, h in shares]
+        self.winner: tuple[int, str] | None = None  # the (view, heuristic) that answered
         self.shares = list(shares.values())
         self.gens = [d.run() for d in self.runs]
         self.status = ""  # "found", "infeasible" or "" while undecided
@@ -503,11 +531,12 @@ class Probe:
 
     def step(self, turns: int = 1) -> str:
         """Give every decision ``turns`` turns; the status afterwards."""
-        for d, g, share in zip(self.runs, self.gens, self.shares):
+        for k, d, g, share in zip(self.keys, self.runs, self.gens, self.shares):
             d.pause = d.work + turns * share * SLICE
             try:
                 next(g)
             except StopIteration as stop:
+                self.winner = k
                 self.result = stop.value
                 self.status = "found" if stop.value is not None else "infeasible"
                 break
@@ -588,7 +617,8 @@ def minimize(
                 clock = True
                 break
             # The main probe has most of the work until it has used half the budget.
-            turns = 0 if main is None else MAIN_TURNS if main.work < budget // 2 else 1
+            early = main is not None and main.work < budget * MAIN_FIRST
+            turns = 0 if main is None else MAIN_TURNS if early else 1
             for _ in range(turns):
                 before = main.work
                 status = main.step()
@@ -620,8 +650,19 @@ def minimize(
             side_turns = (
                 1
                 if main is None
-                else max(1, round(SIDE_PART * turns * sum(main.shares) / sum(side.shares)))
+                else max(
+                    1,
+                    round(
+                        (SIDE_PART if early else LATE_PART)
+                        * turns
+                        * sum(main.shares)
+                        / sum(side.shares)
+                    ),
+                )
             )
+            # No more than the side probe's limit or the budget left (in whole turns).
+            room = min(side_limit - side.work, budget - used)
+            side_turns = max(1, min(side_turns, room // (SLICE * sum(side.shares))))
             status = side.step(side_turns)
             used += side.work - before
             if status == "found":
