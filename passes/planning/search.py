@@ -82,23 +82,29 @@ MAIN_HEURISTICS = (
     (1, "TAW", 1),
     (1, "TWO", 1),
 )
-SIDE_HEURISTICS = ((0, "TWA", 1), (0, "WAT", 1))
+SIDE_HEURISTICS = ((0, "TWA", 1), (0, "WAT", 1), (1, "TAW", 1))
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
+SIDE_DIVES = 1.5  # at least this many dives (see minimize) per decision of a side probe
 SIDE_PART = 1.0  # work of the side probe per unit of the main probe's
-MAIN_FIRST = 0.45  # the main probe has MAIN_TURNS per side turn until it used this share
+MAIN_FIRST = 0.35  # the main probe has MAIN_TURNS per side turn until it used this share
 LATE_PART = 3.0  # then the side probe's work per unit of the main probe's
 # The cost model of a decision, in ticks (a unit of work is TICKS_PER_WORK ticks, about
 # 16 us on this machine, so a tick is about a quarter of a microsecond): fitted to timed
-# decisions on MiniMalloc's instances (see docs/planning.md). A node costs NODE_TICKS plus
-# REST_TICKS per unplaced buffer; a candidate CANDIDATE_TICKS; a preorder a tick per key
-# and per section a buffer spans; the checks of (2) a tick per SCAN_STEPS sections and
-# members.
+# decisions on MiniMalloc's instances and the large buffers of their program encodings
+# (240 decisions, least squares on relative error; see docs/planning.md). A node costs
+# NODE_TICKS plus REST_TICKS per unplaced buffer and ORDER_TICKS per candidate sorted; a
+# candidate CANDIDATE_TICKS; a neighbour looked at by (7) LOOK_TICKS; a preorder
+# PREORDER_TICKS per key and per section a buffer spans; the checks of (2) a tick per
+# SCAN_STEPS sections and members.
 TICKS_PER_WORK = 64
-NODE_TICKS = 70
+NODE_TICKS = 120
 REST_TICKS = 2
-CANDIDATE_TICKS = 8
+ORDER_TICKS = 3
+CANDIDATE_TICKS = 9
+LOOK_TICKS = 2
+PREORDER_TICKS = 1.5
 SCAN_STEPS = 3
 SETTLED_LOOK = 2  # candidates (7) looks at, first first: the cost is their neighbours
 
@@ -234,7 +240,7 @@ class Decision:
         fs = [getters[c] for c in self.heuristic]
         keys = sorted((tuple(-f(i) for f in fs), i) for i in bufs)
         steps = len(bufs) * len(fs) + sum(hi[i] - lo[i] for i in bufs)
-        self.ticks += steps
+        self.ticks += int(PREORDER_TICKS * steps)
         return [i for _, i in keys]
 
     def _subsolve(self, bufs: list[int], slo: int, shi: int) -> Search:
@@ -284,7 +290,7 @@ class Decision:
             )
         )
         # The node's own cost (its set-up, and the O(rest) bookkeeping), in ticks.
-        ticks = NODE_TICKS + REST_TICKS * len(rest)
+        ticks = NODE_TICKS + REST_TICKS * len(rest) + ORDER_TICKS * len(order)
         # (7) Settled buffers: when no unplaced neighbour of b may go below b's top, b's
         # minimum offset never changes again, so every plan below places b at (mo[b],
         # rank): a candidate after that key would pass it by. The first settled
@@ -304,7 +310,7 @@ class Decision:
             else:
                 del order[k + 1 :]
                 break
-        ticks += looked // SCAN_STEPS
+        ticks += LOOK_TICKS * looked
         # Sections and members the checks of (2) look at (an upper bound: a loop may stop
         # early): a candidate next to long-lived buffers costs more.
         scanned = 0
@@ -529,10 +535,11 @@ class Probe:
     def work(self) -> int:
         return sum(d.work for d in self.runs)
 
-    def step(self, turns: int = 1) -> str:
-        """Give every decision ``turns`` turns; the status afterwards."""
+    def step(self, turns: float = 1) -> str:
+        """Give every decision ``turns`` turns (a fraction of one at the end of a budget);
+        the status afterwards."""
         for k, d, g, share in zip(self.keys, self.runs, self.gens, self.shares):
-            d.pause = d.work + turns * share * SLICE
+            d.pause = d.work + max(1, int(turns * share * SLICE))
             try:
                 next(g)
             except StopIteration as stop:
@@ -597,14 +604,19 @@ def minimize(
             secs.append(Sections(merged))
         # Canonical offsets and heights are multiples of this: probe only those.
         grain = grain_of(inst)
+        setup = sum(map(sections_work, secs))
         found: list[int] | None = None
         main: Probe | None = Probe(secs, goal, MAIN_HEURISTICS, deadline)
         side: Probe | None = None
-        side_limit = SIDE_WORK
+        # A side probe's first limit: SIDE_WORK, or SIDE_DIVES dives to the bottom for
+        # each decision when the instance is large (a dive costs a node per buffer, each
+        # O(buffers left)).
+        dive = inst.n * (NODE_TICKS + REST_TICKS * inst.n) // TICKS_PER_WORK
+        side_limit = max(SIDE_WORK, int(SIDE_DIVES * dive * len(SIDE_HEURISTICS)))
         improved = False
         proven = goal - 1  # every capacity up to this one is infeasible
         lo = goal // grain + 1  # in grains: the lowest capacity not yet given up on
-        used = 0
+        used = setup
         clock = False
 
         def bound() -> int:
@@ -621,7 +633,9 @@ def minimize(
             turns = 0 if main is None else MAIN_TURNS if early else 1
             for _ in range(turns):
                 before = main.work
-                status = main.step()
+                # No more than the budget left: a turn of the main probe is SLICE work
+                # for each of its shares.
+                status = main.step(min(1.0, (budget - used) / (SLICE * sum(main.shares))))
                 used += main.work - before
                 if status == "found":
                     _note(trace, main, inst)
@@ -662,7 +676,7 @@ def minimize(
             )
             # No more than the side probe's limit or the budget left (in whole turns).
             room = min(side_limit - side.work, budget - used)
-            side_turns = max(1, min(side_turns, room // (SLICE * sum(side.shares))))
+            side_turns = min(side_turns, room / (SLICE * sum(side.shares)))
             status = side.step(side_turns)
             used += side.work - before
             if status == "found":
@@ -681,6 +695,13 @@ def minimize(
         return Outcome(found, best, used, bound(), clock)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def sections_work(sec: Sections) -> int:
+    """The work building ``sec`` took (timed: about a third of a microsecond per member
+    of a section and per conflict-list entry, 7 per buffer), in units of work."""
+    inst = sec.inst
+    return (20 * inst.n + sum(map(len, sec.members)) + sum(map(len, inst.nbrs))) // 100
 
 
 def grain_of(inst: Instance) -> int:
@@ -727,7 +748,9 @@ def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
 # Local search: heuristics of the windows' decisions, in turn, and their work limit.
 REPAIR_HEURISTICS = ("TWA", "TCA", "TAW", "WAT", "TWO")
 REPAIR_WORK = 3000
-REPAIR_RADII = (2, 5, 12, 30)  # sections each side of the buffers that stick out
+REPAIR_RADII = (2, 5, 12, 30)
+REPAIR_PAIRS = 80  # conflict-list entries of a window per unit of work
+REPAIR_SCAN = 160  # buffers and neighbours looked at per unit of work, finding a window  # sections each side of the buffers that stick out
 
 
 def repair(
@@ -757,7 +780,7 @@ def repair(
     off = list(offsets)
     best = inst.height(off)
     start_height = best
-    used = 0
+    used = sections_work(sec)
     clock = False
     turn = 0
     failures = 0
@@ -768,6 +791,7 @@ def repair(
             break
         cap = max(goal, best - step)
         hot = [i for i in range(inst.n) if off[i] + size[i] > cap]
+        used += inst.n // REPAIR_SCAN
         lo = min(sec.lo[i] for i in hot)
         hi = max(sec.hi[i] for i in hot)
         heuristic = REPAIR_HEURISTICS[turn % len(REPAIR_HEURISTICS)]
@@ -778,15 +802,19 @@ def repair(
             free = [i for i in range(inst.n) if sec.lo[i] >= a and sec.hi[i] <= z]
             free_set = set(free)
             obstacles = sorted({j for i in free for j in nbrs[i] if j not in free_set})
+            # Finding them: a look at every buffer and at the free ones' neighbours.
+            used += (inst.n + sum(len(nbrs[i]) for i in free)) // REPAIR_SCAN
             if any(off[j] + size[j] > cap for j in obstacles):
                 continue  # a buffer that sticks out would stay: widen the window
             members = free + obstacles
             local = _local(inst, members)
             fixed = {k: off[j] for k, j in enumerate(members) if k >= len(free)}
             d = Decision(Sections(local), cap, heuristic, deadline, fixed)
+            # Building the window: its conflict pairs and sections (timed: about 10 us a
+            # member and 0.2 us a pair entry carried over).
+            used += len(members) * 5 // 8 + sum(map(len, local.nbrs)) // REPAIR_PAIRS
             run = d.run()
-            d.pause = min(REPAIR_WORK, budget - used)
-            used += len(members)  # building the window's sections
+            d.pause = max(0, min(REPAIR_WORK, budget - used))
             try:
                 next(run)
                 result = None
