@@ -42,9 +42,10 @@ around the buffers that stick out of a plan, the buffers crossing the window fix
 area, conflicts; MiniMalloc uses "TWA", "TAW" and "WAT") side by side, in slices of
 work, as generators: the first to finish answers. Work is counted, not timed, so results
 do not depend on the speed of the machine: a cost model in ticks (nodes, the buffers each
-node still has to place, candidates, the sections and members the checks of (2) look at,
-the keys of every partition's preorder), fitted to timed decisions so that a unit is
-about the same CPU time whatever the instance and the heuristic.
+node still has to place and the candidates it sorts, candidates, the sections and members
+the checks of (2) look at, the neighbours (7) looks at, the keys of every partition's
+preorder, and building the sections), fitted to timed decisions so that a unit is about
+the same CPU time whatever the instance and the heuristic.
 """
 
 from __future__ import annotations
@@ -68,12 +69,18 @@ from .greedy import Instance, subinstance
 # bound) and side probes (with slack) use different mixes.
 # Entries are (view, heuristic, share): view 0 is the times given, 1 the merged runs
 # (:func:`merged_runs`; when it equals the given times, its entries join view 0's).
-# Measured at 1,048,576 on MiniMalloc's instances, the work the first decision to succeed
-# needs: A 21.5k (TWA, either view), I 11.7k and K 7.6k (TWA, given times), G 4k (TWO),
-# B, E, F, H 1.4k-2k (TAW, TWO or TWA on one view); D 11k (WAT, merged) and J 4.5k (TWA,
-# given times) fit there, above their lower bounds, which only side probes ask for. I.rx's
-# large buffers (program points: their time widths are lost) fit 1,259,520 only with TAW
-# (3k, either view) and 1,139,712 only with TAW on merged runs (3.4k): its side entry.
+# Measured at 1,048,576 on MiniMalloc's instances (in the units of the cost model
+# below), the work the first decision to succeed needs: A 29k (TWA, given times), I 16k
+# and K 11k (TWA, given times), G 5k (TWO), B, C, E, F, H 1.5k-2k (TAW, TWO or TWA on one
+# view): TWA on the given times has half the main probe's shares. D and J fit 1,048,576
+# and below (D 1,042,432 with TWA in 10k; J 1,036,288 with TWA in 16k), above their
+# lower bounds, which only side probes ask for, and which capacities succeed is erratic
+# (heavy tails per capacity and preorder). I.rx's large buffers (program points: their
+# time widths are lost) fit 1,259,520 only with TAW (3k, either view) and 1,139,712 only
+# with TAW on merged runs (3.4k): its side entry. Time reversal (start and end swapped,
+# negated) changes only ties: on D and J reversed, every decision succeeds or fails as
+# forwards within 1% of the work, but WAT on D's given times (19.9k forwards, not in 20k
+# backwards), so reversed views are not in the portfolio.
 MAIN_HEURISTICS = (
     (0, "TWA", 5),
     (0, "TAW", 1),
