@@ -30,6 +30,7 @@ import bisect
 import heapq
 import math
 from dataclasses import dataclass, field
+from operator import add
 from typing import Callable, Sequence
 
 import numpy as np
@@ -76,7 +77,7 @@ class Instance:
         return self._arrays
 
     def height(self, offsets: Sequence[int]) -> int:
-        return max((o + s for o, s in zip(offsets, self.size)), default=0)
+        return max(map(add, offsets, self.size), default=0)
 
     def expand(self, offsets: Sequence[int], total: int) -> list[int]:
         """Offsets for the caller's full list (buffers that need no memory sit at 0)."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import add, attrgetter
 from typing import Sequence
 
 
@@ -52,7 +53,7 @@ class Plan:
         proven_bound: int = 0,
         stopped_by_clock: bool = False,
     ) -> "Plan":
-        size = max((o + b.size for b, o in zip(buffers, offsets)), default=0)
+        size = max(map(add, offsets, map(attrgetter("size"), buffers)), default=0)
         return Plan(
             tuple(offsets), size, algorithm, proven_bound, size <= proven_bound, stopped_by_clock
         )

@@ -25,6 +25,9 @@ buffer spans a boundary between sections, both sides are solved independently. (
 Hatless: when every neighbour of the buffer just placed is placed too, its offset (their
 top) and so its place in the canonical order are forced; if what follows fails, every
 later candidate would leave it below, so the node fails (MiniMalloc's hatless pruning).
+(7) Settled buffers: an unplaced buffer none of whose unplaced neighbours has a minimum
+offset below its top keeps its minimum offset to the end, so every plan below the node
+places it at that key; candidates after it are dropped (it is forced when it comes first).
 
 Checks of (2) are incremental: each section remembers a *witness*, an unplaced buffer
 that showed it feasible, and only sections next to the placed buffer are looked at.
@@ -39,9 +42,10 @@ around the buffers that stick out of a plan, the buffers crossing the window fix
 area, conflicts; MiniMalloc uses "TWA", "TAW" and "WAT") side by side, in slices of
 work, as generators: the first to finish answers. Work is counted, not timed, so results
 do not depend on the speed of the machine: a cost model in ticks (nodes, the buffers each
-node still has to place, candidates, the sections and members the checks of (2) look at,
-the keys of every partition's preorder), fitted to timed decisions so that a unit is
-about the same CPU time whatever the instance and the heuristic.
+node still has to place and the candidates it sorts, candidates, the sections and members
+the checks of (2) look at, the neighbours (7) looks at, the keys of every partition's
+preorder, and building the sections), fitted to timed decisions so that a unit is about
+the same CPU time whatever the instance and the heuristic.
 """
 
 from __future__ import annotations
@@ -65,36 +69,55 @@ from .greedy import Instance, subinstance
 # bound) and side probes (with slack) use different mixes.
 # Entries are (view, heuristic, share): view 0 is the times given, 1 the merged runs
 # (:func:`merged_runs`; when it equals the given times, its entries join view 0's).
-# Measured at 1,048,576 on MiniMalloc's instances, the work the first decision to succeed
-# needs: A 21.5k (TWA, either view), I 11.7k and K 7.6k (TWA, given times), G 4k (TWO),
-# B, E, F, H 1.4k-2k (TAW, TWO or TWA on one view); D 11k (WAT, merged) and J 4.5k (TWA,
-# given times) fit there, above their lower bounds, which only side probes ask for. I.rx's
-# large buffers (program points: their time widths are lost) fit 1,259,520 only with TAW
-# (3k, either view) and 1,139,712 only with TAW on merged runs (3.4k): its side entry.
+# Measured at 1,048,576 on MiniMalloc's instances (in the units of the cost model
+# below), the work the first decision to succeed needs: A 29k (TWA, given times), I 16k
+# and K 11k (TWA, given times), G 5k (TWO), B, C, E, F, H 1.5k-2k (TAW, TWO or TWA on one
+# view): TWA on the given times has half the main probe's shares. D and J fit 1,048,576
+# and below (D 1,042,432 with TWA in 10k; J 1,036,288 with TWA in 16k), above their
+# lower bounds, which only side probes ask for, and which capacities succeed is erratic
+# (heavy tails per capacity and preorder). I.rx's large buffers (program points: their
+# time widths are lost) fit 1,259,520 only with TAW (3k, either view) and 1,139,712 only
+# with TAW on merged runs (3.4k): its side entry. Time reversal (start and end swapped,
+# negated) changes only ties: on D and J reversed, every decision succeeds or fails as
+# forwards within 1% of the work, but WAT on D's given times (19.9k forwards, not in 20k
+# backwards), so reversed views are not in the portfolio.
 MAIN_HEURISTICS = (
-    (0, "TWA", 3),
+    (0, "TWA", 5),
     (0, "TAW", 1),
     (0, "TWO", 1),
     (1, "TWA", 1),
     (1, "TAW", 1),
     (1, "TWO", 1),
 )
-SIDE_HEURISTICS = ((0, "TWA", 1), (1, "WAT", 1), (1, "TAW", 1))
+SIDE_HEURISTICS = ((0, "TWA", 1), (0, "WAT", 1), (1, "TAW", 1))
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
+SIDE_DIVES = 1.5  # at least this many dives (see minimize) per decision of a side probe
+DIVE_TICKS = 330  # a dive's ticks per node, besides one per buffer left (measured)
 SIDE_PART = 1.0  # work of the side probe per unit of the main probe's
+MAIN_FIRST = 0.35  # the main probe has MAIN_TURNS per side turn until it used this share
+LATE_PART = 3.0  # then the side probe's work per unit of the main probe's
 # The cost model of a decision, in ticks (a unit of work is TICKS_PER_WORK ticks, about
 # 16 us on this machine, so a tick is about a quarter of a microsecond): fitted to timed
-# decisions on MiniMalloc's instances (see docs/planning.md). A node costs NODE_TICKS plus
-# REST_TICKS per unplaced buffer; a candidate CANDIDATE_TICKS; a preorder a tick per key
-# and per section a buffer spans; the checks of (2) a tick per SCAN_STEPS sections and
-# members.
+# decisions on MiniMalloc's instances and the large buffers of their program encodings
+# (240 decisions, least squares on relative error; see docs/planning.md). A node costs
+# NODE_TICKS plus REST_TICKS per unplaced buffer and ORDER_TICKS per candidate sorted; a
+# candidate CANDIDATE_TICKS; a neighbour looked at by (7) LOOK_TICKS; a preorder
+# PREORDER_TICKS per key and per section a buffer spans; the checks of (2) a tick per
+# SCAN_STEPS sections and members. Since the fit, a node's set-up reads the canonical
+# keys and tops kept with the minimum offsets instead of computing them from the buffers
+# left (timed alone: 106 -> 47 us a node with 200 left): a tick less per buffer left,
+# ten more per node (the undo keeps them too).
 TICKS_PER_WORK = 64
-NODE_TICKS = 70
-REST_TICKS = 2
-CANDIDATE_TICKS = 8
+NODE_TICKS = 130
+REST_TICKS = 1
+ORDER_TICKS = 3
+CANDIDATE_TICKS = 9
+LOOK_TICKS = 2
+PREORDER_TICKS = 1.5
 SCAN_STEPS = 3
+SETTLED_LOOK = 2  # candidates (7) looks at, first first: the cost is their neighbours
 
 Search = Generator[None, None, bool]
 
@@ -184,6 +207,12 @@ class Decision:
             ]
             for i, o in self.fixed.items():
                 self.min_off[i] = o
+        # Kept with min_off, so that a node's set-up reads them instead of computing them:
+        # key[i] = min_off[i] * mult + rank[i] (the canonical order, any partition's ranks
+        # being below mult) and top[i] = min_off[i] + size[i].
+        self.mult = mult = max(n, 1)
+        self.key = [m * mult for m in self.min_off]
+        self.top = list(map(add, self.min_off, inst.size))
 
     @property
     def work(self) -> int:
@@ -228,18 +257,21 @@ class Decision:
         fs = [getters[c] for c in self.heuristic]
         keys = sorted((tuple(-f(i) for f in fs), i) for i in bufs)
         steps = len(bufs) * len(fs) + sum(hi[i] - lo[i] for i in bufs)
-        self.ticks += steps
+        self.ticks += int(PREORDER_TICKS * steps)
         return [i for _, i in keys]
 
     def _subsolve(self, bufs: list[int], slo: int, shi: int) -> Search:
         porder = self._preorder(bufs)
         rank = self.rank
         saved = [rank[b] for b in porder]
+        mo, key, mult = self.min_off, self.key, self.mult
         for r, b in enumerate(porder):
             rank[b] = r
+            key[b] = mo[b] * mult + r
         found = yield from self._search(porder, porder, -1, -1, slo, shi)
         for b, r in zip(porder, saved):
             rank[b] = r
+            key[b] = mo[b] * mult + r
         return found
 
     def _search(
@@ -263,22 +295,36 @@ class Decision:
         total, cuts, witness = self.total, self.cuts, self.witness
         cap, maxalign = self.capacity, self.maxalign
 
-        n = len(porder)
-        rest_mo = list(map(mo.__getitem__, rest))
+        n = self.mult
+        kof, tops = self.key, self.top
         # (3) and (1): candidates lie below the top of every unplaced buffer and below
         # cap - (largest section total) + 1.
-        limit = min(
-            min(map(add, rest_mo, map(size.__getitem__, rest))), cap - max(total[slo:shi]) + 1
-        )
+        limit = min(min(map(tops.__getitem__, rest)), cap - max(total[slo:shi]) + 1)
         # Canonical order: placements go in non-decreasing (offset, rank).
         window = range(last_off * n + last_r + 1 if last_off >= 0 else 0, limit * n)
-        order = sorted(
-            filter(
-                window.__contains__, map(add, map(n.__rmul__, rest_mo), map(rank.__getitem__, rest))
-            )
-        )
+        order = sorted(filter(window.__contains__, map(kof.__getitem__, rest)))
         # The node's own cost (its set-up, and the O(rest) bookkeeping), in ticks.
-        ticks = NODE_TICKS + REST_TICKS * len(rest)
+        ticks = NODE_TICKS + REST_TICKS * len(rest) + ORDER_TICKS * len(order)
+        # (7) Settled buffers: when no unplaced neighbour of b may go below b's top, b's
+        # minimum offset never changes again, so every plan below places b at (mo[b],
+        # rank): a candidate after that key would pass it by. The first settled
+        # candidate ends the list (it is the only child when it comes first). Only the
+        # first SETTLED_LOOK candidates are looked at: the neighbours they visit are
+        # the cost, and the first ones are where the list is cut most.
+        looked = 0
+        for k, key in enumerate(order):
+            if k >= SETTLED_LOOK:
+                break
+            b = porder[key % n]
+            top = mo[b] + size[b]
+            for c in nbrs[b]:
+                looked += 1
+                if off[c] < 0 and mo[c] < top:
+                    break
+            else:
+                del order[k + 1 :]
+                break
+        ticks += LOOK_TICKS * looked
         # Sections and members the checks of (2) look at (an upper bound: a loop may stop
         # early): a candidate next to long-lived buffers costs more.
         scanned = 0
@@ -427,14 +473,18 @@ class Decision:
                 if mo[c] < h:
                     mo_changes.append((c, mo[c]))
                     a = align[c]
-                    mo[c] = h if a == 1 else -(-h // a) * a
-                    if fixed and c in fixed and mo[c] > fixed[c]:
+                    m = mo[c] = h if a == 1 else -(-h // a) * a
+                    kof[c] = m * n + rank[c]
+                    tops[c] = m + size[c]
+                    if fixed and c in fixed and m > fixed[c]:
                         pushed = True
             if pushed:
                 for s in range(blo, bhi):
                     total[s] += sz
                 for c, m in reversed(mo_changes):
                     mo[c] = m
+                    kof[c] = m * n + rank[c]
+                    tops[c] = m + size[c]
                 off[b] = -1
                 continue
             # (5) a boundary no unplaced buffer spans any more splits the partition.
@@ -462,6 +512,8 @@ class Decision:
                 total[s] += sz
             for c, m in reversed(mo_changes):
                 mo[c] = m
+                kof[c] = m * n + rank[c]
+                tops[c] = m + size[c]
             off[b] = -1
             if found:
                 return True
@@ -491,7 +543,9 @@ class Probe:
         for view, h, share in heuristics:
             key = (min(view, len(secs) - 1), h)
             shares[key] = shares.get(key, 0) + share
+        self.keys = list(shares)
         self.runs = [Decision(secs[v], capacity, h, deadline) for v, h in shares]
+        self.winner: tuple[int, str] | None = None  # the (view, heuristic) that answered
         self.shares = list(shares.values())
         self.gens = [d.run() for d in self.runs]
         self.status = ""  # "found", "infeasible" or "" while undecided
@@ -501,13 +555,15 @@ class Probe:
     def work(self) -> int:
         return sum(d.work for d in self.runs)
 
-    def step(self, turns: int = 1) -> str:
-        """Give every decision ``turns`` turns; the status afterwards."""
-        for d, g, share in zip(self.runs, self.gens, self.shares):
-            d.pause = d.work + turns * share * SLICE
+    def step(self, turns: float = 1) -> str:
+        """Give every decision ``turns`` turns (a fraction of one at the end of a budget);
+        the status afterwards."""
+        for k, d, g, share in zip(self.keys, self.runs, self.gens, self.shares):
+            d.pause = d.work + max(1, int(turns * share * SLICE))
             try:
                 next(g)
             except StopIteration as stop:
+                self.winner = k
                 self.result = stop.value
                 self.status = "found" if stop.value is not None else "infeasible"
                 break
@@ -568,14 +624,19 @@ def minimize(
             secs.append(Sections(merged))
         # Canonical offsets and heights are multiples of this: probe only those.
         grain = grain_of(inst)
+        setup = sum(map(sections_work, secs))
         found: list[int] | None = None
         main: Probe | None = Probe(secs, goal, MAIN_HEURISTICS, deadline)
         side: Probe | None = None
-        side_limit = SIDE_WORK
+        # A side probe's first limit: SIDE_WORK, or SIDE_DIVES dives to the bottom for
+        # each decision when the instance is large (a dive costs a node per buffer, each
+        # O(buffers left): about n * (DIVE_TICKS + n) ticks; J 5k units, D 2k).
+        dive = inst.n * (DIVE_TICKS + inst.n) // TICKS_PER_WORK
+        side_limit = max(SIDE_WORK, int(SIDE_DIVES * dive * len(SIDE_HEURISTICS)))
         improved = False
         proven = goal - 1  # every capacity up to this one is infeasible
         lo = goal // grain + 1  # in grains: the lowest capacity not yet given up on
-        used = 0
+        used = setup
         clock = False
 
         def bound() -> int:
@@ -588,10 +649,13 @@ def minimize(
                 clock = True
                 break
             # The main probe has most of the work until it has used half the budget.
-            turns = 0 if main is None else MAIN_TURNS if main.work < budget // 2 else 1
+            early = main is not None and main.work < budget * MAIN_FIRST
+            turns = 0 if main is None else MAIN_TURNS if early else 1
             for _ in range(turns):
                 before = main.work
-                status = main.step()
+                # No more than the budget left: a turn of the main probe is SLICE work
+                # for each of its shares.
+                status = main.step(min(1.0, (budget - used) / (SLICE * sum(main.shares))))
                 used += main.work - before
                 if status == "found":
                     _note(trace, main, inst)
@@ -620,8 +684,19 @@ def minimize(
             side_turns = (
                 1
                 if main is None
-                else max(1, round(SIDE_PART * turns * sum(main.shares) / sum(side.shares)))
+                else max(
+                    1,
+                    round(
+                        (SIDE_PART if early else LATE_PART)
+                        * turns
+                        * sum(main.shares)
+                        / sum(side.shares)
+                    ),
+                )
             )
+            # No more than the side probe's limit or the budget left (in whole turns).
+            room = min(side_limit - side.work, budget - used)
+            side_turns = min(side_turns, room / (SLICE * sum(side.shares)))
             status = side.step(side_turns)
             used += side.work - before
             if status == "found":
@@ -640,6 +715,13 @@ def minimize(
         return Outcome(found, best, used, bound(), clock)
     finally:
         sys.setrecursionlimit(limit)
+
+
+def sections_work(sec: Sections) -> int:
+    """The work building ``sec`` took (timed: about a third of a microsecond per member
+    of a section and per conflict-list entry, 7 per buffer), in units of work."""
+    inst = sec.inst
+    return (20 * inst.n + sum(map(len, sec.members)) + sum(map(len, inst.nbrs))) // 100
 
 
 def grain_of(inst: Instance) -> int:
@@ -678,15 +760,19 @@ def merged_runs(inst: Instance) -> Instance:
 def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
     if trace is not None:
         h = f" height {inst.height(probe.result)}" if probe.result is not None else ""
+        by = f" ({probe.winner[1]} on view {probe.winner[0]})" if probe.winner else ""
         trace.append(
-            f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} work"
+            f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} "
+            f"work{by}"
         )
 
 
 # Local search: heuristics of the windows' decisions, in turn, and their work limit.
 REPAIR_HEURISTICS = ("TWA", "TCA", "TAW", "WAT", "TWO")
 REPAIR_WORK = 3000
-REPAIR_RADII = (2, 5, 12, 30)  # sections each side of the buffers that stick out
+REPAIR_RADII = (2, 5, 12, 30)
+REPAIR_PAIRS = 80  # conflict-list entries of a window per unit of work
+REPAIR_SCAN = 160  # buffers and neighbours looked at per unit of work, finding a window  # sections each side of the buffers that stick out
 
 
 def repair(
@@ -716,7 +802,7 @@ def repair(
     off = list(offsets)
     best = inst.height(off)
     start_height = best
-    used = 0
+    used = sections_work(sec)
     clock = False
     turn = 0
     failures = 0
@@ -727,6 +813,7 @@ def repair(
             break
         cap = max(goal, best - step)
         hot = [i for i in range(inst.n) if off[i] + size[i] > cap]
+        used += inst.n // REPAIR_SCAN
         lo = min(sec.lo[i] for i in hot)
         hi = max(sec.hi[i] for i in hot)
         heuristic = REPAIR_HEURISTICS[turn % len(REPAIR_HEURISTICS)]
@@ -737,15 +824,19 @@ def repair(
             free = [i for i in range(inst.n) if sec.lo[i] >= a and sec.hi[i] <= z]
             free_set = set(free)
             obstacles = sorted({j for i in free for j in nbrs[i] if j not in free_set})
+            # Finding them: a look at every buffer and at the free ones' neighbours.
+            used += (inst.n + sum(len(nbrs[i]) for i in free)) // REPAIR_SCAN
             if any(off[j] + size[j] > cap for j in obstacles):
                 continue  # a buffer that sticks out would stay: widen the window
             members = free + obstacles
             local = _local(inst, members)
             fixed = {k: off[j] for k, j in enumerate(members) if k >= len(free)}
             d = Decision(Sections(local), cap, heuristic, deadline, fixed)
+            # Building the window: its conflict pairs and sections (timed: about 10 us a
+            # member and 0.2 us a pair entry carried over).
+            used += len(members) * 5 // 8 + sum(map(len, local.nbrs)) // REPAIR_PAIRS
             run = d.run()
-            d.pause = min(REPAIR_WORK, budget - used)
-            used += len(members)  # building the window's sections
+            d.pause = max(0, min(REPAIR_WORK, budget - used))
             try:
                 next(run)
                 result = None
