@@ -431,6 +431,21 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     groups = a["groups"]
     if groups > 1 and _static(w.shape[0]) == groups and _static(w.shape[1]) == 1:
         return gen_depthwise_f32(g)
+    from .winograd import gen_winograd_f32, plan  # it builds on this module's micro-tiles
+
+    wino = plan(g.spec)
+    if wino is not None:
+        return gen_winograd_f32(g, wino)
+    return gen_conv2d_gemm(g)
+
+
+def gen_conv2d_gemm(g: Gen) -> list[str]:
+    """conv2d on f32 (not depthwise) as a blocked GEMM per image and group: the loops of
+    :func:`gen_conv2d_f32`."""
+    x, w = g.spec.ins[0], g.spec.ins[1]
+    out = g.spec.outs[0]
+    a = g.spec.attr
+    groups = a["groups"]
     g.restrict = True
     sh, sw = pair(a["strides"])
     pads = pad4(a["padding"])

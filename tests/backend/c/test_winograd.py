@@ -1,0 +1,208 @@
+"""The Winograd F(2x2, 3x3) conv2d of the C target (backend/c/kernels/winograd.py):
+
+* it computes the reference's conv2d (numpy, in float64) within the C tolerance, on shapes at
+  the edges of its blocking: odd output sizes (partial tiles), asymmetric and large padding,
+  block remainders of output and input channels and of tile rows, a bias or none, batches;
+* on a scratch of exactly the planned size under ASan and UBSan (and a random property);
+* an input or weight with an infinity or a NaN goes through the direct path (the same
+  infinities and NaN as the reference);
+* only eligible convolutions take it (not strided, grouped, dilated, 5x5, f16, too small).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relaxc.backend.c.helpers import Helpers
+from relaxc.backend.c.kernels import generate, make_spec
+from relaxc.backend.c.kernels.winograd import BUDGET, plan
+from relaxc.ir.nodes import Var
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import bind_args
+from relaxc.ir.types import TensorType
+
+from .cbuild import needs_cc
+from .test_kernel_scratch import Case, _run_cases
+
+pytestmark = needs_cc
+
+
+def _spec(shapes: list[tuple[int, ...]], attrs: dict, dtype: str = "f32"):
+    op = REGISTRY.get("conv2d")
+    assert op is not None
+    bound = bind_args(op, tuple(Var(f"x{i}") for i in range(len(shapes))), tuple(attrs.items()))
+    ins = [TensorType(s, dtype) for s in shapes]
+    out = op.infer(ins, bound.attrs)
+    return make_spec("conv2d", bound.attrs, ins, [out])
+
+
+def _conv(shapes: list[tuple[int, ...]], pads=(1, 1), bias: bool = True) -> Case:
+    k = shapes[1][0]
+    return ("conv2d", shapes + ([(k,)] if bias else []), {"padding": pads})
+
+
+CASES: list[Case] = [
+    # odd output (partial tiles across and down), K = 13 (a partial micro-tile), C = 9
+    _conv([(1, 9, 11, 13), (13, 9, 3, 3)]),
+    # no padding: output 2 smaller; asymmetric padding, no bias
+    _conv([(2, 8, 10, 9), (8, 8, 3, 3)], (0, 0)),
+    _conv([(1, 12, 9, 14), (10, 12, 3, 3)], (2, 0, 1, 3), bias=False),
+    # C = 70: three blocks of input channels (32, 32, 6); K = 100: blocks of 48 and a rest
+    _conv([(1, 70, 12, 12), (100, 70, 3, 3)]),
+    # wide rows: 29 tiles a row (one row a block), then two blocks of rows
+    _conv([(1, 8, 40, 57), (9, 8, 3, 3)]),
+    # padding larger than the kernel reach: rows and columns of zeros
+    _conv([(1, 8, 6, 7), (8, 8, 3, 3)], (3, 2, 2, 3)),
+]
+
+
+def _planned(case: Case):
+    _, shapes, attrs = case
+    return plan(_spec(shapes, attrs))
+
+
+def test_the_cases_take_winograd() -> None:
+    for case in CASES:
+        p = _planned(case)
+        assert p is not None, case
+        assert p.scratch() <= BUDGET
+
+
+@pytest.mark.parametrize("sanitize", [False, True], ids=["O2", "asan"])
+def test_winograd_matches_the_reference(tmp_path: Path, sanitize: bool) -> None:
+    _run_cases(tmp_path, CASES, sanitize, need_scratch=True)
+
+
+def test_winograd_c1_and_one_input_channel_block(tmp_path: Path) -> None:
+    """C = 1 is too few channels for Winograd (the direct path), C = 8 the fewest that take
+    it; both compute the reference."""
+    few = _conv([(1, 1, 12, 12), (16, 1, 3, 3)])
+    assert _planned(few) is None
+    eight = _conv([(1, 8, 12, 12), (16, 8, 3, 3)])
+    assert _planned(eight) is not None
+    _run_cases(tmp_path, [few, eight], sanitize=True, need_scratch=True)
+
+
+def test_the_plan_stays_in_budget_on_large_layers() -> None:
+    for c, k, hw in ((64, 64, 56), (128, 128, 28), (256, 256, 14), (512, 512, 7), (48, 192, 27)):
+        p = plan(_spec([(1, c, hw, hw), (k, c, 3, 3)], {"padding": (1, 1)}))
+        if p is not None:
+            assert p.scratch() <= BUDGET, (c, k, hw)
+
+
+@pytest.mark.parametrize(
+    "shapes, attrs, dtype",
+    [
+        ([(1, 16, 20, 20), (16, 16, 3, 3)], {"strides": (2, 2), "padding": (1, 1)}, "f32"),
+        ([(1, 16, 20, 20), (16, 8, 3, 3)], {"groups": 2, "padding": (1, 1)}, "f32"),
+        ([(1, 16, 20, 20), (16, 16, 3, 3)], {"dilation": (2, 2), "padding": (2, 2)}, "f32"),
+        ([(1, 16, 20, 20), (16, 16, 5, 5)], {"padding": (2, 2)}, "f32"),
+        ([(1, 16, 20, 20), (16, 16, 3, 1)], {"padding": (1, 0)}, "f32"),
+        ([(1, 16, 20, 20), (16, 16, 3, 3)], {"padding": (1, 1)}, "f16"),
+        ([(1, 16, 3, 3), (16, 16, 3, 3)], {"padding": (1, 1)}, "f32"),  # 2x2 tiles: no gain
+        ([(1, 4, 20, 20), (16, 4, 3, 3)], {"padding": (1, 1)}, "f32"),  # too few channels
+    ],
+    ids=["stride2", "groups", "dilation", "5x5", "3x1", "f16", "tiny", "C4"],
+)
+def test_ineligible_convolutions_keep_the_direct_path(shapes, attrs, dtype) -> None:
+    spec = _spec(shapes, attrs, dtype)
+    assert plan(spec) is None
+    text, _ = generate(spec, "k", Helpers("m"))
+    assert "_vt(" not in text and "all_finite" not in text
+
+
+def test_an_eligible_convolution_takes_it() -> None:
+    text, need = generate(_spec([(1, 16, 20, 20), (16, 16, 3, 3)], {"padding": (1, 1)}), "k", Helpers("m"))
+    assert "k_vt(" in text and "k_ot(" in text and "k_gemm(" in text
+    p = plan(_spec([(1, 16, 20, 20), (16, 16, 3, 3)], {"padding": (1, 1)}))
+    assert p is not None and need == max(p.scratch(), need) and need >= p.scratch()
+
+
+def test_emission_is_deterministic() -> None:
+    spec = _spec([(1, 70, 12, 12), (100, 70, 3, 3), (100,)], {"padding": (1, 1)})
+    assert generate(spec, "k", Helpers("m")) == generate(spec, "k", Helpers("m"))
+
+
+def test_infinities_and_nan_take_the_direct_path(tmp_path: Path) -> None:
+    """The harness's inputs are finite; here an input holds inf, -inf and NaN: the result is
+    the reference's (inf - inf would make NaN of a transform's infinities)."""
+    import subprocess
+
+    from .cbuild import CC, STRICT, assert_close
+    from .test_kernel_scratch import _fill
+
+    shapes = [(1, 8, 9, 10), (8, 8, 3, 3)]
+    spec = _spec(shapes, {"padding": (1, 1)})
+    helpers = Helpers("m")
+    text, need = generate(spec, "k0", helpers)
+    nx, nw = 8 * 9 * 10, 8 * 8 * 9
+    program = "\n".join(
+        [
+            "#include <math.h>",
+            "#include <stdint.h>",
+            "#include <stdio.h>",
+            "#include <stdlib.h>",
+            helpers.definitions(),
+            text,
+            "int main(void)",
+            "{",
+            "    uint64_t i;",
+            f"    float *x = malloc({nx} * sizeof(float)), *w = malloc({nw} * sizeof(float));",
+            f"    float *y = malloc({8 * 9 * 10} * sizeof(float));",
+            f"    unsigned char *s = malloc({need});",
+            f"    for (i = 0; i < {nx}; ++i) x[i] = (float)((double)((i * 7919u) % 201u) / 37.0 - 2.5);",
+            f"    for (i = 0; i < {nw}; ++i) w[i] = (float)((double)((i * 7919u) % 201u) / 37.0 - 2.5);",
+            "    x[3] = INFINITY; x[100] = -INFINITY; x[400] = NAN;",
+            "    k0(x, w, y, s);",
+            f"    fwrite(y, sizeof(float), {8 * 9 * 10}, stdout);",
+            "    free(x); free(w); free(y); free(s);",
+            "    return 0;",
+            "}",
+        ]
+    )
+    src = tmp_path / "inf.c"
+    src.write_text(program)
+    exe = tmp_path / "inf"
+    subprocess.run([CC, *STRICT, str(src), "-o", str(exe), "-lm"], check=True)
+    run = subprocess.run([str(exe)], capture_output=True, check=True)
+    got = np.frombuffer(run.stdout, dtype=np.float32).reshape(1, 8, 9, 10)
+    x = _fill(nx).reshape(shapes[0]).copy()
+    x.reshape(-1)[[3, 100, 400]] = [np.inf, -np.inf, np.nan]
+    w = _fill(nw).reshape(shapes[1])
+    op = REGISTRY.get("conv2d")
+    assert op is not None and op.kernel is not None
+    with np.errstate(all="ignore"):
+        want = op.kernel([x, w], dict(spec.attrs))
+    assert np.isinf(want).any() and np.isnan(want).any()
+    assert_close([got], want, "conv2d with inf and NaN")
+
+
+@st.composite
+def winograd_cases(draw: st.DrawFn) -> Case:
+    """A random small conv2d that takes Winograd: channels, sizes, padding, a bias."""
+    c, k = draw(st.integers(8, 40)), draw(st.integers(8, 60))
+    pads = tuple(draw(st.integers(0, 3)) for _ in range(4))
+    h = draw(st.integers(max(1, 3 - pads[0] - pads[2]), 19))
+    w = draw(st.integers(max(1, 3 - pads[1] - pads[3]), 35))
+    n = draw(st.integers(1, 2))
+    shapes = [(n, c, h, w), (k, c, 3, 3)] + ([(k,)] if draw(st.booleans()) else [])
+    case: Case = ("conv2d", shapes, {"padding": pads})
+    from hypothesis import assume
+
+    assume(_planned(case) is not None)
+    return case
+
+
+@settings(max_examples=3, deadline=None, derandomize=True, database=None)
+@given(st.lists(winograd_cases(), min_size=4, max_size=4))
+def test_random_winograd_convolutions_under_asan(found: list[Case]) -> None:
+    """Property: whatever the shape, Winograd stays inside the scratch it states (ASan on a
+    scratch of exactly that size) and computes the reference's conv2d."""
+    with tempfile.TemporaryDirectory() as tmp:
+        _run_cases(Path(tmp), found, sanitize=True, need_scratch=True)
