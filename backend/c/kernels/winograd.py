@@ -47,7 +47,14 @@ from .base import SCRATCH_ALIGN, Gen, Spec, pad4, pair
 from .blocked import MR_MAX, V, _register, emit_sgemm, gen_conv2d_gemm, narrow, tile_rows
 
 BUDGET = 512 * 1024
-"""The most bytes of scratch a Winograd conv2d takes (the blocks shrink to fit)."""
+"""The most bytes of scratch a Winograd conv2d takes (about half of a usual L2 per array at
+most); the blocks shrink to fit it and :data:`IO_FACTOR`."""
+
+IO_FACTOR = 2
+"""Nor more than this many times the bytes of the convolution's own input and output (live
+at the call anyway): a small convolution does not get a scratch out of proportion to it,
+or keeps the direct GEMM when no blocking fits. (On the zoo models the scratch stays under
+the arena's peak: their arenas are unchanged.)"""
 
 KB_MAX = 48
 """The most output channels per block (a multiple of the micro-tile's 6 rows). The input
@@ -145,6 +152,17 @@ class Plan:
         full, last = divmod(self.th, self.rows)
         return full * _cols(self.rows * self.tw) + (_cols(last * self.tw) if last else 0)
 
+    def cost(self) -> float:
+        """The estimated work, in multiply-adds: the products, with the overheads of the
+        transforms and the passes over the channel blocks as fractions of them (the input
+        transform repeated once per block of output channels, the weight transform once per
+        block of tile rows unless all the channels are one block)."""
+        products = 16 * self.columns() * self.k * self.c
+        k_blocks = -(-self.k // self.kb)
+        row_blocks = -(-self.th // self.rows) if self.cb < self.c else 1
+        over = 1.5 * k_blocks / self.k + 3 * row_blocks / self.columns() + 1 / self.cb
+        return products * (1 + over)
+
     def widths(self) -> tuple[int, ...]:
         """The micro-tile widths the products use: 16, and the last block's 4 or 8 or 16."""
         full, last = divmod(self.th, self.rows)
@@ -159,27 +177,14 @@ class Plan:
 
 
 def _cols(tiles: int) -> int:
-    """Columns the products compute for a block of ``tiles`` tiles: a multiple of 4 (the
-    last micro-tile is 4, 8 or 16 wide)."""
-    return -(-tiles // 4) * 4
+    """Columns the products compute for a block of ``tiles`` tiles: blocks of 16 and a last
+    micro-tile 4, 8 or 16 wide."""
+    full, rest = divmod(-(-tiles // 4) * 4, V)
+    return full * V + (0 if rest == 0 else 4 if rest <= 4 else 8 if rest <= 8 else V)
 
 
 def _static(d: D.Dim) -> int | None:
     return d if isinstance(d, int) else None
-
-
-def _tile_rows(th: int, tw: int) -> int:
-    """Rows of tiles per block: the fewest product columns (whole rows, padded to 16), ties
-    to more rows, at most :data:`T_MAX` tiles a block (at least one row)."""
-    best, best_cols = 1, None
-    for r in range(1, th + 1):
-        if r > 1 and r * tw > T_MAX:
-            break
-        full, last = divmod(th, r)
-        cols = full * _cols(r * tw) + (_cols(last * tw) if last else 0)
-        if best_cols is None or cols <= best_cols:
-            best, best_cols = r, cols
-    return best
 
 
 def plan(spec: Spec) -> Plan | None:
@@ -202,15 +207,22 @@ def plan(spec: Spec) -> Plan | None:
         return None
     pt, pl, _, _ = pad4(a["padding"])
     th, tw = -(-oh // 2), -(-ow // 2)
-    rows = _tile_rows(th, tw)
-    cb = min(c, CB_MAX)
-    kb = min(k, KB_MAX)
-    p = Plan(n, c, h, wd, k, oh, ow, pt, pl, rows, kb, cb)
-    while p.scratch() > BUDGET and p.kb > MR_MAX:
-        p = Plan(n, c, h, wd, k, oh, ow, pt, pl, rows, max(MR_MAX, p.kb - MR_MAX), cb)
-    if 9 * oh * ow < MIN_GAIN * 16 * p.columns():
+    cap = min(BUDGET, IO_FACTOR * 4 * n * (c * h * wd + k * oh * ow))
+    best: tuple[tuple[float, int, int, int], Plan] | None = None
+    for rows in range(1, th + 1):
+        if rows > 1 and rows * tw > T_MAX:
+            break
+        for cb in sorted({min(c, CB_MAX), min(c, CB_MAX // 2), min(c, CB_MAX // 4)}, reverse=True):
+            for kb in sorted({min(k, KB_MAX)} | set(range(MR_MAX, min(k, KB_MAX), MR_MAX)))[::-1]:
+                p = Plan(n, c, h, wd, k, oh, ow, pt, pl, rows, kb, cb)
+                if p.scratch() > cap:
+                    continue
+                key = (p.cost(), -rows, -kb, -cb)  # ties: the larger blocks
+                if best is None or key < best[0]:
+                    best = (key, p)
+    if best is None or 9 * oh * ow * k * c < MIN_GAIN * best[0][0]:
         return None
-    return p
+    return best[1]
 
 
 _register(

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from relaxc.backend.c.helpers import Helpers
 from relaxc.backend.c.kernels import generate, make_spec
-from relaxc.backend.c.kernels.winograd import BUDGET, plan
+from relaxc.backend.c.kernels.winograd import BUDGET, IO_FACTOR, plan
 from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
@@ -48,17 +48,19 @@ def _conv(shapes: list[tuple[int, ...]], pads=(1, 1), bias: bool = True) -> Case
 
 
 CASES: list[Case] = [
-    # odd output (partial tiles across and down), K = 13 (a partial micro-tile), C = 9
-    _conv([(1, 9, 11, 13), (13, 9, 3, 3)]),
-    # no padding: output 2 smaller; asymmetric padding, no bias
-    _conv([(2, 8, 10, 9), (8, 8, 3, 3)], (0, 0)),
-    _conv([(1, 12, 9, 14), (10, 12, 3, 3)], (2, 0, 1, 3), bias=False),
-    # C = 70: three blocks of input channels (32, 32, 6); K = 100: blocks of 48 and a rest
+    # odd output (partial tiles across and down), K = 13 (a partial micro-tile), C = 9;
+    # 12 rows of tiles in blocks of 4
+    _conv([(1, 9, 23, 25), (13, 9, 3, 3)]),
+    # no padding (output 2 smaller), two images, rows of tiles in blocks of 7 and a rest of 2
+    _conv([(2, 8, 20, 19), (8, 8, 3, 3)], (0, 0)),
+    # asymmetric padding, no bias
+    _conv([(1, 12, 19, 24), (10, 12, 3, 3)], (2, 0, 1, 3), bias=False),
+    # C = 70: blocks of input channels 32, 32, 6; K = 100: blocks of 18 and a rest of 10
     _conv([(1, 70, 12, 12), (100, 70, 3, 3)]),
-    # wide rows: 29 tiles a row (one row a block), then two blocks of rows
+    # wide rows: 29 tiles a row, rows in blocks of 3 and a rest
     _conv([(1, 8, 40, 57), (9, 8, 3, 3)]),
-    # padding larger than the kernel reach: rows and columns of zeros
-    _conv([(1, 8, 6, 7), (8, 8, 3, 3)], (3, 2, 2, 3)),
+    # padding larger than the kernel's reach: rows and columns of zeros
+    _conv([(1, 8, 16, 17), (8, 8, 3, 3)], (3, 2, 2, 3)),
 ]
 
 
@@ -81,19 +83,30 @@ def test_winograd_matches_the_reference(tmp_path: Path, sanitize: bool) -> None:
 
 def test_winograd_c1_and_one_input_channel_block(tmp_path: Path) -> None:
     """C = 1 is too few channels for Winograd (the direct path), C = 8 the fewest that take
-    it; both compute the reference."""
+    it (one block of input channels); both compute the reference."""
     few = _conv([(1, 1, 12, 12), (16, 1, 3, 3)])
     assert _planned(few) is None
-    eight = _conv([(1, 8, 12, 12), (16, 8, 3, 3)])
+    eight = _conv([(1, 8, 24, 24), (16, 8, 3, 3)])
     assert _planned(eight) is not None
     _run_cases(tmp_path, [few, eight], sanitize=True, need_scratch=True)
 
 
-def test_the_plan_stays_in_budget_on_large_layers() -> None:
-    for c, k, hw in ((64, 64, 56), (128, 128, 28), (256, 256, 14), (512, 512, 7), (48, 192, 27)):
+def test_the_scratch_stays_in_budget_and_in_proportion() -> None:
+    """At most BUDGET bytes, and at most IO_FACTOR times the convolution's own input and
+    output: the blocks shrink to fit (the zoo's layers), or a small one keeps the direct
+    path."""
+    layers = [(64, 64, 56), (128, 128, 28), (256, 256, 14), (512, 512, 7), (48, 192, 13)]
+    layers += [(16, 64, 55), (9, 13, 23), (8, 8, 10), (40, 40, 9)]
+    taken = 0
+    for c, k, hw in layers:
         p = plan(_spec([(1, c, hw, hw), (k, c, 3, 3)], {"padding": (1, 1)}))
-        if p is not None:
-            assert p.scratch() <= BUDGET, (c, k, hw)
+        if p is None:
+            continue
+        taken += 1
+        io = 4 * (c * hw * hw + k * hw * hw)
+        assert p.scratch() <= min(BUDGET, IO_FACTOR * io), (c, k, hw)
+    assert taken >= 6
+    assert plan(_spec([(1, 8, 10, 10), (8, 8, 3, 3)], {"padding": (1, 1)})) is None
 
 
 @pytest.mark.parametrize(
@@ -188,8 +201,8 @@ def winograd_cases(draw: st.DrawFn) -> Case:
     """A random small conv2d that takes Winograd: channels, sizes, padding, a bias."""
     c, k = draw(st.integers(8, 40)), draw(st.integers(8, 60))
     pads = tuple(draw(st.integers(0, 3)) for _ in range(4))
-    h = draw(st.integers(max(1, 3 - pads[0] - pads[2]), 19))
-    w = draw(st.integers(max(1, 3 - pads[1] - pads[3]), 35))
+    h = draw(st.integers(max(8, 3 - pads[0] - pads[2]), 30))
+    w = draw(st.integers(max(8, 3 - pads[1] - pads[3]), 40))
     n = draw(st.integers(1, 2))
     shapes = [(n, c, h, w), (k, c, 3, 3)] + ([(k,)] if draw(st.booleans()) else [])
     case: Case = ("conv2d", shapes, {"padding": pads})
