@@ -425,10 +425,8 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     channels whose weights stay in cache (``oc0``, when they do not all); blocks of 16 output
     positions (``p0``: the panel of im2col rows, or pointers into x for a 1x1 with unit
     strides and no padding); micro-tiles of 6 output channels (``oc``)."""
-    x, w = g.spec.ins[0], g.spec.ins[1]
-    out = g.spec.outs[0]
-    a = g.spec.attr
-    groups = a["groups"]
+    w = g.spec.ins[1]
+    groups = g.spec.attr["groups"]
     if groups > 1 and _static(w.shape[0]) == groups and _static(w.shape[1]) == 1:
         return gen_depthwise_f32(g)
     from .winograd import gen_winograd_f32, plan  # it builds on this module's micro-tiles

@@ -13,11 +13,13 @@ What it guarantees:
 * **No extra constants.** The weights stay as they are (OIHW, in ``.rodata``); they are
   transformed at run time, per block of output channels and input channels, into the scratch.
 * **Only planned scratch.** ``U[16][Kb][Cb]`` (transformed weights of ``Kb`` output and ``Cb``
-  input channels), ``V[16][Cb][LDV]`` (transformed input tiles of ``R`` rows of tiles),
-  ``M[16][Kb][LDM]`` (their products, summed over the input-channel blocks), two small row
-  buffers and ``Cb`` row pointers, all carved with :meth:`Gen.scratch_array`: at most
-  :data:`BUDGET` bytes whatever the layer (smaller layers take less), so the plan and the
-  code cannot disagree. No stack arrays, no malloc.
+  input channels), ``V[16][Cb][LDV]`` (transformed input tiles of ``R`` rows of tiles; or
+  ``V[16][C][LDV]``, every channel, see the loops), ``M[16][Kb][LDM]`` (their products, summed
+  over the input-channel blocks), two small row buffers, the 9 x ``Cb`` weights being
+  transformed and ``Cb`` row pointers, all carved with :meth:`Gen.scratch_array`: at most
+  :data:`BUDGET` bytes and at most :data:`IO_FACTOR` times the convolution's own input and
+  output, so that a small layer gets a small scratch (or keeps the direct GEMM); the plan and
+  the code cannot disagree. No stack arrays, no malloc.
 * **Portable C99 that vectorizes at -O2.** The 16 batched products are the micro-tiles of
   :mod:`.blocked` (B given as row pointers into ``V``); the transforms are counted loops over
   ``restrict`` parameters of constant trip counts, in static functions of the kernel alone
@@ -31,10 +33,15 @@ What it guarantees:
   would have emitted, on the same scratch): the transforms would make NaN of ``inf - inf``
   where the direct sum has an infinity.
 
-Loops: images; blocks of ``Kb`` output channels (``k0``); blocks of ``R`` rows of tiles
-(``ty0``); blocks of ``Cb`` input channels (``c0``: weight transform, unless it was done once
-for the whole ``C``; input transform; 16 GEMMs accumulating in ``M``); then the output
-transform of ``M`` into the output (partial tiles at odd edges are cut).
+Loops, per image, one of two orders (:class:`Plan`, the one of least estimated work,
+:meth:`Plan.cost`, that fits the scratch): blocks of ``Kb`` output channels (``k0``), blocks
+of ``R`` rows of tiles (``ty0``), blocks of ``Cb`` input channels (``c0``: weight transform,
+unless it was done once for the whole ``C``; input transform; 16 GEMMs accumulating in
+``M``), output transform of ``M`` into the output (partial tiles at odd edges are cut); or,
+with ``V`` holding every channel (``v_all``: the input transform once, for layers of many
+output channels and few tiles), blocks of tile rows (input transform of all channels), then
+blocks of output channels, then of input channels (weight transform, GEMMs), output
+transform.
 """
 
 from __future__ import annotations
@@ -68,10 +75,11 @@ T_MAX = 112
 weight transform is repeated once per such block when C is blocked: about 3 / T of the
 products' cost."""
 
-MIN_GAIN = 1.5
-"""Winograd only where the direct multiply-adds are at least this many times its products
-(16 per tile, partial tiles and the 16-column padding counted): below, the transforms and
-the weight transform per call eat the gain (measured: docs/c.md)."""
+MIN_GAIN = 1.3
+"""Winograd only where the direct multiply-adds are at least this many times its estimated
+work (:meth:`Plan.cost`: 16 products per tile, partial tiles and the micro-tiles' column
+padding counted, plus the transforms' overheads): below, measured at -O2, it is barely
+faster or slower (docs/c.md)."""
 
 WIDE_MIN_TILES = 100
 """Where the micro-tiles are 16 lanes wide (AVX, AArch64: ``{p}_sgemm_nv == 16``, the
@@ -100,6 +108,15 @@ class Plan:
     rows: int  # R: rows of tiles per block
     kb: int
     cb: int
+    v_all: bool = False
+    """V holds every input channel of a block of tile rows, transformed once and read by
+    every block of output channels (else V holds one block of ``cb`` channels, transformed
+    again for each block of output channels)."""
+
+    @property
+    def vc(self) -> int:
+        """Input channels V holds."""
+        return self.c if self.v_all else self.cb
 
     @property
     def th(self) -> int:
@@ -132,7 +149,7 @@ class Plan:
         """The scratch arrays (C type, name, elements) in the order the kernel carves them."""
         return [
             ("float", "u", 16 * self.kb * self.cb),
-            ("float", "v", 16 * self.cb * self.ldv),
+            ("float", "v", 16 * self.vc * self.ldv),
             ("float", "m", 16 * self.kb * self.ldm),
             ("float", "s", 4 * self.ws),
             ("float", "zero", self.w),
@@ -155,12 +172,14 @@ class Plan:
     def cost(self) -> float:
         """The estimated work, in multiply-adds: the products, with the overheads of the
         transforms and the passes over the channel blocks as fractions of them (the input
-        transform repeated once per block of output channels, the weight transform once per
-        block of tile rows unless all the channels are one block)."""
+        transform repeated once per block of output channels unless V holds all channels,
+        the weight transform once per block of tile rows unless all the channels are one block
+        and V does not hold them all)."""
         products = 16 * self.columns() * self.k * self.c
-        k_blocks = -(-self.k // self.kb)
-        row_blocks = -(-self.th // self.rows) if self.cb < self.c else 1
+        k_blocks = 1 if self.v_all else -(-self.k // self.kb)
+        row_blocks = -(-self.th // self.rows) if self.cb < self.c or self.v_all else 1
         over = 1.5 * k_blocks / self.k + 3 * row_blocks / self.columns() + 1 / self.cb
+        over += 1 / self.kb  # each 16 columns of V are read again per 6 rows of U
         return products * (1 + over)
 
     def widths(self) -> tuple[int, ...]:
@@ -208,18 +227,19 @@ def plan(spec: Spec) -> Plan | None:
     pt, pl, _, _ = pad4(a["padding"])
     th, tw = -(-oh // 2), -(-ow // 2)
     cap = min(BUDGET, IO_FACTOR * 4 * n * (c * h * wd + k * oh * ow))
-    best: tuple[tuple[float, int, int, int], Plan] | None = None
+    best: tuple[tuple[float, int, int, int, bool], Plan] | None = None
     for rows in range(1, th + 1):
         if rows > 1 and rows * tw > T_MAX:
             break
         for cb in sorted({min(c, CB_MAX), min(c, CB_MAX // 2), min(c, CB_MAX // 4)}, reverse=True):
             for kb in sorted({min(k, KB_MAX)} | set(range(MR_MAX, min(k, KB_MAX), MR_MAX)))[::-1]:
-                p = Plan(n, c, h, wd, k, oh, ow, pt, pl, rows, kb, cb)
-                if p.scratch() > cap:
-                    continue
-                key = (p.cost(), -rows, -kb, -cb)  # ties: the larger blocks
-                if best is None or key < best[0]:
-                    best = (key, p)
+                for v_all in (False, True):
+                    p = Plan(n, c, h, wd, k, oh, ow, pt, pl, rows, kb, cb, v_all)
+                    if p.scratch() > cap:
+                        continue
+                    key = (p.cost(), -rows, -kb, -cb, v_all)  # ties: the larger blocks
+                    if best is None or key < best[0]:
+                        best = (key, p)
     if best is None or 9 * oh * ow * k * c < MIN_GAIN * best[0][0]:
         return None
     return best[1]
@@ -268,13 +288,11 @@ def _weight_transform(g: Gen, p: Plan) -> str:
         ]
         # G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2 (over the kernel's rows)
         for j in range(3):
-            out.append(
-                f"            const float h0{j} = t[{j * p.cb} + c], h3{j} = t[{(6 + j) * p.cb} + c];"
-                f" const float e{j} = h0{j} + h3{j}, g{j} = t[{(3 + j) * p.cb} + c];"
-            )
-            out.append(
-                f"            const float h1{j} = 0.5f * (e{j} + g{j}), h2{j} = 0.5f * (e{j} - g{j});"
-            )
+            r0, r1, r2 = (f"t[{(3 * i + j) * p.cb} + c]" for i in range(3))
+            out.append(f"            const float h0{j} = {r0}, h3{j} = {r2};")
+            out.append(f"            const float e{j} = h0{j} + h3{j}, g{j} = {r1};")
+            out.append(f"            const float h1{j} = 0.5f * (e{j} + g{j});")
+            out.append(f"            const float h2{j} = 0.5f * (e{j} - g{j});")
         # (G g) G^T: the same over the columns
         for i in range(4):
             out.append(f"            {{ const float f = h{i}0 + h{i}2;")
@@ -310,7 +328,7 @@ def _input_transform(g: Gen, p: Plan) -> str:
     """``{f}_vt``: V[xi][c][r * TW + tx] = (B^T d B)[xi] for the 4x4 input tile d of tile
     (ty0 + r, tx), channel c0 + c, zero outside the input (the padding); columns from
     rows * TW to the next multiple of 16 are zero (the products' last block)."""
-    sv = p.cb * p.ldv
+    sv = p.vc * p.ldv
     hw = p.h * p.w
     ws = p.ws
     lines = [
@@ -443,8 +461,10 @@ def gen_winograd_f32(g: Gen, p: Plan) -> list[str]:
     several_w = len(widths) > 1
     several = len(row_counts) > 1 or several_w  # else one micro-tile shape: no nr
     width = narrow("nn") if several_w else str(widths[0])
-    decls.append(f"int64_t b, k0, kn, ty0, nrows, ncols, c0, cn, e, p0, c, m0, q{', nr' if several else ''}{', nn' if several_w else ''};")
-    su, sv, sm = p.kb * p.cb, p.cb * p.ldv, p.kb * p.ldm
+    ints = "b, k0, kn, ty0, nrows, ncols, c0, cn, e, p0, c, m0, q"
+    ints += (", nr" if several else "") + (", nn" if several_w else "")
+    decls.append(f"int64_t {ints};")
+    su, sv, sm = p.kb * p.cb, p.vc * p.ldv, p.kb * p.ldm
     hoist = p.cb == p.c  # U of all the channels at once: once per block of output channels
     fallback = f"{direct.fname}({', '.join([*g.x, *g.y, 'scratch'])});"
     if p.tw * p.th < WIDE_MIN_TILES:
@@ -456,37 +476,59 @@ def gen_winograd_f32(g: Gen, p: Plan) -> list[str]:
         g.lines.append("#endif")
     with g.loop("q", str(p.w)):
         g.emit("zero[q] = 0.0f;")
+    voff = "c0 + " if p.v_all else ""
+
+    def products() -> None:
+        """Over the blocks of input channels: the weight transform unless hoisted, the input
+        transform unless V holds all channels, the 16 GEMMs summing into M."""
+        with g.block(f"for (c0 = 0; c0 < {p.c}; c0 += {p.cb})"):
+            g.emit(f"cn = {p.c} - c0 < {p.cb} ? {p.c} - c0 : {p.cb};")
+            if not hoist:
+                g.emit(f"{g.fname}_wt(x1, u, wt, k0, kn, c0, cn);")
+            if not p.v_all:
+                g.emit(f"{g.fname}_vt(xb, zero, s, v, c0, cn, ty0, nrows);")
+            with g.loop("e", "16"):
+                with g.block(f"for (p0 = 0; p0 < ncols; p0 += {V})"):
+                    if several_w:
+                        g.emit(f"nn = ncols - p0 < {V} ? ncols - p0 : {V};")
+                    with g.loop("c", "cn"):
+                        g.emit(f"rows[c] = v + e * {sv} + ({voff}c) * {p.ldv} + p0;")
+                    with g.block(f"for (m0 = 0; m0 < kn; m0 += {mr})"):
+                        if several:
+                            g.emit(f"nr = kn - m0 < {mr} ? kn - m0 : {mr};")
+                        args = (
+                            f"cn, u + e * {su} + m0 * {p.cb}, {p.cb}, rows, "
+                            f"m + e * {sm} + m0 * {p.ldm} + p0, {p.ldm}, c0 > 0, NULL"
+                        )
+                        emit_sgemm(g, "nr", row_counts, width, widths, args)
+        bias_arg = "x2, " if bias else ""
+        g.emit(f"{g.fname}_ot(m, {bias_arg}yb, k0, kn, ty0, nrows);")
+
+    def k_block_head() -> None:
+        g.emit(f"kn = {p.k} - k0 < {p.kb} ? {p.k} - k0 : {p.kb};")
+        if hoist:
+            g.emit(f"{g.fname}_wt(x1, u, wt, k0, kn, 0, {p.c});")
+
+    def row_block_head() -> None:
+        g.emit(f"nrows = {p.th} - ty0 < {p.rows} ? {p.th} - ty0 : {p.rows};")
+        g.emit(f"ncols = (nrows * {p.tw} + 3) / 4 * 4;")
+
     with g.loop("b", str(p.n)):
         g.emit(f"const float *xb = x0 + b * {p.c * p.h * p.w};")
         g.emit(f"float *yb = y0 + b * {p.k * p.oh * p.ow};")
-        with g.block(f"for (k0 = 0; k0 < {p.k}; k0 += {p.kb})"):
-            g.emit(f"kn = {p.k} - k0 < {p.kb} ? {p.k} - k0 : {p.kb};")
-            if hoist:
-                g.emit(f"{g.fname}_wt(x1, u, wt, k0, kn, 0, {p.c});")
+        if p.v_all:  # rows of tiles, all channels transformed once, then the output channels
             with g.block(f"for (ty0 = 0; ty0 < {p.th}; ty0 += {p.rows})"):
-                g.emit(f"nrows = {p.th} - ty0 < {p.rows} ? {p.th} - ty0 : {p.rows};")
-                g.emit(f"ncols = (nrows * {p.tw} + 3) / 4 * 4;")
-                with g.block(f"for (c0 = 0; c0 < {p.c}; c0 += {p.cb})"):
-                    g.emit(f"cn = {p.c} - c0 < {p.cb} ? {p.c} - c0 : {p.cb};")
-                    if not hoist:
-                        g.emit(f"{g.fname}_wt(x1, u, wt, k0, kn, c0, cn);")
-                    g.emit(f"{g.fname}_vt(xb, zero, s, v, c0, cn, ty0, nrows);")
-                    with g.loop("e", "16"):
-                        with g.block(f"for (p0 = 0; p0 < ncols; p0 += {V})"):
-                            if several_w:
-                                g.emit(f"nn = ncols - p0 < {V} ? ncols - p0 : {V};")
-                            with g.loop("c", "cn"):
-                                g.emit(f"rows[c] = v + e * {sv} + c * {p.ldv} + p0;")
-                            with g.block(f"for (m0 = 0; m0 < kn; m0 += {mr})"):
-                                if several:
-                                    g.emit(f"nr = kn - m0 < {mr} ? kn - m0 : {mr};")
-                                args = (
-                                    f"cn, u + e * {su} + m0 * {p.cb}, {p.cb}, rows, "
-                                    f"m + e * {sm} + m0 * {p.ldm} + p0, {p.ldm}, c0 > 0, NULL"
-                                )
-                                emit_sgemm(g, "nr", row_counts, width, widths, args)
-                bias_arg = "x2, " if bias else ""
-                g.emit(f"{g.fname}_ot(m, {bias_arg}yb, k0, kn, ty0, nrows);")
+                row_block_head()
+                g.emit(f"{g.fname}_vt(xb, zero, s, v, 0, {p.c}, ty0, nrows);")
+                with g.block(f"for (k0 = 0; k0 < {p.k}; k0 += {p.kb})"):
+                    k_block_head()
+                    products()
+        else:  # output channels, then rows of tiles, then input channels
+            with g.block(f"for (k0 = 0; k0 < {p.k}; k0 += {p.kb})"):
+                k_block_head()
+                with g.block(f"for (ty0 = 0; ty0 < {p.th}; ty0 += {p.rows})"):
+                    row_block_head()
+                    products()
     # An infinity or a NaN in the input or the weights makes some output NaN or infinite (each
     # input and weight reaches an output through coefficients that are not all zero), as does
     # an overflow of the transforms: then the direct sum decides (inf - inf would be NaN

@@ -61,6 +61,11 @@ CASES: list[Case] = [
     _conv([(1, 8, 40, 57), (9, 8, 3, 3)]),
     # padding larger than the kernel's reach: rows and columns of zeros
     _conv([(1, 8, 16, 17), (8, 8, 3, 3)], (3, 2, 2, 3)),
+    # V holding every input channel (transformed once per block of tile rows): C = 40 in
+    # blocks of 32 and 8, K = 100 in blocks of 12 and a rest of 4, tile rows 5 and 2
+    _conv([(1, 40, 13, 13), (100, 40, 3, 3)]),
+    # the same with asymmetric padding and no bias: K = 50 (a rest of 2), rows 7 and 4
+    _conv([(1, 36, 21, 17), (50, 36, 3, 3)], (0, 1, 2, 1), bias=False),
 ]
 
 
@@ -70,10 +75,9 @@ def _planned(case: Case):
 
 
 def test_the_cases_take_winograd() -> None:
-    for case in CASES:
-        p = _planned(case)
-        assert p is not None, case
-        assert p.scratch() <= BUDGET
+    plans = [_planned(case) for case in CASES]
+    assert all(p is not None and p.scratch() <= BUDGET for p in plans), CASES
+    assert {p.v_all for p in plans if p is not None} == {False, True}  # both loop orders
 
 
 @pytest.mark.parametrize("sanitize", [False, True], ids=["O2", "asan"])
@@ -131,7 +135,9 @@ def test_ineligible_convolutions_keep_the_direct_path(shapes, attrs, dtype) -> N
 
 
 def test_an_eligible_convolution_takes_it() -> None:
-    text, need = generate(_spec([(1, 16, 20, 20), (16, 16, 3, 3)], {"padding": (1, 1)}), "k", Helpers("m"))
+    text, need = generate(
+        _spec([(1, 16, 20, 20), (16, 16, 3, 3)], {"padding": (1, 1)}), "k", Helpers("m")
+    )
     assert "k_vt(" in text and "k_ot(" in text and "k_gemm(" in text
     p = plan(_spec([(1, 16, 20, 20), (16, 16, 3, 3)], {"padding": (1, 1)}))
     assert p is not None and need == max(p.scratch(), need) and need >= p.scratch()
@@ -155,6 +161,7 @@ def test_infinities_and_nan_take_the_direct_path(tmp_path: Path) -> None:
     helpers = Helpers("m")
     text, need = generate(spec, "k0", helpers)
     nx, nw = 8 * 9 * 10, 8 * 8 * 9
+    fill = "(float)((double)((i * 7919u) % 201u) / 37.0 - 2.5)"  # test_kernel_scratch's _fill
     program = "\n".join(
         [
             "#include <math.h>",
@@ -169,8 +176,8 @@ def test_infinities_and_nan_take_the_direct_path(tmp_path: Path) -> None:
             f"    float *x = malloc({nx} * sizeof(float)), *w = malloc({nw} * sizeof(float));",
             f"    float *y = malloc({8 * 9 * 10} * sizeof(float));",
             f"    unsigned char *s = malloc({need});",
-            f"    for (i = 0; i < {nx}; ++i) x[i] = (float)((double)((i * 7919u) % 201u) / 37.0 - 2.5);",
-            f"    for (i = 0; i < {nw}; ++i) w[i] = (float)((double)((i * 7919u) % 201u) / 37.0 - 2.5);",
+            f"    for (i = 0; i < {nx}; ++i) x[i] = {fill};",
+            f"    for (i = 0; i < {nw}; ++i) w[i] = {fill};",
             "    x[3] = INFINITY; x[100] = -INFINITY; x[400] = NAN;",
             "    k0(x, w, y, s);",
             f"    fwrite(y, sizeof(float), {8 * 9 * 10}, stdout);",
