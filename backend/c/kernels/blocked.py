@@ -18,7 +18,9 @@ alias checks, no loops of unknown trip count) and better with ``-O3 -march=nativ
   with "same" padding across, away from the borders) and otherwise fills it in a panel on the
   scratch (padding as zeros, strides, dilation). Output channels go by blocks whose weights
   stay in cache (:data:`A_BLOCK`). Depthwise convolutions (one input and one output channel
-  per group) are direct loops over a zero-framed copy of the channel instead.
+  per group) are direct loops over a zero-framed copy of the channel instead, and 3x3
+  stride-1 ones that pay for it Winograd F(2x2, 3x3) (:mod:`.winograd`, on these
+  micro-tiles; :func:`gen_conv2d_gemm` stays their fallback).
 * **matmul** is the same GEMM with ``B`` read in place; **dense** with more than a few
   rows packs ``w``'s transpose into the panel; fewer rows are 4 dot products at a time,
   each summed in 16 lanes.
