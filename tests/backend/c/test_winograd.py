@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from relaxc.backend.c.helpers import Helpers
 from relaxc.backend.c.kernels import generate, make_spec
-from relaxc.backend.c.kernels.winograd import BUDGET, IO_FACTOR, plan
+from relaxc.backend.c.kernels.winograd import BUDGET, IO_FACTOR, WIDE_MIN_TILES, plan
 from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
@@ -85,6 +85,21 @@ def test_winograd_matches_the_reference(tmp_path: Path, sanitize: bool) -> None:
     _run_cases(tmp_path, CASES, sanitize, need_scratch=True)
 
 
+def test_winograd_with_the_recommended_flags(tmp_path: Path, monkeypatch) -> None:
+    """-O3 -march=native: with AVX the layers of at least WIDE_MIN_TILES tiles keep Winograd
+    (fused multiply-adds in the micro-tiles), the others go to the direct GEMM; both compute
+    the reference."""
+    from . import test_kernel_scratch
+    from .cbuild import STRICT
+
+    native = [f for f in STRICT if f != "-O2"] + ["-O3", "-march=native"]
+    monkeypatch.setattr(test_kernel_scratch, "STRICT", native)
+    wide = [c for c in CASES if (p := _planned(c)) is not None and p.th * p.tw >= WIDE_MIN_TILES]
+    narrow = [c for c in CASES if c not in wide]
+    assert wide and narrow
+    _run_cases(tmp_path, wide + narrow[:2], sanitize=False, need_scratch=True)
+
+
 def test_winograd_c1_and_one_input_channel_block(tmp_path: Path) -> None:
     """C = 1 is too few channels for Winograd (the direct path), C = 8 the fewest that take
     it (one block of input channels); both compute the reference."""
@@ -93,6 +108,26 @@ def test_winograd_c1_and_one_input_channel_block(tmp_path: Path) -> None:
     eight = _conv([(1, 8, 24, 24), (16, 8, 3, 3)])
     assert _planned(eight) is not None
     _run_cases(tmp_path, [few, eight], sanitize=True, need_scratch=True)
+
+
+FORCED: list[Case] = [
+    _conv([(1, 1, 5, 6), (1, 1, 3, 3)]),  # C = K = 1
+    _conv([(1, 1, 2, 2), (3, 1, 3, 3)]),  # a 2 x 2 output: one tile
+    _conv([(2, 3, 1, 9), (5, 3, 3, 3)], (1, 1, 2, 0), bias=False),  # one input row, 3 x 7
+    _conv([(1, 2, 3, 3), (7, 2, 3, 3)], (2, 2)),  # 5 x 5: partial tiles both ways
+]
+
+
+def test_winograd_on_shapes_the_plan_would_not_choose(tmp_path: Path, monkeypatch) -> None:
+    """The kernel is right where the plan's thresholds keep it off (C = 1, K = 1, one tile,
+    one input row): with them lifted, under ASan on a scratch of exactly the stated size."""
+    from relaxc.backend.c.kernels import winograd
+
+    monkeypatch.setattr(winograd, "MIN_GAIN", 0.0)
+    monkeypatch.setattr(winograd, "MIN_CHANNELS", 1)
+    monkeypatch.setattr(winograd, "IO_FACTOR", 1000)
+    assert all(_planned(case) is not None for case in FORCED)
+    _run_cases(tmp_path, FORCED, sanitize=True, need_scratch=True)
 
 
 def test_the_scratch_stays_in_budget_and_in_proportion() -> None:
