@@ -141,7 +141,9 @@ def test_report_lists_each_scratch_as_its_kernel_s(tmp_path: Path) -> None:
     assert scratch["c1_scratch"]["bytes"] == 2368 and scratch["p1_scratch"]["bytes"] == 128
     (main,) = data["functions"]  # the calls are packed by now: counted through their structs
     assert main["kernel_scratch_calls"] == len(scratch) == 5  # 4 convolutions, the max pool
-    assert main["kernel_scratch_max_bytes"] == max(b["bytes"] for b in scratch.values()) == 4992
+    # the largest: the 3x3 branch conv's Winograd blocks (backend/c/kernels/winograd.py),
+    # within twice its own input and output; the arena is no larger for it (test_cli)
+    assert main["kernel_scratch_max_bytes"] == max(b["bytes"] for b in scratch.values()) == 33856
     vm = json.loads(CliRunner().invoke(cli, ["report", str(SAMPLES / "cnn.rx"), "--json"]).stdout)
     assert vm["functions"][0]["kernel_scratch_calls"] == 0  # numpy's kernels need none
 

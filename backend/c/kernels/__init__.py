@@ -3,7 +3,8 @@
 Each kernel computes what the op's numpy kernel in :mod:`relaxc.ir.ops` computes: reductions,
 pooling and normalizations accumulate in ``double`` (the numpy kernels compute in float64
 and cast back); ``f32`` conv2d, dense and matmul sum in ``float``, blocked for speed
-(:mod:`.blocked`: within the error of a float sum, not bit-identical); ``f32`` elementwise
+(:mod:`.blocked`: within the error of a float sum, not bit-identical; 3x3 stride-1
+convolutions through Winograd F(2x2, 3x3) where it pays, :mod:`.winograd`); ``f32`` elementwise
 arithmetic is done in ``float`` like numpy; integers wrap (arithmetic is done in unsigned
 64 bits, never undefined), and every special case of the reference kernels (integer
 division by zero, float-to-int casts, NaN propagation of ``maximum`` and ``max_pool2d``,

@@ -108,6 +108,10 @@ class Gen:
         self.scratch_bytes = 0
         """Bytes of the call's scratch (``unsigned char *scratch``, 64-byte aligned) that the
         kernel's arrays take: see :meth:`scratch_array`."""
+        self.prelude: list[str] = []
+        """Static functions of this kernel alone (named after it, ``{fname}_...``), emitted
+        before it: inner loops specialised to its shapes whose pointers are ``restrict``
+        parameters (see :mod:`.winograd`)."""
         self.restrict = False
         """Set by a generator whose op never computes its output over an input (conv2d, dense,
         matmul, pooling): the pointers are declared ``restrict``, which lets the compiler
@@ -183,7 +187,8 @@ class Gen:
         body += [
             f"    (void){v};" for v in self.dimvar.values() if not re.search(rf"\b{v}\b", text)
         ]
-        return self.signature() + "\n{\n" + "\n".join(body + self.lines) + "\n}"
+        text = self.signature() + "\n{\n" + "\n".join(body + self.lines) + "\n}"
+        return "\n\n".join([*self.prelude, text])
 
     # -- values ---------------------------------------------------------------------------
     def load(self, dtype: str, expr: str) -> str:

@@ -18,7 +18,9 @@ alias checks, no loops of unknown trip count) and better with ``-O3 -march=nativ
   with "same" padding across, away from the borders) and otherwise fills it in a panel on the
   scratch (padding as zeros, strides, dilation). Output channels go by blocks whose weights
   stay in cache (:data:`A_BLOCK`). Depthwise convolutions (one input and one output channel
-  per group) are direct loops over a zero-framed copy of the channel instead.
+  per group) are direct loops over a zero-framed copy of the channel instead, and 3x3
+  stride-1 ones that pay for it Winograd F(2x2, 3x3) (:mod:`.winograd`, on these
+  micro-tiles; :func:`gen_conv2d_gemm` stays their fallback).
 * **matmul** is the same GEMM with ``B`` read in place; **dense** with more than a few
   rows packs ``w``'s transpose into the panel; fewer rows are 4 dot products at a time,
   each summed in 16 lanes.
@@ -425,12 +427,25 @@ def gen_conv2d_f32(g: Gen) -> list[str]:
     channels whose weights stay in cache (``oc0``, when they do not all); blocks of 16 output
     positions (``p0``: the panel of im2col rows, or pointers into x for a 1x1 with unit
     strides and no padding); micro-tiles of 6 output channels (``oc``)."""
+    w = g.spec.ins[1]
+    groups = g.spec.attr["groups"]
+    if groups > 1 and _static(w.shape[0]) == groups and _static(w.shape[1]) == 1:
+        return gen_depthwise_f32(g)
+    from .winograd import gen_winograd_f32, plan  # it builds on this module's micro-tiles
+
+    wino = plan(g.spec)
+    if wino is not None:
+        return gen_winograd_f32(g, wino)
+    return gen_conv2d_gemm(g)
+
+
+def gen_conv2d_gemm(g: Gen) -> list[str]:
+    """conv2d on f32 (not depthwise) as a blocked GEMM per image and group: the loops of
+    :func:`gen_conv2d_f32`."""
     x, w = g.spec.ins[0], g.spec.ins[1]
     out = g.spec.outs[0]
     a = g.spec.attr
     groups = a["groups"]
-    if groups > 1 and _static(w.shape[0]) == groups and _static(w.shape[1]) == 1:
-        return gen_depthwise_f32(g)
     g.restrict = True
     sh, sw = pair(a["strides"])
     pads = pad4(a["padding"])

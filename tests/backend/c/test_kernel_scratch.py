@@ -296,7 +296,20 @@ def test_a_primitive_function_passes_its_scratch_to_its_kernels(
     module = parse_module(PRIMITIVE, "prim.rx")
     planned = compile_module(module, unpacked=True)
     callee = planned.get("convpool")
-    assert callee is not None and callee.attr("scratch") == 4992  # the conv2d's, the larger
+    from relaxc.backend.c.kernels import scratch_bytes
+
+    def need(op_name: str, ins: list[TensorType], **kwargs) -> int:
+        op = REGISTRY.get(op_name)
+        assert op is not None
+        args = tuple(Var(f"x{i}") for i in range(len(ins)))
+        bound = bind_args(op, args, tuple(kwargs.items()))
+        return scratch_bytes(op_name, bound.attrs, ins, [ins[0]])
+
+    x = TensorType((1, 8, 10, 10), "f32")
+    conv = need("conv2d", [x, TensorType((8, 8, 3, 3), "f32")], padding=(1, 1))
+    pool = need("max_pool2d", [x], pool_size=(3, 3), strides=(1, 1), padding=(1, 1))
+    assert conv > pool > 0  # the conv2d's (Winograd's blocks), the larger
+    assert callee is not None and callee.attr("scratch") == conv
     invokes = [s.value for s in planned.get("main").body if isinstance(s.value, Invoke)]  # type: ignore[union-attr]
     assert len(invokes) == 2 and all(i.scratch is not None for i in invokes)
     sources = emit(module, {}, tmp_path, prefix="prim", unpacked=unpacked)
