@@ -770,9 +770,9 @@ def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
 # Local search: heuristics of the windows' decisions, in turn, and their work limit.
 REPAIR_HEURISTICS = ("TWA", "TCA", "TAW", "WAT", "TWO")
 REPAIR_WORK = 3000
-REPAIR_RADII = (2, 5, 12, 30)
+REPAIR_RADII = (2, 5, 12, 30)  # sections each side of the buffers that stick out
 REPAIR_PAIRS = 80  # conflict-list entries of a window per unit of work
-REPAIR_SCAN = 160  # buffers and neighbours looked at per unit of work, finding a window  # sections each side of the buffers that stick out
+REPAIR_SCAN = 160  # buffers and neighbours looked at per unit of work, finding a window
 
 
 def repair(

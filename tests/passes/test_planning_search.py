@@ -52,7 +52,8 @@ def decide(inst: Instance, capacity: int, heuristic: str) -> list[int] | None:
 
 
 def optimum(inst: Instance) -> int:
-    return min(inst.height(place(inst, list(order))) for order in itertools.permutations(range(inst.n)))
+    orders = itertools.permutations(range(inst.n))
+    return min(inst.height(place(inst, list(order))) for order in orders)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
