@@ -762,8 +762,7 @@ def _note(trace: list[str] | None, probe: Probe, inst: Instance) -> None:
         h = f" height {inst.height(probe.result)}" if probe.result is not None else ""
         by = f" ({probe.winner[1]} on view {probe.winner[0]})" if probe.winner else ""
         trace.append(
-            f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} "
-            f"work{by}"
+            f"capacity {probe.capacity}: {probe.status or 'gave up'}{h} after {probe.work} work{by}"
         )
 
 
