@@ -806,7 +806,8 @@ def repair(
     turn = 0
     failures = 0
     step = max(grain, (best - goal) // 16 // grain * grain)
-    while best > goal and used < budget and failures < len(REPAIR_HEURISTICS):
+    starved = False  # the budget left cannot build a window and search it
+    while best > goal and used < budget and failures < len(REPAIR_HEURISTICS) and not starved:
         if time.process_time() > deadline:
             clock = True
             break
@@ -828,6 +829,12 @@ def repair(
             if any(off[j] + size[j] > cap for j in obstacles):
                 continue  # a buffer that sticks out would stay: widen the window
             members = free + obstacles
+            # Within the budget or not at all: the window's build (its members' conflict
+            # entries bound the pairs carried over) and at least a slice of search.
+            build = len(members) * 5 // 8 + sum(len(nbrs[j]) for j in members) // REPAIR_PAIRS
+            if used + build + SLICE > budget:
+                starved = True
+                break
             local = _local(inst, members)
             fixed = {k: off[j] for k, j in enumerate(members) if k >= len(free)}
             d = Decision(Sections(local), cap, heuristic, deadline, fixed)
@@ -853,6 +860,8 @@ def repair(
                 break
             if z - a >= sec.count:
                 break  # the window is everything already
+        if starved:
+            break
         if found:
             failures = 0
             step *= 2
