@@ -22,16 +22,7 @@ from relaxc.passes.planning.greedy import Instance, greedy, place, prepare, scan
 from relaxc.passes.planning.model import Buffer, lower_bound
 from relaxc.passes.planning.search import Decision, Sections, merged_runs, minimize, repair
 
-
-def buffer_lists(max_size: int) -> st.SearchStrategy[list[Buffer]]:
-    one = st.builds(
-        lambda start, length, size, align: Buffer(start, start + length, size * align, align),
-        st.integers(0, 12),
-        st.integers(1, 6),
-        st.integers(1, 8),
-        st.sampled_from([1, 2, 4]),
-    )
-    return st.lists(one, min_size=1, max_size=max_size)
+from .test_planning_repair import buffer_lists
 
 
 def mirrored(inst: Instance) -> Instance:

@@ -48,10 +48,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from relaxc.ir import dims as D
-
 from .base import SCRATCH_ALIGN, Gen, Spec, pad4, pair
-from .blocked import MR_MAX, V, _register, emit_sgemm, gen_conv2d_gemm, narrow, tile_rows
+from .blocked import (
+    MR_MAX,
+    V,
+    _register,
+    _static,
+    emit_sgemm,
+    gen_conv2d_gemm,
+    narrow,
+    tile_rows,
+)
 
 BUDGET = 512 * 1024
 """The most bytes of scratch a Winograd conv2d takes (about half of a usual L2 per array at
@@ -200,10 +207,6 @@ def _cols(tiles: int) -> int:
     micro-tile 4, 8 or 16 wide."""
     full, rest = divmod(-(-tiles // 4) * 4, V)
     return full * V + (0 if rest == 0 else 4 if rest <= 4 else 8 if rest <= 8 else V)
-
-
-def _static(d: D.Dim) -> int | None:
-    return d if isinstance(d, int) else None
 
 
 def plan(spec: Spec) -> Plan | None:
