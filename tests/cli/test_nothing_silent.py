@@ -237,6 +237,12 @@ SIGINT_DURING_IMPORT = textwrap.dedent(
 )
 
 
+def _default_sigint() -> None:
+    """In the child: SIGINT as a terminal gives it, whatever the parent did with it (a
+    parent that ignores SIGINT, as GNU time does, makes its children ignore it too)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path) -> None:
     out = subprocess.run(
         [sys.executable, "-c", SIGINT_DURING_IMPORT, "check", str(SAMPLES / "mlp.rx")],
@@ -244,6 +250,7 @@ def test_ctrl_c_during_start_up_exits_130_without_a_traceback(tmp_path: Path) ->
         text=True,
         timeout=120,
         cwd=tmp_path,
+        preexec_fn=_default_sigint,
     )
     assert out.returncode == 130, out.stderr
     assert out.stderr == "relaxc: interrupted\n"
@@ -256,7 +263,11 @@ def test_ctrl_c_while_a_command_runs_exits_130(tmp_path: Path) -> None:
     fifo = tmp_path / "never.rx"
     os.mkfifo(fifo)
     proc = subprocess.Popen(
-        [*ENTRY, "check", str(fifo)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path
+        [*ENTRY, "check", str(fifo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=tmp_path,
+        preexec_fn=_default_sigint,
     )
     time.sleep(1.5)
     proc.send_signal(signal.SIGINT)
@@ -272,6 +283,7 @@ def test_debug_shows_the_traceback_of_an_interrupt(tmp_path: Path) -> None:
         text=True,
         timeout=120,
         cwd=tmp_path,
+        preexec_fn=_default_sigint,
     )
     assert out.returncode == 130
     assert "Traceback" in out.stderr and out.stderr.endswith("relaxc: interrupted\n")
