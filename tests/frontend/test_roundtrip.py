@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted(Path(__file__).resolve().parents[2].joinpath("samples").glob("*.rx"))
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(modules)
 def test_print_then_parse_is_identity(m) -> None:
     text = print_module(m)
