@@ -127,6 +127,19 @@ def conv_cases(draw: Any):
     return xs, attrs
 
 
+def assert_conv2d_matches_the_loops(xs: list, attrs: dict) -> None:
+    """conv2d (checked by run_checked) against the reference loops: integers exactly (their
+    sums wrap: any order is exact), floats within :func:`assert_within_sum_bound`."""
+    got = run_checked("conv2d", xs, attrs)
+    if got.dtype.kind != "f":
+        want = ref.conv2d(xs, attrs)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        return
+    assert got.dtype == xs[0].dtype
+    assert_within_sum_bound(got, xs, attrs)
+
+
 def assert_within_sum_bound(got: np.ndarray, xs: list, attrs: dict) -> None:
     """Sums of K products (and the bias) in the product dtype, in any order: within
     (K + 2) unit roundings of that dtype of the sum of |terms| (the classic bound of a
@@ -138,6 +151,7 @@ def assert_within_sum_bound(got: np.ndarray, xs: list, attrs: dict) -> None:
     acc = np.float64 if got.dtype == np.float64 else np.float32
     k = xs[1].shape[1] * xs[1].shape[2] * xs[1].shape[3]
     bound = (k + 2) * np.finfo(acc).eps * mag + ulp * np.abs(exact)
+    assert got.shape == exact.shape
     assert np.all(np.abs(got.astype(np.float64) - exact) <= bound)
 
 
@@ -145,13 +159,7 @@ def assert_within_sum_bound(got: np.ndarray, xs: list, attrs: dict) -> None:
 @settings(max_examples=300, deadline=None)
 def test_conv2d_matches_the_loops(case) -> None:
     xs, attrs = case
-    got = run_checked("conv2d", xs, attrs)
-    want = ref.conv2d(xs, attrs)
-    assert got.shape == want.shape and got.dtype == want.dtype
-    if got.dtype.kind != "f":
-        np.testing.assert_array_equal(got, want)  # integer sums wrap: any order is exact
-        return
-    assert_within_sum_bound(got, xs, attrs)
+    assert_conv2d_matches_the_loops(xs, attrs)
 
 
 @st.composite
@@ -182,11 +190,7 @@ def grouped_conv_cases(draw: Any):
 @settings(max_examples=250, deadline=None)
 def test_grouped_and_depthwise_conv2d_match_the_loops_on_every_path(case) -> None:
     xs, attrs = case
-    got = run_checked("conv2d", xs, attrs)
-    if got.dtype.kind != "f":
-        np.testing.assert_array_equal(got, ref.conv2d(xs, attrs))
-        return
-    assert_within_sum_bound(got, xs, attrs)
+    assert_conv2d_matches_the_loops(xs, attrs)
 
 
 def test_conv2d_paths_follow_the_geometry() -> None:
@@ -235,11 +239,7 @@ def test_conv2d_tap_products_match_the_loops(
     attrs = bound_attrs("conv2d", len(xs), padding=pad, dilation=dil, groups=groups)
     if k != (1, 1):
         assert conv_geometry(xs[0].shape, xs[1].shape, attrs).path == "taps"
-    got = run_checked("conv2d", xs, attrs)
-    if got.dtype.kind != "f":
-        np.testing.assert_array_equal(got, ref.conv2d(xs, attrs))
-        return
-    assert_within_sum_bound(got, xs, attrs)
+    assert_conv2d_matches_the_loops(xs, attrs)
 
 
 def test_conv2d_depthwise_and_grouped_shapes_of_the_zoo() -> None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relaxc.passes.planning.checker import check_plan
-from relaxc.passes.planning.greedy import greedy, prepare, scan
+from relaxc.passes.planning.greedy import Instance, greedy, prepare, scan
 from relaxc.passes.planning.model import Buffer, lower_bound
 from relaxc.passes.planning.planners import plan_best
 from relaxc.passes.planning.search import Decision, Sections, repair
@@ -30,7 +30,10 @@ def buffer_lists(max_size: int) -> st.SearchStrategy[list[Buffer]]:
     return st.lists(one, min_size=1, max_size=max_size)
 
 
-def decide(inst, capacity: int, fixed: dict[int, int], heuristic: str = "TWA"):  # noqa: ANN001, ANN201
+def decide(
+    inst: Instance, capacity: int, fixed: dict[int, int] | None = None, heuristic: str = "TWA"
+) -> list[int] | None:
+    """The search's answer at ``capacity`` (None: nothing fits), run to the end."""
     d = Decision(Sections(inst), capacity, heuristic, fixed=fixed)
     run = d.run()
     d.pause = 10**7
@@ -38,7 +41,7 @@ def decide(inst, capacity: int, fixed: dict[int, int], heuristic: str = "TWA"): 
         next(run)
     except StopIteration as stop:
         return stop.value
-    raise AssertionError("the search did not finish")
+    raise AssertionError("no answer within the work given")
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

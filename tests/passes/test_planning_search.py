@@ -20,26 +20,15 @@ from relaxc.passes.planning import search as search_module
 from relaxc.passes.planning.checker import check_plan
 from relaxc.passes.planning.greedy import Instance, greedy, place, prepare, scan
 from relaxc.passes.planning.model import Buffer, lower_bound
-from relaxc.passes.planning.search import Decision, Sections, merged_runs, minimize, repair
+from relaxc.passes.planning.search import Sections, merged_runs, minimize, repair
 
-from .test_planning_repair import buffer_lists
+from .test_planning_repair import buffer_lists, decide
 
 
 def mirrored(inst: Instance) -> Instance:
     return Instance(
         list(inst.index), [-e for e in inst.end], [-s for s in inst.start], inst.size, inst.align
     )
-
-
-def decide(inst: Instance, capacity: int, heuristic: str) -> list[int] | None:
-    d = Decision(Sections(inst), capacity, heuristic)
-    run = d.run()
-    d.pause = 10**7
-    try:
-        next(run)
-    except StopIteration as stop:
-        return stop.value
-    raise AssertionError("no answer within the work given")
 
 
 def optimum(inst: Instance) -> int:
@@ -55,11 +44,11 @@ def test_settled_buffers_keep_the_search_exact_forwards_and_backwards(
     inst = prepare(buffers)
     opt = optimum(inst)
     for view in (inst, merged_runs(inst), mirrored(inst), merged_runs(mirrored(inst))):
-        found = decide(view, opt, heuristic)
+        found = decide(view, opt, heuristic=heuristic)
         assert found is not None
         assert view.height(found) <= opt
         assert not check_plan(buffers, inst.expand(found, len(buffers)), opt)
-        assert decide(view, opt - 1, heuristic) is None
+        assert decide(view, opt - 1, heuristic=heuristic) is None
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -69,9 +58,9 @@ def test_settled_buffers_do_not_change_the_answer(buffers: list[Buffer]) -> None
     inst = prepare(buffers)
     base, _ = greedy(inst, "greedy-size", scan(inst))
     for capacity in range(lower_bound(buffers), inst.height(base) + 1):
-        with_rule = decide(inst, capacity, "TWA") is not None
+        with_rule = decide(inst, capacity) is not None
         with mock.patch.object(search_module, "SETTLED_LOOK", 0):
-            without = decide(inst, capacity, "TWA") is not None
+            without = decide(inst, capacity) is not None
         assert with_rule == without
 
 
