@@ -31,6 +31,20 @@ POINTER_BYTES = 8
 an upper bound on 32-bit ones (the generated file checks ``sizeof(void *) <= 8``)."""
 
 
+def scratch_place(end: int, ctype: str, count: int) -> tuple[int, int]:
+    """Where an array of ``count`` elements of ``ctype`` (``float`` or a pointer type) goes
+    in a scratch whose arrays so far end at ``end``: (its offset, the new end). The one
+    layout :meth:`Gen.scratch_array` carves, and that a kernel's planner may compute ahead."""
+    if ctype == "float":
+        size = 4
+    elif ctype.endswith("*"):
+        size = POINTER_BYTES
+    else:
+        raise ValueError(f"scratch arrays hold floats or pointers, not {ctype}")
+    offset = -(-end // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    return offset, offset + size * count
+
+
 @dataclass(frozen=True)
 class Spec:
     """One kernel-op instance: the op, its checked attributes, and its tensor types."""
@@ -159,15 +173,9 @@ class Gen:
         or a pointer type) carved from the call's scratch at the next multiple of
         :data:`SCRATCH_ALIGN`: a kernel's working arrays are planned memory (PlanKernelScratch
         gives each call the :attr:`scratch_bytes` the generator used), never the stack."""
-        if ctype == "float":
-            size = 4
-        elif ctype.endswith("*"):
-            size = POINTER_BYTES
+        if ctype.endswith("*"):
             self.h.use("pointer_fits_scratch")
-        else:
-            raise ValueError(f"scratch arrays hold floats or pointers, not {ctype}")
-        offset = -(-self.scratch_bytes // SCRATCH_ALIGN) * SCRATCH_ALIGN
-        self.scratch_bytes = offset + size * count
+        offset, self.scratch_bytes = scratch_place(self.scratch_bytes, ctype, count)
         star = "*" if ctype.endswith("*") else " *"
         return f"{ctype}{star}{name} = ({ctype}{star.strip()})(void *)(scratch + {offset});"
 

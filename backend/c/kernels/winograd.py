@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import SCRATCH_ALIGN, Gen, Spec, pad4, pair
+from .base import Gen, Spec, pad4, pair, scratch_place
 from .blocked import (
     MR_MAX,
     V,
@@ -166,10 +166,10 @@ class Plan:
 
     def scratch(self) -> int:
         """Bytes of scratch, as :meth:`Gen.scratch_array` lays :meth:`arrays` out."""
-        at = 0
+        end = 0
         for ctype, _, count in self.arrays():
-            at = -(-at // SCRATCH_ALIGN) * SCRATCH_ALIGN + count * (4 if ctype == "float" else 8)
-        return at
+            end = scratch_place(end, ctype, count)[1]
+        return end
 
     def columns(self) -> int:
         """Columns the products compute over the whole output (per channel pair)."""
