@@ -5,9 +5,10 @@ Planners (each returns a :class:`Plan` whose offsets follow the input order):
 * ``none`` -- no reuse: every buffer its own block, one after another, aligned.
 * ``greedy-size`` -- largest first (ties: earlier start, then input order), first fit by
   address among the placed buffers whose lifetimes intersect. On huge inputs (conflict
-  lists past a pair budget), a sweep over time places everything (best fit among free
-  blocks, O(n log n), each component from an empty arena), then first fit re-plans windows
-  of time around the buffer on top of the arena while their pairs fit (see :mod:`.greedy`).
+  lists past a pair budget), a sweep over time places everything (the tightest holes,
+  next to the neighbour dying closest; O(n log n), each component from an empty arena),
+  then first fit re-plans windows of time around the buffer on top of the arena while
+  their pairs fit (see :mod:`.greedy`).
 * ``greedy-conflict`` -- the same, most conflicting bytes first.
 * ``best`` -- ``greedy-size``, then within a work budget derived from ``time_limit``:
   ``greedy-conflict`` (and, past the pair budget, the sweep backwards in time); for the
@@ -65,8 +66,8 @@ PLANNERS = ("none", "greedy-size", "greedy-conflict", "best")
 WORK_PER_SECOND = 60_000
 # Conflict pairs built or visited by first fit per unit of work (about a microsecond each).
 PAIRS_PER_WORK = 15
-# Buffers the sweep places per unit of work (a few microseconds each).
-SWEEP_PER_WORK = 3
+# Buffers the sweep places per unit of work (4-8 us each: more where more holes compete).
+SWEEP_PER_WORK = 2
 # Buffers per unit of work of a greedy pass's set-up (arrays, scans, sorts, the plan).
 SETUP_PER_WORK = 10
 # The safety clock: CPU seconds past which a search stops whatever its budget says.

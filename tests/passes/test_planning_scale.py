@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from unittest import mock
 
+import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -93,25 +94,52 @@ def test_each_component_of_the_sweep_starts_from_an_empty_arena(buffers: list[Bu
         assert [together[i] for i in members] == alone
 
 
-def test_first_fit_re_plans_the_component_that_sets_the_arena() -> None:
-    # Two runs of time. The sweep places the first, dense one badly; the windows around its
-    # top grow to all of it (no narrower one lowers it), which is first fit on its conflict
-    # lists, and only its pairs are built.
-    rnd = random.Random(2)
+def _dense_then_sparse(seed: int) -> list[Buffer]:
+    """Two runs of time: 300 buffers with up to 40 live, then a chain of 100 small ones
+    (each overlapping the next, so the second run has pairs too)."""
+    rnd = random.Random(seed)
     dense = [Buffer(s, s + rnd.randrange(1, 40), 64 * rnd.randrange(1, 60), 64) for s in range(300)]
-    sparse = [Buffer(1000 + 3 * k, 1000 + 3 * k + 2, 64, 64) for k in range(100)]
-    buffers = dense + sparse
+    sparse = [Buffer(1000 + 3 * k, 1000 + 3 * k + 4, 64, 64) for k in range(100)]
+    return dense + sparse
+
+
+def test_windows_lower_the_sweep_with_the_pairs_of_the_dense_run_only() -> None:
+    # The sweep places the dense run above first fit; with a pair budget of the dense
+    # run's pairs (below the total), the windows around its top lower it.
+    buffers = _dense_then_sparse(16)
     inst = prepare(buffers)
     sc = scan(inst)
-    assert len(sc.components) == 101
+    assert len(sc.components) == 2
     dense_pairs = sc.pairs[0]
+    assert sum(sc.pairs) > dense_pairs
     swept, _ = greedy(inst, "greedy-size", sc, pair_budget=-1)
-    mixed, used = greedy(inst, "greedy-size", sc, pair_budget=dense_pairs)
-    assert used == dense_pairs
     sub = subinstance(inst, sc.components[0])
     first = place(sub, size_order(sub))
-    assert height(inst, mixed) == min(height(inst, swept), height(sub, first))
-    assert height(inst, mixed) < height(inst, swept)
+    assert height(sub, first) < height(inst, swept)  # the premise
+    mixed, used = greedy(inst, "greedy-size", sc, pair_budget=dense_pairs)
+    assert 0 < used <= dense_pairs
+    assert sc.max_live <= height(inst, mixed) < height(inst, swept)
+    assert not check_plan(buffers, inst.expand(mixed, len(buffers)), height(inst, mixed))
+
+
+def test_a_window_as_wide_as_a_component_is_first_fit_on_it() -> None:
+    # A window wide enough for the whole dense run but short of the sparse one: no buffer
+    # crosses it, so it is first fit on the dense run, kept because it is lower than the
+    # sweep's plan, and only the dense run's pairs are built.
+    buffers = _dense_then_sparse(16)
+    inst = prepare(buffers)
+    sc = scan(inst)
+    dense_pairs = sc.pairs[0]
+    swept, _ = greedy(inst, "greedy-size", sc, pair_budget=-1)
+    sub = subinstance(inst, sc.components[0])
+    first = place(sub, size_order(sub))
+    assert height(sub, first) < height(inst, swept)
+    median = int(np.median(np.array(inst.end) - np.array(inst.start)))
+    with mock.patch.object(greedy_module, "WINDOW_RADII", (500 / median,)):
+        mixed, used = greedy(inst, "greedy-size", sc, pair_budget=dense_pairs)
+    assert used == dense_pairs
+    assert height(inst, mixed) == height(sub, first)
+    assert not check_plan(buffers, inst.expand(mixed, len(buffers)), height(inst, mixed))
 
 
 def test_random_sets_past_the_pair_budget_stay_near_the_bound() -> None:
@@ -163,6 +191,29 @@ def swept_plan(buffers: list[Buffer]) -> list[int]:
     off = [0] * inst.n
     sweep_place(inst, sorted(range(inst.n), key=lambda i: (inst.start[i], -inst.size[i], i)), off)
     return off
+
+
+def test_the_sweep_places_a_buffer_next_to_the_neighbour_that_dies_with_it() -> None:
+    # P, Q, R stay; h1 and h2 leave two holes of 20 bytes at 10 and 40: between P (dies
+    # at 100) and Q (at 10), and between Q and R (at 50). Best fit alone would take the
+    # lower hole for every buffer; the sweep takes the side whose neighbour dies closest.
+    stay = [Buffer(0, 100, 10, 1), Buffer(1, 5, 20, 1), Buffer(2, 10, 10, 1)]
+    stay += [Buffer(3, 5, 20, 1), Buffer(4, 50, 10, 1)]
+    assert swept_plan(stay) == [0, 10, 30, 40, 60]
+    assert swept_plan(stay + [Buffer(6, 50, 20, 1)])[-1] == 40  # a hole under R
+    assert swept_plan(stay + [Buffer(6, 50, 15, 1)])[-1] == 45  # its top: on R's side
+    assert swept_plan(stay + [Buffer(6, 100, 15, 1)])[-1] == 10  # on P
+    assert swept_plan(stay + [Buffer(6, 10, 15, 1)])[-1] == 15  # under Q (in the low hole)
+
+
+def test_the_sweep_s_top_comes_down_when_the_buffer_on_top_dies() -> None:
+    # X (0-40) and Y (140-175) die at 3, A (40-140) stays. The space Y left is above every
+    # live buffer, not a hole: C goes in X's hole at 0, though Y's 35 bytes fit it tighter.
+    buffers = [Buffer(0, 3, 40, 1), Buffer(1, 20, 100, 1), Buffer(2, 3, 35, 1)]
+    assert swept_plan(buffers) == [0, 40, 140]
+    assert swept_plan(buffers + [Buffer(4, 10, 30, 1)])[-1] == 0
+    # And with no hole that holds it, a buffer goes on top of the highest live one.
+    assert swept_plan(buffers + [Buffer(4, 10, 50, 1)])[-1] == 140
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
