@@ -6,8 +6,14 @@ For every instance it runs every planner and prints the arena relative to the lo
 seconds (``time.process_time``; the machine may be shared, and CPU time is what the
 planners' budgets stand for). For ``best`` it also prints the proven lower bound
 relative to max-live when the search raised it, and ``clock`` if the safety clock (not the
-work budget) stopped it. Every plan is validated with the independent checker; an invalid
-one prints FAIL and the command exits with status 1.
+work budget) stopped it. The peer, side by side: MiniMalloc (Moffitt, ASPLOS 2023) fits
+every challenging instance in the capacity its file name gives (1,048,576 bytes), so its
+columns show that capacity over the lower bound and ``best``'s arena over it (below 1:
+``best`` needs less; for the ``.rx`` encodings, whose arena holds 64 bytes of accumulator
+more, against the raw instance's capacity; where ReorderForMemory reorders a program, A-G,
+its max-live drops and so does the ratio: MiniMalloc keeps the order). Every plan is
+validated with the independent checker; an invalid one prints FAIL and the command exits
+with status 1.
 
 Instances (see ``benchmarks/planning_instances.py``):
 
@@ -129,6 +135,17 @@ def run_program(module: Module, planner: str, time_limit: float) -> Result:
     )
 
 
+def minimalloc_capacities() -> dict[str, int]:
+    """MiniMalloc's capacity for each challenging instance, from its file name
+    (``A.1048576.csv``): the arena MiniMalloc fits it in."""
+    out = {}
+    for name, path in minimalloc_instances():
+        parts = path.name.split(".")
+        if path.parent.name == "challenging" and len(parts) == 3 and parts[1].isdigit():
+            out[name] = int(parts[1])
+    return out
+
+
 def cases(args: argparse.Namespace) -> list[tuple[str, object]]:
     """(name, a function making the buffers), in table order, filtered by --only."""
     only = {x for x in args.only.split(",") if x}
@@ -209,6 +226,11 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column("s", justify="right")
     if "best" in planners:
         table.add_column("best\nbound/LB", justify="right")
+        # The peer: MiniMalloc's capacity for the challenging instances (in their file
+        # names, 1,048,576: it fits every one in it), and best's arena over it.
+        table.add_column("MiniMalloc\n/LB", justify="right")
+        table.add_column("best /\nMiniMalloc", justify="right")
+    capacities = minimalloc_capacities()
     if args.cpsat:
         table.add_column("CP-SAT\n/LB", justify="right")
         table.add_column("bound\n/LB", justify="right")
@@ -245,6 +267,11 @@ def main(argv: list[str] | None = None) -> int:
                 )
         if best is not None:
             row.append(f"{best.proven_bound / best.lower_bound:.4f}" if best.lower_bound else "-")
+            peer = capacities.get(name.removesuffix(".rx"))
+            if peer and best.lower_bound and best.valid:
+                row += [f"{peer / best.lower_bound:.4f}", f"{best.size / peer:.4f}"]
+            else:
+                row += ["-", "-"]
         if args.cpsat:
             if name[0].isupper() or name.startswith("input"):
                 hint = best.plan if best is not None and best.plan is not None else None
@@ -267,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_row(*row)
         err.print(" | ".join(row), style="dim")  # as it goes: the table comes at the end
     Console(
-        width=max(console.width, 40 + 18 * len(planners) + 12 + (30 if args.cpsat else 0))
+        width=max(console.width, 40 + 18 * len(planners) + 36 + (30 if args.cpsat else 0))
     ).print(table)
     if summary:
         print("best: " + "; ".join(summary))
