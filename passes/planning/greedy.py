@@ -258,8 +258,9 @@ def place(
 # Holes the sweep compares for a buffer (the tightest that hold it first): at most this
 # many, so a step stays O(log n) whatever the density. Measured on random sets with about
 # 2,500 live (100,000 buffers, the sweep alone): 1 hole 1.070 of max-live, 2 1.056, 4
-# 1.048, 8 1.039, 16 1.035; a million such buffers take 5.4 s with 1, 8.0-8.5 s with 4,
-# 9.8-10 s with 8 (best fit alone on the high-water top: 1.076, 3.4-4.5 s).
+# 1.048, 8 1.039, 16 1.035 (best fit alone on the high-water top: 1.076); the sweep of a
+# million such buffers takes 5.1-5.2 s of CPU with 1, 6.4 s with 4, 7.6-7.9 s with 8
+# (best fit alone: 3.1-3.7 s).
 SWEEP_CHOICES = 4
 
 
@@ -302,7 +303,7 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     order = np.argsort(en, kind="stable")  # deaths in time order (ties: birth order)
     dying = b[order].tolist()
     death_times = en[order].tolist() + [math.inf]
-    dying_size = [size[j] for j in dying]
+    dying_size = sz[order].tolist()
     if kind is np.int64 and int(sz.max()) + int(al.max()) < (1 << 62) // len(births):
         K = int(sz.sum()) + int(al.sum()) + 1  # above every offset and block size
     else:
@@ -310,21 +311,26 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     free_at: dict[int, int] = {}  # offset -> size of the hole there
     free_end: dict[int, int] = {}  # end of a hole -> its offset
     blocks: list[int] = []  # size * K + offset, sorted
-    dies_from: dict[int, int] = {}  # offset of a live buffer -> its end time
-    dies_to: dict[int, int] = {}  # end offset of a live buffer -> its end time
+    # Offset of a live buffer -> its end time, and its end offset -> its end time. Only
+    # read at the ends of holes, where a live buffer is: the last buffer written there is
+    # that one, so entries of dead buffers need no removal.
+    dies_from: dict[int, int] = {}
+    dies_to: dict[int, int] = {}
     bisect_left, insort = bisect.bisect_left, bisect.insort
     pop_end, pop_at = free_end.pop, free_at.pop
     top = 0
     e = 0
     next_death = death_times[0]
-    for i, s, z, a, d in zip(births, st.tolist(), sz.tolist(), al.tolist(), en.tolist()):
+    # When every size is a multiple of the largest alignment, so is every offset made:
+    # alignment then needs no arithmetic.
+    amax = int(al.max())
+    aligns = [1] * len(births) if not bool((sz % amax).any()) else al.tolist()
+    for i, s, z, a, d in zip(births, st.tolist(), sz.tolist(), aligns, en.tolist()):
         while next_death <= s:  # i itself dies after s: the loop stops in time
             lo = off[dying[e]]
             hi = lo + dying_size[e]
             e += 1
             next_death = death_times[e]
-            del dies_from[lo]
-            del dies_to[hi]
             p = pop_end(lo, None)
             if p is not None:  # merge with the hole below
                 del blocks[bisect_left(blocks, (lo - p) * K + p)]
@@ -362,13 +368,17 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
         # The choice (index in blocks, offset, mismatch of deaths): the tightest hole's
         # bottom or top, then the next holes' up to the limit, while no match is perfect.
         bp = bo if a == 1 else -(-bo // a) * a
-        bm = abs(d - dies_to[bo]) if bo else 0
-        bk = k
+        bm = d - dies_to[bo] if bo else 0  # |d - death|, without calls to abs()
+        if bm < 0:
+            bm = -bm
+        bk, bbs, bbo = k, bs, bo
         if bm:
             hi = bo + bs - z
             if a > 1:
                 hi -= hi % a
-            m = abs(d - dies_from[bo + bs])
+            m = d - dies_from[bo + bs]
+            if m < 0:
+                m = -m
             if m < bm:
                 bp, bm = hi, m
             cap = (max(bs, 2 * z) + 1) * K  # keys of holes up to the limit are below
@@ -381,15 +391,18 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
                 if a > 1:
                     hi -= hi % a
                 if lo <= hi:
-                    m = abs(d - dies_to[bo]) if bo else 0
+                    m = d - dies_to[bo] if bo else 0
+                    if m < 0:
+                        m = -m
                     if m < bm or (m == bm and lo < bp):
-                        bk, bp, bm = k, lo, m
-                    m = abs(d - dies_from[bo + bs])
+                        bk, bbs, bbo, bp, bm = k, bs, bo, lo, m
+                    m = d - dies_from[bo + bs]
+                    if m < 0:
+                        m = -m
                     if m < bm or (m == bm and hi < bp):
-                        bk, bp, bm = k, hi, m
+                        bk, bbs, bbo, bp, bm = k, bs, bo, hi, m
                 k += 1
-        p = bp
-        bs, bo = divmod(blocks[bk], K)
+        p, bs, bo = bp, bbs, bbo
         del blocks[bk]
         del free_at[bo]
         del free_end[bo + bs]

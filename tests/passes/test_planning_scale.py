@@ -193,6 +193,39 @@ def swept_plan(buffers: list[Buffer]) -> list[int]:
     return off
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.builds(
+            lambda start, length, size, align: Buffer(start, start + length, size, align),
+            st.integers(0, 60),
+            st.integers(1, 25),
+            st.integers(1, 300),
+            st.sampled_from([1, 4, 64]),
+        ),
+        max_size=70,
+    )
+)
+def test_the_sweep_puts_a_buffer_at_0_on_a_live_buffer_or_under_one(buffers: list[Buffer]) -> None:
+    # The sweep's rule: in a hole, at its bottom (offset 0 or the end of the live buffer
+    # below, aligned up) or its top (the start of the live buffer above, less the size,
+    # aligned down); with no hole, on the highest live buffer. Sizes need not be
+    # multiples of the alignment, so padding holes appear. The plan is valid and aligned.
+    inst = prepare(buffers)
+    off = swept_plan(buffers)
+    full = inst.expand(off, len(buffers))
+    assert not check_plan(buffers, full, height(inst, off))
+    assert all(o % b.align == 0 for o, b in zip(full, buffers))
+    births = sorted(range(inst.n), key=lambda i: (inst.start[i], -inst.size[i], i))
+    for k, i in enumerate(births):
+        a, z = inst.align[i], inst.size[i]
+        live = [j for j in births[:k] if inst.end[j] > inst.start[i]]
+        places = {0}
+        places |= {-(-(off[j] + inst.size[j]) // a) * a for j in live}
+        places |= {(off[j] - z) // a * a for j in live if off[j] >= z}
+        assert off[i] in places
+
+
 def test_the_sweep_places_a_buffer_next_to_the_neighbour_that_dies_with_it() -> None:
     # P, Q, R stay; h1 and h2 leave two holes of 20 bytes at 10 and 40: between P (dies
     # at 100) and Q (at 10), and between Q and R (at 50). Best fit alone would take the
