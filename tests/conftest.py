@@ -3,6 +3,8 @@
 Hypothesis runs without its per-example deadline: a deadline is a timing assertion, and the
 machines the tests run on are shared and busy (a 0.1 ms example once took 290 ms under
 load and failed as "flaky"). Speed is measured by the benchmarks, never by a test.
+
+Builds that tests in several folders need are made once for the session (:func:`squeezenet_c`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Whole-model sanitizer runs (``@pytest.mark.sanitize_model``: SqueezeNet built -O0 with
 ASan and UBSan: half a minute to minutes on a busy machine) run only when asked for:
-``pytest -m sanitize_model tests/backend/c``. Plain ``pytest`` skips them."""
+``pytest -m sanitize_model tests/backend/c``. Plain ``pytest`` skips them.
+
+The samples' C builds (:func:`sample_builds`) are compiled once for the session."""
 
 from __future__ import annotations
 
