@@ -759,10 +759,12 @@ def emit_variants(
                 continue
             raise Mismatch(prog, f"C {variant}", f"emit_c refused the program: {e}") from e
         # The vm pipeline's kills free nothing in C: its build is often the unpacked one's,
-        # character for character. Compile each distinct text once.
-        text = tuple(
-            t.replace(p, "\0").replace(p.upper(), "\0") for _, t in sorted(sources.files.items())
-        )
+        # character for character. Compile each distinct text once. (Only names made from the
+        # prefix, ``PREFIX_...`` and ``PREFIX.h``, are the prefix: a plain replace also hit
+        # locals such as the blocked kernels' accumulators ``s0_1`` under the prefix "s0_1",
+        # and equal builds of the samples were compiled twice.)
+        own = re.compile(rf"(?<![A-Za-z0-9_])(?:{re.escape(p)}|{re.escape(p.upper())})(?=[_.])")
+        text = tuple(own.sub("\0", t) for _, t in sorted(sources.files.items()))
         if text in texts:
             continue
         texts.add(text)

@@ -326,28 +326,18 @@ def test_squeezenet_arena_is_conv1_and_its_pool() -> None:
     assert_identical(want, got)
 
 
-def test_squeezenet_in_c_agrees_with_the_interpreter(tmp_path: Path) -> None:
+def test_squeezenet_in_c_agrees_with_the_interpreter(squeezenet_c) -> None:
     """The C target honours the same sharing: squeezenet built with the c pipeline (in
-    place, concats joined) computes the interpreter's output within the C tolerance."""
-    from relaxc.backend.c import emit_c
-    from relaxc.frontend.onnx import import_onnx
+    place, concats joined) computes the interpreter's output within the C tolerance (the
+    build is the session's, tests/conftest.py)."""
+    from ..backend.c.cbuild import assert_close, run_c
 
-    from ..backend.c.cbuild import CC, assert_close, compile_c, run_c
-    from ..frontend.onnx.test_model_zoo import with_random_weights, zoo_model
-
-    if CC is None:
-        pytest.skip("no C compiler")
-    result = import_onnx(with_random_weights(zoo_model("squeezenet")))
-    compiled = Pipeline(assemble_pipeline("c"), [VerifyInstrument()]).run(result.module)
+    result, compiled, built = squeezenet_c
     # 3,928,576 bytes of tensors at the peak and 448 of the C kernels' scratch there
     assert arena(compiled) == 3_929_024
-    sources = emit_c(compiled, result.weights, prefix="model", emit_main=True)
-    for name, text in sources.files.items():
-        (tmp_path / name).write_text(text)
-    built = compile_c(tmp_path, sources)
     args = inputs_for(result.module, seed=2)
     want = interpret(result.module, result.weights, args)
-    assert_close(run_c(built, args), want, "squeezenet")
+    assert_close(run_c(built, args, tag="compute_in_place"), want, "squeezenet")
 
 
 def test_the_report_counts_the_values_written_into_another_s_bytes(tmp_path: Path) -> None:

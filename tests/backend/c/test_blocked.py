@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pytest
@@ -185,27 +186,32 @@ def assert_close_sums(got, want, bound, lengths, what: str) -> None:
         )
 
 
-def check(tmp_path: Path, name: str, text: str, dims: dict[str, int] | None = None) -> None:
+def check(
+    tmp_path: Path, name: str, text: str, dims: Sequence[dict[str, int]] = ({},)
+) -> None:
+    """Build ``text`` three ways (-O2, sanitized, for the host) and run each build at every
+    dims of ``dims``, on random and special inputs, against the interpreter."""
     module = parse_module(text, f"{name}.rx")
     fn = module.get("main")
-    env = resolve_dims(fn, dims or {})
     lengths = reduction_lengths(module)
     sources = emit(module, {}, tmp_path, prefix=name)
     code = sources.files[f"{name}.c"]
     assert f"{name}_sgemm" in code or "fmadd" in code  # the blocked kernels, not the loops
     builds = [compile_c(tmp_path, sources), compile_c(tmp_path, sources, sanitize=True)]
     native = host_build(tmp_path, sources)
-    for seed in (0, 1):
-        args = random_inputs(fn, env, seed)
-        if seed:
-            args = special(args)
-        with np.errstate(all="ignore"):
-            want = Interpreter(module, {}).run("main", args, env)
-            bound = Interpreter(module, {}).run("main", [np.abs(a) for a in args], env)
-        native_build = type(builds[0])(tmp_path, native, sources, False)
-        for built, how in zip(builds + [native_build], ("-O2", "sanitized", "native")):
-            got = run_c(built, args, env, tag=f"s{seed}")
-            assert_close_sums(got, want, bound, lengths, f"{name} {how} seed {seed}")
+    native_build = type(builds[0])(tmp_path, native, sources, False)
+    for d in dims:
+        env = resolve_dims(fn, d)
+        for seed in (0, 1):
+            args = random_inputs(fn, env, seed)
+            if seed:
+                args = special(args)
+            with np.errstate(all="ignore"):
+                want = Interpreter(module, {}).run("main", args, env)
+                bound = Interpreter(module, {}).run("main", [np.abs(a) for a in args], env)
+            for built, how in zip(builds + [native_build], ("-O2", "sanitized", "native")):
+                got = run_c(built, args, env, tag=f"s{seed}")
+                assert_close_sums(got, want, bound, lengths, f"{name} {how} seed {seed} {d}")
 
 
 @pytest.mark.parametrize("name, params, body", CONV_CASES, ids=[c[0] for c in CONV_CASES])
@@ -222,8 +228,7 @@ def test_blocked_kernels_with_a_symbolic_batch(tmp_path: Path) -> None:
     name, params, body = SYMBOLIC
     params += ", %m: Tensor[(7, 6), f32]"
     text = program(params, body, " attrs {upper_bounds = {n = 3}}")
-    for n in (1, 3):
-        check(tmp_path / f"n{n}", name, text, {"n": n})
+    check(tmp_path, name, text, [{"n": 1}, {"n": 3}])  # one build of each kind, run at both
 
 
 @pytest.mark.sanitize_model

@@ -19,7 +19,7 @@ from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.passes.memory_report import memory_report
 
-from .cbuild import CC, Built, assert_close, build_all, compile_module, emit, needs_cc, run_c
+from .cbuild import CC, Built, assert_close, compile_module, needs_cc, run_c
 
 pytestmark = needs_cc
 
@@ -39,19 +39,10 @@ def load(name: str):
 
 
 @pytest.fixture(scope="module")
-def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str, bool], Built]:
-    """Every sample, packed and unpacked, strict and sanitized, compiled once for the module."""
-    root = tmp_path_factory.mktemp("c_samples")
-    jobs, keys = [], []
-    for name in SAMPLES:
-        module, weights = load(name)
-        for mode in MODES:
-            folder = root / f"{name}_{mode}"
-            sources = emit(module, weights, folder, prefix=name, unpacked=mode == "unpacked")
-            for sanitize in (False, True):
-                jobs.append((folder, sources, sanitize))
-                keys.append((name, mode, sanitize))
-    return dict(zip(keys, build_all(jobs)))
+def builds(sample_builds) -> dict[tuple[str, str, bool], Built]:
+    """Every sample, packed and unpacked, strict and sanitized, compiled once (the session's
+    builds: conftest.py)."""
+    return sample_builds
 
 
 CASES = [(name, dims) for name in SAMPLES for dims in DIMS.get(name, [{}])]

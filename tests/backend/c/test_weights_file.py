@@ -175,23 +175,24 @@ def test_an_unknown_mode_is_refused() -> None:
 @needs_cc
 @pytest.mark.parametrize("unpacked", [False, True], ids=["packed", "unpacked"])
 def test_file_mode_computes_the_inline_outputs_on_every_sample(
-    tmp_path: Path, unpacked: bool
+    sample_builds, tmp_path: Path, unpacked: bool
 ) -> None:
-    jobs, cases = [], []
+    """Every sample built with ``--constants file`` computes the inline build's outputs bit
+    for bit (the inline builds are the session's strict ones, conftest.py)."""
+    mode = "unpacked" if unpacked else "packed"
+    jobs = []
     for name in SAMPLES:
         module, weights = load(name)
-        for mode in ("inline", "file"):
-            folder = tmp_path / f"{name}_{mode}"
-            sources = emit(module, weights, folder, prefix=name, unpacked=unpacked, constants=mode)
-            jobs.append((folder, sources, False))
-            cases.append((name, mode))
-    built = dict(zip(cases, build_all(jobs)))
+        folder = tmp_path / f"{name}_file"
+        sources = emit(module, weights, folder, prefix=name, unpacked=unpacked, constants="file")
+        jobs.append((folder, sources, False))
+    built = dict(zip(SAMPLES, build_all(jobs)))
     for name in SAMPLES:
         module, _ = load(name)
         dims = DIMS.get(name, {})
         args = inputs(module, dims, seed=3)
-        want = run_c(built[name, "inline"], args, dims)
-        got = run_c(built[name, "file"], args, dims)
+        want = run_c(sample_builds[name, mode, False], args, dims, tag="weights_file")
+        got = run_c(built[name], args, dims)
         for g, w in zip(got, want):
             np.testing.assert_array_equal(g, w, err_msg=name)  # the same code, the same bytes
 
@@ -253,26 +254,19 @@ def test_a_truncated_weights_file_does_not_assemble(tmp_path: Path) -> None:
 
 
 @needs_cc
-def test_squeezenet_from_a_weights_file_computes_the_inline_outputs(tmp_path: Path) -> None:
-    pytest.importorskip("onnx")
-    from relaxc.frontend.onnx import import_onnx
-
-    from ...frontend.onnx.test_model_zoo import with_random_weights, zoo_model
-
-    result = import_onnx(with_random_weights(zoo_model("squeezenet")))
-    compiled = compile_module(result.module)
-    jobs = []
-    for mode in ("inline", "file"):
-        sources = emit_c(compiled, result.weights, prefix="sq", emit_main=True, constants=mode)
-        folder = tmp_path / mode
-        folder.mkdir()
-        write_sources(folder, sources)
-        jobs.append((folder, sources, False))
-    inline, file = build_all(jobs)
+def test_squeezenet_from_a_weights_file_computes_the_inline_outputs(
+    squeezenet_c, tmp_path: Path
+) -> None:
+    """The c pipeline's SqueezeNet with its weights in a file computes the inline build's
+    outputs bit for bit (the inline build is the session's, tests/conftest.py)."""
+    result, compiled, inline = squeezenet_c
+    sources = emit_c(compiled, result.weights, prefix="sq", emit_main=True, constants="file")
+    write_sources(tmp_path, sources)
+    (file,) = build_all([(tmp_path, sources, False)])
     assert len(file.sources.files["sq.c"]) * 20 < len(inline.sources.files["sq.c"])
     assert file.sources.info.weights_bytes == inline.sources.info.constant_bytes == 4_941_984
     args = inputs(result.module, {}, seed=5)
-    for g, w in zip(run_c(file, args), run_c(inline, args)):
+    for g, w in zip(run_c(file, args), run_c(inline, args, tag="weights_file")):
         np.testing.assert_array_equal(g, w)
 
 
