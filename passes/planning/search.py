@@ -99,7 +99,7 @@ SIDE_PART = 1.0  # work of the side probe per unit of the main probe's
 MAIN_FIRST = 0.35  # the main probe has MAIN_TURNS per side turn until it used this share
 LATE_PART = 3.0  # then the side probe's work per unit of the main probe's
 # The cost model of a decision, in ticks (a unit of work is TICKS_PER_WORK ticks, about
-# 16 us on this machine, so a tick is about a quarter of a microsecond): fitted to timed
+# 16 us on the machine of the fit, so a tick is about a quarter of a microsecond): fitted to timed
 # decisions on MiniMalloc's instances and the large buffers of their program encodings
 # (240 decisions, least squares on relative error; see docs/planning.md). A node costs
 # NODE_TICKS plus REST_TICKS per unplaced buffer and ORDER_TICKS per candidate sorted; a
