@@ -226,6 +226,26 @@ def test_the_sweep_puts_a_buffer_at_0_on_a_live_buffer_or_under_one(buffers: lis
         assert off[i] in places
 
 
+def test_the_sweep_places_sizes_and_times_past_64_bits() -> None:
+    # Python integers all the way (no int64 arrays): the same rule, a valid aligned plan,
+    # and the same offsets as the same set scaled down (the rule compares sizes and
+    # deaths only).
+    rnd = random.Random(7)
+    small = [
+        Buffer(s, s + rnd.randrange(1, 30), 64 * rnd.randrange(1, 50), 64)
+        for s in (rnd.randrange(300) for _ in range(300))
+    ]
+    big = 1 << 70
+    huge = [Buffer(big + b.start * big, big + b.end * big, b.size * big, 64) for b in small]
+    inst = prepare(huge)
+    assert inst.arrays() is None
+    off = swept_plan(huge)
+    full = inst.expand(off, len(huge))
+    assert not check_plan(huge, full, height(inst, off))
+    assert all(o % 64 == 0 for o in full)
+    assert [o // big for o in off] == swept_plan(small)
+
+
 def test_the_sweep_places_a_buffer_next_to_the_neighbour_that_dies_with_it() -> None:
     # P, Q, R stay; h1 and h2 leave two holes of 20 bytes at 10 and 40: between P (dies
     # at 100) and Q (at 10), and between Q and R (at 50). Best fit alone would take the
