@@ -274,8 +274,8 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
     its top (under the live buffer above it). The buffer goes where its neighbour dies
     closest to its own death (offset 0 counts as a perfect match; ties: the lower
     offset): neighbours that die together free one hole instead of two, so holes coalesce
-    and fragmentation stays low (20,000 buffers with about 2,500 live, every hole that
-    fits compared: 1.082 of max-live by best fit alone, 1.033 so). When no hole holds it,
+    and fragmentation stays low (20,000 buffers with about 2,500 live, every hole up to
+    the limit compared: 1.082 of max-live by best fit alone, 1.033 so). When no hole holds it,
     it goes on top of the highest live buffer.
 
     *How.* Holes are the free blocks below the highest live buffer, kept with boundary
