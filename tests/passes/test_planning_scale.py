@@ -177,6 +177,28 @@ def test_best_tries_the_sweep_backwards_when_the_budget_allows() -> None:
     assert p.proven_bound == lower_bound(buffers)
 
 
+def test_past_the_pair_budget_best_tries_the_sweep_backwards_before_greedy_conflict() -> None:
+    # A budget that affords greedy-size and one more sweep: the sweep backwards (lower
+    # than greedy-conflict's sweep on most random sets) is the one.
+    rnd = random.Random(6)
+    buffers = [
+        Buffer(s, s + 1 + rnd.randrange(200), 64 * int(2 ** rnd.uniform(0, 10)), 64)
+        for s in (rnd.randrange(3000) for _ in range(3000))
+    ]
+    one_sweep = greedy_work(3000, 0, True)
+    budgets = {}
+    with mock.patch.object(greedy_module, "PAIR_BUDGET", 1000):
+        for sweeps in (1, 2, 3):
+            trace: list[str] = []
+            # greedy-size (its windows' pairs at most 1000, 67 units) and sweeps - 1 more
+            work = sweeps * one_sweep + 100 * sweeps
+            plan_best(buffers, time_limit=work / WORK_PER_SECOND, trace=trace)
+            budgets[sweeps] = next(line for line in trace if line.startswith("greedy plans:"))
+    assert budgets[1] == "greedy plans: greedy-size"
+    assert budgets[2] == "greedy plans: greedy-size, sweep-backwards"
+    assert budgets[3] == "greedy plans: greedy-size, sweep-backwards, greedy-conflict"
+
+
 def dense_run(n: int, live: int, seed: int) -> list[Buffer]:
     """One long component: ``n`` buffers, about ``live`` at a time, aligned to 64."""
     rnd = random.Random(seed)
