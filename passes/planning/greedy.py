@@ -365,43 +365,33 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
             dies_from[p] = d
             dies_to[p + z] = d
             continue
-        # The choice (index in blocks, offset, mismatch of deaths): the tightest hole's
-        # bottom or top, then the next holes' up to the limit, while no match is perfect.
-        bp = bo if a == 1 else -(-bo // a) * a
-        bm = d - dies_to[bo] if bo else 0  # |d - death|, without calls to abs()
-        if bm < 0:
-            bm = -bm
-        bk, bbs, bbo = k, bs, bo
-        if bm:
+        # The choice (index in blocks, offset, mismatch of deaths) among the holes from the
+        # tightest up to the limit, each at its bottom and its top, until a perfect match.
+        bk = bp = bm = bbs = bbo = -1
+        cap = (max(bs, 2 * z) + 1) * K  # keys of holes up to the limit are below
+        last = min(nb, k + SWEEP_CHOICES)
+        while k < last and blocks[k] < cap:
+            bs, bo = divmod(blocks[k], K)
+            lo = bo if a == 1 else -(-bo // a) * a
             hi = bo + bs - z
             if a > 1:
                 hi -= hi % a
-            m = d - dies_from[bo + bs]
-            if m < 0:
-                m = -m
-            if m < bm:
-                bp, bm = hi, m
-            cap = (max(bs, 2 * z) + 1) * K  # keys of holes up to the limit are below
-            last = min(nb, k + SWEEP_CHOICES)
+            if lo <= hi:
+                m = d - dies_to[bo] if bo else 0  # |d - death|, without calls to abs()
+                if m < 0:
+                    m = -m
+                if bk < 0 or m < bm or (m == bm and lo < bp):
+                    bk, bbs, bbo, bp, bm = k, bs, bo, lo, m
+                    if not m:
+                        break
+                m = d - dies_from[bo + bs]
+                if m < 0:
+                    m = -m
+                if m < bm or (m == bm and hi < bp):
+                    bk, bbs, bbo, bp, bm = k, bs, bo, hi, m
+                    if not m:
+                        break
             k += 1
-            while bm and k < last and blocks[k] < cap:
-                bs, bo = divmod(blocks[k], K)
-                lo = bo if a == 1 else -(-bo // a) * a
-                hi = bo + bs - z
-                if a > 1:
-                    hi -= hi % a
-                if lo <= hi:
-                    m = d - dies_to[bo] if bo else 0
-                    if m < 0:
-                        m = -m
-                    if m < bm or (m == bm and lo < bp):
-                        bk, bbs, bbo, bp, bm = k, bs, bo, lo, m
-                    m = d - dies_from[bo + bs]
-                    if m < 0:
-                        m = -m
-                    if m < bm or (m == bm and hi < bp):
-                        bk, bbs, bbo, bp, bm = k, bs, bo, hi, m
-                k += 1
         p, bs, bo = bp, bbs, bbo
         del blocks[bk]
         del free_at[bo]

@@ -163,11 +163,7 @@ def test_random_sets_past_the_pair_budget_stay_near_the_bound() -> None:
 
 
 def test_best_tries_the_sweep_backwards_when_the_budget_allows() -> None:
-    rnd = random.Random(6)
-    buffers = [
-        Buffer(s, s + 1 + rnd.randrange(200), 64 * int(2 ** rnd.uniform(0, 10)), 64)
-        for s in (rnd.randrange(3000) for _ in range(3000))
-    ]
+    buffers = dense_run(3000, 100, 6)
     trace: list[str] = []
     with mock.patch.object(greedy_module, "PAIR_BUDGET", 1000):
         p = plan_best(buffers, time_limit=0.5, trace=trace)
@@ -180,11 +176,7 @@ def test_best_tries_the_sweep_backwards_when_the_budget_allows() -> None:
 def test_past_the_pair_budget_best_tries_the_sweep_backwards_before_greedy_conflict() -> None:
     # A budget that affords greedy-size and one more sweep: the sweep backwards (lower
     # than greedy-conflict's sweep on most random sets) is the one.
-    rnd = random.Random(6)
-    buffers = [
-        Buffer(s, s + 1 + rnd.randrange(200), 64 * int(2 ** rnd.uniform(0, 10)), 64)
-        for s in (rnd.randrange(3000) for _ in range(3000))
-    ]
+    buffers = dense_run(3000, 100, 6)
     one_sweep = greedy_work(3000, 0, True)
     budgets = {}
     with mock.patch.object(greedy_module, "PAIR_BUDGET", 1000):
