@@ -9,6 +9,8 @@ Builds that tests in several folders need are made once for the session (:func:`
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import settings
 
@@ -17,7 +19,7 @@ settings.load_profile("relaxc")
 
 
 @pytest.fixture(scope="session")
-def squeezenet_c(tmp_path_factory: pytest.TempPathFactory):
+def squeezenet_c(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, Any]:
     """SqueezeNet (the ONNX zoo's light model with random weights) through the c pipeline,
     emitted with its weights inline and built strict, once for the session:
     ``(import result, c pipeline output, Built)``. tests/backend/c/test_weights_file.py and
