@@ -50,7 +50,9 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from minimalloc_peer import PeerRun, solve, usable  # noqa: E402
 from planning_instances import (
+    SMALL,
     minimalloc_instances,
     plan_memory_pass,
     planned_buffers,
@@ -69,11 +71,16 @@ from relaxc.passes.planning.planners import PLANNERS, plan_best, plan_buffers  #
 
 
 def run(
-    buffers: list[Buffer], planner: str, time_limit: float, seed: int, trace: list[str] | None
+    buffers: list[Buffer],
+    planner: str,
+    time_limit: float,
+    seed: int,
+    trace: list[str] | None,
+    capacity: int = 0,
 ) -> tuple[Plan, float, bool]:
     t = time.process_time()
     if planner == "best":
-        plan = plan_best(buffers, time_limit=time_limit, seed=seed, trace=trace)
+        plan = plan_best(buffers, time_limit=time_limit, seed=seed, trace=trace, capacity=capacity)
     else:
         plan = plan_buffers(buffers, planner, time_limit=time_limit, seed=seed)
     seconds = time.process_time() - t
@@ -96,9 +103,14 @@ class Result:
 
 
 def run_raw(
-    buffers: list[Buffer], planner: str, time_limit: float, seed: int, trace: list[str] | None
+    buffers: list[Buffer],
+    planner: str,
+    time_limit: float,
+    seed: int,
+    trace: list[str] | None,
+    capacity: int = 0,
 ) -> Result:
-    plan, seconds, ok = run(buffers, planner, time_limit, seed, trace)
+    plan, seconds, ok = run(buffers, planner, time_limit, seed, trace, capacity)
     lb = lower_bound(buffers)
     return Result(
         plan.size,
@@ -113,12 +125,13 @@ def run_raw(
     )
 
 
-def run_program(module: Module, planner: str, time_limit: float) -> Result:
+def run_program(module: Module, planner: str, time_limit: float, capacity: int = 0) -> Result:
     """PlanMemory on ``module`` (see :func:`planning_instances.program_module`), read off
-    the memory report as ``relaxc report`` prints it."""
+    the memory report as ``relaxc report`` prints it (``capacity``: as ``--max-arena``
+    sets it)."""
     t = time.process_time()
     try:
-        planned = plan_memory_pass(planner, time_limit).run(module)
+        planned = plan_memory_pass(planner, time_limit, capacity).run(module)
     except InternalError:  # PlanMemory's check found the plan invalid
         return Result(0, 0, 0, False, False, time.process_time() - t, False)
     seconds = time.process_time() - t
@@ -144,6 +157,39 @@ def minimalloc_capacities() -> dict[str, int]:
         if path.parent.name == "challenging" and len(parts) == 3 and parts[1].isdigit():
             out[name] = int(parts[1])
     return out
+
+
+def capacity_table(args: argparse.Namespace) -> Table | None:
+    """The second table: MiniMalloc's own question, asked of both (None: --no-capacity)."""
+    if args.no_capacity:
+        return None
+    t = Table(
+        title=f"Given the capacity, as MiniMalloc is (best: time limit {args.time_limit:g} s, "
+        "PlanMemory.capacity / --max-arena; CPU s)"
+    )
+    for col in ("instance", "capacity", "best arena", "fits", "s"):
+        t.add_column(col, justify="left" if col == "instance" else "right")
+    if args.minimalloc is not None:
+        t.add_column(f"MiniMalloc\n(timeout {args.minimalloc_timeout:g} s)", justify="right")
+        t.add_column("s", justify="right")
+        t.add_column("best s /\nMiniMalloc s", justify="right")
+    return t
+
+
+def capacity_row(name: str, cap: int, res: Result, mm: PeerRun | None) -> list[str]:
+    fits = res.valid and res.size <= cap
+    row = [
+        name,
+        f"{cap:,}",
+        f"{res.size:,}" if res.valid else f"[red]FAIL[/red] {res.size}",
+        "yes" if fits else f"no ({res.size / cap:.4f})",
+        f"{res.seconds:.2f}",
+    ]
+    if mm is not None:
+        status = {"found": "yes", "infeasible": "no (proven)"}.get(mm.status, mm.status)
+        both = fits and mm.status == "found" and mm.seconds > 0
+        row += [status, f"{mm.seconds:.2f}", f"{res.seconds / mm.seconds:.2f}" if both else "-"]
+    return row
 
 
 def cases(args: argparse.Namespace) -> list[tuple[str, object]]:
@@ -200,6 +246,25 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="also run CP-SAT on the MiniMalloc instances for this long (0: skip)",
     )
+    ap.add_argument(
+        "--no-capacity",
+        action="store_true",
+        help="skip the second table: best given MiniMalloc's capacity, as MiniMalloc is",
+    )
+    ap.add_argument(
+        "--minimalloc",
+        type=Path,
+        metavar="BINARY",
+        help="MiniMalloc's solver (built from github.com/google/minimalloc): run it at the "
+        "same capacities, side by side",
+    )
+    ap.add_argument(
+        "--minimalloc-timeout",
+        type=float,
+        default=10.0,
+        metavar="SECONDS",
+        help="MiniMalloc's --timeout for each instance (default 10)",
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="print what 'best' did")
     args = ap.parse_args(argv)
@@ -211,6 +276,14 @@ def main(argv: list[str] | None = None) -> int:
             ap.error(f"unknown planner {p!r}")
     if args.cpsat and not cpsat.available():
         ap.error("--cpsat needs ortools (pip install relaxc[cpsat])")
+    if args.minimalloc is not None:
+        why = usable(args.minimalloc)
+        if why:
+            ap.error(f"--minimalloc: {why}")
+        if args.no_capacity:
+            ap.error("--minimalloc runs at the capacities of the second table: drop --no-capacity")
+    if not args.minimalloc_timeout > 0:
+        ap.error("--minimalloc-timeout must be a positive number of seconds")
 
     console = Console()
     err = Console(stderr=True)
@@ -235,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
         table.add_column("CP-SAT\n/LB", justify="right")
         table.add_column("bound\n/LB", justify="right")
         table.add_column("s", justify="right")
+    at_capacity = capacity_table(args)
     failures = 0
     summary: list[str] = []
     for name, make in cases(args):
@@ -293,9 +367,28 @@ def main(argv: list[str] | None = None) -> int:
                 row += ["-", "-", "-"]
         table.add_row(*row)
         err.print(" | ".join(row), style="dim")  # as it goes: the table comes at the end
+        peer = capacities.get(name.removesuffix(".rx"))
+        if at_capacity is not None and "best" in planners and peer:
+            cap = peer + (SMALL if program else 0)  # a program's arena holds its accumulator
+            if program:
+                res = run_program(made, "best", args.time_limit, cap)
+            else:
+                res = run_raw(buffers, "best", args.time_limit, args.seed, None, cap)
+            failures += not res.valid
+            mm = (
+                solve(args.minimalloc, buffers, cap, args.minimalloc_timeout)
+                if args.minimalloc
+                else None
+            )
+            failures += mm is not None and mm.status == "invalid"
+            cells = capacity_row(name, cap, res, mm)
+            at_capacity.add_row(*cells)
+            err.print(" | ".join(cells), style="dim")
     Console(
         width=max(console.width, 40 + 18 * len(planners) + 36 + (30 if args.cpsat else 0))
     ).print(table)
+    if at_capacity is not None and at_capacity.row_count:
+        Console(width=max(console.width, 100)).print(at_capacity)
     if summary:
         print("best: " + "; ".join(summary))
     if failures:

@@ -122,11 +122,13 @@ def program_module(buffers: list[Buffer], name: str = "instance.rx") -> Module:
     return Pipeline(passes[:k]).run(parse_module(program_text(buffers), name))
 
 
-def plan_memory_pass(planner: str, time_limit: float) -> PlanMemory:
-    """The vm pipeline's PlanMemory with ``planner`` and ``time_limit``, checking its plan
-    with the independent checker."""
+def plan_memory_pass(planner: str, time_limit: float, capacity: int = 0) -> PlanMemory:
+    """The vm pipeline's PlanMemory with ``planner``, ``time_limit`` and ``capacity`` (as
+    ``relaxc report --max-arena`` sets it), checking its plan with the independent checker."""
     pm = next(p for p in assemble_pipeline("vm") if isinstance(p, PlanMemory))
-    return dataclasses.replace(pm, planner=planner, time_limit=time_limit, check=True)
+    return dataclasses.replace(
+        pm, planner=planner, time_limit=time_limit, capacity=capacity, check=True
+    )
 
 
 def planned_buffers(module: Module) -> list[Buffer]:

@@ -73,7 +73,10 @@ def default_output(path: Path, target: str) -> Path:
     is_flag=True,
     help="Print the memory report as JSON instead of the summary.",
 )
-@budget_options("Fail (exit 1, nothing written) if a function's workspace is larger, e.g. 256KiB.")
+@budget_options(
+    "Fail (exit 1, nothing written) if a function's workspace is larger, e.g. 256KiB. "
+    "PlanMemory's planner is asked to fit it first (PlanMemory.capacity)."
+)
 @quiet_option
 @click.option(
     "--unpacked",
@@ -142,7 +145,7 @@ def build_cmd(
             )
         check_budget_options(max_arena, allow_unbounded)
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
-        req = PipelineRequest(target=target, **kw)
+        req = PipelineRequest(target=target, capacity=max_arena or 0, **kw)
         if req.print_pipeline:
             echo_pipeline(req)
             return

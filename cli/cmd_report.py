@@ -58,7 +58,10 @@ from .timing import Stopwatch, print_steps
     type=click.Path(path_type=Path),
     help="Also write the memory timeline as Chrome trace events (open it in ui.perfetto.dev).",
 )
-@budget_options("Fail (exit 1) if a function's workspace is larger, e.g. 256KiB.")
+@budget_options(
+    "Fail (exit 1) if a function's workspace is larger, e.g. 256KiB. "
+    "PlanMemory's planner is asked to fit it first (PlanMemory.capacity)."
+)
 @onnx_options
 @quiet_option
 @pipeline_options
@@ -87,7 +90,7 @@ def report_cmd(
     sources = Sources()
     with reported_errors(sources, obj["debug"]):
         check_budget_options(max_arena, allow_unbounded)
-        req = PipelineRequest(target=target, **kw)
+        req = PipelineRequest(target=target, capacity=max_arena or 0, **kw)
         if req.print_pipeline:
             return echo_pipeline(req)
         watch = Stopwatch(enabled=req.time_passes)

@@ -106,6 +106,8 @@ class PipelineRequest:
     no_verify: bool
     io_in_arena: bool = False
     print_pipeline: bool = False
+    # --max-arena: the bytes PlanMemory's planner is asked to fit first (0: none).
+    capacity: int = 0
 
 
 class _Dumps:
@@ -147,17 +149,22 @@ IO_IN_ARENA_CONFIG = "PlanMemory.io_in_arena=true"
 
 
 def io_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...]:
-    """``configs`` plus the setting ``--io-in-arena`` stands for (a clear error when the
-    pipeline has no PlanMemory to set it on)."""
-    if not req.io_in_arena:
+    """``configs`` plus the settings ``--io-in-arena`` and ``--max-arena`` stand for (a clear
+    error when ``--io-in-arena`` finds no PlanMemory to set it on; ``--max-arena`` is a check
+    first, so without PlanMemory it sets nothing). They come first: ``--pass-config`` wins."""
+    if not req.io_in_arena and not req.capacity:
         return tuple(configs)
     probe = assemble_pipeline(req.target, req.passes, req.disable, ())
-    if not any(p.name == "PlanMemory" for p in probe):
+    planned = any(p.name == "PlanMemory" for p in probe)
+    if req.io_in_arena and not planned:
         raise RxError(
             "--io-in-arena plans the inputs and outputs with PlanMemory, which is not in the "
             f"pipeline ({', '.join(p.name for p in probe) or 'empty'})"
         )
-    return (IO_IN_ARENA_CONFIG, *configs)
+    implied = [IO_IN_ARENA_CONFIG] if req.io_in_arena else []
+    if req.capacity and planned:
+        implied.append(f"PlanMemory.capacity={req.capacity}")
+    return (*implied, *configs)
 
 
 @dataclass

@@ -185,12 +185,17 @@ class PlanMemory(Pass):
     time_limit: float = 2.0
     check: bool = False
     io_in_arena: bool = False
+    # Bytes the global scope's arena should fit (0: none), such as a device's memory:
+    # ``best`` asks for that capacity first (see docs/planning.md); ``--max-arena`` sets it.
+    capacity: int = 0
 
     def __post_init__(self) -> None:
         if not math.isfinite(self.time_limit) or self.time_limit < 0:
             raise ValueError(
                 f"time_limit={self.time_limit} must be a finite number of seconds, 0 or more"
             )
+        if self.capacity < 0:
+            raise ValueError(f"capacity={self.capacity} must be a number of bytes, 0 or more")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
         if types is None:
@@ -219,7 +224,12 @@ class PlanMemory(Pass):
         for scope in sorted(by_scope):
             items = by_scope[scope]
             buffers = [b for _, b in items]
-            result = plan_buffers(buffers, self.planner, time_limit=self.time_limit)
+            result = plan_buffers(
+                buffers,
+                self.planner,
+                time_limit=self.time_limit,
+                capacity=self.capacity if scope == "global" else 0,
+            )
             if self.check:
                 problems = check_plan(buffers, result.offsets, result.size)
                 if problems:

@@ -103,15 +103,24 @@ SEARCH_SHARE = 0.85
 
 
 def plan_buffers(
-    buffers: Sequence[Buffer], algorithm: str = "best", *, time_limit: float = 2.0, seed: int = 0
+    buffers: Sequence[Buffer],
+    algorithm: str = "best",
+    *,
+    time_limit: float = 2.0,
+    seed: int = 0,
+    capacity: int = 0,
 ) -> Plan:
-    """Offsets for ``buffers`` in one arena, by ``algorithm`` (one of :data:`PLANNERS`)."""
+    """Offsets for ``buffers`` in one arena, by ``algorithm`` (one of :data:`PLANNERS`).
+    ``capacity`` (0: none): bytes the arena should fit, which ``best`` asks for first (the
+    greedy planners ignore it)."""
     if algorithm not in PLANNERS:
         raise ValueError(f"unknown planner {algorithm!r}; expected one of {', '.join(PLANNERS)}")
     if time_limit < 0:
         raise ValueError("time_limit must not be negative")
+    if capacity < 0:
+        raise ValueError("capacity must not be negative")
     if algorithm == "best":
-        return plan_best(buffers, time_limit=time_limit, seed=seed)
+        return plan_best(buffers, time_limit=time_limit, seed=seed, capacity=capacity)
     inst = prepare(buffers)
     sc = scan(inst)
     bound = _floor(buffers, sc)
@@ -234,13 +243,16 @@ def plan_best(
     time_limit: float = 2.0,
     seed: int = 0,
     trace: list[str] | None = None,
+    capacity: int = 0,
 ) -> Plan:
-    """The ``best`` planner; ``trace``, if given, collects a line per step taken."""
+    """The ``best`` planner; ``trace``, if given, collects a line per step taken;
+    ``capacity`` (0: none), bytes the arena should fit: the search asks for it first
+    (:func:`.search.minimize`'s ``target``), then goes on below what it finds."""
     budget = _Budget(time_limit)
     inst = prepare(buffers)
     sc = scan(inst)
     offsets, bound, method = _best(
-        inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace
+        inst, sc, _floor(buffers, sc), budget, random.Random(seed), trace, capacity
     )
     _log(trace, f"work {budget.used} of {int(time_limit * WORK_PER_SECOND)}")
     return Plan.from_offsets(
@@ -259,9 +271,10 @@ def _best(
     budget: _Budget,
     rng: random.Random,
     trace: list[str] | None,
+    capacity: int = 0,
 ) -> tuple[list[int], int, str]:
     """Offsets, the proven lower bound and the winning method for ``inst``; ``goal`` is a
-    lower bound already known."""
+    lower bound already known; ``capacity`` as in :func:`plan_best`."""
     base, pairs = greedy(inst, "greedy-size", sc)
     swept = sum(sc.pairs) > _greedy.PAIR_BUDGET
     # Everything counts, greedy-size too: best takes no longer than its budget, or than
@@ -337,7 +350,8 @@ def _best(
             break
         budget.spend(part.pairs // PAIRS_PER_WORK)
         bound = max(
-            bound, _improve(part, subinstance(inst, part.members), bound, budget, rng, trace)
+            bound,
+            _improve(part, subinstance(inst, part.members), bound, budget, rng, trace, capacity),
         )
     offsets = [0] * inst.n
     for p in parts:
@@ -354,9 +368,11 @@ def _improve(
     budget: _Budget,
     rng: random.Random,
     trace: list[str] | None,
+    capacity: int = 0,
 ) -> int:
-    """Try to lower ``part.height``: more greedy orders, then the exact search. Returns
-    the best lower bound proven for the part (at least ``goal``)."""
+    """Try to lower ``part.height``: more greedy orders, then the exact search (asking for
+    ``capacity`` first, if any). Returns the best lower bound proven for the part (at least
+    ``goal``)."""
 
     def consider(method: str, offsets: list[int]) -> None:
         h = sub.height(offsets)
@@ -394,7 +410,7 @@ def _improve(
         consider("best-fit", place(sub, order, best_fit=True))
     bound = goal
     if part.height > goal:
-        filled = _large_first(sub, goal, budget, rng, trace)
+        filled = _large_first(sub, goal, budget, rng, trace, capacity)
         if filled is not None:
             offsets, big_bound = filled
             # A lower bound for the large ones holds for the whole: they are a subset.
@@ -403,7 +419,9 @@ def _improve(
     if part.height <= bound or sub.n > SEARCH_MAX_BUFFERS or not budget.can(1):
         return bound
     steps: list[str] | None = [] if trace is not None else None
-    out = minimize(sub, bound, part.height, int(budget.left * SEARCH_SHARE), budget.deadline, steps)
+    out = minimize(
+        sub, bound, part.height, int(budget.left * SEARCH_SHARE), budget.deadline, steps, capacity
+    )
     budget.spend(out.work)
     budget.clock = budget.clock or out.stopped_by_clock
     for line in steps or ():
@@ -445,6 +463,7 @@ def _large_first(
     budget: _Budget,
     rng: random.Random,
     trace: list[str] | None,
+    capacity: int = 0,
 ) -> tuple[list[int], int] | None:
     """Small buffers as filler: plan the large ones of ``sub`` alone with the whole machinery
     (:func:`_best` with BIG_FIRST_SHARE of the work left), then first fit the small ones,
@@ -474,7 +493,7 @@ def _large_first(
     big_scan = scan(big)
     # Their own lower bound: asking the search for more slack than needed makes it
     # harder, not easier (less pruning).
-    big_off, big_bound, _ = _best(big, big_scan, big_scan.max_live, child, rng, trace)
+    big_off, big_bound, _ = _best(big, big_scan, big_scan.max_live, child, rng, trace, capacity)
     budget.spend(child.used)
     budget.clock = budget.clock or child.clock
     offsets = [-1] * sub.n

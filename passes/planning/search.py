@@ -90,6 +90,12 @@ MAIN_HEURISTICS = (
     (1, "TWO", 1),
 )
 SIDE_HEURISTICS = ((0, "TWA", 1), (0, "WAT", 1), (1, "TAW", 1))
+# A capacity asked for (a device's memory: ``target`` of :func:`minimize`) is a decision
+# of its own, like MiniMalloc's question; which preorder fits it is not known, so every
+# (view, heuristic) pair of the main and side probes has an equal share, as MiniMalloc's
+# round robin gives its heuristics equal node limits.
+TARGET_HEURISTICS = tuple(dict.fromkeys((v, h, 1) for v, h, _ in MAIN_HEURISTICS + SIDE_HEURISTICS))
+AIM_SIDE_PART = 0.5  # work of the side probe per unit of the target's while it is open
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
@@ -568,9 +574,13 @@ class Probe:
                 self.status = "found" if stop.value is not None else "infeasible"
                 break
         if self.status:
-            for g in self.gens:
-                g.close()
+            self.close()
         return self.status
+
+    def close(self) -> None:
+        """End the decisions' suspended searches (the probe is answered or no longer needed)."""
+        for g in self.gens:
+            g.close()
 
 
 @dataclass
@@ -592,8 +602,14 @@ def minimize(
     budget: int,
     deadline: float = math.inf,
     trace: list[str] | None = None,
+    target: int = 0,
 ) -> Outcome:
     """Look for a plan of ``inst`` lower than ``best``; none lower than ``goal`` is needed.
+
+    ``target`` (0: none) is a capacity the plan should fit, such as a device's memory: when
+    it lies between ``goal`` and ``best``, a probe asks for it first and has all the work
+    until it answers (:data:`TARGET_HEURISTICS`); found, the search goes on below the plan
+    it found; proven infeasible, the bound rises above it.
 
     The main probe asks for ``goal`` (a lower bound, often the optimum) and gets three
     quarters of the work. Side probes bisect between the lowest capacity not yet given up
@@ -628,6 +644,8 @@ def minimize(
         found: list[int] | None = None
         main: Probe | None = Probe(secs, goal, MAIN_HEURISTICS, deadline)
         side: Probe | None = None
+        aim_at = target // grain * grain  # capacities that are not multiples give nothing more
+        aim = Probe(secs, aim_at, TARGET_HEURISTICS, deadline) if goal < aim_at < best else None
         # A side probe's first limit: SIDE_WORK, or SIDE_DIVES dives to the bottom for
         # each decision when the instance is large (a dive costs a node per buffer, each
         # O(buffers left): about n * (DIVE_TICKS + n) ticks; J 5k units, D 2k).
@@ -648,10 +666,46 @@ def minimize(
             if time.process_time() > deadline:
                 clock = True
                 break
-            # The main probe has most of the work until it has used half the budget.
-            early = main is not None and main.work < budget * MAIN_FIRST
-            turns = 0 if main is None else MAIN_TURNS if early else 1
-            for _ in range(turns):
+            # The probe whose work the side probe's turn matches: the target's while it is
+            # undecided (it takes the main probe's turns, one a round: the side probes go on
+            # beside it, so a target out of reach still leaves a plan as low as without it),
+            # else the main probe's.
+            lead: Probe | None = None
+            ratio, turns, main_turns = SIDE_PART, 0, 0
+            if aim is not None:
+                lead, turns, ratio = aim, 1, AIM_SIDE_PART
+                before = aim.work
+                status = aim.step(min(1.0, (budget - used) / (SLICE * sum(aim.shares))))
+                used += aim.work - before
+                if status:
+                    _note(trace, aim, inst)
+                    aim = None
+                if status == "found":
+                    found, best = lead.result, inst.height(lead.result)
+                    improved = True
+                    if side is not None and side.capacity >= best:
+                        side.close()
+                        side = None
+                    if best <= bound():
+                        break
+                elif status == "infeasible":
+                    # No plan within the target, so none within the goal below it either.
+                    proven = max(proven, lead.capacity)
+                    main = lead = None
+                    lo = max(lo, proven // grain + 1)
+                    if side is not None and side.capacity <= proven:
+                        side.close()
+                        side = None
+                if used >= budget or time.process_time() > deadline:
+                    continue  # the checks at the top end it
+            elif main is not None:
+                # The main probe has most of the work until it has used MAIN_FIRST of the
+                # budget.
+                early = main.work < budget * MAIN_FIRST
+                lead, turns = main, MAIN_TURNS if early else 1
+                main_turns = turns
+                ratio = SIDE_PART if early else LATE_PART
+            for _ in range(main_turns):
                 before = main.work
                 # No more than the budget left: a turn of the main probe is SLICE work
                 # for each of its shares.
@@ -663,7 +717,7 @@ def minimize(
                 if status == "infeasible":
                     _note(trace, main, inst)
                     proven = goal
-                    main = None
+                    main = lead = None
                     break
                 if used >= budget or time.process_time() > deadline:
                     break
@@ -683,16 +737,8 @@ def minimize(
             # it once the main probe is done), whatever the number of decisions in each.
             side_turns = (
                 1
-                if main is None
-                else max(
-                    1,
-                    round(
-                        (SIDE_PART if early else LATE_PART)
-                        * turns
-                        * sum(main.shares)
-                        / sum(side.shares)
-                    ),
-                )
+                if lead is None
+                else max(1, round(ratio * turns * sum(lead.shares) / sum(side.shares)))
             )
             # No more than the side probe's limit or the budget left (in whole turns).
             room = min(side_limit - side.work, budget - used)
@@ -704,14 +750,23 @@ def minimize(
                 found, best = side.result, inst.height(side.result)
                 improved = True
                 side = None
+                if aim is not None and aim.capacity >= best:
+                    aim.close()  # answered: a plan within the target
+                    aim = None
                 if best <= bound():
                     break
             elif status == "infeasible" or side.work >= side_limit:
                 _note(trace, side, inst)
                 if status == "infeasible":
                     proven = max(proven, side.capacity)
+                    if aim is not None and aim.capacity <= proven:
+                        aim.close()  # answered: no plan within the target
+                        aim = None
+                        main = None
                 lo = side.capacity // grain + 1
                 side = None
+        if aim is not None:
+            _note(trace, aim, inst)  # the target still open: "gave up"
         return Outcome(found, best, used, bound(), clock)
     finally:
         sys.setrecursionlimit(limit)

@@ -672,7 +672,7 @@ def test_pass_config_changes_the_result(samples: Path) -> None:
         (
             "PlanMemory.plannr=best",
             "PlanMemory has no option 'plannr'; did you mean 'planner'? "
-            "(options: planner, time_limit, check, io_in_arena)",
+            "(options: planner, time_limit, check, io_in_arena, capacity)",
         ),
         ("PlanMemoy.planner=best", "unknown pass 'PlanMemoy'; did you mean 'PlanMemory'?"),
         (

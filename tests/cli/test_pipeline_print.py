@@ -32,7 +32,8 @@ def test_print_pipeline_names_every_pass_with_every_option() -> None:
     spec = printed("-t", "c")
     names = [p.name for p in assemble_pipeline("c")]
     assert [part.split("{")[0] for part in re.split(r",(?![^{]*\})", spec)] == names
-    assert "PlanMemory{planner=best time_limit=2.0 check=false io_in_arena=false}" in spec
+    plan_memory = "PlanMemory{planner=best time_limit=2.0 check=false io_in_arena=false capacity=0}"
+    assert plan_memory in spec
     assert spec.endswith("LegalizePackedCalls")
 
 
@@ -45,7 +46,10 @@ def test_print_pipeline_applies_the_options() -> None:
         "--io-in-arena",
     )
     assert not spec.startswith("ReorderForMemory")
-    assert "PlanMemory{planner=greedy-size time_limit=2.0 check=false io_in_arena=true}" in spec
+    assert (
+        "PlanMemory{planner=greedy-size time_limit=2.0 check=false io_in_arena=true capacity=0}"
+        in spec
+    )
     assert printed("-p", "none") == "none"
 
 
@@ -147,3 +151,30 @@ def test_time_passes_shows_the_import_of_an_onnx_model(tmp_path: Path) -> None:
 def test_report_reads_only_the_weight_headers(tmp_path: Path) -> None:
     result = invoke("report", SAMPLES / "mlp.rx", "--time-passes", "-q")
     assert ("weights", "headers") in _steps(result.stderr)
+
+
+def test_max_arena_asks_plan_memory_for_that_capacity(tmp_path: Path) -> None:
+    # --max-arena is a check, and the capacity PlanMemory's planner is asked to fit first;
+    # --pass-config PlanMemory.capacity wins over it; without PlanMemory it sets nothing.
+    def spec(*args: object) -> str:
+        result = invoke("build", SAMPLES / "mlp.rx", "--print-pipeline", *args)
+        assert result.exit_code == 0, result.output
+        return result.stdout.strip()
+
+    assert "io_in_arena=false capacity=0}" in spec()
+    assert "io_in_arena=false capacity=8192}" in spec("--max-arena", "8KiB")
+    assert "capacity=4096}" in spec(
+        "--max-arena", "8KiB", "--pass-config", "PlanMemory.capacity=4096"
+    )
+    assert spec("--max-arena", "8KiB", "-p", "ManifestAlloc") == "ManifestAlloc{align=64}"
+    report = invoke("report", SAMPLES / "mlp.rx", "--max-arena", "8KiB", "--print-pipeline")
+    assert report.exit_code == 0 and "capacity=8192}" in report.stdout
+
+
+def test_a_negative_capacity_is_a_clear_error() -> None:
+    result = CliRunner().invoke(
+        cli, ["build", str(SAMPLES / "mlp.rx"), "--pass-config", "PlanMemory.capacity=-1"]
+    )
+    assert result.exit_code == 1
+    assert "capacity=-1 must be a number of bytes, 0 or more" in result.stderr
+    assert "Traceback" not in result.output

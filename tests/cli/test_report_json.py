@@ -115,7 +115,7 @@ def test_the_pipeline_and_planner_say_what_ran(tmp_path: Path) -> None:
     assert plan["options"]["planner"] == "greedy-size" and plan["options"]["time_limit"] == 0.5
     assert doc["planner"] == {
         "name": "greedy-size",
-        "options": {"time_limit": 0.5, "check": False, "io_in_arena": False},
+        "options": {"time_limit": 0.5, "check": False, "io_in_arena": False, "capacity": 0},
     }
     io = report_json(sample, "--io-in-arena")
     assert io["planner"]["options"]["io_in_arena"] is True

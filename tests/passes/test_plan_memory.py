@@ -428,3 +428,38 @@ fn @main(%x: Tensor[(2, 3, n, 3), f32], %w: Tensor[(3, 1, 3, 1), f32]) -> Tensor
         verify_module(planned)
         report = {r.name: r for r in memory_report(planned)}["main"]
         assert report.arena_bytes >= 0 and report.unplanned_static_bytes >= 0
+
+
+def test_capacity_is_asked_of_the_global_arena_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    # PlanMemory.capacity (what --max-arena sets) goes to the planner of the global scope;
+    # another scope's arena is planned without it (the budget check counts them all).
+    import relaxc.passes.plan_memory as plan_memory_module
+
+    asked: dict[int, int] = {}
+    real = plan_memory_module.plan_buffers
+
+    def spy(buffers, planner, *, time_limit, capacity):  # type: ignore[no-untyped-def]
+        asked[len(buffers)] = capacity
+        return real(buffers, planner, time_limit=time_limit, capacity=capacity)
+
+    monkeypatch.setattr(plan_memory_module, "plan_buffers", spy)
+    text = """
+fn @main(%x: Tensor[(8,), f32]) -> Tensor[(8,), f32] {
+  %s1 = memory.alloc_storage(32, align=16, scope="global")
+  %a = memory.alloc_tensor(%s1, 0, (8,), f32)
+  invoke exp(%x) outs (%a)
+  %s3 = memory.alloc_storage(32, align=16, scope="global")
+  %c = memory.alloc_tensor(%s3, 0, (8,), f32)
+  invoke exp(%a) outs (%c)
+  %s2 = memory.alloc_storage(32, align=64, scope="shared")
+  %b = memory.alloc_tensor(%s2, 0, (8,), f32)
+  invoke relu(%c) outs (%b)
+  %o_storage = memory.alloc_storage(32, external=true)
+  %o = memory.alloc_tensor(%o_storage, 0, (8,), f32)
+  invoke add(%a, %b) outs (%o)
+  return %o
+}"""
+    PlanMemory(capacity=4096)(parse_module(text, "t.rx"))
+    assert asked == {2: 4096, 1: 0}
+    with pytest.raises(ValueError, match="capacity=-2 must be a number of bytes"):
+        PlanMemory(capacity=-2)

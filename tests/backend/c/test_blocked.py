@@ -186,9 +186,7 @@ def assert_close_sums(got, want, bound, lengths, what: str) -> None:
         )
 
 
-def check(
-    tmp_path: Path, name: str, text: str, dims: Sequence[dict[str, int]] = ({},)
-) -> None:
+def check(tmp_path: Path, name: str, text: str, dims: Sequence[dict[str, int]] = ({},)) -> None:
     """Build ``text`` three ways (-O2, sanitized, for the host) and run each build at every
     dims of ``dims``, on random and special inputs, against the interpreter."""
     module = parse_module(text, f"{name}.rx")
