@@ -38,6 +38,9 @@ offset is still canonical (each free buffer rests on 0 or on a buffer below it, 
 not), so the search stays complete. :func:`repair` uses this to re-search windows of time
 around the buffers that stick out of a plan, the buffers crossing the window fixed.
 
+*Target.* :func:`minimize` may be given a capacity to ask for (a device's memory): the
+decision MiniMalloc answers, a probe of its own beside the minimization (see there).
+
 *Portfolio.* A probe runs several static preorders (by section total, lifetime width,
 area, conflicts; MiniMalloc uses "TWA", "TAW" and "WAT") side by side, in slices of
 work, as generators: the first to finish answers. Work is counted, not timed, so results
@@ -91,11 +94,9 @@ MAIN_HEURISTICS = (
 )
 SIDE_HEURISTICS = ((0, "TWA", 1), (0, "WAT", 1), (1, "TAW", 1))
 # A capacity asked for (a device's memory: ``target`` of :func:`minimize`) is a decision
-# of its own, like MiniMalloc's question; which preorder fits it is not known, so every
-# (view, heuristic) pair of the main and side probes has an equal share, as MiniMalloc's
-# round robin gives its heuristics equal node limits.
-TARGET_HEURISTICS = tuple(dict.fromkeys((v, h, 1) for v, h, _ in MAIN_HEURISTICS + SIDE_HEURISTICS))
-AIM_SIDE_PART = 0.5  # work of the side probe per unit of the target's while it is open
+# of its own, like MiniMalloc's question: the main probe's preorders and the side probes'
+# together, their shares summed (TWA on the given times has 6 of 13).
+TARGET_HEURISTICS = MAIN_HEURISTICS + SIDE_HEURISTICS
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
@@ -607,9 +608,10 @@ def minimize(
     """Look for a plan of ``inst`` lower than ``best``; none lower than ``goal`` is needed.
 
     ``target`` (0: none) is a capacity the plan should fit, such as a device's memory: when
-    it lies between ``goal`` and ``best``, a probe asks for it first and has all the work
-    until it answers (:data:`TARGET_HEURISTICS`); found, the search goes on below the plan
-    it found; proven infeasible, the bound rises above it.
+    it lies between ``goal`` and ``best``, a probe asks for it (:data:`TARGET_HEURISTICS`)
+    in the side probes' turns, taking turns with them, half of their work each, until it
+    answers (the main probe keeps its turns); found, the search goes on below the plan it
+    found; proven infeasible, the bound rises above it.
 
     The main probe asks for ``goal`` (a lower bound, often the optimum) and gets three
     quarters of the work. Side probes bisect between the lowest capacity not yet given up
@@ -646,6 +648,8 @@ def minimize(
         side: Probe | None = None
         aim_at = target // grain * grain  # capacities that are not multiples give nothing more
         aim = Probe(secs, aim_at, TARGET_HEURISTICS, deadline) if goal < aim_at < best else None
+        aimed = aim is not None
+        side_work = 0  # the side probes' work, all of them: the target gets as much
         # A side probe's first limit: SIDE_WORK, or SIDE_DIVES dives to the bottom for
         # each decision when the instance is large (a dive costs a node per buffer, each
         # O(buffers left): about n * (DIVE_TICKS + n) ticks; J 5k units, D 2k).
@@ -666,46 +670,10 @@ def minimize(
             if time.process_time() > deadline:
                 clock = True
                 break
-            # The probe whose work the side probe's turn matches: the target's while it is
-            # undecided (it takes the main probe's turns, one a round: the side probes go on
-            # beside it, so a target out of reach still leaves a plan as low as without it),
-            # else the main probe's.
-            lead: Probe | None = None
-            ratio, turns, main_turns = SIDE_PART, 0, 0
-            if aim is not None:
-                lead, turns, ratio = aim, 1, AIM_SIDE_PART
-                before = aim.work
-                status = aim.step(min(1.0, (budget - used) / (SLICE * sum(aim.shares))))
-                used += aim.work - before
-                if status:
-                    _note(trace, aim, inst)
-                    aim = None
-                if status == "found":
-                    found, best = lead.result, inst.height(lead.result)
-                    improved = True
-                    if side is not None and side.capacity >= best:
-                        side.close()
-                        side = None
-                    if best <= bound():
-                        break
-                elif status == "infeasible":
-                    # No plan within the target, so none within the goal below it either.
-                    proven = max(proven, lead.capacity)
-                    main = lead = None
-                    lo = max(lo, proven // grain + 1)
-                    if side is not None and side.capacity <= proven:
-                        side.close()
-                        side = None
-                if used >= budget or time.process_time() > deadline:
-                    continue  # the checks at the top end it
-            elif main is not None:
-                # The main probe has most of the work until it has used MAIN_FIRST of the
-                # budget.
-                early = main.work < budget * MAIN_FIRST
-                lead, turns = main, MAIN_TURNS if early else 1
-                main_turns = turns
-                ratio = SIDE_PART if early else LATE_PART
-            for _ in range(main_turns):
+            # The main probe has most of the work until it has used MAIN_FIRST of the budget.
+            early = main is not None and main.work < budget * MAIN_FIRST
+            turns = 0 if main is None else MAIN_TURNS if early else 1
+            for _ in range(turns):
                 before = main.work
                 # No more than the budget left: a turn of the main probe is SLICE work
                 # for each of its shares.
@@ -717,14 +685,20 @@ def minimize(
                 if status == "infeasible":
                     _note(trace, main, inst)
                     proven = goal
-                    main = lead = None
+                    main = None
                     break
                 if used >= budget or time.process_time() > deadline:
                     break
             else:
                 if used >= budget or time.process_time() > deadline:
                     continue  # the checks at the top end it
-            if side is None:
+            # The side's turn: the target while it is open, in turn with the side probes
+            # bisecting between the lowest capacity not given up on and the best height, each
+            # with half of the side's work (the main probe keeps its turns, so a goal that
+            # fits is found as without a target, and a target out of reach still leaves a
+            # plan about as low as without it).
+            take_aim = aim is not None and aim.work <= side_work
+            if not take_aim and side is None:
                 if lo >= best // grain:  # a pass over the range is done: again, with more work
                     lo = proven // grain + 1
                     if lo >= best // grain:
@@ -732,39 +706,57 @@ def minimize(
                     side_limit = side_limit * 2 if not improved else side_limit * 3 // 2
                     improved = False
                 side = Probe(secs, (lo + best // grain - 1) // 2 * grain, SIDE_HEURISTICS, deadline)
-            before = side.work
+            probe = aim if take_aim else side
+            assert probe is not None
+            before = probe.work
             # The side probe gets SIDE_PART of what the main probe gets per round (all of
             # it once the main probe is done), whatever the number of decisions in each.
             side_turns = (
                 1
-                if lead is None
-                else max(1, round(ratio * turns * sum(lead.shares) / sum(side.shares)))
+                if main is None
+                else max(
+                    1,
+                    round(
+                        (SIDE_PART if early else LATE_PART)
+                        * turns
+                        * sum(main.shares)
+                        / sum(probe.shares)
+                    ),
+                )
             )
-            # No more than the side probe's limit or the budget left (in whole turns).
-            room = min(side_limit - side.work, budget - used)
-            side_turns = min(side_turns, room / (SLICE * sum(side.shares)))
-            status = side.step(side_turns)
-            used += side.work - before
+            # No more than the side probe's limit (the target has none) or the budget left
+            # (in whole turns).
+            most = budget if probe is aim else side_limit
+            room = min(most - probe.work, budget - used)
+            side_turns = min(side_turns, room / (SLICE * sum(probe.shares)))
+            status = probe.step(side_turns)
+            used += probe.work - before
+            if probe is side:
+                side_work += probe.work - before
             if status == "found":
-                _note(trace, side, inst)
-                found, best = side.result, inst.height(side.result)
+                _note(trace, probe, inst)
+                found, best = probe.result, inst.height(probe.result)
                 improved = True
-                side = None
-                if aim is not None and aim.capacity >= best:
-                    aim.close()  # answered: a plan within the target
-                    aim = None
-                if best <= bound():
-                    break
-            elif status == "infeasible" or side.work >= side_limit:
-                _note(trace, side, inst)
+            elif status == "infeasible" or probe.work >= most:
+                _note(trace, probe, inst)
                 if status == "infeasible":
-                    proven = max(proven, side.capacity)
-                    if aim is not None and aim.capacity <= proven:
-                        aim.close()  # answered: no plan within the target
-                        aim = None
-                        main = None
-                lo = side.capacity // grain + 1
-                side = None
+                    proven = max(proven, probe.capacity)
+                lo = max(lo, probe.capacity // grain + 1)
+            if status or probe.work >= most:
+                # Answered, or given up: it ends, and so does the other probe where the
+                # answer settles its question too.
+                if probe is aim:
+                    aim = None
+                else:
+                    side = None
+                for other in (aim, side):
+                    if other is not None and not proven < other.capacity < best:
+                        other.close()
+                        aim, side = (None, side) if other is aim else (aim, None)
+                if aimed and aim is None and proven >= aim_at and main is not None:
+                    main = None  # no plan within the target, so none within the goal
+                if status == "found" and best <= bound():
+                    break
         if aim is not None:
             _note(trace, aim, inst)  # the target still open: "gave up"
         return Outcome(found, best, used, bound(), clock)
