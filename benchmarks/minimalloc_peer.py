@@ -67,9 +67,13 @@ def _child_cpu() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
-def solve(binary: Path, buffers: list[Buffer], capacity: int, timeout: float) -> PeerRun:
+def solve(
+    binary: Path, buffers: list[Buffer], capacity: int, timeout: float, minimize: bool = False
+) -> PeerRun:
     """Run MiniMalloc on ``buffers`` at ``capacity`` with its own ``--timeout``; the CPU
-    time is the child's (user + system)."""
+    time is the child's (user + system). ``minimize``: its ``--minimize_capacity`` mode
+    (a bisection over [0, capacity], every decision under the one timeout), which returns
+    the lowest plan it found."""
     with tempfile.TemporaryDirectory(prefix="relaxc-minimalloc-") as tmp:
         inp, out = Path(tmp) / "in.csv", Path(tmp) / "out.csv"
         write_csv(buffers, inp)
@@ -80,6 +84,8 @@ def solve(binary: Path, buffers: list[Buffer], capacity: int, timeout: float) ->
             f"--output={out}",
             f"--timeout={timeout:g}s",
         ]
+        if minimize:
+            cmd.append("--minimize_capacity")
         before = _child_cpu()
         try:
             proc = subprocess.run(

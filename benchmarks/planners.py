@@ -26,6 +26,16 @@ Instances (see ``benchmarks/planning_instances.py``):
 * ``rand-10k-d100`` etc.: random interval sets (n buffers, about d live at a time, sizes
   log-uniform 64 B..64 KiB, aligned to 64).
 
+A second table asks MiniMalloc's own question of ``best``: each challenging instance (and
+its ``.rx``, 64 bytes more for the accumulator) given its capacity, as ``relaxc build
+--max-arena`` gives it (``PlanMemory.capacity``): fits or not, the arena, the time.
+
+``--minimalloc BINARY`` runs the peer itself (a solver built from
+github.com/google/minimalloc; see ``minimalloc_peer.py``), its plans checked by the
+independent checker: in the first table minimizing (its ``--minimize_capacity``
+bisection from greedy-size's height, under the same time limit as ``best``), in the
+second at each capacity with ``--minimalloc-timeout`` seconds (default 10).
+
 ``--cpsat SECONDS`` adds OR-Tools CP-SAT (optional: ``pip install relaxc[cpsat]``) on the
 MiniMalloc instances, warm-started from best's plan: its status, arena and proven bound.
 
@@ -35,6 +45,7 @@ Usage::
     python benchmarks/planners.py --quick              # random sets of 10^4 and 10^5 only
     python benchmarks/planners.py --sizes 4 --densities 100   # fewer random sets
     python benchmarks/planners.py --only A,B,A.rx --planners best --verbose
+    python benchmarks/planners.py --planners best --sizes '' --minimalloc ../minimalloc
 """
 
 from __future__ import annotations
@@ -176,6 +187,15 @@ def capacity_table(args: argparse.Namespace) -> Table | None:
     return t
 
 
+def minimized_cells(mm: PeerRun, best: Result, lb: int) -> list[str]:
+    """MiniMalloc's minimized height over max-live, its seconds, and best's over it."""
+    if mm.status != "found" or mm.height is None:
+        status = "none" if mm.status == "infeasible" else mm.status
+        return [status, f"{mm.seconds:.2f}", "-"]
+    ratio = f"{best.size / mm.height:.4f}" if best.valid else "-"
+    return [f"{mm.height / lb:.4f}" if lb else "-", f"{mm.seconds:.2f}", ratio]
+
+
 def capacity_row(name: str, cap: int, res: Result, mm: PeerRun | None) -> list[str]:
     fits = res.valid and res.size <= cap
     row = [
@@ -255,15 +275,15 @@ def main(argv: list[str] | None = None) -> int:
         "--minimalloc",
         type=Path,
         metavar="BINARY",
-        help="MiniMalloc's solver (built from github.com/google/minimalloc): run it at the "
-        "same capacities, side by side",
+        help="MiniMalloc's solver (built from github.com/google/minimalloc): run it side by "
+        "side, minimizing under the same time limit, and at the capacities of the second table",
     )
     ap.add_argument(
         "--minimalloc-timeout",
         type=float,
         default=10.0,
         metavar="SECONDS",
-        help="MiniMalloc's --timeout for each instance (default 10)",
+        help="MiniMalloc's --timeout at each capacity of the second table (default 10)",
     )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--verbose", action="store_true", help="print what 'best' did")
@@ -280,8 +300,6 @@ def main(argv: list[str] | None = None) -> int:
         why = usable(args.minimalloc)
         if why:
             ap.error(f"--minimalloc: {why}")
-        if args.no_capacity:
-            ap.error("--minimalloc runs at the capacities of the second table: drop --no-capacity")
     if not args.minimalloc_timeout > 0:
         ap.error("--minimalloc-timeout must be a positive number of seconds")
 
@@ -303,6 +321,12 @@ def main(argv: list[str] | None = None) -> int:
         # names, 1,048,576: it fits every one in it), and best's arena over it.
         table.add_column("MiniMalloc\n/LB", justify="right")
         table.add_column("best /\nMiniMalloc", justify="right")
+        if args.minimalloc is not None:
+            # The peer minimizing: its own bisection under the same time limit, from
+            # greedy-size's height (a capacity that holds a plan).
+            table.add_column("MiniMalloc\nminimized\n/LB", justify="right")
+            table.add_column("s", justify="right")
+            table.add_column("best /\nminimized", justify="right")
     capacities = minimalloc_capacities()
     if args.cpsat:
         table.add_column("CP-SAT\n/LB", justify="right")
@@ -346,6 +370,14 @@ def main(argv: list[str] | None = None) -> int:
                 row += [f"{peer / best.lower_bound:.4f}", f"{best.size / peer:.4f}"]
             else:
                 row += ["-", "-"]
+            if args.minimalloc is not None:
+                if peer:
+                    upper = plan_buffers(buffers, "greedy-size").size
+                    mm = solve(args.minimalloc, buffers, upper, args.time_limit, minimize=True)
+                    failures += mm.status == "invalid"
+                    row += minimized_cells(mm, best, lb)
+                else:
+                    row += ["-", "-", "-"]
         if args.cpsat:
             if name[0].isupper() or name.startswith("input"):
                 hint = best.plan if best is not None and best.plan is not None else None
@@ -385,7 +417,14 @@ def main(argv: list[str] | None = None) -> int:
             at_capacity.add_row(*cells)
             err.print(" | ".join(cells), style="dim")
     Console(
-        width=max(console.width, 40 + 18 * len(planners) + 36 + (30 if args.cpsat else 0))
+        width=max(
+            console.width,
+            40
+            + 18 * len(planners)
+            + 36
+            + (30 if args.cpsat else 0)
+            + (36 if args.minimalloc else 0),
+        )
     ).print(table)
     if at_capacity is not None and at_capacity.row_count:
         Console(width=max(console.width, 100)).print(at_capacity)

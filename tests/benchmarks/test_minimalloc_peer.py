@@ -19,8 +19,10 @@ from relaxc.passes.planning.model import Buffer  # noqa: E402
 
 FAKE = """#!{python}
 import csv, os, sys
-args = dict(a[2:].split("=", 1) for a in sys.argv[1:])
+args = dict((a[2:] + "=").split("=")[:2] for a in sys.argv[1:])
 mode = os.environ["FAKE_MINIMALLOC"]
+if ("minimize_capacity" in args) != (os.environ.get("FAKE_MINIMIZE") == "1"):
+    sys.stderr.write("unexpected flags\\n"); sys.exit(3)
 if mode == "notfound":
     sys.stderr.write("NOT_FOUND: no solution\\n"); sys.exit(1)
 if mode == "deadline":
@@ -77,3 +79,10 @@ def test_an_unusable_binary_is_named(tmp_path: Path) -> None:
     plain.write_text("")
     os.chmod(plain, 0o644)
     assert usable(plain) == f"{plain} is not executable"
+
+
+def test_minimizing_asks_for_minimize_capacity(fake: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FAKE_MINIMALLOC", "stack")
+    monkeypatch.setenv("FAKE_MINIMIZE", "1")
+    assert solve(fake, BUFFERS, 1024, timeout=5, minimize=True).status == "found"
+    assert solve(fake, BUFFERS, 1024, timeout=5).status.startswith("error")  # flag missing
