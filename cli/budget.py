@@ -71,6 +71,28 @@ def budget_problems(
     return uncounted, over
 
 
+def _planner_notes(reports: Sequence[FunctionReport], max_arena: int) -> list[str]:
+    """For each function over the budget, what its planner proved: that nothing fits (its
+    arena cannot be smaller), or only a bound below the budget, so that a longer search
+    (the planner was asked for the budget: PlanMemory.capacity) may still find a plan."""
+    notes = []
+    for r in reports:
+        if not r.explicit or r.workspace_bytes <= max_arena or not r.arena_bytes:
+            continue
+        if r.unplanned_static_bytes:
+            continue  # storages outside the arena: a planner that placed them might fit
+        bound = max(r.proven_bound, r.lower_bound)
+        if bound > max_arena:
+            notes.append(f"@{r.name} cannot fit: no arena below {format_bytes(bound)} exists")
+        else:
+            notes.append(
+                f"@{r.name}: only an arena below {format_bytes(bound)} is proven impossible, so "
+                "one within the budget may exist: the best planner (with a longer "
+                "PlanMemory.time_limit) may find it"
+            )
+    return notes
+
+
 def unbounded_warnings(reports: Sequence[FunctionReport]) -> list[str]:
     """What ``--allow-unbounded`` leaves out of the budget, one line per function."""
     return [
@@ -107,7 +129,10 @@ def check_budget(
         return
     budget = f"the budget (--max-arena) is {_budget_text(max_arena)}"
     if not uncounted:
-        raise RxError(f"memory budget exceeded: {'; '.join(over)}; {budget}")
+        raise RxError(
+            f"memory budget exceeded: {'; '.join(over)}; {budget}",
+            notes=tuple(_planner_notes(reports, max_arena)),
+        )
     notes: list[str] = []
     if any(r.explicit and r.dynamic for r in reports) and not allow_unbounded:
         notes.append(

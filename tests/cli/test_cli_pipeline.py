@@ -1286,3 +1286,51 @@ def test_report_missing_file(tmp_path: Path) -> None:
     assert_user_error(
         invoke("report", tmp_path / "nope.rx"), f"file {tmp_path / 'nope.rx'} does not exist"
     )
+
+
+# Six buffers in program order where first fit by size leaves a 64-byte gap: greedy-size
+# plans 5,248 bytes, the lower bound (and best's plan) is 5,184.
+FRAGMENTED = """fn @main(%x: Tensor[(), f32]) -> Tensor[(), f32] {
+  %b0 = zeros((512,), f32)
+  %b1 = zeros((512,), f32)
+  %b3 = zeros((256,), f32)
+  %s0 = sum(%b0)
+  %a3 = add(%x, %s0)
+  %s1 = sum(%b1)
+  %a4 = add(%a3, %s1)
+  %b2 = zeros((512,), f32)
+  %b4 = zeros((1280,), f32)
+  %b5 = zeros((512,), f32)
+  %s3 = sum(%b3)
+  %a8 = add(%a4, %s3)
+  %s5 = sum(%b5)
+  %a9 = add(%a8, %s5)
+  %s2 = sum(%b2)
+  %a10 = add(%a9, %s2)
+  %s4 = sum(%b4)
+  %a11 = add(%a10, %s4)
+  return %a11
+}
+"""
+
+
+def test_over_budget_says_what_the_planner_proved(samples: Path, tmp_path: Path) -> None:
+    # Proven: no arena below the one planned, so nothing can fit.
+    result = invoke("build", samples / "mlp.rx", "-t", "ir", "--max-arena", "4KiB")
+    assert_user_error(result, "note: @main cannot fit: no arena below 8.0 KiB (8,192 B) exists")
+    # Not proven: greedy-size's plan is above the lower bound and the budget lies between,
+    # so the note points at a search that can fit it, and best does.
+    src = write(tmp_path / "frag.rx", FRAGMENTED)
+    out = tmp_path / "o.rx"
+    greedy_size = ("--pass-config", "PlanMemory.planner=greedy-size")
+    result = invoke("build", src, "-t", "ir", "-o", out, "--max-arena", "5200", *greedy_size)
+    assert_user_error(
+        result,
+        "memory budget exceeded: @main needs 5.1 KiB (5,248 B)",
+        "note: @main: only an arena below 5.1 KiB (5,184 B) is proven impossible, so one within "
+        "the budget may exist",
+    )
+    assert not out.exists()
+    result = invoke("build", src, "-t", "ir", "-o", out, "--max-arena", "5200")
+    assert result.exit_code == 0, result.output
+    assert out.exists()
