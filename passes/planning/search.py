@@ -94,9 +94,9 @@ MAIN_HEURISTICS = (
 )
 SIDE_HEURISTICS = ((0, "TWA", 1), (0, "WAT", 1), (1, "TAW", 1))
 # A capacity asked for (a device's memory: ``target`` of :func:`minimize`) is a decision
-# of its own, like MiniMalloc's question: the main probe's preorders and the side probes'
-# together, their shares summed (TWA on the given times has 6 of 13).
-TARGET_HEURISTICS = MAIN_HEURISTICS + SIDE_HEURISTICS
+# of its own, like MiniMalloc's question, and like a side probe's: a capacity above the
+# lower bound, so the side probes' preorders.
+TARGET_HEURISTICS = SIDE_HEURISTICS
 SLICE = 500  # work per turn and share of one decision in the portfolio
 MAIN_TURNS = 2  # turns of the main probe (at the goal) per turn of a side probe
 SIDE_WORK = 16000  # first work limit of a side probe (x1.5 per pass, x2 when it found nothing)
