@@ -75,7 +75,7 @@ def default_output(path: Path, target: str) -> Path:
 )
 @budget_options(
     "Fail (exit 1, nothing written) if a function's workspace is larger, e.g. 256KiB. "
-    "PlanMemory's planner is asked to fit it first (PlanMemory.capacity)."
+    "PlanMemory's planner is asked to fit it (PlanMemory.capacity)."
 )
 @quiet_option
 @click.option(

@@ -60,7 +60,7 @@ from .timing import Stopwatch, print_steps
 )
 @budget_options(
     "Fail (exit 1) if a function's workspace is larger, e.g. 256KiB. "
-    "PlanMemory's planner is asked to fit it first (PlanMemory.capacity)."
+    "PlanMemory's planner is asked to fit it (PlanMemory.capacity)."
 )
 @onnx_options
 @quiet_option
