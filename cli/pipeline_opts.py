@@ -106,7 +106,7 @@ class PipelineRequest:
     no_verify: bool
     io_in_arena: bool = False
     print_pipeline: bool = False
-    # --max-arena: the bytes PlanMemory's planner is asked to fit first (0: none).
+    # --max-arena: the bytes PlanMemory's planner is asked to fit (0: none).
     capacity: int = 0
 
 

@@ -186,7 +186,7 @@ class PlanMemory(Pass):
     check: bool = False
     io_in_arena: bool = False
     # Bytes the global scope's arena should fit (0: none), such as a device's memory:
-    # ``best`` asks for that capacity first (see docs/planning.md); ``--max-arena`` sets it.
+    # ``best`` asks for that capacity (see docs/planning.md); ``--max-arena`` sets it.
     capacity: int = 0
 
     def __post_init__(self) -> None:

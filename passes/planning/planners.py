@@ -111,7 +111,7 @@ def plan_buffers(
     capacity: int = 0,
 ) -> Plan:
     """Offsets for ``buffers`` in one arena, by ``algorithm`` (one of :data:`PLANNERS`).
-    ``capacity`` (0: none): bytes the arena should fit, which ``best`` asks for first (the
+    ``capacity`` (0: none): bytes the arena should fit, which ``best`` asks for (the
     greedy planners ignore it)."""
     if algorithm not in PLANNERS:
         raise ValueError(f"unknown planner {algorithm!r}; expected one of {', '.join(PLANNERS)}")
@@ -246,8 +246,8 @@ def plan_best(
     capacity: int = 0,
 ) -> Plan:
     """The ``best`` planner; ``trace``, if given, collects a line per step taken;
-    ``capacity`` (0: none), bytes the arena should fit: the search asks for it first
-    (:func:`.search.minimize`'s ``target``), then goes on below what it finds."""
+    ``capacity`` (0: none), bytes the arena should fit: the search asks for it beside the
+    lower bound (:func:`.search.minimize`'s ``target``), then goes on below what it finds."""
     budget = _Budget(time_limit)
     inst = prepare(buffers)
     sc = scan(inst)

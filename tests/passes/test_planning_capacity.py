@@ -1,8 +1,9 @@
 """Planning to a capacity: MiniMalloc's question (do the buffers fit in C bytes?) asked of
 ``best`` (``plan_buffers(..., capacity=C)``, ``PlanMemory.capacity``, ``--max-arena``).
 
-The search decides the capacity first (``search.minimize``'s ``target``): found, the plan
-fits it and the search goes on below; proven infeasible, the proven bound rises above it.
+The search decides the capacity beside the lower bound (``search.minimize``'s ``target``,
+right after the main probe's first turn): found, the plan fits it and the search goes on
+below; proven infeasible, the proven bound rises above it.
 Without a capacity, nothing changes. Properties on small random instances, where the
 exhaustive optimum is known; an example on MiniMalloc's instance J, which the default
 search leaves above 1,048,576 within its budget and the capacity fits.
