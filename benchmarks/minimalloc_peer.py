@@ -25,7 +25,8 @@ from relaxc.passes.planning.model import Buffer
 @dataclass(frozen=True)
 class PeerRun:
     """One MiniMalloc run: ``found`` (a valid plan within the capacity, of ``height``),
-    ``infeasible`` (its search proved none), ``timeout``, or an error; its CPU seconds."""
+    ``infeasible`` (its search proved none), ``none`` (minimizing, it found none in time),
+    ``timeout``, ``invalid`` (its plan failed the checker) or an error; its CPU seconds."""
 
     status: str
     height: int | None
@@ -108,7 +109,8 @@ def solve(
                 return PeerRun("invalid", height, seconds)
             return PeerRun("found", height, seconds)
         if "NOT_FOUND" in err:
-            return PeerRun("infeasible", None, seconds)
+            # Minimizing, it means that no capacity it tried succeeded in time: no proof.
+            return PeerRun("none" if minimize else "infeasible", None, seconds)
         if "DEADLINE_EXCEEDED" in err:
             return PeerRun("timeout", None, seconds)
         tail = err.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]

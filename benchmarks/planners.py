@@ -190,8 +190,7 @@ def capacity_table(args: argparse.Namespace) -> Table | None:
 def minimized_cells(mm: PeerRun, best: Result, lb: int) -> list[str]:
     """MiniMalloc's minimized height over max-live, its seconds, and best's over it."""
     if mm.status != "found" or mm.height is None:
-        status = "none" if mm.status == "infeasible" else mm.status
-        return [status, f"{mm.seconds:.2f}", "-"]
+        return [mm.status, f"{mm.seconds:.2f}", "-"]
     ratio = f"{best.size / mm.height:.4f}" if best.valid else "-"
     return [f"{mm.height / lb:.4f}" if lb else "-", f"{mm.seconds:.2f}", ratio]
 
@@ -363,9 +362,9 @@ def main(argv: list[str] | None = None) -> int:
                 summary.append(
                     f"{name}: {res.size:,} {res.algorithm}{' optimal' if res.optimal else ''}"
                 )
+        peer = capacities.get(name.removesuffix(".rx"))  # MiniMalloc's capacity, if any
         if best is not None:
             row.append(f"{best.proven_bound / best.lower_bound:.4f}" if best.lower_bound else "-")
-            peer = capacities.get(name.removesuffix(".rx"))
             if peer and best.lower_bound and best.valid:
                 row += [f"{peer / best.lower_bound:.4f}", f"{best.size / peer:.4f}"]
             else:
@@ -399,7 +398,6 @@ def main(argv: list[str] | None = None) -> int:
                 row += ["-", "-", "-"]
         table.add_row(*row)
         err.print(" | ".join(row), style="dim")  # as it goes: the table comes at the end
-        peer = capacities.get(name.removesuffix(".rx"))
         if at_capacity is not None and "best" in planners and peer:
             cap = peer + (SMALL if program else 0)  # a program's arena holds its accumulator
             if program:

@@ -148,7 +148,7 @@ class _Dumps:
 IO_IN_ARENA_CONFIG = "PlanMemory.io_in_arena=true"
 
 
-def io_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...]:
+def implied_configs(configs: Sequence[str], req: "PipelineRequest") -> tuple[str, ...]:
     """``configs`` plus the settings ``--io-in-arena`` and ``--max-arena`` stand for (a clear
     error when ``--io-in-arena`` finds no PlanMemory to set it on; ``--max-arena`` is a check
     first, so without PlanMemory it sets nothing). They come first: ``--pass-config`` wins."""
@@ -256,7 +256,7 @@ def execute_pipeline(
 
 def resolved_pipeline(req: PipelineRequest) -> list[Pass]:
     """The passes ``req`` runs, with --disable-pass, --pass-config and --io-in-arena applied."""
-    return assemble_pipeline(req.target, req.passes, req.disable, io_configs(req.configs, req))
+    return assemble_pipeline(req.target, req.passes, req.disable, implied_configs(req.configs, req))
 
 
 def pipeline_spec(passes: Sequence[Pass]) -> str:

@@ -648,7 +648,6 @@ def minimize(
         side: Probe | None = None
         aim_at = target // grain * grain  # capacities that are not multiples give nothing more
         aim = Probe(secs, aim_at, TARGET_HEURISTICS, deadline) if goal < aim_at < best else None
-        aimed = aim is not None
         side_work = 0  # the side probes' work, all of them: the target gets as much
         # A side probe's first limit: SIDE_WORK, or SIDE_DIVES dives to the bottom for
         # each decision when the instance is large (a dive costs a node per buffer, each
@@ -743,20 +742,22 @@ def minimize(
                     proven = max(proven, probe.capacity)
                 lo = max(lo, probe.capacity // grain + 1)
             if status or probe.work >= most:
-                # Answered, or given up: it ends, and so does the other probe where the
-                # answer settles its question too.
+                # Answered, or given up: it ends, and so does the other one where the answer
+                # settles its question too (a plan within its capacity, or none).
                 if probe is aim:
                     aim = None
                 else:
                     side = None
-                for other in (aim, side):
-                    if other is not None and not proven < other.capacity < best:
-                        other.close()
-                        aim, side = (None, side) if other is aim else (aim, None)
-                if aimed and aim is None and proven >= aim_at and main is not None:
-                    main = None  # no plan within the target, so none within the goal
+                if aim is not None and not proven < aim.capacity < best:
+                    aim.close()
+                    aim = None
+                if side is not None and not proven < side.capacity < best:
+                    side.close()
+                    side = None
                 if status == "found" and best <= bound():
                     break
+                if proven >= goal and main is not None:
+                    main = None  # no plan within a capacity above the goal: none within it
         if aim is not None:
             _note(trace, aim, inst)  # the target still open: "gave up"
         return Outcome(found, best, used, bound(), clock)

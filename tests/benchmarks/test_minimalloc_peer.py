@@ -85,4 +85,6 @@ def test_minimizing_asks_for_minimize_capacity(fake: Path, monkeypatch: pytest.M
     monkeypatch.setenv("FAKE_MINIMALLOC", "stack")
     monkeypatch.setenv("FAKE_MINIMIZE", "1")
     assert solve(fake, BUFFERS, 1024, timeout=5, minimize=True).status == "found"
+    monkeypatch.setenv("FAKE_MINIMALLOC", "notfound")  # minimizing: nothing found, no proof
+    assert solve(fake, BUFFERS, 1024, timeout=5, minimize=True).status == "none"
     assert solve(fake, BUFFERS, 1024, timeout=5).status.startswith("error")  # flag missing
