@@ -1,0 +1,29 @@
+"""benchmarks/known_plans.py: a raw plan is carried onto a program's large buffers by name."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from known_plans import transferred  # noqa: E402
+
+from relaxc.passes.planning.model import Buffer  # noqa: E402
+
+
+def test_offsets_follow_the_names_not_the_order() -> None:
+    raw = [Buffer(0, 4, 128, 1, "0"), Buffer(2, 6, 256, 1, "1")]
+    program = [
+        Buffer(1, 9, 256, 64, "b1_storage"),
+        Buffer(3, 5, 64, 64, "r0"),  # a one-element tensor: not one of the raw buffers
+        Buffer(0, 5, 128, 64, "b0_storage"),
+    ]
+    assert transferred(raw, program, [0, 128]) == [128, 0]
+
+
+def test_a_raw_buffer_missing_from_the_program_gives_none() -> None:
+    raw = [Buffer(0, 4, 128, 1, "0"), Buffer(2, 6, 256, 1, "1")]
+    program = [Buffer(0, 5, 128, 64, "b0_storage"), Buffer(1, 9, 256, 64, "x_storage")]
+    assert transferred(raw, program, [0, 128]) is None
+    assert transferred(raw, program[:1], [0, 128]) is None
