@@ -29,13 +29,17 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from planners import run_program  # noqa: E402
-from planning_instances import DATA, planned_buffers, program_module, read_instance  # noqa: E402
+from planning_instances import (  # noqa: E402
+    SMALL,
+    minimalloc_instances,
+    planned_buffers,
+    program_module,
+    read_instance,
+)
 
 from relaxc.passes.planning.checker import check_plan  # noqa: E402
 from relaxc.passes.planning.model import Buffer, lower_bound  # noqa: E402
 from relaxc.passes.planning.planners import plan_buffers  # noqa: E402
-
-SMALL = 64  # the program's one-element tensors, after rounding to the alignment
 
 
 def transferred(raw: list[Buffer], program: list[Buffer], offsets: list[int]) -> list[int] | None:
@@ -48,8 +52,8 @@ def transferred(raw: list[Buffer], program: list[Buffer], offsets: list[int]) ->
     return [by_name[b.name] for b in large]
 
 
-def row(name: str, time_limit: float) -> list[str]:
-    raw = read_instance(next((DATA / "challenging").glob(f"{name}.*.csv")))
+def row(name: str, path: Path, time_limit: float) -> list[str]:
+    raw = read_instance(path)
     t0 = time.process_time()
     plan = plan_buffers(raw, "best", time_limit=time_limit)
     raw_s = time.process_time() - t0
@@ -83,6 +87,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default="H,I,J,K", help="instances, comma-separated")
     parser.add_argument("--time-limit", type=float, default=2.0, help="best's time limit (s)")
     args = parser.parse_args(argv)
+    if args.time_limit < 0:
+        parser.error("--time-limit must not be negative")
+    paths = dict(minimalloc_instances())
+    names = [n for n in args.only.split(",") if n]
+    unknown = [n for n in names if n not in paths]
+    if unknown:
+        parser.error(f"unknown instance {', '.join(unknown)}; expected some of {', '.join(paths)}")
     table = Table(
         title=f"Program encodings against a known plan (best: {args.time_limit:g} s; "
         "over the large buffers' max-live, * proven optimal; CPU s)"
@@ -99,8 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     ):
         table.add_column(col, justify="left" if col == "instance" else "right")
     failed = False
-    for name in [n for n in args.only.split(",") if n]:
-        cells = row(name, args.time_limit)
+    for name in names:
+        cells = row(name, paths[name], args.time_limit)
         failed = failed or "INVALID" in cells or "FAIL" in cells
         table.add_row(*cells)
     Console(width=120).print(table)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from known_plans import transferred  # noqa: E402
+import pytest  # noqa: E402
+from known_plans import main, transferred  # noqa: E402
 
 from relaxc.passes.planning.model import Buffer  # noqa: E402
 
@@ -27,3 +28,14 @@ def test_a_raw_buffer_missing_from_the_program_gives_none() -> None:
     program = [Buffer(0, 5, 128, 64, "b0_storage"), Buffer(1, 9, 256, 64, "x_storage")]
     assert transferred(raw, program, [0, 128]) is None
     assert transferred(raw, program[:1], [0, 128]) is None
+
+
+@pytest.mark.parametrize("argv", [["--only", "Q,H"], ["--time-limit", "-1"]])
+def test_bad_options_are_refused_before_any_work(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and "Traceback" not in err
