@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-import pytest  # noqa: E402
 from known_plans import main, transferred  # noqa: E402
 
 from relaxc.passes.planning.model import Buffer  # noqa: E402
