@@ -13,6 +13,7 @@ from relaxc.passes.memory_report import FunctionReport, Size
 from .report_picture.layout import Layout, layout
 from .report_picture.origins import Origins
 from .report_picture.terminal import memory_map
+from .report_picture.totals import ram_text
 from .units import format_bytes, short_bytes
 
 __all__ = ["full_report", "memory_map", "print_reports", "summary_line"]
@@ -65,32 +66,6 @@ def saving_text(rep: FunctionReport) -> str:
     if rep.saving is None or rep.values_bytes is None:
         return "-"
     return f"{rep.saving:.1%}  (the plan holds the values in {short_bytes(rep.values_bytes)})"
-
-
-def ram_parts(rep: FunctionReport) -> list[tuple[str, int | None]]:
-    """The parts of the RAM total that are not zero (the arena always)."""
-    parts: list[tuple[str, int | None]] = [("arena", rep.arena_bytes)]
-    if rep.unplanned_static_bytes:
-        parts.append(("unplanned", rep.unplanned_static_bytes))
-    if rep.calls:
-        parts.append(("callees", rep.callee_bytes if rep.callees_bounded else None))
-    if rep.ram_inputs != 0:
-        parts.append(("inputs", rep.ram_inputs))
-    if rep.ram_outputs != 0:
-        parts.append(("outputs", rep.ram_outputs))
-    if rep.dynamic:
-        parts.append(("dynamic", None))
-    return parts
-
-
-def ram_text(rep: FunctionReport) -> str:
-    """``10.3 KiB (10,560 B)  (arena 8 KiB, inputs 2 KiB, outputs 320 B)``."""
-    total = rep.ram_bytes
-    parts = ", ".join(
-        f"{k} {short_bytes(v) if v is not None else 'unbounded'}" for k, v in ram_parts(rep)
-    )
-    head = format_bytes(total) if total is not None else "unbounded"
-    return f"{head}  ({parts})"
 
 
 def _in_arena(rep: FunctionReport, held: int, total: Size) -> str:

@@ -456,8 +456,11 @@ def _writers(
     out: dict[str, tuple[str, int]] = {}
     base_of: dict[str, str] = {}  # a memory.view -> the tensor it is a view of
     invokes: list[tuple[Invoke, int]] = []
+    bound_at: dict[str, int] = {}  # a binding -> its line
     for s in fn.body:
         inv = s.value
+        if isinstance(s, Bind) and s.loc is not None:
+            bound_at[s.name] = s.loc.line
         view = call_of(inv, MEMORY_VIEW) if isinstance(s, Bind) else None
         if view is not None and view.args and isinstance(view.args[0], Var):
             base_of[s.name] = view.args[0].name
@@ -481,8 +484,10 @@ def _writers(
         while base in base_of:
             base = base_of[base]
         if view in out and base not in out:
-            guess = CONCAT if joined.get(base, 0) > 1 else out[view][0]
-            out[base] = (made_by.get(base, guess), out[view][1])
+            if base in made_by or joined.get(base, 0) > 1:  # its own op, on its own line
+                out[base] = (made_by.get(base, CONCAT), bound_at.get(base, out[view][1]))
+            else:
+                out[base] = out[view]
     return out
 
 

@@ -20,14 +20,14 @@ What counts, per function:
   elided concat); and a view no invoke writes (a part of an elided split). So a program
   planned by relaxc and reported again with ``-p none`` has the baseline it had.
 
-Sizes are at the function's upper bounds; a value without one makes the baseline unknown
-(None).
+Sizes are at the function's upper bounds (a callee's values at the dims of the call); a
+value without one makes the baseline unknown (None).
 """
 
 from __future__ import annotations
 
 from relaxc.ir import dims as D
-from relaxc.ir.nodes import Bind, Call, CallFunc, Function, Invoke, Module, Var
+from relaxc.ir.nodes import Bind, Call, CallFunc, Function, Invoke, Module, Var, call_dims
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes
@@ -55,16 +55,16 @@ def _is_kernel_value(e: object) -> bool:
 def baselines(module: Module, types: ModuleTypes) -> dict[str, int | None]:
     """The baseline of every non-primitive function of ``module`` (``types``: its verified
     types), in bytes at its upper bounds (None: some value has no upper bound)."""
-    memo: dict[str, int | None] = {}
+    memo: dict[str, D.Dim | None] = {}
     visiting: set[str] = set()
 
-    def of(fn: Function) -> int | None:
+    def of(fn: Function) -> D.Dim | None:
+        """The baseline of ``fn`` as an expression of its own dims (None: recursive)."""
         if fn.name in memo:
             return memo[fn.name]
         if fn.name in visiting:  # a recursive call: its depth is a run-time fact
             return None
         visiting.add(fn.name)
-        bounds = fn.upper_bounds()
         fn_types = types.get(fn.name, {})
         total: D.Dim = 0
         known = True
@@ -78,33 +78,35 @@ def baselines(module: Module, types: ModuleTypes) -> dict[str, int | None]:
                     if v.name not in written and v.name in fn_types:
                         written.add(v.name)
                         total = D.add(total, _value_dim(fn_types[v.name]))
-            elif isinstance(e, CallFunc):
-                callee = module.get(e.func)
-                if callee is None:
+            elif isinstance(e, CallFunc) and (callee := module.get(e.func)) is not None:
+                inner = (
+                    _primitive_values(callee, types.get(callee.name, {}))
+                    if callee.is_primitive
+                    else of(callee)
+                )
+                if inner is None:
+                    known = False
                     continue
-                if callee.is_primitive:
-                    inner = _primitive_values(callee, types.get(callee.name, {}))
-                    if inner is None:
-                        known = False
-                    else:
-                        total = D.add(total, inner)
-                else:
-                    sub = of(callee)
-                    if sub is None:
-                        known = False
-                    else:
-                        total = D.add(total, sub)
+                # the callee's dims at this call: its parameters' dims, from the arguments
+                args = [fn_types[a.name] for a in e.args if a.name in fn_types]
+                total = D.add(total, D.substitute(inner, call_dims(callee, args)))
         joined, parts = explicit_values(fn)
         for name in [*joined, *parts]:
             if name not in written and name in fn_types:
                 written.add(name)
                 total = D.add(total, _value_dim(fn_types[name]))
         visiting.discard(fn.name)
-        ub = D.upper_bound(total, bounds) if known else None
-        memo[fn.name] = max(ub, 0) if ub is not None else None
+        memo[fn.name] = total if known else None
         return memo[fn.name]
 
-    return {fn.name: of(fn) for fn in module.functions if not fn.is_primitive}
+    out: dict[str, int | None] = {}
+    for fn in module.functions:
+        if fn.is_primitive:
+            continue
+        total = of(fn)
+        ub = D.upper_bound(total, fn.upper_bounds()) if total is not None else None
+        out[fn.name] = max(ub, 0) if ub is not None else None
+    return out
 
 
 def explicit_values(fn: Function) -> tuple[dict[str, int], list[str]]:
@@ -132,14 +134,13 @@ def explicit_values(fn: Function) -> tuple[dict[str, int], list[str]]:
     return joined, parts
 
 
-def _primitive_values(fn: Function, fn_types: dict[str, Type]) -> int | None:
-    """Bytes of every kernel value a primitive function's body computes, at its bounds."""
+def _primitive_values(fn: Function, fn_types: dict[str, Type]) -> D.Dim:
+    """Bytes of every kernel value a primitive function's body computes, in its dims."""
     total: D.Dim = 0
     for s in fn.body:
         if isinstance(s, Bind) and _is_kernel_value(s.value) and s.name in fn_types:
             total = D.add(total, _value_dim(fn_types[s.name]))
-    ub = D.upper_bound(total, fn.upper_bounds())
-    return max(ub, 0) if ub is not None else None
+    return total
 
 
 def source_ops(module: Module) -> dict[str, dict[str, str]]:
