@@ -172,7 +172,7 @@ def build_cmd(
         module, types = run.module, run.types
         watch.add_passes(run.timing.times)
         with watch.step("report"):
-            reports = memory_report(module)
+            reports = memory_report(module, prog.module)
         if as_json:
             click.echo(reports_json(file, reports, resolved_pipeline(req)), nl=False)
         elif not quiet:

@@ -104,13 +104,13 @@ def report_cmd(
             prog.module, req, file.stem, prog.types, [file, prog.weights_path]
         )
         watch.add_passes(timing.times)
-        reports = memory_report(module)
+        reports = memory_report(module, prog.module)
         if is_onnx(file):
             origins = origins_from_text(file.name, sources.get(imported_name(file), ""))
         else:
             origins = origins_from_text(file.name, sources.get(str(file), ""))
         if as_json:
-            click.echo(reports_json(file, reports, resolved_pipeline(req)), nl=False)
+            click.echo(reports_json(file, reports, resolved_pipeline(req), origins), nl=False)
         elif not quiet:
             print_reports(reports, Console(soft_wrap=False), origins)
         if svg is not None:

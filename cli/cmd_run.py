@@ -93,7 +93,7 @@ def stats_table(fn_name: str, env: dict, stats, pred) -> Table:
         b(stats.kind_peak["external"]),
     )
     table.add_row(
-        "promised", b(pred.peak), b(pred.arena_bytes), b(pred.dynamic_peak), b(pred.output_bytes)
+        "promised", b(pred.peak), b(pred.arena_peak), b(pred.dynamic_peak), b(pred.output_bytes)
     )
     return table
 
@@ -112,8 +112,19 @@ def stats_verdict(stats, pred) -> list[str]:
         lines.append(
             "inputs and outputs are in the arena: copied in at the start, read out at the end"
         )
+    measured = (
+        stats.working_peak,
+        stats.kind_peak["arena"],
+        stats.kind_peak["dynamic"],
+        stats.kind_peak["external"],
+    )
+    promised = (pred.peak, pred.arena_peak, pred.dynamic_peak, pred.output_bytes)
     diff = stats.working_peak - pred.peak
-    if diff == 0:
+    if diff == 0 and measured != promised:
+        lines.append(
+            "the run held the peak the plan promised, but not in the same parts (see the table)"
+        )
+    elif diff == 0:
         lines.append("the run held exactly the memory the plan promised")
     elif diff > 0:
         lines.append(f"the run held {format_bytes(diff)} more than the plan promised")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import fields
-from .version import relaxc_version
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -21,7 +20,10 @@ from relaxc.ir import dims as D
 from relaxc.passes.base import Pass
 from relaxc.passes.memory_report import BufferRow, DynamicRow, FunctionReport, Size
 
-SCHEMA_VERSION = 1
+from .report_picture.origins import Origins, onnx_node
+from .version import relaxc_version
+
+SCHEMA_VERSION = 2
 """Raised whenever a field changes meaning or type, or one is added or removed."""
 
 Json = dict[str, Any]
@@ -50,7 +52,13 @@ def dim_json(d: D.Dim) -> int | str:
     return d if isinstance(d, int) else D.dim_to_str(d)
 
 
-def buffer_json(b: BufferRow) -> Json:
+def onnx_json(origins: Origins, line: int) -> Json | None:
+    """The ONNX node the statement at ``line`` was imported from (None: not imported)."""
+    label = origins.onnx_nodes.get(line) if line > 0 else None
+    return onnx_node(label) if label else None
+
+
+def buffer_json(b: BufferRow, origins: Origins = Origins()) -> Json:
     return {
         "name": b.name,
         "shape": [dim_json(d) for d in b.shape],
@@ -60,20 +68,55 @@ def buffer_json(b: BufferRow) -> Json:
         "first": b.first,
         "last": b.last,
         "arena": b.arena,
+        "op": b.op or None,
+        "line": b.line or None,
+        "onnx_node": onnx_json(origins, b.line),
     }
 
 
-def dynamic_json(d: DynamicRow) -> Json:
+def dynamic_json(d: DynamicRow, origins: Origins = Origins()) -> Json:
     return {
         "name": d.name,
         "size": size_json(d.size),
         "scope": d.scope,
         "first": d.first,
         "last": d.last,
+        "op": d.op or None,
+        "line": d.line or None,
+        "onnx_node": onnx_json(origins, d.line),
     }
 
 
-def function_json(r: FunctionReport) -> Json:
+def ram_json(r: FunctionReport) -> Json:
+    return {
+        "arena": r.arena_bytes,
+        "unplanned": r.unplanned_static_bytes,
+        "callees": r.callee_bytes if r.callees_bounded else None,
+        "inputs": r.ram_inputs,
+        "outputs": r.ram_outputs,
+        "total": r.ram_bytes,
+    }
+
+
+def rom_json(r: FunctionReport) -> Json:
+    return {"constants": r.constant_bytes, "code": None, "total": r.rom_bytes}
+
+
+def peak_json(r: FunctionReport, origins: Origins) -> Json | None:
+    if r.peak_point < 0:
+        return None
+    line = r.point_lines[r.peak_point] if r.peak_point < len(r.point_lines) else 0
+    return {
+        "point": r.peak_point,
+        "bytes": r.peak_bytes,
+        "binding": r.peak_binding or None,
+        "line": line or None,
+        "onnx_node": onnx_json(origins, line),
+        "buffers": list(r.peak_buffers),
+    }
+
+
+def function_json(r: FunctionReport, origins: Origins = Origins()) -> Json:
     return {
         "name": r.name,
         "planned": r.planned,
@@ -86,8 +129,12 @@ def function_json(r: FunctionReport) -> Json:
         "optimal": r.optimal,
         "proven_bound": r.proven_bound,
         "clock_stopped": r.clock_stopped,
-        "naive_bytes": r.naive_bytes,
+        "baseline_bytes": r.baseline_bytes,
         "saving": r.saving,
+        "ram": ram_json(r),
+        "rom": rom_json(r),
+        "calls": r.calls,
+        "peak": peak_json(r, origins),
         "arenas": [
             {
                 "name": a["name"],
@@ -110,23 +157,34 @@ def function_json(r: FunctionReport) -> Json:
         "written_into_views": r.written_into_views,
         "kernel_scratch_calls": r.kernel_scratch_calls,
         "kernel_scratch_max_bytes": r.kernel_scratch_max_bytes,
-        "buffers": [buffer_json(b) for b in r.buffers],
-        "dynamic": [dynamic_json(d) for d in r.dynamic],
+        "buffers": [buffer_json(b, origins) for b in r.buffers],
+        "dynamic": [dynamic_json(d, origins) for d in r.dynamic],
     }
 
 
-def report_document(path: Path, reports: Sequence[FunctionReport], passes: Sequence[Pass]) -> Json:
-    """The whole JSON document for the reports of ``path`` planned by ``passes``."""
+def report_document(
+    path: Path,
+    reports: Sequence[FunctionReport],
+    passes: Sequence[Pass],
+    origins: Origins = Origins(),
+) -> Json:
+    """The whole JSON document for the reports of ``path`` planned by ``passes``
+    (``origins``: the ONNX node of each source line, for an imported model)."""
     return {
         "schema_version": SCHEMA_VERSION,
         "relaxc_version": relaxc_version(),
         "file": str(path),
         "pipeline": [pass_json(p) for p in passes],
         "planner": planner_json(passes),
-        "functions": [function_json(r) for r in reports],
+        "functions": [function_json(r, origins) for r in reports],
     }
 
 
-def reports_json(path: Path, reports: Sequence[FunctionReport], passes: Sequence[Pass]) -> str:
+def reports_json(
+    path: Path,
+    reports: Sequence[FunctionReport],
+    passes: Sequence[Pass],
+    origins: Origins = Origins(),
+) -> str:
     """:func:`report_document` as text (two-space indent, a final newline)."""
-    return json.dumps(report_document(path, reports, passes), indent=2) + "\n"
+    return json.dumps(report_document(path, reports, passes, origins), indent=2) + "\n"

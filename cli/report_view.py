@@ -13,7 +13,8 @@ from relaxc.passes.memory_report import FunctionReport, Size
 from .report_picture.layout import Layout, layout
 from .report_picture.origins import Origins
 from .report_picture.terminal import memory_map
-from .units import format_bytes
+from .report_picture.totals import ram_text
+from .units import format_bytes, short_bytes
 
 __all__ = ["full_report", "memory_map", "print_reports", "summary_line"]
 
@@ -48,7 +49,8 @@ def summary_line(rep: FunctionReport) -> str:
             else "no lower bound"
         )
         saving = (
-            f", {rep.saving:.0%} less than without reuse ({format_bytes(rep.naive_bytes)})"
+            f", {rep.saving:.0%} less than one buffer per tensor "
+            f"({short_bytes(rep.baseline_bytes or 0)})"
             if rep.saving is not None
             else ""
         )
@@ -57,6 +59,13 @@ def summary_line(rep: FunctionReport) -> str:
     if rep.dynamic:
         text += f"; {len(rep.dynamic)} dynamic allocation(s)"
     return text
+
+
+def saving_text(rep: FunctionReport) -> str:
+    """The saving against the baseline, and what was compared with it."""
+    if rep.saving is None or rep.values_bytes is None:
+        return "-"
+    return f"{rep.saving:.1%}  (the plan holds the values in {short_bytes(rep.values_bytes)})"
 
 
 def _in_arena(rep: FunctionReport, held: int, total: Size) -> str:
@@ -125,8 +134,12 @@ def full_report(rep: FunctionReport, width: int = 80, origins: Origins | None = 
             f"{rep.kernel_scratch_calls:,} kernel calls get working memory of their own "
             f"(at most {format_bytes(rep.kernel_scratch_max_bytes)}; in the buffers below)",
         )
-    facts.add_row("naive total", format_bytes(rep.naive_bytes) + "  (every buffer its own memory)")
-    facts.add_row("saving", f"{rep.saving:.1%}" if rep.saving is not None else "-")
+    facts.add_row(
+        "baseline",
+        (format_bytes(rep.baseline_bytes) if rep.baseline_bytes is not None else "unbounded")
+        + "  (one buffer per tensor: every value computed, no reuse, no in-place)",
+    )
+    facts.add_row("saving", saving_text(rep))
     facts.add_row(
         "inputs", _b(rep.input_bytes) + _in_arena(rep, rep.inputs_in_arena_bytes, rep.input_bytes)
     )
@@ -139,6 +152,14 @@ def full_report(rep: FunctionReport, width: int = 80, origins: Origins | None = 
         facts.add_row(
             "unplanned", format_bytes(rep.unplanned_static_bytes) + "  (bounded, not in the arena)"
         )
+    if rep.calls:
+        facts.add_row(
+            "callees",
+            (format_bytes(rep.callee_bytes) if rep.callees_bounded else "unbounded")
+            + f"  (the most {rep.calls:,} call(s) of other functions hold at once)",
+        )
+    facts.add_row("RAM", ram_text(rep))
+    facts.add_row("ROM", format_bytes(rep.rom_bytes) + "  (constants; the C build adds its code)")
     parts: list = [facts]
     if rep.dynamic:
         dyn = Table(title="dynamic allocations (sized at run time)", show_edge=False)

@@ -8,6 +8,12 @@ use. Sizes that may depend on symbolic dims are a :class:`Size`: the expression 
 at the upper bounds (None when unbounded). With inputs and outputs in the arena
 (``io_in_arena``) the arena, the lower bound and the placed buffers include them, and the
 report says how many of their bytes the arena holds.
+
+The totals a deployer needs come with it: RAM (the arena, bounded storages left unplanned,
+what the functions it calls hold, and the inputs and outputs unless the arena holds them)
+and ROM (the constants; the code size is the C build's to fill). The saving is measured
+against one baseline no pass can move, one buffer per tensor
+(:mod:`relaxc.passes.report_baseline`), read off the program as given to the pipeline.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
-from relaxc.ir.nodes import Bind, Call, Function, Invoke, Module, TupleExpr, Var
+from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, TupleExpr, Var
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import (
@@ -34,6 +40,7 @@ from relaxc.ir.vocab import (
 from .plan_memory import round_up, storages
 from .planning.model import Buffer, lower_bound
 from .properties import has_explicit_memory
+from .report_baseline import CONCAT, baselines, explicit_values, source_ops
 
 
 @dataclass(frozen=True)
@@ -119,6 +126,61 @@ class FunctionReport:
     # The source line of each program point (statements the passes made carry the line of
     # the statement they came from; 0 where no line is known), so pictures can name them.
     point_lines: list[int] = field(default_factory=list)
+    # One buffer per tensor: the bytes of every value the function computes, each in its
+    # own buffer, read off the program as given to the pipeline (report_baseline); plus the
+    # inputs the arena holds when it holds them. None: unknown (a value without a bound).
+    baseline_bytes: int | None = None
+    # Bytes of the external storages (the outputs this function allocates for its caller).
+    output_storage_bytes: int = 0
+    # What the non-primitive functions it calls hold (their workspace during the call, and
+    # their results while this function holds them), at the most at once; ``calls``: how
+    # many such calls; ``callees_bounded``: False when a callee's memory has no bound.
+    calls: int = 0
+    callee_bytes: int = 0
+    callees_bounded: bool = True
+    # The peak: the first program point where the placed buffers (at their arena's
+    # alignment) hold the most bytes (-1: nothing placed), the statement there (the name it
+    # binds or writes), and the buffers live at it.
+    peak_point: int = -1
+    peak_bytes: int = 0
+    peak_binding: str = ""
+    peak_buffers: list[str] = field(default_factory=list)
+
+    @property
+    def ram_inputs(self) -> int | None:
+        """Bytes of the inputs outside the arena (the caller's memory), at the upper bounds."""
+        b = self.input_bytes.bound
+        return None if b is None else max(b - self.inputs_in_arena_bytes, 0)
+
+    @property
+    def ram_outputs(self) -> int | None:
+        """Bytes of the outputs outside the arena, at the upper bounds."""
+        b = self.output_bytes.bound
+        return None if b is None else max(b - self.outputs_in_arena_bytes, 0)
+
+    @property
+    def ram_bytes(self) -> int | None:
+        """Everything a call holds in RAM at the most: workspace (arena and unplanned
+        storages), what its callees hold, inputs and outputs outside the arena. None when
+        some of it has no upper bound (a dynamic allocation, a symbolic input)."""
+        if self.dynamic or not self.callees_bounded:
+            return None
+        ins, outs = self.ram_inputs, self.ram_outputs
+        if ins is None or outs is None:
+            return None
+        return self.workspace_bytes + self.callee_bytes + ins + outs
+
+    @property
+    def rom_bytes(self) -> int:
+        """Read-only bytes: the constants (the C build adds its code)."""
+        return self.constant_bytes
+
+    @property
+    def values_bytes(self) -> int | None:
+        """The memory the plan gives the values the function computes: its RAM less the
+        inputs held outside the arena (what the baseline is compared with)."""
+        ram, ins = self.ram_bytes, self.ram_inputs
+        return None if ram is None or ins is None else ram - ins
 
     @property
     def workspace_bytes(self) -> int:
@@ -138,8 +200,12 @@ class FunctionReport:
 
     @property
     def saving(self) -> float | None:
-        """Fraction of the naive total that planning saves."""
-        return 1 - self.arena_bytes / self.naive_bytes if self.naive_bytes else None
+        """Fraction of the baseline (one buffer per tensor) the plan saves: 1 - values_bytes /
+        baseline_bytes (None when either is unknown or the baseline is 0)."""
+        held, base = self.values_bytes, self.baseline_bytes
+        if held is None or not base or not self.explicit:
+            return None
+        return 1 - held / base
 
 
 def _size_dim(t: Type) -> D.Dim:
@@ -161,9 +227,14 @@ def function_report(
     module: Module,
     types: dict[str, Type],
     primitive: frozenset[str] | None = None,
+    callees: dict[str, FunctionReport] | None = None,
+    baseline: int | None = None,
+    made_by: dict[str, str] | None = None,
 ) -> FunctionReport:
     """The report of ``fn`` (``primitive``: the names of ``module``'s primitive functions,
-    when the caller reports on many functions of one module)."""
+    when the caller reports on many functions of one module; ``callees``: the reports of the
+    non-primitive functions it calls; ``baseline``: its one-buffer-per-tensor bytes, from
+    the program as given; ``made_by``: the op of each value of that program)."""
     if primitive is None:
         primitive = frozenset(f.name for f in module.functions if f.is_primitive)
     bounds = fn.upper_bounds()
@@ -172,7 +243,7 @@ def function_report(
     rep.order_peak_written, rep.order_peak_chosen = _order_peaks(fn)
     rep.written_into_views = _written_into_views(fn)
     rep.point_lines = _point_lines(fn)
-    writer = _writers(fn, module)
+    writer = _writers(fn, module, made_by or {})
     info = analyze_aliases(fn, module)
     rep.kernel_scratch_calls, rep.kernel_scratch_max_bytes = _kernel_scratch(
         fn, module, types, info
@@ -244,6 +315,7 @@ def function_report(
     for b in planned_buffers:
         naive += b.size
     rep.naive_bytes = naive
+    _peak(rep, fn, planned_buffers)
     for s in all_storages:
         if s.arena or s.external:
             continue
@@ -261,7 +333,74 @@ def function_report(
             )
         else:
             rep.unplanned_static_bytes += max(ub, 0)  # negative for every allowed dim: never made
+    for s in all_storages:
+        if s.external and not s.arena:
+            ub = s.size if isinstance(s.size, int) else D.upper_bound(s.size, bounds)
+            rep.output_storage_bytes += max(ub or 0, 0)
+    _callees(rep, fn, info, live, callees or {})
+    if baseline is not None and rep.io_in_arena:
+        baseline += rep.inputs_in_arena_bytes
+    rep.baseline_bytes = baseline
     return rep
+
+
+def _callees(
+    rep: FunctionReport,
+    fn: Function,
+    info: AliasInfo,
+    live,
+    callees: dict[str, FunctionReport],
+) -> None:
+    """``rep.callee_bytes``: the most bytes the non-primitive functions ``fn`` calls hold at
+    once: at a call, the callee's workspace and what its own callees hold; from the call to
+    the last use of its result, the result's storage (unless ``fn`` returns it: then it is
+    ``fn``'s output, counted there)."""
+    returned = info.returned(fn)
+    end = len(fn.body)
+    transient = [0] * (end + 1)
+    diff = [0] * (end + 2)
+    for i, s in enumerate(fn.body):
+        if not isinstance(s, (Bind, Effect)) or not isinstance(s.value, CallFunc):
+            continue
+        callee = callees.get(s.value.func)
+        if callee is None:
+            continue  # a primitive function (its memory is the caller's storages)
+        rep.calls += 1
+        if callee.dynamic or not callee.callees_bounded:
+            rep.callees_bounded = False
+        transient[i] += callee.workspace_bytes + callee.callee_bytes
+        if isinstance(s, Bind) and s.name not in returned:
+            last = live.last_use.get(s.name, i)
+            diff[i] += callee.output_storage_bytes
+            diff[min(last, end) + 1] -= callee.output_storage_bytes
+    held = 0
+    for i in range(end + 1):
+        held += diff[i]
+        rep.callee_bytes = max(rep.callee_bytes, held + transient[i])
+
+
+def _peak(rep: FunctionReport, fn: Function, buffers: list[Buffer]) -> None:
+    """The first program point where ``buffers`` hold the most bytes, and what is there."""
+    if not buffers:
+        return
+    end = max(b.end for b in buffers)
+    diff = [0] * (end + 2)
+    for b in buffers:
+        diff[max(b.start, 0)] += b.size
+        diff[b.end] -= b.size
+    best, cur = -1, 0
+    for i in range(end + 1):
+        cur += diff[i]
+        if best < 0 or cur > rep.peak_bytes:
+            best, rep.peak_bytes = i, cur
+    rep.peak_point = best
+    rep.peak_buffers = [b.name for b in buffers if b.start <= best < b.end]
+    if 0 <= best < len(fn.body):
+        stmt = fn.body[best]
+        if isinstance(stmt, Bind):
+            rep.peak_binding = stmt.name
+        elif isinstance(stmt.value, Invoke) and stmt.value.outs:
+            rep.peak_binding = stmt.value.outs[0].name
 
 
 def _outputs_in(
@@ -304,16 +443,24 @@ def _point_lines(fn: Function) -> list[int]:
     return out
 
 
-def _writers(fn: Function, module: Module) -> dict[str, tuple[str, int]]:
+def _writers(
+    fn: Function, module: Module, made_by: dict[str, str]
+) -> dict[str, tuple[str, int]]:
     """Tensor name -> (the kernel op of the first invoke that writes it, that invoke's line).
 
     A primitive function counts as its first kernel op (a fused ``conv2d`` + ``relu`` is a
-    ``conv2d``)."""
+    ``conv2d``). A tensor no invoke writes itself, only through views of it (the joined
+    value of an elided concat, whose producers write its slices) is made by the op that
+    computed it in the program as given (``made_by``: ``concat``), else by the first op that
+    writes one of its views."""
     out: dict[str, tuple[str, int]] = {}
     base_of: dict[str, str] = {}  # a memory.view -> the tensor it is a view of
     invokes: list[tuple[Invoke, int]] = []
+    bound_at: dict[str, int] = {}  # a binding -> its line
     for s in fn.body:
         inv = s.value
+        if isinstance(s, Bind) and s.loc is not None:
+            bound_at[s.name] = s.loc.line
         view = call_of(inv, MEMORY_VIEW) if isinstance(s, Bind) else None
         if view is not None and view.args and isinstance(view.args[0], Var):
             base_of[s.name] = view.args[0].name
@@ -329,13 +476,18 @@ def _writers(fn: Function, module: Module) -> dict[str, tuple[str, int]]:
             out.setdefault(v.name, (op, line))
         if inv.scratch is not None:
             out.setdefault(inv.scratch.name, (f"{op} scratch", line))
-    # A tensor written only through views of it (the slices of an elided concat) counts as
-    # made by the first op that writes one of them.
+    # A tensor written only through views of it (the slices of an elided concat) is made by
+    # the op of the program as given; failing that, a concat when its views are written at
+    # two offsets or more, else the first op that writes one of them.
+    joined, _ = explicit_values(fn)
     for view, base in base_of.items():
         while base in base_of:
             base = base_of[base]
-        if view in out:
-            out.setdefault(base, out[view])
+        if view in out and base not in out:
+            if base in made_by or joined.get(base, 0) > 1:  # its own op, on its own line
+                out[base] = (made_by.get(base, CONCAT), bound_at.get(base, out[view][1]))
+            else:
+                out[base] = out[view]
     return out
 
 
@@ -382,12 +534,43 @@ def _order_peaks(fn: Function) -> tuple[int | None, int | None]:
     return out[0], out[1]
 
 
-def memory_report(module: Module) -> list[FunctionReport]:
-    """A report for every non-primitive function of ``module``."""
+def memory_report(module: Module, source: Module | None = None) -> list[FunctionReport]:
+    """A report for every non-primitive function of ``module``. ``source``: the program as
+    given to the pipeline that made ``module`` (default: ``module`` itself), which the
+    baseline and the names of the ops that made each value are read from."""
     types = verify_module(module)
+    source_types = types if source is None else verify_module(source)
+    source = module if source is None else source
+    base = baselines(source, source_types)
+    made_by = source_ops(source)
     primitive = frozenset(f.name for f in module.functions if f.is_primitive)
-    return [
-        function_report(fn, module, types[fn.name], primitive)
-        for fn in module.functions
-        if not fn.is_primitive
-    ]
+    done: dict[str, FunctionReport] = {}
+
+    def report(fn: Function, visiting: frozenset[str]) -> FunctionReport:
+        if fn.name not in done:
+            callees: dict[str, FunctionReport] = {}
+            for name in _called(fn):
+                callee = module.get(name)
+                if callee is not None and not callee.is_primitive and name not in visiting:
+                    callees[name] = report(callee, visiting | {fn.name})
+            done[fn.name] = function_report(
+                fn,
+                module,
+                types[fn.name],
+                primitive,
+                callees,
+                base.get(fn.name),
+                made_by.get(fn.name, {}),
+            )
+        return done[fn.name]
+
+    return [report(fn, frozenset()) for fn in module.functions if not fn.is_primitive]
+
+
+def _called(fn: Function) -> list[str]:
+    """The functions ``fn`` calls (``call @f``), in order of first call."""
+    out: list[str] = []
+    for s in fn.body:
+        if isinstance(s.value, CallFunc) and s.value.func not in out:
+            out.append(s.value.func)
+    return out

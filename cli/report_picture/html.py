@@ -17,17 +17,21 @@ from .layout import layout
 from .origins import Origins
 from .page_script import CSS, JS
 from .svg import function_svg
+from .totals import ram_text
 
 
 def _facts(r: FunctionReport) -> str:
     ratio = f"{r.ratio:.3f}" if r.ratio else "-"
     saving = f"{r.saving:.1%}" if r.saving is not None else "-"
+    baseline = format_bytes(r.baseline_bytes) if r.baseline_bytes is not None else "unbounded"
     rows = [
         ("arena", format_bytes(r.arena_bytes)),
         ("lower bound", format_bytes(r.lower_bound)),
         ("ratio", ratio),
-        ("naive total", format_bytes(r.naive_bytes)),
+        ("baseline (one buffer per tensor)", baseline),
         ("saving", saving),
+        ("RAM", ram_text(r)),
+        ("ROM", format_bytes(r.rom_bytes) + "  (constants)"),
         ("placed buffers", f"{len(r.buffers):,}"),
         ("program points", f"{r.program_points:,}"),
         ("dynamic allocations", f"{len(r.dynamic):,}"),

@@ -34,6 +34,18 @@ class Origins:
         return f"{where}, onnx {node}" if node else where
 
 
+ONNX_LABEL = re.compile(r"^(?:'(?P<name>.*)'|#\d+) \((?P<op>[^()]*)\)(?: -> .*)?$")
+
+
+def onnx_node(label: str) -> dict[str, str | None]:
+    """An ONNX node label (``'conv1' (Conv)``, or ``#3 (Relu) -> y`` for a node without a
+    name) as ``{"name": ..., "op_type": ...}`` (name None when the node has none)."""
+    m = ONNX_LABEL.match(label)
+    if m is None:
+        return {"name": label, "op_type": None}
+    return {"name": m.group("name"), "op_type": m.group("op")}
+
+
 def origins_from_text(file: str, text: str) -> Origins:
     """The ONNX node comments of ``text``, by line."""
     nodes: dict[int, str] = {}

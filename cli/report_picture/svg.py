@@ -22,6 +22,7 @@ from ..units import short_bytes
 from .colours import ink
 from .layout import Layout, Rect, byte_ticks, layout, segment_ticks
 from .origins import Origins
+from .totals import footprint_line
 
 CHAR_W = 6.6  # width of a character at font-size 10 (DejaVu Sans digits), a safe overestimate
 LEGEND_CHAR_W = 5.7  # ... of the legend's mixed text, on average
@@ -39,7 +40,7 @@ class Frame:
     """Where the panels of one function go, in pixels."""
 
     left: float = 84.0
-    top: float = 40.0
+    top: float = 54.0  # under the title and the totals
     map_h: float = 440.0
     gap: float = 34.0
     live_h: float = 130.0
@@ -313,7 +314,7 @@ def _legend(
 
 STYLE = (
     "text{font-family:DejaVu Sans,Helvetica,Arial,sans-serif}"
-    ".title{font-size:14px;font-weight:bold}.label{font-size:10px;fill:#fff;"
+    ".title{font-size:14px;font-weight:bold}.totals{font-size:12px}.label{font-size:10px;fill:#fff;"
     "pointer-events:none}.tick{font-size:10px;fill:#333}.axis{font-size:11px;fill:#222}"
     ".legend{font-size:10px;fill:#222}.sub{font-size:9px;fill:#666}"
     ".head{font-size:11px;font-weight:bold;fill:#222}.note{font-size:10px;fill:#7a1f1f}"
@@ -348,6 +349,7 @@ def function_svg(
         f"<style>{STYLE}</style>",
         f'<rect x="0" y="0" width="{total}" height="{_f(fr.height)}" fill="#fff"/>',
         f'<text class="title" x="{_f(fr.left)}" y="18">{escape(title)}</text>',
+        f'<text class="totals" x="{_f(fr.left)}" y="34">{escape(footprint_line(rep))}</text>',
         f'<rect class="panel" x="{_f(fr.left)}" y="{_f(fr.top)}" width="{_f(fr.width)}" '
         f'height="{_f(fr.map_h)}"/>',
     ]

@@ -35,6 +35,7 @@ def test_zoo_architectures_import_and_plan(name: str) -> None:
     assert result.weights and all(a.dtype == np.float32 for a in result.weights.values())
     (report,) = memory_report(Pipeline(assemble_pipeline("vm")).run(result.module))
     assert 0 < report.lower_bound <= report.arena_bytes < report.naive_bytes
+    assert report.baseline_bytes and report.saving and report.saving > 0
 
 
 @pytest.mark.parametrize("name", ["squeezenet", "shufflenet", "inception_v1"])
