@@ -13,7 +13,7 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
+from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic, wrote_line
 from .loading import Program
 from .onnx_input import is_onnx, load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
@@ -98,11 +98,12 @@ def default_output(path: Path, target: str) -> Path:
 )
 @click.option(
     "--constants",
-    type=click.Choice(("inline", "file")),
+    type=click.Choice(("auto", "inline", "file")),
     default=None,
-    help="--target c: where the weights go. inline (the default): in PREFIX.c; file: in "
-    "PREFIX_weights.bin, linked by the assembler stub PREFIX_weights.S (GCC or Clang), so that "
-    "the C compiler reads code only.",
+    help="--target c: where the weights go. file: in PREFIX_weights.bin, linked by the "
+    "assembler stub PREFIX_weights.S (GCC or Clang), so that the C compiler reads code only; "
+    "inline: in PREFIX.c (portable C99, but a large model makes a C file of hundreds of MB); "
+    "auto (the default): file, or inline when the weights are at most 64 KiB.",
 )
 @onnx_options
 @pipeline_options
@@ -250,7 +251,7 @@ def _emit(
         with watch.step("write", out_path.name):
             write_all_atomic(files)  # the program and its weights, or neither
         if not quiet:
-            click.echo("wrote " + " and ".join(str(p) for p, _ in reversed(files)), err=True)
+            click.echo(wrote_line([p for p, _ in reversed(files)]), err=True)
         return
     if target == "vm":
         from relaxc.backend.vm import compile_module
@@ -263,7 +264,7 @@ def _emit(
         with progress.step(f"writing {out_path}"), watch.step("write", out_path.name):
             write_atomic(out_path, data)
         if not quiet:
-            click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
+            click.echo(wrote_line([out_path]), err=True)
         return
     if target == "c":
         _write_c(
@@ -353,7 +354,7 @@ def _write_c(
             source=file.name,
             emit_main=emit_main,
             types=types,
-            constants=constants or "inline",
+            constants=constants or "auto",
             progress=progress.callback(step, labels),
         )
     paths = [out_dir / name for name in sources.files]
@@ -378,4 +379,4 @@ def _write_c(
                 break
         raise
     if not quiet:
-        click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+        click.echo(wrote_line(paths), err=True)
