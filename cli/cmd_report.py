@@ -11,7 +11,7 @@ from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_atomic
+from .files import refuse_overwriting_inputs, write_atomic, wrote_line
 from .onnx_input import imported_name, is_onnx, load_input, onnx_options
 from .options import quiet_option
 from .pipeline_opts import (
@@ -113,12 +113,18 @@ def report_cmd(
             click.echo(reports_json(file, reports, resolved_pipeline(req)), nl=False)
         elif not quiet:
             print_reports(reports, Console(soft_wrap=False), origins)
+        written = []
         if svg is not None:
             write_atomic(svg, report_svg(reports, origins))
+            written.append(svg)
         if html is not None:
             write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}", origins))
+            written.append(html)
         if trace is not None:
             write_atomic(trace, report_trace(reports, str(file)))
+            written.append(trace)
+        if written and not quiet:
+            click.echo(wrote_line(written), err=True)
         if req.time_passes:
             print_steps(watch)
         warn_unbounded(reports, max_arena, allow_unbounded)

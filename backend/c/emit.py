@@ -103,8 +103,9 @@ def emit_c(
     ``constants="inline"`` writes every constant into ``<prefix>.c``; ``"file"`` writes the
     named weights into ``<prefix>_weights.bin`` (bytes) and an assembler stub
     ``<prefix>_weights.S`` that links it (GCC or Clang), leaving the C file the code (see
-    docs/c.md); ``"auto"`` (``relaxc build -t c``'s default) is ``"file"`` when the named weights the module
-    reads are more than :data:`INLINE_CONSTANTS_LIMIT` bytes, else ``"inline"``. ``progress(what, done, total)``, if given, is called as the work advances:
+    docs/c.md); ``"auto"`` (``relaxc build -t c``'s default) is ``"file"`` when the named
+    weights the module reads are more than :data:`INLINE_CONSTANTS_LIMIT` bytes, else
+    ``"inline"``. ``progress(what, done, total)``, if given, is called as the work advances:
     ``what`` is ``"statements"`` (of the run function) or ``"constant bytes"``.
     """
     check_prefix(prefix)

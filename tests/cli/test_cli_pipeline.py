@@ -30,6 +30,7 @@ from click.testing import CliRunner
 from relaxc.backend.inputs import random_inputs, resolve_dims
 from relaxc.backend.interpreter import Interpreter
 from relaxc.cli.main import cli
+from relaxc.cli.units import short_bytes
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 from relaxc.frontend.weights import load_npz
@@ -368,7 +369,7 @@ def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path
     )
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert f"wrote {2 * len(VM)} dump(s) to {dumps}" in result.stderr
+    assert f"wrote {2 * len(VM)} dump(s) to {dumps} (" in result.stderr
     want = [
         f"{k:03d}_{w}_{p}.rx"
         for k, (w, p) in enumerate([(w, p) for p in VM for w in ("before", "after")], start=1)
@@ -864,7 +865,11 @@ def test_build_is_idempotent(samples: Path, tmp_path: Path) -> None:
 def test_build_summary_line(samples: Path) -> None:
     result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx")
     assert result.exit_code == 0, result.output
-    assert result.stderr.splitlines() == [MLP_SUMMARY, f"wrote {samples / 'o.rx'}"]
+    out = samples / "o.rx"
+    assert result.stderr.splitlines() == [
+        MLP_SUMMARY,
+        f"wrote {out} ({short_bytes(out.stat().st_size)})",
+    ]
 
 
 def test_build_summary_one_line_per_function(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from relaxc.backend.c import emit_c
 from relaxc.cli.main import cli
+from relaxc.cli.units import short_bytes
 from relaxc.frontend.parser import parse_module
 from relaxc.ir.diagnostics import RxError
 
@@ -64,7 +65,9 @@ def test_build_writes_the_model_into_a_folder(samples: Path, tmp_path: Path) -> 
     result = invoke("build", samples / "cnn.rx", "-t", "c", "-o", out)
     assert result.exit_code == 0, result.output
     assert files_in(out) == ["cnn.c", "cnn.h"]
-    assert f"wrote {out / 'cnn.h'}, {out / 'cnn.c'}" in result.stderr
+    h, c = out / "cnn.h", out / "cnn.c"  # each file with its size (cnn's weights are inline)
+    sizes = f"{h} ({short_bytes(h.stat().st_size)}), {c} ({short_bytes(c.stat().st_size)})"
+    assert f"wrote {sizes}" in result.stderr
     # (80 KiB: batch norm and relu write over their conv's output, the branches into the
     # concat's halves, and the residual add over the concat; plus the 128-byte row buffer of
     # the max pool's C kernel, planned where it runs, at the peak)
