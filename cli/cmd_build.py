@@ -18,7 +18,8 @@ from .loading import Program
 from .onnx_input import is_onnx, load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
 
-from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
+from .budget import budget_options, check_budget
+from .unbounded import unbounded, unbounded_error, unbounded_warning
 from .report_json import reports_json
 from .report_view import summary_line
 from .options import quiet_option
@@ -75,7 +76,11 @@ def default_output(path: Path, target: str) -> Path:
 )
 @budget_options(
     "Fail (exit 1, nothing written) if a function's workspace is larger, e.g. 256KiB. "
-    "PlanMemory's planner is asked to fit it (PlanMemory.capacity)."
+    "PlanMemory's planner is asked to fit it (PlanMemory.capacity).",
+    "Build a program whose memory cannot all be planned because a symbolic dim has no upper "
+    "bound (without it: an error naming the dim and how to bound it): those allocations are "
+    "made at run time, with a warning, and --max-arena checks only the bounded memory. Not "
+    "for --target c, which needs every allocation in static memory.",
 )
 @quiet_option
 @click.option(
@@ -144,7 +149,6 @@ def build_cmd(
             raise click.UsageError(
                 "--json prints the report to stdout, so the program cannot go there too (-o -)"
             )
-        check_budget_options(max_arena, allow_unbounded)
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
         req = PipelineRequest(target=target, capacity=max_arena or 0, **kw)
         if req.print_pipeline:
@@ -179,7 +183,7 @@ def build_cmd(
         elif not quiet:
             for rep in reports:
                 click.echo(summary_line(rep), err=True)
-        warn_unbounded(reports, max_arena, allow_unbounded)
+        check_planned(module, reports, prog, target, allow_unbounded, quiet)
         check_budget(reports, max_arena, allow_unbounded)
         _emit(
             module,
@@ -204,6 +208,28 @@ def _imported_weights(prog: Program, module: Module) -> dict:
         return {}
     names = {name for name, _ in named_constants(module)}
     return {name: prog.weights[name] for name in sorted(names) if name in prog.weights}
+
+
+def check_planned(
+    module: Module,
+    reports: list,
+    prog: Program,
+    target: str,
+    allow_unbounded: bool,
+    quiet: bool,
+) -> None:
+    """RxError when some memory could not be planned because a dim has no upper bound (the C
+    target needs it planned whatever the flags); with --allow-unbounded, a warning instead."""
+    found = unbounded(module, reports, prog.dim_origins)
+    if not found:
+        return
+    onnx = is_onnx(prog.path)
+    if target == "c" or not allow_unbounded:
+        message, note = unbounded_error(found, onnx, target)
+        raise RxError(message, notes=(note,))
+    if not quiet:
+        for u in found:
+            click.echo(f"warning: {unbounded_warning(u, onnx)}", err=True)
 
 
 def check_entry(module: Module, file: Path) -> None:

@@ -27,6 +27,7 @@ from .report_svg import origins_from_text, report_html, report_svg
 from .report_trace import report_trace
 from .report_view import print_reports
 from .timing import Stopwatch, print_steps
+from .unbounded import bound_hint, unbounded, unbounded_note
 
 
 @click.command("report")
@@ -127,5 +128,10 @@ def report_cmd(
             click.echo(wrote_line(written), err=True)
         if req.time_passes:
             print_steps(watch)
+        found = unbounded(module, reports, prog.dim_origins)
+        hint = bound_hint(found, is_onnx(file)) if found else None
+        if max_arena is None and not quiet:  # else the budget's check says it
+            for u in found:
+                click.echo(f"note: {unbounded_note(u, is_onnx(file))}", err=True)
         warn_unbounded(reports, max_arena, allow_unbounded)
-        check_budget(reports, max_arena, allow_unbounded)
+        check_budget(reports, max_arena, allow_unbounded, hint)
