@@ -34,6 +34,8 @@ from .pipeline_opts import (
 )
 from .progress import Progress, make_progress
 from .timing import Stopwatch, print_steps
+from .static_limit import MAX_STATIC_BYTES, check_static_bytes
+from .units import ByteSize, short_bytes
 
 
 def default_output(path: Path, target: str) -> Path:
@@ -110,6 +112,16 @@ def default_output(path: Path, target: str) -> Path:
     "inline: in PREFIX.c (portable C99, but a large model makes a C file of hundreds of MB); "
     "auto (the default): file, or inline when the weights are at most 64 KiB.",
 )
+@click.option(
+    "--max-static-bytes",
+    type=ByteSize(),
+    metavar="BYTES",
+    default=None,
+    help="--target c: refuse (exit 1, nothing written) a program whose static memory (its "
+    "arenas and other static arrays, PREFIX_STATIC_BYTES) is larger, e.g. 4GiB "
+    f"(default {short_bytes(MAX_STATIC_BYTES)}: a static array much larger makes a binary "
+    "that does not start).",
+)
 @onnx_options
 @pipeline_options
 @click.pass_obj
@@ -127,6 +139,7 @@ def build_cmd(
     emit_main: bool,
     prefix: str | None,
     constants: str | None,
+    max_static_bytes: int | None,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
     fold_batch_norm: bool | None,
@@ -150,6 +163,8 @@ def build_cmd(
                 "--json prints the report to stdout, so the program cannot go there too (-o -)"
             )
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
+        if max_static_bytes is not None and target != "c":
+            raise click.UsageError("--max-static-bytes is only for --target c")
         req = PipelineRequest(target=target, capacity=max_arena or 0, **kw)
         if req.print_pipeline:
             echo_pipeline(req)
@@ -197,6 +212,7 @@ def build_cmd(
             quiet,
             watch,
             progress,
+            max_static_bytes,
         )
         if req.time_passes:
             print_steps(watch)
@@ -254,6 +270,7 @@ def _emit(
     quiet: bool,
     watch: Stopwatch,
     progress: Progress,
+    max_static_bytes: int | None = None,
 ) -> None:
     """Write the program for ``target`` (the transformed .rx, the bytecode, or the C files)."""
     file = prog.path
@@ -305,6 +322,7 @@ def _emit(
             progress,
             quiet,
             watch,
+            max_static_bytes,
         )
         return
     raise RxError(
@@ -358,6 +376,7 @@ def _write_c(
     progress: Progress,
     quiet: bool = False,
     watch: Stopwatch | None = None,
+    max_static_bytes: int | None = None,
 ) -> None:
     """Emit the C sources into the folder ``out_dir`` (nothing is written if anything fails)."""
     from relaxc.backend.c import emit_c
@@ -383,6 +402,7 @@ def _write_c(
             constants=constants or "auto",
             progress=progress.callback(step, labels),
         )
+    check_static_bytes(sources.info, max_static_bytes)
     paths = [out_dir / name for name in sources.files]
     for path in paths:
         refuse_overwriting_inputs(path, [file, prog.weights_path])

@@ -905,9 +905,16 @@ def test_build_summary_of_samples(samples: Path, stem: str, line: str) -> None:
 
 
 def test_build_summary_dynamic(tmp_path: Path) -> None:
-    result = invoke("build", write(tmp_path / "dyn.rx", DYNAMIC), "-t", "ir", "-o", "-")
+    src = write(tmp_path / "dyn.rx", DYNAMIC)
+    result = invoke("build", src, "-t", "ir", "-o", "-", "--allow-unbounded")
     # %b and %c are views of %a (in place): %a's storage is the one sized at run time.
-    assert result.stderr.splitlines() == ["@main: no planned memory; 1 dynamic allocation(s)"]
+    assert result.exit_code == 0, result.output
+    summary, warning = result.stderr.splitlines()
+    assert summary == "@main: no planned memory; 1 dynamic allocation(s)"
+    assert warning.startswith("warning: @main: the dim n (axis 0 of %x) has no upper bound")
+    refused = invoke("build", src, "-t", "ir", "-o", "-")  # without the flag: an error
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert refused.stderr.splitlines()[0] == summary
 
 
 def test_build_quiet(samples: Path) -> None:

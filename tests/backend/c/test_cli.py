@@ -179,15 +179,28 @@ def test_unbounded_dynamic_allocation_is_a_clear_error(tmp_path: Path) -> None:
     src = tmp_path / "dyn.rx"
     src.write_text(UNBOUNDED)
     out = tmp_path / "out"
-    result = invoke("build", src, "-t", "c", "-o", out)
-    assert_user_error(
-        result,
-        "dyn.rx:3:3: error: the C target needs every allocation planned into static memory, "
+    # relaxc build refuses it before emitting anything (whatever --allow-unbounded says),
+    # naming the dim, the parameter it comes from and the attribute that bounds it
+    for extra in ((), ("--allow-unbounded",)):
+        result = invoke("build", src, "-t", "c", "-o", out, *extra)
+        assert_user_error(
+            result,
+            "error: @main's memory cannot be planned: the dim n (axis 0 of %x) has no upper bound",
+            "%a_storage: 64 * ((16 * n + 63) / 64) bytes",
+            "note: the C target needs every allocation in static memory",
+            "@main attrs {upper_bounds = {n = ...}}",
+        )
+        assert not out.exists()
+    # emit_c itself (a caller of the API) says where and names both ways to bound it
+    with pytest.raises(RxError) as e:
+        emit_c(compile_module(parse_module(UNBOUNDED, "dyn.rx")))
+    assert str(e.value.loc) == "dyn.rx:3:3"
+    assert e.value.message == (
+        "the C target needs every allocation planned into static memory, "
         "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without "
-        "an upper bound); give @main attrs {upper_bounds = {n = ...}}",
-        "    %a = exp(%x)\n    ^^",
+        "an upper bound); give @main attrs {upper_bounds = {n = ...}} (for an ONNX model: "
+        "relaxc build --bound n=...)"
     )
-    assert not out.exists()
 
 
 def test_unplanned_ir_is_refused() -> None:

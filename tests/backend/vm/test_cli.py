@@ -185,7 +185,8 @@ def test_run_stats_on_a_dynamic_model(samples: Path) -> None:
     )
     (samples / "dyn.rx").write_text(text)
     shutil.copy(samples / "transformer.npz", samples / "dyn.npz")
-    assert invoke("build", samples / "dyn.rx", "-q").exit_code == 0
+    assert invoke("build", samples / "dyn.rx", "-q").exit_code == 1  # unbounded: refused
+    assert invoke("build", samples / "dyn.rx", "-q", "--allow-unbounded").exit_code == 0
     for n in (5, 300):
         result = invoke("run", samples / "dyn.rxb", "--stats", "--dim", f"n={n}")
         assert result.exit_code == 0, result.output
