@@ -130,7 +130,7 @@ def report_cmd(
             print_steps(watch)
         found = unbounded(module, reports, prog.dim_origins)
         hint = bound_hint(found, is_onnx(file)) if found else None
-        if max_arena is None and not quiet:  # else the budget's check says it
+        if max_arena is None and not quiet and not as_json:  # JSON: its "dynamic" lists them
             for u in found:
                 click.echo(f"note: {unbounded_note(u, is_onnx(file))}", err=True)
         warn_unbounded(reports, max_arena, allow_unbounded)

@@ -142,6 +142,8 @@ def test_report_says_the_totals_are_unbounded(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     assert "note: @main's totals are unbounded, not the bytes shown" in r.stderr
     assert "the dim b (axis 1 of %x)" in r.stderr
+    as_json = invoke("report", src, "--json")  # the JSON's "dynamic" says it; stderr is quiet
+    assert as_json.exit_code == 0 and as_json.stderr == ""
     bounded = invoke("report", rx_program(tmp_path, {"a": 8, "b": 4}))
     assert bounded.exit_code == 0 and "unbounded" not in bounded.stderr
     onnx_report = invoke("report", onnx_model(tmp_path))
