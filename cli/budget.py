@@ -21,15 +21,18 @@ from relaxc.passes.memory_report import FunctionReport
 from .units import ByteSize, format_bytes
 
 
-def budget_options(max_arena_help: str) -> Callable[[Callable], Callable]:
+def budget_options(
+    max_arena_help: str, allow_unbounded_help: str | None = None
+) -> Callable[[Callable], Callable]:
     """Decorate a command with ``--max-arena`` (described by ``max_arena_help``) and
-    ``--allow-unbounded``."""
+    ``--allow-unbounded`` (``allow_unbounded_help``, or its meaning for the budget alone)."""
 
     def decorate(f: Callable) -> Callable:
         f = click.option(
             "--allow-unbounded",
             is_flag=True,
-            help="With --max-arena: check only the bounded memory, with a warning naming the "
+            help=allow_unbounded_help
+            or "With --max-arena: check only the bounded memory, with a warning naming the "
             "allocations that have no upper bound (without it, they fail the check).",
         )(f)
         return click.option("--max-arena", type=ByteSize(), metavar="BYTES", help=max_arena_help)(f)
@@ -118,10 +121,14 @@ def warn_unbounded(
 
 
 def check_budget(
-    reports: Sequence[FunctionReport], max_arena: int | None, allow_unbounded: bool = False
+    reports: Sequence[FunctionReport],
+    max_arena: int | None,
+    allow_unbounded: bool = False,
+    bound_hint: str | None = None,
 ) -> None:
     """RxError naming every function that does not fit ``max_arena`` bytes or cannot be
-    counted (nothing to check when ``max_arena`` is None)."""
+    counted (nothing to check when ``max_arena`` is None). ``bound_hint`` says how to bound
+    the program's own dims (``--bound N=...``: cli/unbounded.py)."""
     if max_arena is None:
         return
     uncounted, over = budget_problems(reports, max_arena, allow_unbounded)
@@ -135,10 +142,10 @@ def check_budget(
         )
     notes: list[str] = []
     if any(r.explicit and r.dynamic for r in reports) and not allow_unbounded:
+        how = bound_hint or "attrs {upper_bounds = {n = 64}}, or relaxc import --bound n=64"
         notes.append(
-            "give the symbolic dims upper bounds (attrs {upper_bounds = {n = 64}}, or "
-            "relaxc import --bound n=64) so that the budget counts them, or pass "
-            "--allow-unbounded to check the bounded memory only"
+            f"give the symbolic dims upper bounds ({how}) so that the budget counts them, or "
+            "pass --allow-unbounded to check the bounded memory only"
         )
     if any(not r.explicit for r in reports):
         notes.append("run a pipeline with PlanMemory, not -p none on a source that is not planned")

@@ -13,12 +13,13 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
+from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic, wrote_line
 from .loading import Program
 from .onnx_input import is_onnx, load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
 
-from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
+from .budget import budget_options, check_budget
+from .unbounded import unbounded, unbounded_error, unbounded_warning
 from .report_json import reports_json
 from .report_view import summary_line
 from .options import quiet_option
@@ -33,6 +34,8 @@ from .pipeline_opts import (
 )
 from .progress import Progress, make_progress
 from .timing import Stopwatch, print_steps
+from .static_limit import MAX_STATIC_BYTES, check_static_bytes
+from .units import ByteSize, short_bytes
 
 
 def default_output(path: Path, target: str) -> Path:
@@ -75,7 +78,11 @@ def default_output(path: Path, target: str) -> Path:
 )
 @budget_options(
     "Fail (exit 1, nothing written) if a function's workspace is larger, e.g. 256KiB. "
-    "PlanMemory's planner is asked to fit it (PlanMemory.capacity)."
+    "PlanMemory's planner is asked to fit it (PlanMemory.capacity).",
+    "Build a program whose memory cannot all be planned because a symbolic dim has no upper "
+    "bound (without it: an error naming the dim and how to bound it): those allocations are "
+    "made at run time, with a warning, and --max-arena checks only the bounded memory. Not "
+    "for --target c, which needs every allocation in static memory.",
 )
 @quiet_option
 @click.option(
@@ -98,11 +105,22 @@ def default_output(path: Path, target: str) -> Path:
 )
 @click.option(
     "--constants",
-    type=click.Choice(("inline", "file")),
+    type=click.Choice(("auto", "inline", "file")),
     default=None,
-    help="--target c: where the weights go. inline (the default): in PREFIX.c; file: in "
-    "PREFIX_weights.bin, linked by the assembler stub PREFIX_weights.S (GCC or Clang), so that "
-    "the C compiler reads code only.",
+    help="--target c: where the weights go. file: in PREFIX_weights.bin, linked by the "
+    "assembler stub PREFIX_weights.S (GCC or Clang), so that the C compiler reads code only; "
+    "inline: in PREFIX.c (portable C99, but a large model makes a C file of hundreds of MB); "
+    "auto (the default): file, or inline when the weights are at most 64 KiB.",
+)
+@click.option(
+    "--max-static-bytes",
+    type=ByteSize(),
+    metavar="BYTES",
+    default=None,
+    help="--target c: refuse (exit 1, nothing written) a program whose static memory (its "
+    "arenas and other static arrays, PREFIX_STATIC_BYTES) is larger, e.g. 4GiB "
+    f"(default {short_bytes(MAX_STATIC_BYTES)}: a static array much larger makes a binary "
+    "that does not start).",
 )
 @onnx_options
 @pipeline_options
@@ -121,6 +139,7 @@ def build_cmd(
     emit_main: bool,
     prefix: str | None,
     constants: str | None,
+    max_static_bytes: int | None,
     shapes: tuple[str, ...],
     bounds: tuple[str, ...],
     fold_batch_norm: bool | None,
@@ -143,8 +162,9 @@ def build_cmd(
             raise click.UsageError(
                 "--json prints the report to stdout, so the program cannot go there too (-o -)"
             )
-        check_budget_options(max_arena, allow_unbounded)
         prefix = _c_options(target, unpacked, emit_main, prefix, constants, file, kw)
+        if max_static_bytes is not None and target != "c":
+            raise click.UsageError("--max-static-bytes is only for --target c")
         req = PipelineRequest(target=target, capacity=max_arena or 0, **kw)
         if req.print_pipeline:
             echo_pipeline(req)
@@ -178,7 +198,7 @@ def build_cmd(
         elif not quiet:
             for rep in reports:
                 click.echo(summary_line(rep), err=True)
-        warn_unbounded(reports, max_arena, allow_unbounded)
+        check_planned(module, reports, prog, target, allow_unbounded, quiet)
         check_budget(reports, max_arena, allow_unbounded)
         _emit(
             module,
@@ -192,6 +212,7 @@ def build_cmd(
             quiet,
             watch,
             progress,
+            max_static_bytes,
         )
         if req.time_passes:
             print_steps(watch)
@@ -203,6 +224,28 @@ def _imported_weights(prog: Program, module: Module) -> dict:
         return {}
     names = {name for name, _ in named_constants(module)}
     return {name: prog.weights[name] for name in sorted(names) if name in prog.weights}
+
+
+def check_planned(
+    module: Module,
+    reports: list,
+    prog: Program,
+    target: str,
+    allow_unbounded: bool,
+    quiet: bool,
+) -> None:
+    """RxError when some memory could not be planned because a dim has no upper bound (the C
+    target needs it planned whatever the flags); with --allow-unbounded, a warning instead."""
+    found = unbounded(module, reports, prog.dim_origins)
+    if not found:
+        return
+    onnx = is_onnx(prog.path)
+    if target == "c" or not allow_unbounded:
+        message, note = unbounded_error(found, onnx, target)
+        raise RxError(message, notes=(note,))
+    if not quiet:
+        for u in found:
+            click.echo(f"warning: {unbounded_warning(u, onnx)}", err=True)
 
 
 def check_entry(module: Module, file: Path) -> None:
@@ -227,6 +270,7 @@ def _emit(
     quiet: bool,
     watch: Stopwatch,
     progress: Progress,
+    max_static_bytes: int | None = None,
 ) -> None:
     """Write the program for ``target`` (the transformed .rx, the bytecode, or the C files)."""
     file = prog.path
@@ -250,7 +294,7 @@ def _emit(
         with watch.step("write", out_path.name):
             write_all_atomic(files)  # the program and its weights, or neither
         if not quiet:
-            click.echo("wrote " + " and ".join(str(p) for p, _ in reversed(files)), err=True)
+            click.echo(wrote_line([p for p, _ in reversed(files)]), err=True)
         return
     if target == "vm":
         from relaxc.backend.vm import compile_module
@@ -263,7 +307,7 @@ def _emit(
         with progress.step(f"writing {out_path}"), watch.step("write", out_path.name):
             write_atomic(out_path, data)
         if not quiet:
-            click.echo(f"wrote {out_path} ({len(data):,} bytes)", err=True)
+            click.echo(wrote_line([out_path]), err=True)
         return
     if target == "c":
         _write_c(
@@ -278,6 +322,7 @@ def _emit(
             progress,
             quiet,
             watch,
+            max_static_bytes,
         )
         return
     raise RxError(
@@ -331,6 +376,7 @@ def _write_c(
     progress: Progress,
     quiet: bool = False,
     watch: Stopwatch | None = None,
+    max_static_bytes: int | None = None,
 ) -> None:
     """Emit the C sources into the folder ``out_dir`` (nothing is written if anything fails)."""
     from relaxc.backend.c import emit_c
@@ -353,9 +399,10 @@ def _write_c(
             source=file.name,
             emit_main=emit_main,
             types=types,
-            constants=constants or "inline",
+            constants=constants or "auto",
             progress=progress.callback(step, labels),
         )
+    check_static_bytes(sources.info, max_static_bytes)
     paths = [out_dir / name for name in sources.files]
     for path in paths:
         refuse_overwriting_inputs(path, [file, prog.weights_path])
@@ -378,4 +425,4 @@ def _write_c(
                 break
         raise
     if not quiet:
-        click.echo("wrote " + ", ".join(str(p) for p in paths), err=True)
+        click.echo(wrote_line(paths), err=True)

@@ -13,7 +13,7 @@ from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 
 from .errors import EXIT_USER_ERROR, Sources, reported_errors
-from .files import normalize_newlines, read_source, write_atomic
+from .files import normalize_newlines, read_source, write_atomic, written_text
 from .options import quiet_option
 
 
@@ -68,7 +68,7 @@ def fmt_cmd(
                 elif old != new:
                     write_atomic(path, new)
                     if not quiet:
-                        click.echo(f"reformatted {path}", err=True)
+                        click.echo(f"reformatted {written_text(path)}", err=True)
         except SystemExit as e:
             if e.code not in (0, None):
                 failed = max(failed, int(e.code))

@@ -11,9 +11,10 @@ from relaxc.frontend.weights import write_npz
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_all_atomic
+from .files import refuse_overwriting_inputs, write_all_atomic, wrote_line
 from .options import parse_dims, quiet_option
 from .progress import make_progress
+from .units import short_bytes
 
 
 def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
@@ -125,11 +126,14 @@ def import_cmd(
             )  # both or neither
         if not quiet:
             fn = result.module.functions[0]
-            nbytes = sum(int(a.nbytes) for a in result.weights.values())
+            nbytes = short_bytes(sum(int(a.nbytes) for a in result.weights.values()))
             click.echo(
-                f"wrote {rx_path} ({len(fn.body)} bindings) and {npz_path} "
-                f"({len(result.weights)} weights, {nbytes:,} bytes, "
-                f"{npz_path.stat().st_size:,} on disk)",
+                wrote_line(
+                    [
+                        (rx_path, f"{len(fn.body)} bindings"),
+                        (npz_path, f"{len(result.weights)} weights, {nbytes} in memory"),
+                    ]
+                ),
                 err=True,
             )
             for note in result.notes:

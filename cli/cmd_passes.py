@@ -14,10 +14,12 @@ from relaxc.passes.registry import PASSES, PIPELINE_DOCS, PIPELINES
 from relaxc.passes.spec import describe_options, kebab
 
 from .errors import Sources, reported_errors
+from .files import total_size
 from .onnx_input import load_input, onnx_options
 from .pipeline_opts import TARGETS, PipelineRequest, echo_pipeline, pipeline_options, run_pipeline
 from .options import quiet_option
 from .timing import Stopwatch, print_steps
+from .units import short_bytes
 
 
 def list_passes() -> None:
@@ -109,6 +111,9 @@ def passes_cmd(
                 text = print_module(module)
             click.echo(text, nl=False)
         elif dumps.written and not quiet:
-            click.echo(f"wrote {len(dumps.written)} dump(s) to {req.dump_dir}", err=True)
+            size = short_bytes(total_size(dumps.written))
+            click.echo(
+                f"wrote {len(dumps.written)} dump(s) to {req.dump_dir} ({size} in all)", err=True
+            )
         if req.time_passes:
             print_steps(watch)

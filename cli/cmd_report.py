@@ -11,7 +11,7 @@ from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_atomic
+from .files import refuse_overwriting_inputs, write_atomic, wrote_line
 from .onnx_input import imported_name, is_onnx, load_input, onnx_options
 from .options import quiet_option
 from .pipeline_opts import (
@@ -27,6 +27,7 @@ from .report_svg import origins_from_text, report_html, report_svg
 from .report_trace import report_trace
 from .report_view import print_reports
 from .timing import Stopwatch, print_steps
+from .unbounded import bound_hint, unbounded, unbounded_note
 
 
 @click.command("report")
@@ -113,13 +114,24 @@ def report_cmd(
             click.echo(reports_json(file, reports, resolved_pipeline(req), origins), nl=False)
         elif not quiet:
             print_reports(reports, Console(soft_wrap=False), origins)
+        written = []
         if svg is not None:
             write_atomic(svg, report_svg(reports, origins))
+            written.append(svg)
         if html is not None:
             write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}", origins))
+            written.append(html)
         if trace is not None:
             write_atomic(trace, report_trace(reports, str(file)))
+            written.append(trace)
+        if written and not quiet:
+            click.echo(wrote_line(written), err=True)
         if req.time_passes:
             print_steps(watch)
+        found = unbounded(module, reports, prog.dim_origins)
+        hint = bound_hint(found, is_onnx(file)) if found else None
+        if max_arena is None and not quiet and not as_json:  # JSON: its "dynamic" lists them
+            for u in found:
+                click.echo(f"note: {unbounded_note(u, is_onnx(file))}", err=True)
         warn_unbounded(reports, max_arena, allow_unbounded)
-        check_budget(reports, max_arena, allow_unbounded)
+        check_budget(reports, max_arena, allow_unbounded, hint)

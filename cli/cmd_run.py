@@ -18,7 +18,7 @@ from relaxc.frontend.weights import default_weights_path
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs
+from .files import refuse_overwriting_inputs, wrote_line
 from .loading import load_program
 from .onnx_input import load_input, onnx_options
 from .options import dim_option, parse_dims, quiet_option
@@ -345,7 +345,7 @@ def run_cmd(
         if output_path is not None:  # last: a run that fails (--check, --stats) writes nothing
             write_npz(output_path, named)
             if not quiet:
-                click.echo(f"wrote {len(named)} output(s) to {output_path}", err=True)
+                click.echo(wrote_line([(output_path, f"{len(named)} output(s)")]), err=True)
 
 
 def report_check(

@@ -14,6 +14,8 @@ from typing import BinaryIO, Callable, Iterable, Sequence, Union
 
 from relaxc.ir.diagnostics import Loc, RxError
 
+from .units import short_bytes
+
 MAX_SOURCE_BYTES = 256 << 20
 
 Content = Union[bytes, str, Callable[[BinaryIO], None]]
@@ -202,3 +204,38 @@ def _write_special(path: Path, data: Content) -> None:
             _put(f, data)
     except OSError as e:
         raise RxError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+Written = Union[Path, tuple[Path, str]]
+"""A file a command wrote, alone or with a detail to print beside its size (``82 bindings``)."""
+
+
+def written_text(item: Written) -> str:
+    """``out/m.c (663.2 KiB)``: a written file and its size on disk (a device or a pipe, which
+    has none, is named alone), then the item's detail if any."""
+    path, detail = item if isinstance(item, tuple) else (item, "")
+    try:
+        st = path.stat()
+        size = short_bytes(st.st_size) if path.is_file() else ""
+    except OSError:
+        size = ""
+    facts = ", ".join(f for f in (size, detail) if f)
+    return f"{path} ({facts})" if facts else str(path)
+
+
+def wrote_line(items: Sequence[Written]) -> str:
+    """The line a command prints (on stderr, not with ``-q``) after writing files:
+    ``wrote out/m.h (2.1 KiB), out/m.c (663.2 KiB), out/m_weights.bin (97.5 MiB)``."""
+    return "wrote " + ", ".join(written_text(i) for i in items)
+
+
+def total_size(paths: Iterable[Path]) -> int:
+    """The bytes on disk of the regular files among ``paths``."""
+    total = 0
+    for p in paths:
+        try:
+            if p.is_file():
+                total += p.stat().st_size
+        except OSError:
+            pass
+    return total

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -29,6 +29,8 @@ class Program:
     types: ModuleTypes
     weights: Mapping[str, np.ndarray]
     weights_path: Path | None
+    dim_origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
+    """An imported ONNX model's symbolic dims: dim -> (graph input, axis) that introduced it."""
 
 
 def parse_file(path: Path, sources: Sources) -> Module:

@@ -106,7 +106,7 @@ def load_input(
             module = parse_module(sources[name], name)
     with watch.step("verify"):
         types = verify_module(module)
-    return Program(path, module, types, result.weights, None)
+    return Program(path, module, types, result.weights, None, result.dim_origins)
 
 
 def imported_name(path: Path) -> str:

@@ -36,7 +36,9 @@ def squeezenet_c(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, Any, An
         pytest.skip("no C compiler (cc) on this machine")
     result = import_onnx(with_random_weights(zoo_model("squeezenet")))
     compiled = compile_module(result.module)
-    sources = emit_c(compiled, result.weights, prefix="sq", emit_main=True)
+    # Inline on purpose (relaxc build -t c would put squeezenet's 4.9 MB of weights in a
+    # file): test_weights_file.py compares its file build with this one.
+    sources = emit_c(compiled, result.weights, prefix="sq", emit_main=True, constants="inline")
     folder = tmp_path_factory.mktemp("squeezenet_c")
     write_sources(folder, sources)
     return result, compiled, compile_c(folder, sources)

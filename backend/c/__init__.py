@@ -4,7 +4,26 @@
 ``<prefix>.h`` (and, with ``emit_main=True``, ``<prefix>_main.c``); see docs/c.md.
 """
 
-from .emit import CSources, ModelInfo, check_prefix, default_prefix, emit_c
+from .emit import (
+    CONSTANT_MODES,
+    INLINE_CONSTANTS_LIMIT,
+    CSources,
+    ModelInfo,
+    check_prefix,
+    constants_mode,
+    default_prefix,
+    emit_c,
+)
 from .oplist import op_list_markdown
 
-__all__ = ["CSources", "ModelInfo", "check_prefix", "default_prefix", "emit_c", "op_list_markdown"]
+__all__ = [
+    "CONSTANT_MODES",
+    "CSources",
+    "INLINE_CONSTANTS_LIMIT",
+    "ModelInfo",
+    "check_prefix",
+    "constants_mode",
+    "default_prefix",
+    "emit_c",
+    "op_list_markdown",
+]

@@ -27,6 +27,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
+from relaxc.frontend.weights import named_constants
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 from relaxc.ir.verifier import ModuleTypes, verify_module
@@ -37,11 +38,32 @@ from .module import ModuleEmitter
 from .names import is_identifier, sanitize, word_counts
 from .runner import RunnerEmitter
 
-CONSTANT_MODES = ("inline", "file")
-"""Where the C target puts the weights: in the C file, or in a binary file beside it."""
+CONSTANT_MODES = ("auto", "inline", "file")
+"""Where the C target puts the weights: in the C file, in a binary file beside it, or (auto,
+the default) in the file unless they are at most :data:`INLINE_CONSTANTS_LIMIT` bytes."""
+
+INLINE_CONSTANTS_LIMIT = 64 * 1024
+"""The most bytes of named weights ``constants="auto"`` still writes into ``<prefix>.c``
+(64 KiB: about 230 KB of C text, which any C compiler reads in well under a second). Above
+it the weights go to ``<prefix>_weights.bin``: a real model's weights written as C are a
+file several times their size that the C compiler parses word by word (resnet50: 345 MB of
+C, minutes of ``cc -O2`` and gigabytes of memory)."""
 
 Progress = Callable[[str, int, int], None]
 """A progress callback: ``(what, done, total)``."""
+
+
+def named_weight_bytes(module: Module, weights: Mapping[str, np.ndarray]) -> int:
+    """The bytes of the distinct named weights ``module``'s constants read (those present in
+    ``weights``)."""
+    names = {name for name, _ in named_constants(module)}
+    return sum(int(weights[n].nbytes) for n in names if n in weights)
+
+
+def constants_mode(module: Module, weights: Mapping[str, np.ndarray]) -> str:
+    """What ``constants="auto"`` means for ``module``: ``"file"`` above
+    :data:`INLINE_CONSTANTS_LIMIT` bytes of named weights, else ``"inline"``."""
+    return "file" if named_weight_bytes(module, weights) > INLINE_CONSTANTS_LIMIT else "inline"
 
 
 def default_prefix(stem: str) -> str:
@@ -81,15 +103,20 @@ def emit_c(
     ``constants="inline"`` writes every constant into ``<prefix>.c``; ``"file"`` writes the
     named weights into ``<prefix>_weights.bin`` (bytes) and an assembler stub
     ``<prefix>_weights.S`` that links it (GCC or Clang), leaving the C file the code (see
-    docs/c.md). ``progress(what, done, total)``, if given, is called as the work advances:
+    docs/c.md); ``"auto"`` (``relaxc build -t c``'s default) is ``"file"`` when the named
+    weights the module reads are more than :data:`INLINE_CONSTANTS_LIMIT` bytes, else
+    ``"inline"``. ``progress(what, done, total)``, if given, is called as the work advances:
     ``what`` is ``"statements"`` (of the run function) or ``"constant bytes"``.
     """
     check_prefix(prefix)
     if constants not in CONSTANT_MODES:
         raise RxError(
             f"constants={constants!r}: choose one of {', '.join(CONSTANT_MODES)} (inline: in "
-            "the C file; file: in a binary file linked by an assembler stub)"
+            "the C file; file: in a binary file linked by an assembler stub; auto: file above "
+            f"{INLINE_CONSTANTS_LIMIT:,} bytes of weights)"
         )
+    if constants == "auto":
+        constants = constants_mode(module, weights or {})
     types = types if types is not None else verify_module(module)
     fn = module.get(entry)
     if fn is None:
@@ -137,8 +164,10 @@ def emit_c(
 __all__ = [
     "CONSTANT_MODES",
     "CSources",
+    "INLINE_CONSTANTS_LIMIT",
     "ModelInfo",
     "check_prefix",
+    "constants_mode",
     "default_prefix",
     "emit_c",
 ]

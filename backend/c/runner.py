@@ -526,7 +526,8 @@ class RunnerEmitter(BodyEmitter):
                 "the C target needs every allocation planned into static memory, but "
                 f"%{name} has the unbounded size {D.dim_to_str(size)} ({', '.join(free)} without "
                 f"an upper bound); give @{self.fn.name} attrs {{upper_bounds = "
-                f"{{{free[0] if free else 'n'} = ...}}}}",
+                f"{{{free[0] if free else 'n'} = ...}}}} (for an ONNX model: relaxc build "
+                f"--bound {free[0] if free else 'N'}=...)",
                 e.loc,
             )
         cname = self.m.static_buffer(name, max(int(ub), 0), int(a["align"]), bool(a["arena"]))

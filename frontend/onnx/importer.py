@@ -14,6 +14,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
 from relaxc.frontend.printer import print_module
 from relaxc.ir.nodes import Call, DictLit, Function, Module, Param, TupleExpr, Var
@@ -49,6 +50,10 @@ class ImportResult:
     origins: tuple[str, ...] = ()
     """For each statement of ``@main``'s body, the ONNX node it was made for ("" for none):
     ``'name' (OpType)``, or ``#index (OpType) -> first output`` for a node without a name."""
+    dim_origins: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """For each symbolic dim of the inputs, the graph input and the axis that introduced it
+    (the first one that has it): ``{"N": ("data_0", 0)}``, so that a message about the dim
+    can name the ONNX input it comes from."""
 
     def text(self, source: str) -> str:
         """The .rx file to write: the header, then the program with each statement an ONNX
@@ -94,12 +99,16 @@ def import_onnx(
     for init in graph.initializer:
         env[init.name] = Folded(tensor_array(init, f"initializer '{init.name}'"), init.name)
     params: list[Param] = []
+    dim_origins: dict[str, tuple[str, int]] = {}
     for info in graph.input:
         if info.name in env:
             continue  # old exporters list initializers among the inputs too
         t = value_info_type(info, input_shapes)
         name = builder.fresh(info.name)
         params.append(Param(name, t))
+        for axis, d in enumerate(t.shape):
+            for sym in sorted(D.free_vars(d)) if not isinstance(d, int) else ():
+                dim_origins.setdefault(sym, (info.name, axis))
         env[info.name] = Runtime(Var(name), t)
 
     attrs: list[tuple[str, Any]] = []
@@ -177,7 +186,9 @@ def import_onnx(
             "(relaxc import --no-fold-batch-norm keeps them)."
         )
     origins += [""] * (len(builder.body) - len(origins))
-    return ImportResult(module, builder.weights, opset, _producer(model), notes, tuple(origins))
+    return ImportResult(
+        module, builder.weights, opset, _producer(model), notes, tuple(origins), dim_origins
+    )
 
 
 def _origin(node: Any, index: int) -> str:

@@ -30,6 +30,7 @@ from click.testing import CliRunner
 from relaxc.backend.inputs import random_inputs, resolve_dims
 from relaxc.backend.interpreter import Interpreter
 from relaxc.cli.main import cli
+from relaxc.cli.units import short_bytes
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 from relaxc.frontend.weights import load_npz
@@ -370,7 +371,7 @@ def test_dump_dir_writes_numbered_files_that_parse(samples: Path, tmp_path: Path
     )
     assert result.exit_code == 0, result.output
     assert result.stdout == ""
-    assert f"wrote {2 * len(VM)} dump(s) to {dumps}" in result.stderr
+    assert f"wrote {2 * len(VM)} dump(s) to {dumps} (" in result.stderr
     want = [
         f"{k:03d}_{w}_{p}.rx"
         for k, (w, p) in enumerate([(w, p) for p in VM for w in ("before", "after")], start=1)
@@ -866,7 +867,11 @@ def test_build_is_idempotent(samples: Path, tmp_path: Path) -> None:
 def test_build_summary_line(samples: Path) -> None:
     result = invoke("build", samples / "mlp.rx", "-t", "ir", "-o", samples / "o.rx")
     assert result.exit_code == 0, result.output
-    assert result.stderr.splitlines() == [MLP_SUMMARY, f"wrote {samples / 'o.rx'}"]
+    out = samples / "o.rx"
+    assert result.stderr.splitlines() == [
+        MLP_SUMMARY,
+        f"wrote {out} ({short_bytes(out.stat().st_size)})",
+    ]
 
 
 def test_build_summary_one_line_per_function(tmp_path: Path) -> None:
@@ -903,9 +908,16 @@ def test_build_summary_of_samples(samples: Path, stem: str, line: str) -> None:
 
 
 def test_build_summary_dynamic(tmp_path: Path) -> None:
-    result = invoke("build", write(tmp_path / "dyn.rx", DYNAMIC), "-t", "ir", "-o", "-")
+    src = write(tmp_path / "dyn.rx", DYNAMIC)
+    result = invoke("build", src, "-t", "ir", "-o", "-", "--allow-unbounded")
     # %b and %c are views of %a (in place): %a's storage is the one sized at run time.
-    assert result.stderr.splitlines() == ["@main: no planned memory; 1 dynamic allocation(s)"]
+    assert result.exit_code == 0, result.output
+    summary, warning = result.stderr.splitlines()
+    assert summary == "@main: no planned memory; 1 dynamic allocation(s)"
+    assert warning.startswith("warning: @main: the dim n (axis 0 of %x) has no upper bound")
+    refused = invoke("build", src, "-t", "ir", "-o", "-")  # without the flag: an error
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert refused.stderr.splitlines()[0] == summary
 
 
 def test_build_quiet(samples: Path) -> None:

@@ -198,7 +198,10 @@ def test_symbolic_workspace_follows_the_callers_dims(tmp_path: Path, bounded: bo
     rep = next(f for f in json.loads(r.output)["functions"] if f["name"] == "main")
     if bounded:
         assert rep["arena_bytes"] == 448  # the workspace at its bound (4 * 100 rounded to 448)
-    r = CliRunner().invoke(cli, ["build", str(src), "-q", "-o", str(tmp_path / "s.rxb")])
+    unbounded = [] if bounded else ["--allow-unbounded"]  # m unbounded: allocated at run time
+    r = CliRunner().invoke(
+        cli, ["build", str(src), "-q", "-o", str(tmp_path / "s.rxb"), *unbounded]
+    )
     assert r.exit_code == 0, r.output
     for n in ("1", "7", "100"):
         r = CliRunner().invoke(

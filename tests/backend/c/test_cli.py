@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from relaxc.backend.c import emit_c
 from relaxc.cli.main import cli
+from relaxc.cli.units import short_bytes
 from relaxc.frontend.parser import parse_module
 from relaxc.ir.diagnostics import RxError
 
@@ -64,7 +65,9 @@ def test_build_writes_the_model_into_a_folder(samples: Path, tmp_path: Path) -> 
     result = invoke("build", samples / "cnn.rx", "-t", "c", "-o", out)
     assert result.exit_code == 0, result.output
     assert files_in(out) == ["cnn.c", "cnn.h"]
-    assert f"wrote {out / 'cnn.h'}, {out / 'cnn.c'}" in result.stderr
+    h, c = out / "cnn.h", out / "cnn.c"  # each file with its size (cnn's weights are inline)
+    sizes = f"{h} ({short_bytes(h.stat().st_size)}), {c} ({short_bytes(c.stat().st_size)})"
+    assert f"wrote {sizes}" in result.stderr
     # (80 KiB: batch norm and relu write over their conv's output, the branches into the
     # concat's halves, and the residual add over the concat; plus the 128-byte row buffer of
     # the max pool's C kernel, planned where it runs, at the peak)
@@ -176,15 +179,28 @@ def test_unbounded_dynamic_allocation_is_a_clear_error(tmp_path: Path) -> None:
     src = tmp_path / "dyn.rx"
     src.write_text(UNBOUNDED)
     out = tmp_path / "out"
-    result = invoke("build", src, "-t", "c", "-o", out)
-    assert_user_error(
-        result,
-        "dyn.rx:3:3: error: the C target needs every allocation planned into static memory, "
+    # relaxc build refuses it before emitting anything (whatever --allow-unbounded says),
+    # naming the dim, the parameter it comes from and the attribute that bounds it
+    for extra in ((), ("--allow-unbounded",)):
+        result = invoke("build", src, "-t", "c", "-o", out, *extra)
+        assert_user_error(
+            result,
+            "error: @main's memory cannot be planned: the dim n (axis 0 of %x) has no upper bound",
+            "%a_storage: 64 * ((16 * n + 63) / 64) bytes",
+            "note: the C target needs every allocation in static memory",
+            "@main attrs {upper_bounds = {n = ...}}",
+        )
+        assert not out.exists()
+    # emit_c itself (a caller of the API) says where and names both ways to bound it
+    with pytest.raises(RxError) as e:
+        emit_c(compile_module(parse_module(UNBOUNDED, "dyn.rx")))
+    assert str(e.value.loc) == "dyn.rx:3:3"
+    assert e.value.message == (
+        "the C target needs every allocation planned into static memory, "
         "but %a_storage has the unbounded size 64 * ((16 * n + 63) / 64) (n without "
-        "an upper bound); give @main attrs {upper_bounds = {n = ...}}",
-        "    %a = exp(%x)\n    ^^",
+        "an upper bound); give @main attrs {upper_bounds = {n = ...}} (for an ONNX model: "
+        "relaxc build --bound n=...)"
     )
-    assert not out.exists()
 
 
 def test_unplanned_ir_is_refused() -> None:

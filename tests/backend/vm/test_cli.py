@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from relaxc.backend.vm import compile_module
 from relaxc.cli.main import cli
+from relaxc.cli.units import short_bytes
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import load_npz
 
@@ -69,7 +70,7 @@ def test_build_writes_rxb_beside_the_input_and_prints_the_summary(samples: Path)
     out = samples / "mlp.rxb"
     assert out.read_bytes().startswith(b"\x89RXB\r\n\x1a\n")
     assert "@main: arena 8.0 KiB (8,192 B), 1.00x the lower bound" in result.stderr
-    assert f"wrote {out} ({out.stat().st_size:,} bytes)" in result.stderr
+    assert f"wrote {out} ({short_bytes(out.stat().st_size)})" in result.stderr
     assert result.stdout == ""
     assert not list(samples.glob(".*.tmp"))  # written atomically
 
@@ -184,7 +185,8 @@ def test_run_stats_on_a_dynamic_model(samples: Path) -> None:
     )
     (samples / "dyn.rx").write_text(text)
     shutil.copy(samples / "transformer.npz", samples / "dyn.npz")
-    assert invoke("build", samples / "dyn.rx", "-q").exit_code == 0
+    assert invoke("build", samples / "dyn.rx", "-q").exit_code == 1  # unbounded: refused
+    assert invoke("build", samples / "dyn.rx", "-q", "--allow-unbounded").exit_code == 0
     for n in (5, 300):
         result = invoke("run", samples / "dyn.rxb", "--stats", "--dim", f"n={n}")
         assert result.exit_code == 0, result.output
