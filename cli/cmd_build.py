@@ -8,12 +8,19 @@ from pathlib import Path
 import click
 
 from relaxc.frontend.printer import print_module
-from relaxc.frontend.weights import named_constants, write_npz
+from relaxc.frontend.weights import default_weights_path, named_constants, write_npz
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic, wrote_line
+from .files import (
+    check_output_file,
+    check_output_folder,
+    refuse_overwriting_inputs,
+    write_all_atomic,
+    write_atomic,
+    wrote_line,
+)
 from .loading import Program
 from .onnx_input import is_onnx, load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
@@ -169,6 +176,10 @@ def build_cmd(
         if req.print_pipeline:
             echo_pipeline(req)
             return
+        out_path = output if output is not None else default_output(file, target)
+        if str(out_path) != "-":
+            refuse_overwriting_inputs(out_path, [file, params or default_weights_path(file)])
+        check_output(out_path, target)  # before the compile, not after it
         watch = Stopwatch(enabled=req.time_passes)
         with progress.step(f"loading {file.name}"):
             prog = load_input(
@@ -183,7 +194,6 @@ def build_cmd(
                 fold_batch_norm=fold_batch_norm,
             )
         check_entry(prog.module, file)
-        out_path = output if output is not None else default_output(file, target)
         if str(out_path) != "-":
             refuse_overwriting_inputs(out_path, [file, prog.weights_path])
         run = execute_pipeline(
@@ -248,6 +258,23 @@ def check_planned(
             click.echo(f"warning: {unbounded_warning(u, onnx)}", err=True)
 
 
+def check_output(out_path: Path, target: str) -> None:
+    """RxError unless the output of ``target`` can go to ``out_path``: a file (``-`` for
+    stdout, --target ir only) whose folder exists, or for C a folder that is or can be made."""
+    if str(out_path) == "-":
+        if target == "vm":
+            raise RxError("bytecode is binary and is not written to stdout; give a file with -o")
+        if target == "c":
+            raise RxError("--target c writes several files; give a folder with -o, not '-'")
+        return
+    if target != "c":
+        check_output_file(out_path)
+        return
+    if out_path.exists() and not out_path.is_dir():
+        raise RxError(f"-o {out_path}: --target c writes into a folder, and this is a file")
+    check_output_folder(out_path)
+
+
 def check_entry(module: Module, file: Path) -> None:
     """RxError unless the module has @main, the function relaxc run and the C target call."""
     if module.get("main") is None:
@@ -299,8 +326,7 @@ def _emit(
     if target == "vm":
         from relaxc.backend.vm import compile_module
 
-        if str(out_path) == "-":
-            raise RxError("bytecode is binary and is not written to stdout; give a file with -o")
+        check_output(out_path, target)
         with progress.step("VM code", _statements(module)) as step, gc_paused():
             with watch.step("codegen", "VM code"):
                 data = compile_module(module, prog.weights, types, progress=step.update)
@@ -381,10 +407,7 @@ def _write_c(
     """Emit the C sources into the folder ``out_dir`` (nothing is written if anything fails)."""
     from relaxc.backend.c import emit_c
 
-    if str(out_dir) == "-":
-        raise RxError("--target c writes several files; give a folder with -o, not '-'")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise RxError(f"-o {out_dir}: --target c writes into a folder, and this is a file")
+    check_output(out_dir, "c")
     watch = watch if watch is not None else Stopwatch(enabled=False)
     labels = {"statements": "C code: statements", "constant bytes": "C code: constant bytes"}
     with (

@@ -11,7 +11,11 @@ from relaxc.frontend.weights import write_npz
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_all_atomic, wrote_line
+from .files import (
+    check_outputs,
+    write_all_atomic,
+    wrote_line,
+)
 from .options import parse_dims, quiet_option
 from .progress import make_progress
 from .units import short_bytes
@@ -110,8 +114,7 @@ def import_cmd(
                 f"the output {rx_path} must end in .rx (the weights go beside it as .npz)"
             )
         npz_path = rx_path.with_suffix(".npz")
-        refuse_overwriting_inputs(rx_path, [file])
-        refuse_overwriting_inputs(npz_path, [file])
+        check_outputs([rx_path, npz_path], [file])  # before the import, not after it
         with progress.step(f"importing {file.name}"):
             result = import_onnx(
                 file,

@@ -7,11 +7,17 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from relaxc.frontend.weights import default_weights_path
 from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, write_atomic, wrote_line
+from .files import (
+    check_outputs,
+    refuse_overwriting_inputs,
+    write_atomic,
+    wrote_line,
+)
 from .onnx_input import imported_name, is_onnx, load_input, onnx_options
 from .options import quiet_option
 from .pipeline_opts import (
@@ -94,6 +100,8 @@ def report_cmd(
         req = PipelineRequest(target=target, capacity=max_arena or 0, **kw)
         if req.print_pipeline:
             return echo_pipeline(req)
+        weights = params or default_weights_path(file)
+        check_outputs([svg, html, trace], [file, weights])  # before planning, not after it
         watch = Stopwatch(enabled=req.time_passes)
         prog = load_input(
             file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm, True

@@ -18,7 +18,10 @@ from relaxc.frontend.weights import default_weights_path
 from relaxc.ir.diagnostics import RxError
 
 from .errors import Sources, reported_errors
-from .files import refuse_overwriting_inputs, wrote_line
+from .files import (
+    check_outputs,
+    wrote_line,
+)
 from .loading import load_program
 from .onnx_input import load_input, onnx_options
 from .options import dim_option, parse_dims, quiet_option
@@ -257,7 +260,7 @@ def run_cmd(
                     for p in ([source] if bytecode else [file])
                     if p is not None
                 ]
-            refuse_overwriting_inputs(output_path, guarded)
+            check_outputs([output_path], guarded)  # before the run, not after it
         with progress.step(f"loading {file.name}"):
             if bytecode:
                 exe = load_file(file)

@@ -2,7 +2,8 @@
 
 Exit status: 0 success, 1 an error in the user's input (IR, weights, inputs, a budget
 exceeded), 2 a usage error (click's own), 3 an internal error (a bug in relaxc), 130
-interrupted by Ctrl-C, 141 stdout closed by its reader (see :mod:`relaxc.cli.entry`).
+interrupted by Ctrl-C; a stdout closed by its reader is a normal end, 0 (see
+:mod:`relaxc.cli.entry`).
 Tracebacks appear only with ``--debug``.
 """
 
@@ -24,8 +25,9 @@ EXIT_USAGE = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 """Ctrl-C: 128 + SIGINT, as a shell reports a command that SIGINT ended."""
-EXIT_OUTPUT_CLOSED = 141
-"""stdout was a pipe whose reader went away: 128 + SIGPIPE, as for ``yes | head -1``."""
+EXIT_OUTPUT_CLOSED = 0
+"""stdout was a pipe whose reader went away (``| head -1``): a normal end, whenever it
+happens (a command whose output fits in the pipe never notices the reader leave)."""
 
 
 class Interrupted(BaseException):
@@ -35,7 +37,7 @@ class Interrupted(BaseException):
 
 class OutputClosed(BaseException):
     """The reader of stdout went away (``| head -1``): a normal end, not an error, carried
-    past click (which would exit 1) to :mod:`relaxc.cli.entry`, which exits 141 quietly."""
+    past click (which would exit 1) to :mod:`relaxc.cli.entry`, which exits 0 quietly."""
 
 
 class Sources(dict):

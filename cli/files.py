@@ -126,6 +126,55 @@ def refuse_overwriting_inputs(output: Path, inputs: Iterable[Path]) -> None:
             raise RxError(f"refusing to write {output}: it is one of the inputs")
 
 
+def check_output_file(path: Path) -> None:
+    """RxError now, before any work, if ``path`` cannot be written as an output file: it is
+    a directory, its folder does not exist (or is a file), or this user cannot create a file
+    in its folder. The same sentences as :func:`write_all_atomic`'s, which checks again when
+    it writes (a folder can vanish meanwhile); this only moves the refusal before a compile.
+    A device or a named pipe (``/dev/null``) is written directly and passes."""
+    try:
+        if path.is_dir():
+            raise RxError(f"cannot write {path}: it is a directory")
+        if path.exists() and not path.is_file():
+            return
+        folder = path.parent if str(path.parent) else Path(".")
+        if not folder.is_dir():
+            raise RxError(f"cannot write {path}: folder {folder} does not exist")
+    except OSError:  # a path the system refuses to look at: the write will say why
+        return
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise RxError(f"cannot write {path}: cannot create files in folder {folder}")
+
+
+def check_output_folder(folder: Path) -> None:
+    """RxError now, before any work, unless files can be written into ``folder``: it is a
+    folder this user can create files in, or it does not exist and can be created (its
+    nearest existing ancestor is a folder this user can create folders in)."""
+    try:
+        existing = next(p for p in (folder, *folder.parents) if p.exists())
+        is_dir = existing.is_dir()
+    except (OSError, StopIteration):
+        return
+    if not is_dir:
+        if existing == folder:
+            raise RxError(f"cannot write into {folder}: it is a file, not a folder")
+        raise RxError(f"cannot create folder {folder}: {existing} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        if existing == folder:
+            raise RxError(f"cannot write into folder {folder}: permission denied")
+        raise RxError(f"cannot create folder {folder}: permission denied in {existing}")
+
+
+def check_outputs(outputs: Iterable[Path | None], inputs: Iterable[Path | None]) -> None:
+    """Before any work: each of ``outputs`` (None: not asked for) can be written as a file
+    (:func:`check_output_file`) and is none of ``inputs``."""
+    guarded = list(inputs)
+    for out in outputs:
+        if out is not None:
+            refuse_overwriting_inputs(out, guarded)
+            check_output_file(out)
+
+
 def write_atomic(path: Path, data: Content) -> None:
     """Write ``data`` to ``path`` via a temporary file and a rename (never half-written)."""
     write_all_atomic([(path, data)])

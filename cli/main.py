@@ -19,7 +19,13 @@ from .version import relaxc_version
 class RelaxcGroup(click.Group):
     """The command group; Ctrl-C and a closed stdout leave it as :class:`Interrupted` and
     :class:`OutputClosed`, which click lets pass, for :func:`relaxc.cli.entry.main` to end
-    with 130 and 141 (click itself would print ``Aborted!`` or exit 1)."""
+    with 130 and 0 (click itself would print ``Aborted!`` or exit 1)."""
+
+    def make_context(self, *args, **kwargs) -> click.Context:  # type: ignore[override]
+        try:  # ``relaxc --help`` and ``--version`` print here, before any command runs
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            raise OutputClosed() from None
 
     def invoke(self, ctx: click.Context) -> object:
         try:

@@ -212,7 +212,9 @@ def _check_member(
     zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str
 ) -> tuple[tuple[int, ...], np.dtype]:
     """The shape and dtype of a member, or RxError unless it is a .npy array of plain data
-    that fits in its own bytes."""
+    whose header agrees with its bytes: exactly the bytes its shape and dtype need follow
+    the header (fewer, or any trailing byte, is refused; the member's size is read from the
+    zip directory, not by reading the member)."""
     name = info.filename
     if not name.endswith(".npy"):
         raise RxError(f"{where} holds {name!r}, which is not a .npy array")
@@ -237,6 +239,12 @@ def _check_member(
         raise RxError(
             f"{where}: {name} declares shape {tuple(shape)} of {dtype} ({nbytes:,} bytes) "
             f"but holds only {max(holds, 0):,} bytes"
+        )
+    if nbytes < holds:  # the member's size from the zip directory: nothing is read to know
+        raise RxError(
+            f"{where}: {name} declares shape {tuple(shape)} of {dtype} ({nbytes:,} bytes) "
+            f"but holds {holds:,} bytes after its header "
+            f"({holds - nbytes:,} byte{'s' if holds - nbytes != 1 else ''} too many)"
         )
     return tuple(int(d) for d in shape), dtype
 

@@ -31,7 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from relaxc.ir.nodes import Function, Invoke, Module, Var
+from relaxc.ir.nodes import Function, Invoke, Module
+from relaxc.ir.ops import REGISTRY
+from relaxc.ir.registry import BoundCall, OpError, bind_args
 from relaxc.ir.types import TensorType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.walk import map_functions, with_body
@@ -107,17 +109,31 @@ def _contiguous_parts(t: object, axis: int) -> bool:
     )
 
 
+def _bound(inv: Invoke) -> BoundCall | None:
+    """The call's tensor inputs and attributes as the registry binds them: positional
+    attributes (``split(%x, 2, axis=1)``), keywords and defaults alike; None if they do
+    not bind."""
+    op = REGISTRY.get(inv.target)
+    if op is None:
+        return None
+    try:
+        return bind_args(op, inv.args, inv.kwargs)
+    except OpError:
+        return None
+
+
 def _elide_concat(lay: Layout, i: int, inv: Invoke) -> bool:
-    if len(inv.outs) != 1:
+    bound = _bound(inv)
+    if len(inv.outs) != 1 or bound is None:
         return False
     r = inv.outs[0].name
-    axis = dict(inv.kwargs).get("axis", 0)
+    axis = bound.attrs["axis"]
     if not isinstance(axis, int) or not _contiguous_parts(lay.types.get(r), axis):
         return False
     if not lay.written_only_at(r, i) or r not in lay.place or lay.place[r].is_view:
         return False
-    names = [a.name for a in inv.args if isinstance(a, Var)]
-    if len(names) != len(inv.args) or len(set(names)) != len(names) or r in names:
+    names = [a.name for a in bound.inputs]
+    if len(set(names)) != len(names) or r in names:
         return False
     offsets = []
     offset = 0
@@ -137,10 +153,11 @@ def _elide_concat(lay: Layout, i: int, inv: Invoke) -> bool:
 
 
 def _elide_split(lay: Layout, i: int, inv: Invoke) -> bool:
-    if len(inv.args) != 1 or not isinstance(inv.args[0], Var):
+    bound = _bound(inv)
+    if bound is None or len(bound.inputs) != 1:
         return False
-    x = inv.args[0].name
-    axis = dict(inv.kwargs).get("axis", 0)
+    x = bound.inputs[0].name
+    axis = bound.attrs["axis"]
     if not isinstance(axis, int) or not _contiguous_parts(lay.types.get(x), axis):
         return False
     names = [v.name for v in inv.outs]

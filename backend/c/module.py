@@ -63,6 +63,7 @@ class ModuleEmitter:
         for h in HELPERS:
             self.scope.reserve(f"{prefix}_{h}")
         self.run_name = self.scope.reserve(f"{prefix}_run")
+        self.run_body_name = self.scope.reserve(f"{prefix}_run_body")
         self.strerror_name = self.scope.reserve(f"{prefix}_strerror")
         self.unpack_name = self.scope.reserve(f"{prefix}_unpack")
         self.macros = Scope()

@@ -3,7 +3,8 @@
 Wrong names, missing and extra arrays, wrong shapes, ranks and dtypes, object arrays and
 raw pickles (which must never be unpickled: a pickle here would create a marker file),
 a .npy instead of an .npz, not a zip at all, truncated zips, zero-size files, members that
-are not .npy arrays, headers that claim more data than they hold, folders, missing files,
+are not .npy arrays, headers that claim more data than they hold (or less: trailing bytes),
+folders, missing files,
 links to nowhere and ``/dev/zero``. Each ends in exit status 1 with one sentence naming
 the file, and never in an allocation of what a header merely claims.
 """
@@ -111,6 +112,15 @@ FILES: dict[str, tuple[bytes, str]] = {
     "npy_data_cut": (
         _zip({"x.npy": _npy(X)[:-100]}),
         "x.npy declares shape (8, 64) of float32 (2,048 bytes)",
+    ),
+    "npy_trailing_bytes": (
+        _zip({"x.npy": _npy(X) + b"\0\0\0\0"}),
+        "x.npy declares shape (8, 64) of float32 (2,048 bytes) but holds 2,052 bytes after its "
+        "header (4 bytes too many)",
+    ),
+    "npy_one_trailing_byte_deflated": (
+        _zip({"x.npy": _npy(X) + b"\1"}, zipfile.ZIP_DEFLATED),
+        "(1 byte too many)",
     ),
     "npy_bad_version": (
         _zip({"x.npy": b"\x93NUMPY\x09\x00" + _npy(X)[8:]}),
@@ -292,3 +302,43 @@ def test_pickles_in_a_real_process(programs, tmp_path) -> None:
         assert crash_problems(o, codes=(1,)) == [], o
         assert o.stderr.startswith("error: "), o
     assert not MARKER.exists(), "a pickle was unpickled"
+
+
+TRAILING = 300 << 20
+
+
+def _zip_with_trailing_zeros(path: Path, trailing: int) -> None:
+    """An .npz whose x.npy is X followed by ``trailing`` zero bytes, deflated (a few
+    hundred KiB on disk) and streamed, so the test never holds the member whole."""
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("x.npy", "w", force_zip64=True) as f:
+            f.write(_npy(X))
+            chunk = bytes(1 << 20)
+            for _ in range(trailing // len(chunk)):
+                f.write(chunk)
+
+
+@pytest.mark.parametrize("option", ["--inputs", "--params"])
+def test_300_mib_after_the_data_is_refused_without_reading_them(
+    programs, tmp_path, option: str
+) -> None:
+    """An .npy member followed by 300 MiB of zeros was accepted (numpy reads what the
+    header declares and ignores the rest). Now the member's size in the zip directory is
+    compared with the header's: refused, naming the member and both sizes, and without
+    reading (or inflating) the 300 MiB."""
+    path = tmp_path / "trailing.npz"
+    _zip_with_trailing_zeros(path, TRAILING)
+    assert path.stat().st_size < 4 << 20
+    tracemalloc.start()
+    try:
+        o = invoke("run", programs["rx"], option, path)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert crash_problems(o, codes=(1,)) == [], o
+    what = "inputs" if option == "--inputs" else "weights"
+    assert o.stderr.startswith(f"error: {what} file {path}: x.npy declares shape (8, 64)"), o
+    assert f"holds {2048 + TRAILING:,} bytes after its header ({TRAILING:,} bytes too many)" in (
+        o.stderr
+    ), o
+    assert peak < 64 << 20, f"{peak:,} bytes allocated for a file that is refused"

@@ -159,6 +159,40 @@ def test_split_outputs_are_views_of_the_input() -> None:
     same_results_on_the_vm(SPLIT)
 
 
+SPLIT_SPELLINGS = (
+    "split(%e, indices_or_sections=2, axis=1)",
+    "split(%e, 2, axis=1)",  # positional attributes, allowed by docs/ir.md
+    "split(%e, 2, 1)",
+    "split(%e, axis=1, indices_or_sections=2)",
+)
+
+
+def test_positional_and_keyword_split_are_elided_alike() -> None:
+    """``split(%c, 2, axis=1)`` was never elided (its literal 2 was taken for a second
+    input) while ``indices_or_sections=2`` was: every spelling now gives the same module
+    and the same plan."""
+    texts = [SPLIT.replace("split(%e, indices_or_sections=2, axis=1)", s) for s in SPLIT_SPELLINGS]
+    modules = [elided(t) for t in texts]
+    assert all(views(m) == {"s_0": "e", "s_1": "e"} for m in modules)
+    assert len({print_module(m) for m in modules}) == 1
+    plans = [planned(t) for t in texts]
+    assert len({print_module(m) for m in plans}) == 1
+    assert len({arena(m) for m in plans}) == 1
+    same_results_on_the_vm(texts[1])
+
+
+def test_positional_and_keyword_concat_axis_are_elided_alike() -> None:
+    texts = [BRANCHES, BRANCHES.replace("concat(%a, %b, axis=1)", "concat(%a, %b, 1)")]
+    modules = [elided(t) for t in texts]
+    assert all(views(m) == {"a": "c", "b": "c"} for m in modules)
+    assert len({print_module(m) for m in modules}) == 1
+    assert len({print_module(planned(t)) for t in texts}) == 1
+    # the axis given positionally is read, not its default 0: on axis 2 the copy stays
+    inner = BRANCHES.replace("concat(%a, %b, axis=1)", "concat(%a, %b, 2)")
+    inner = inner.replace("(1, 8, 8, 8)", "(1, 4, 16, 8)")
+    assert "concat" in invoked(elided(inner))
+
+
 def test_split_of_a_parameter_is_only_read() -> None:
     text = SPLIT.replace("%e = exp(%x)\n  ", "").replace("split(%e", "split(%x")
     m = elided(text)
