@@ -14,7 +14,7 @@ runtime function that may keep them, live to the end of the function.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Union
+from typing import Union
 
 from .nodes import (
     Bind,
@@ -29,6 +29,7 @@ from .nodes import (
     Var,
     expr_vars,
 )
+from .call_graph import callees_first
 from .ops import REGISTRY
 from .packed import PackedSpec, packed_spec
 from .vocab import ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, STRUCT_SET
@@ -92,23 +93,8 @@ def param_aliases_of_result(fn: Function, module: Module, _memo: dict | None = N
     memo = _memo if _memo is not None else _module_memo(module)
     if fn.name in memo:
         return memo[fn.name]
-    functions = module.by_name
-    order: list[Function] = []  # callees before their callers
-    seen = {fn.name}
-    stack = [(fn, iter(_called(fn)))]
-    while stack:
-        f, callees = stack[-1]
-        for name in callees:
-            g = functions.get(name)
-            if g is None or g.is_primitive or name in memo or name in seen:
-                continue  # (seen again: recursion, which the verifier refuses; guarded anyway)
-            seen.add(name)
-            stack.append((g, iter(_called(g))))
-            break
-        else:
-            stack.pop()
-            order.append(f)
-    for f in order:
+    order = callees_first(module, [fn], done=memo)
+    for f in order:  # callees before their callers
         memo[f.name] = frozenset()  # no recursion in verified modules; guard anyway
         info = analyze_aliases(f, module, memo)
         returned = info.returned(f)
@@ -127,13 +113,6 @@ def _module_memo(module: Module) -> dict:
     if _last_memo[0] is not module:
         _last_memo = (module, {})
     return _last_memo[1]
-
-
-def _called(fn: Function) -> Iterator[str]:
-    """Names of the functions ``fn`` calls with ``call @f(...)``."""
-    for s in fn.body:
-        if isinstance(s.value, CallFunc):
-            yield s.value.func
 
 
 def analyze_aliases(fn: Function, module: Module, _memo: dict | None = None) -> AliasInfo:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relaxc.ir import dims as D
+from relaxc.ir.call_graph import called, callees_first
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
 from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, TupleExpr, Var
@@ -545,32 +546,15 @@ def memory_report(module: Module, source: Module | None = None) -> list[Function
     made_by = source_ops(source)
     primitive = frozenset(f.name for f in module.functions if f.is_primitive)
     done: dict[str, FunctionReport] = {}
-
-    def report(fn: Function, visiting: frozenset[str]) -> FunctionReport:
-        if fn.name not in done:
-            callees: dict[str, FunctionReport] = {}
-            for name in _called(fn):
-                callee = module.get(name)
-                if callee is not None and not callee.is_primitive and name not in visiting:
-                    callees[name] = report(callee, visiting | {fn.name})
-            done[fn.name] = function_report(
-                fn,
-                module,
-                types[fn.name],
-                primitive,
-                callees,
-                base.get(fn.name),
-                made_by.get(fn.name, {}),
-            )
-        return done[fn.name]
-
-    return [report(fn, frozenset()) for fn in module.functions if not fn.is_primitive]
-
-
-def _called(fn: Function) -> list[str]:
-    """The functions ``fn`` calls (``call @f``), in order of first call."""
-    out: list[str] = []
-    for s in fn.body:
-        if isinstance(s.value, CallFunc) and s.value.func not in out:
-            out.append(s.value.func)
-    return out
+    for fn in callees_first(module):  # every callee's report before its callers'
+        callees = {name: done[name] for name in called(fn) if name in done}
+        done[fn.name] = function_report(
+            fn,
+            module,
+            types[fn.name],
+            primitive,
+            callees,
+            base.get(fn.name),
+            made_by.get(fn.name, {}),
+        )
+    return [done[fn.name] for fn in module.functions if not fn.is_primitive]

@@ -27,6 +27,7 @@ value without one makes the baseline unknown (None).
 from __future__ import annotations
 
 from relaxc.ir import dims as D
+from relaxc.ir.call_graph import callees_first
 from relaxc.ir.nodes import Bind, Call, CallFunc, Function, Invoke, Module, Var, call_dims
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import Type, dtype_nbytes, tensor_leaves
@@ -56,15 +57,11 @@ def baselines(module: Module, types: ModuleTypes) -> dict[str, int | None]:
     """The baseline of every non-primitive function of ``module`` (``types``: its verified
     types), in bytes at its upper bounds (None: some value has no upper bound)."""
     memo: dict[str, D.Dim | None] = {}
-    visiting: set[str] = set()
 
     def of(fn: Function) -> D.Dim | None:
-        """The baseline of ``fn`` as an expression of its own dims (None: recursive)."""
-        if fn.name in memo:
-            return memo[fn.name]
-        if fn.name in visiting:  # a recursive call: its depth is a run-time fact
-            return None
-        visiting.add(fn.name)
+        """The baseline of ``fn`` as an expression of its own dims, its callees' already in
+        ``memo`` (a callee missing there is a recursive call, whose depth is a run-time
+        fact: None)."""
         fn_types = types.get(fn.name, {})
         total: D.Dim = 0
         known = True
@@ -82,7 +79,7 @@ def baselines(module: Module, types: ModuleTypes) -> dict[str, int | None]:
                 inner = (
                     _primitive_values(callee, types.get(callee.name, {}))
                     if callee.is_primitive
-                    else of(callee)
+                    else memo.get(callee.name)
                 )
                 if inner is None:
                     known = False
@@ -95,15 +92,16 @@ def baselines(module: Module, types: ModuleTypes) -> dict[str, int | None]:
             if name not in written and name in fn_types:
                 written.add(name)
                 total = D.add(total, _value_dim(fn_types[name]))
-        visiting.discard(fn.name)
-        memo[fn.name] = total if known else None
-        return memo[fn.name]
+        return total if known else None
+
+    for fn in callees_first(module):  # callees before callers: no recursion here
+        memo[fn.name] = of(fn)
 
     out: dict[str, int | None] = {}
     for fn in module.functions:
         if fn.is_primitive:
             continue
-        total = of(fn)
+        total = memo[fn.name]
         ub = D.upper_bound(total, fn.upper_bounds()) if total is not None else None
         out[fn.name] = max(ub, 0) if ub is not None else None
     return out
