@@ -15,7 +15,7 @@ from relaxc.ir.nodes import Module
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_all_atomic, write_atomic
 from .loading import Program
-from .onnx_input import is_onnx, load_input, onnx_options
+from .onnx_input import load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
@@ -199,7 +199,7 @@ def build_cmd(
 
 def _imported_weights(prog: Program, module: Module) -> dict:
     """The named weights of a program imported from ONNX (they are in no file yet), or {}."""
-    if prog.weights_path is not None or not is_onnx(prog.path):
+    if prog.weights_path is not None or not prog.imported:
         return {}
     names = {name for name, _ in named_constants(module)}
     return {name: prog.weights[name] for name in sorted(names) if name in prog.weights}

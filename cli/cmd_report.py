@@ -12,7 +12,7 @@ from relaxc.passes.memory_report import memory_report
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
 from .files import refuse_overwriting_inputs, write_atomic
-from .onnx_input import imported_name, is_onnx, load_input, onnx_options
+from .onnx_input import load_input, onnx_options
 from .options import quiet_option
 from .pipeline_opts import (
     TARGETS,
@@ -23,7 +23,7 @@ from .pipeline_opts import (
     run_pipeline,
 )
 from .report_json import reports_json
-from .report_svg import origins_from_text, report_html, report_svg
+from .report_svg import origins_from_module, origins_from_text, report_html, report_svg
 from .report_trace import report_trace
 from .report_view import print_reports
 from .timing import Stopwatch, print_steps
@@ -95,7 +95,7 @@ def report_cmd(
             return echo_pipeline(req)
         watch = Stopwatch(enabled=req.time_passes)
         prog = load_input(
-            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm, True
+            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm
         )
         for out in (svg, html, trace):
             if out is not None:
@@ -105,8 +105,8 @@ def report_cmd(
         )
         watch.add_passes(timing.times)
         reports = memory_report(module)
-        if is_onnx(file):
-            origins = origins_from_text(file.name, sources.get(imported_name(file), ""))
+        if prog.imported:  # its statements' locations name the ONNX nodes
+            origins = origins_from_module(file.name, prog.module)
         else:
             origins = origins_from_text(file.name, sources.get(str(file), ""))
         if as_json:

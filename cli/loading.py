@@ -29,6 +29,8 @@ class Program:
     types: ModuleTypes
     weights: Mapping[str, np.ndarray]
     weights_path: Path | None
+    imported: bool = False
+    """An ONNX model imported in memory (its IR nodes' locations name ONNX nodes)."""
 
 
 def parse_file(path: Path, sources: Sources) -> Module:

@@ -32,9 +32,7 @@ def input_labels(fn: Function) -> list[str]:
     onnx = onnx_input_names(fn)
     if onnx is None:
         return [p.name for p in fn.params]
-    return [
-        p.name if o == p.name else f"{_shown(o)} (%{p.name})" for p, o in zip(fn.params, onnx)
-    ]
+    return [p.name if o == p.name else f"{_shown(o)} (%{p.name})" for p, o in zip(fn.params, onnx)]
 
 
 def inputs_from_npz(fn: Function, path: Path) -> list[np.ndarray]:

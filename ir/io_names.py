@@ -57,7 +57,7 @@ def names_attr(names: list[str] | tuple[str, ...]) -> ListLit:
 def check_io_names(key: str, value: Any, count: int, what: str, loc: Loc | None) -> None:
     """RxError unless ``value`` is a list of ``count`` distinct non-empty strings."""
     if not isinstance(value, ListLit) or not all(isinstance(x, str) for x in value.items):
-        raise RxError(f'attribute \'{key}\' must be a list of strings such as ["x:0"]', loc)
+        raise RxError(f"attribute '{key}' must be a list of strings such as [\"x:0\"]", loc)
     names = value.items
     if len(names) != count:
         raise RxError(

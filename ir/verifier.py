@@ -78,8 +78,8 @@ KNOWN_FUNCTION_ATTRS = {
         "set by ReorderForMemory: the most bytes live at once in the order it was given"
     ),
     "order_peak_chosen": "set by ReorderForMemory: the most bytes live at once in its order",
-    ONNX_INPUTS: "[\"name\", ...]: the ONNX name of each parameter (set by relaxc import)",
-    ONNX_OUTPUTS: "[\"name\", ...]: the ONNX name of each output leaf (set by relaxc import)",
+    ONNX_INPUTS: '["name", ...]: the ONNX name of each parameter (set by relaxc import)',
+    ONNX_OUTPUTS: '["name", ...]: the ONNX name of each output leaf (set by relaxc import)',
 }
 
 FunctionTypes = dict[str, Type]

@@ -69,8 +69,9 @@ def test_build_onnx_to_bytecode_and_run_it(dynamic: Path, tmp_path: Path) -> Non
     assert direct.exit_code == 0, direct.output
     assert "match" in direct.stdout
     with np.load(tmp_path / "out.npz") as a, np.load(tmp_path / "d.npz") as b:
-        assert a["output"].shape == (2, 3)
-        assert a["output"].tobytes() == b["output"].tobytes()
+        assert list(a) == list(b) == ["y"]  # the model's output name
+        assert a["y"].shape == (2, 3)
+        assert a["y"].tobytes() == b["y"].tobytes()
 
 
 def test_report_onnx_json_is_that_of_the_imported_program(dynamic: Path, tmp_path: Path) -> None:
