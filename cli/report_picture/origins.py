@@ -26,7 +26,8 @@ ONNX_COMMENT = re.compile(r"^#\s*onnx:\s*(?P<node>.+?)\s*$")
 
 @dataclass(frozen=True)
 class Origins:
-    """The source file's name and, by line, the ONNX node it was imported from."""
+    """The source file's name and, by line, the ONNX node it was imported from (``'conv1'
+    (Conv)``, as the ``# onnx:`` comments name it, for a file and a model imported alike)."""
 
     file: str = ""
     onnx_nodes: dict[int, str] = field(default_factory=dict)
@@ -64,4 +65,5 @@ def origins_from_module(file: str, module: Module) -> Origins:
         for loc in [s.loc for s in fn.body] + [fn.ret.loc]:
             if loc is not None and loc.origin:
                 imported.setdefault(loc.line, loc.origin)
-    return Origins(file, {}, imported)
+    nodes = {k: v.removeprefix("node ") for k, v in imported.items() if v.startswith("node ")}
+    return Origins(file, nodes, imported)
