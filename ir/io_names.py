@@ -11,16 +11,18 @@ The outputs are the leaves of the result, depth first (a tuple's fields in order
 ``relaxc run`` flattens them. The attributes travel with the function through the passes,
 into the ``.rxb`` (as any function attribute) and into the C header, so that ``relaxc run``
 reads inputs and writes outputs under the model's names and a C caller finds them. A
-function without them has only its IR names.
+function without them has only its IR names. :func:`dim_sources` traces each symbolic dim
+to the parameter (and ONNX input) it is read from, for messages about a dim.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from . import dims as D
 from .diagnostics import Loc, RxError
 from .nodes import Function, ListLit
-from .types import TupleType, Type
+from .types import TupleType, Type, tensor_leaves
 
 ONNX_INPUTS = "onnx_inputs"
 ONNX_OUTPUTS = "onnx_outputs"
@@ -70,3 +72,18 @@ def check_io_names(key: str, value: Any, count: int, what: str, loc: Loc | None)
         if name in seen:
             raise RxError(f"attribute '{key}' names {name!r} twice", loc)
         seen.add(name)
+
+
+def dim_sources(fn: Function) -> dict[str, tuple[str, str | None]]:
+    """For each symbolic dim that is alone a dimension of a parameter: the first such
+    parameter's IR name and its ONNX input name (None without ``onnx_inputs``), so that a
+    message about the dim can name the input a user knows (``--bound N=...`` for the ONNX
+    input ``gpu_0/data_0``)."""
+    onnx = onnx_input_names(fn)
+    out: dict[str, tuple[str, str | None]] = {}
+    for k, p in enumerate(fn.params):
+        for leaf in tensor_leaves(p.type):
+            for d in leaf.shape:
+                if isinstance(d, D.Sym) and d.name not in out:
+                    out[d.name] = (p.name, onnx[k] if onnx is not None else None)
+    return out

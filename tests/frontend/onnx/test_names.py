@@ -19,7 +19,7 @@ from relaxc.cli.main import cli
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 from relaxc.ir.diagnostics import RxError, render_error
-from relaxc.ir.io_names import onnx_input_names, onnx_output_names
+from relaxc.ir.io_names import dim_sources, onnx_input_names, onnx_output_names
 from relaxc.ir.verifier import verify_module
 
 from .util import helper, import_onnx, make_model, onnx, run_ort, save
@@ -266,3 +266,13 @@ def test_the_c_header_gives_the_onnx_names(tmp_path: Path) -> None:
     )
     shown = subprocess.run([exe], capture_output=True, check=True).stdout.decode("utf-8")
     assert shown.split("\n")[:2] == ["x/*in*/", 'y?"\\é']
+
+
+def test_each_symbolic_dim_is_traced_to_the_onnx_input_it_is_read_from() -> None:
+    fn = import_onnx(names_model()).module.functions[0]
+    assert dim_sources(fn) == {"N": ("in_put_0", "in/put:0")}
+    plain = parse_module(
+        "fn @f(%a: Tensor[(2,), f32], %b: Tensor[(n, 2), f32]) -> Tensor[(n, 2), f32] {\n"
+        "  return %b\n}\n"
+    ).functions[0]
+    assert dim_sources(plain) == {"n": ("b", None)}
