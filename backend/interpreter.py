@@ -167,7 +167,7 @@ class _Frame(StmtVisitor, ExprFunctor[Any]):
     def read(self, v: Var) -> Any:
         val = self.values.get(v.name)
         if isinstance(val, Killed):
-            where = f" (killed at line {val.loc.line})" if val.loc else ""
+            where = f" (killed at {val.loc.at})" if val.loc else ""
             raise RxError(f"use of %{v.name} after it was killed{where}", v.loc)
         if val is None and v.name not in self.values:
             raise InternalError(f"%{v.name} has no value")

@@ -22,7 +22,7 @@ from .files import (
     wrote_line,
 )
 from .loading import Program
-from .onnx_input import is_onnx, load_input, onnx_options
+from .onnx_input import load_input, onnx_options
 from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget
@@ -230,7 +230,7 @@ def build_cmd(
 
 def _imported_weights(prog: Program, module: Module) -> dict:
     """The named weights of a program imported from ONNX (they are in no file yet), or {}."""
-    if prog.weights_path is not None or not is_onnx(prog.path):
+    if prog.weights_path is not None or not prog.imported:
         return {}
     names = {name for name, _ in named_constants(module)}
     return {name: prog.weights[name] for name in sorted(names) if name in prog.weights}
@@ -249,7 +249,7 @@ def check_planned(
     found = unbounded(module, reports, prog.dim_origins)
     if not found:
         return
-    onnx = is_onnx(prog.path)
+    onnx = prog.imported
     if target == "c" or not allow_unbounded:
         message, note = unbounded_error(found, onnx, target)
         raise RxError(message, notes=(note,))

@@ -18,7 +18,7 @@ from .files import (
     write_atomic,
     wrote_line,
 )
-from .onnx_input import imported_name, is_onnx, load_input, onnx_options
+from .onnx_input import is_onnx, load_input, onnx_options
 from .options import quiet_option
 from .pipeline_opts import (
     TARGETS,
@@ -29,7 +29,7 @@ from .pipeline_opts import (
     run_pipeline,
 )
 from .report_json import reports_json
-from .report_svg import origins_from_text, report_html, report_svg
+from .report_svg import origins_from_module, origins_from_text, report_html, report_svg
 from .report_trace import report_trace
 from .report_view import print_reports
 from .timing import Stopwatch, print_steps
@@ -104,7 +104,7 @@ def report_cmd(
         check_outputs([svg, html, trace], [file, weights])  # before planning, not after it
         watch = Stopwatch(enabled=req.time_passes)
         prog = load_input(
-            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm, True
+            file, sources, params, shapes, bounds, False, False, watch, fold_batch_norm
         )
         for out in (svg, html, trace):
             if out is not None:
@@ -114,8 +114,8 @@ def report_cmd(
         )
         watch.add_passes(timing.times)
         reports = memory_report(module, prog.module)
-        if is_onnx(file):
-            origins = origins_from_text(file.name, sources.get(imported_name(file), ""))
+        if prog.imported:  # its statements' locations name the ONNX nodes
+            origins = origins_from_module(file.name, prog.module)
         else:
             origins = origins_from_text(file.name, sources.get(str(file), ""))
         if as_json:

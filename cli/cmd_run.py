@@ -26,7 +26,7 @@ from .loading import load_program
 from .onnx_input import load_input, onnx_options
 from .options import dim_option, parse_dims, quiet_option
 from .progress import make_progress
-from .tensors_io import flatten_outputs, inputs_from_npz, write_npz
+from .tensors_io import inputs_from_npz, named_outputs, write_npz
 from .units import format_bytes
 
 
@@ -147,14 +147,16 @@ def stats_verdict(stats, pred) -> list[str]:
     "--inputs",
     "inputs_path",
     type=click.Path(path_type=Path),
-    help="An .npz with one array per parameter, named after it (default: random inputs).",
+    help="An .npz with one array per parameter, named after it or, for an imported model, "
+    "after its ONNX input (default: random inputs).",
 )
 @click.option(
     "-o",
     "--output",
     "output_path",
     type=click.Path(path_type=Path),
-    help="Write the outputs to this .npz (output, or output_0, output_1 ... for tuples).",
+    help="Write the outputs to this .npz: under the ONNX output names of an imported model, "
+    "else output (or output_0, output_1 ... for tuples).",
 )
 @click.option(
     "--params",
@@ -287,7 +289,7 @@ def run_cmd(
                 result = Interpreter(module, weights, types=types).run(
                     fn.name, args, dim_values or None
                 )
-        named = flatten_outputs(result)
+        named = named_outputs(fn, result)
         console = Console(soft_wrap=True)
         if not quiet:
             console.print(outputs_table(named))

@@ -31,6 +31,8 @@ class Program:
     weights_path: Path | None
     dim_origins: Mapping[str, tuple[str, int]] = field(default_factory=dict)
     """An imported ONNX model's symbolic dims: dim -> (graph input, axis) that introduced it."""
+    imported: bool = False
+    """An ONNX model imported in memory (its IR nodes' locations name ONNX nodes)."""
 
 
 def parse_file(path: Path, sources: Sources) -> Module:

@@ -21,11 +21,39 @@ from .options import parse_dims
 from .timing import Stopwatch
 
 ONNX_SUFFIX = ".onnx"
+OTHER_SUFFIXES = (".rx", ".rxb", ".npz")
+"""Suffixes of relaxc's own files, never read as ONNX."""
+MAX_SNIFF_BYTES = 2 << 30
+"""The largest file tried as an ONNX model by parsing it (protobuf's own limit)."""
 
 
 def is_onnx(path: Path) -> bool:
-    """An ONNX model: by its suffix (an ONNX file has no magic number to look for)."""
-    return path.suffix.lower() == ONNX_SUFFIX
+    """An ONNX model: a file named ``.onnx``, or one with any other name but relaxc's own
+    suffixes whose bytes parse as an ONNX model with a graph (an ONNX file has no magic number,
+    and a small one may be all printable bytes: it is recognised by parsing it)."""
+    suffix = path.suffix.lower()
+    if suffix == ONNX_SUFFIX:
+        return True
+    if suffix in OTHER_SUFFIXES:
+        return False
+    return parses_as_onnx(path)
+
+
+def parses_as_onnx(path: Path) -> bool:
+    """True if ``path`` is a regular file that parses as an ONNX ``ModelProto`` with an IR
+    version and a graph (False without the onnx package)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_SNIFF_BYTES:
+            return False
+        import onnx
+    except (OSError, ImportError):
+        return False
+    try:
+        model = onnx.ModelProto()
+        model.ParseFromString(path.read_bytes())
+    except Exception:  # noqa: BLE001 - protobuf raises several kinds; not a model
+        return False
+    return model.ir_version > 0 and (len(model.graph.node) > 0 or len(model.graph.output) > 0)
 
 
 def onnx_options(f: Callable) -> Callable:
@@ -62,14 +90,12 @@ def load_input(
     weight_data: bool = True,
     watch: Stopwatch | None = None,
     fold_batch_norm: bool | None = None,
-    source_text: bool = False,
 ) -> Program:
     """The program in ``path``: an .rx file (and its weights) or an ONNX model imported in
     memory; ``--shape``/``--bound``/``--[no-]fold-batch-norm`` (None: not given) are for a
-    model, ``--params`` for an .rx file. With ``source_text``, an imported model is printed
-    as ``relaxc import`` writes it (each statement's ONNX node in a comment) and parsed back,
-    so that its statements have lines: the text is in ``sources`` under
-    :func:`imported_name` (what the report's pictures map program points to)."""
+    model, ``--params`` for an .rx file. An imported model's IR nodes have locations naming
+    the ONNX node, input or graph they come from (``Loc.origin``: errors and the report's
+    pictures say ``model.onnx: node 'conv1' (Conv)``), and ``Program.imported`` is set."""
     if not is_onnx(path):
         if shapes or bounds or fold_batch_norm is not None:
             flag = "--shape" if shapes else "--bound" if bounds else "--[no-]fold-batch-norm"
@@ -95,53 +121,22 @@ def load_input(
             input_shapes=input_shapes,
             upper_bounds=upper,
             fold_batch_norm=fold_batch_norm is not False,
+            source_name=str(path),
         )
-    module = result.module
-    if source_text:
-        from relaxc.frontend.parser import parse_module
-
-        with watch.step("parse", "the imported program"):
-            name = imported_name(path)
-            sources[name] = result.text(path.name)
-            module = parse_module(sources[name], name)
     with watch.step("verify"):
-        types = verify_module(module)
-    return Program(path, module, types, result.weights, None, result.dim_origins)
-
-
-def imported_name(path: Path) -> str:
-    """The name an ONNX model's imported text goes by in errors and pictures."""
-    return f"{path} (imported)"
+        types = verify_module(result.module)
+    return Program(
+        path, result.module, types, result.weights, None, result.dim_origins, imported=True
+    )
 
 
 def check_onnx_file(path: Path) -> None:
-    """RxError when ``relaxc import`` is given something that is not an ONNX model, judged by
-    its first bytes (an ONNX file is binary protobuf, with no magic number of its own): a zip
-    archive (weights), relaxc bytecode, or text (an .rx program)."""
-    from relaxc.backend.vm.format import MAGIC
+    """RxError when ``relaxc import`` is given a file that is not an ONNX model: a zip
+    archive (weights) or relaxc bytecode, by their magic numbers, or text (an .rx program)
+    that does not parse as a model (a small model may be all printable bytes: it is tried)."""
+    from relaxc.frontend.onnx.detect import TEXT_PROGRAM, describe_non_onnx  # imports onnx
 
-    try:
-        with open(path, "rb") as f:
-            head = f.read(1 << 16)
-    except OSError:
-        return  # the importer reports a missing or unreadable file
-    if head.startswith((b"PK\x03\x04", b"PK\x05\x06")):
-        what = "a zip archive (an .npz of weights?)"
-    elif head.startswith(MAGIC):
-        what = "relaxc bytecode: relaxc run and relaxc disasm read it"
-    elif head and b"\x00" not in head and _is_text(head):
-        what = (
-            "text: an .rx program, which relaxc build, report, run and check read directly "
-            "(nothing to import)"
-        )
-    else:
+    what = describe_non_onnx(path)
+    if what is None or (what == TEXT_PROGRAM and parses_as_onnx(path)):
         return
     raise RxError(f"{path} is not an ONNX model: it is {what}")
-
-
-def _is_text(head: bytes) -> bool:
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as e:
-        return e.start >= len(head) - 3  # a character cut at the end of the sample
-    return True

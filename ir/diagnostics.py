@@ -14,15 +14,29 @@ from typing import Mapping
 
 @dataclass(frozen=True, slots=True)
 class Loc:
-    """A position in a source file: 1-based line and column, and an optional span width."""
+    """A position in a source file: 1-based line and column, and an optional span width.
+
+    ``origin`` is set for a program that was not read from text but made from another file
+    (an ONNX model imported in memory): what in that file the IR node comes from, such as
+    ``node 'conv1' (Conv)`` or ``input 'gpu_0/data_0'``. Such a location is printed as
+    ``model.onnx: node 'conv1' (Conv)``; its ``line`` is then the line the node would have
+    in the text ``relaxc import`` writes (it orders program points; no file has it)."""
 
     file: str
     line: int
     col: int
     width: int = 1
+    origin: str = ""
 
     def __str__(self) -> str:
+        if self.origin:
+            return f"{self.file}: {self.origin}"
         return f"{self.file}:{self.line}:{self.col}"
+
+    @property
+    def at(self) -> str:
+        """Where, inside its file: ``line 12``, or the origin (``node 'conv1' (Conv)``)."""
+        return self.origin or f"line {self.line}"
 
 
 class RxError(Exception):
@@ -66,7 +80,12 @@ def source_line(text: str, line: int) -> str | None:
 def render_error(err: RxError, sources: Mapping[str, str] | None = None) -> str:
     """Render ``err`` as ``file:line:col: error: msg`` plus the source line and a caret."""
     out = [str(err)]
-    if err.loc is not None and sources is not None and err.loc.file in sources:
+    if (
+        err.loc is not None
+        and not err.loc.origin
+        and sources is not None
+        and err.loc.file in sources
+    ):
         text_line = source_line(sources[err.loc.file], err.loc.line)
         if text_line is not None:
             printable = text_line.replace("\t", " ")

@@ -49,7 +49,7 @@ def check_kills(fn: Function, module: Module) -> None:
     dead_roots: dict[str, tuple[str, Loc | None]] = {}  # root -> (name killed, where)
 
     def line(loc: Loc | None) -> str:
-        return f" at line {loc.line}" if loc else ""
+        return f" at {loc.at}" if loc else ""
 
     for stmt in fn.body:
         kill = _kill_target(stmt)

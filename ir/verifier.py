@@ -37,6 +37,7 @@ from .nodes import (
     Var,
 )
 from .ops import REGISTRY
+from .io_names import ONNX_INPUTS, ONNX_OUTPUTS, check_io_names, output_count
 from .ops.memory import UNIT
 from .registry import OpDef, OpError, Registry, bind_args
 from .types import (
@@ -77,6 +78,8 @@ KNOWN_FUNCTION_ATTRS = {
         "set by ReorderForMemory: the most bytes live at once in the order it was given"
     ),
     "order_peak_chosen": "set by ReorderForMemory: the most bytes live at once in its order",
+    ONNX_INPUTS: '["name", ...]: the ONNX name of each parameter (set by relaxc import)',
+    ONNX_OUTPUTS: '["name", ...]: the ONNX name of each output leaf (set by relaxc import)',
 }
 
 FunctionTypes = dict[str, Type]
@@ -279,6 +282,11 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                 )
             if key == "upper_bounds":
                 self._check_upper_bounds(value)
+            if key == ONNX_INPUTS:
+                check_io_names(key, value, len(fn.params), "parameters", fn.attr_loc(key))
+            if key == ONNX_OUTPUTS:
+                n = output_count(fn.ret_type)
+                check_io_names(key, value, n, "outputs", fn.attr_loc(key))
 
     def _check_lowered(self, value: Any) -> None:
         """A lowered primitive function (PlanWorkspace's output): its last ``outputs``

@@ -11,7 +11,7 @@ from . import dtypes as T
 from .helpers import Helpers
 from .kernels import DimC
 from .model import UNBOUNDED_DIM_LIMIT, ModelInfo
-from .names import Scope, c_string, comment, macro_name
+from .names import Scope, c_string, comment, comment_string, macro_name
 
 if TYPE_CHECKING:
     from .module import ModuleEmitter
@@ -155,9 +155,11 @@ def header_text(
                 if port.accessor is not None
                 else ""
             )
+            onnx = f"; ONNX {comment_string(port.onnx_name)}" if port.onnx_name else ""
             lines.append(
                 f" *   {port.name}: {port.type.dtype}{comment(_shape(port.type))}, "
-                f"{comment(_bytes_text(port.type, info.bounds))} (%{comment(port.ir_name)}){where}"
+                f"{comment(_bytes_text(port.type, info.bounds))} (%{comment(port.ir_name)}"
+                f"{onnx}){where}"
             )
     if info.dims:
         lines.append(" * Dimensions:")
@@ -211,6 +213,8 @@ def header_text(
     for kind, ports in (("IN", info.inputs), ("OUT", info.outputs)):
         for port in ports:
             base = macros.name(f"{P}_{kind}_", macro_name(port.name))
+            if port.onnx_name:  # the model's name, for a caller that looks ports up by it
+                lines.append(f"#define {base}_ONNX_NAME {c_string(port.onnx_name)}")
             b = _bytes(port.type)
             if isinstance(b, int):
                 lines.append(f"#define {base}_BYTES {b}")

@@ -111,6 +111,7 @@ class Port:
     type: TensorType
     accessor: str | None = None
     location: str = ""
+    onnx_name: str = ""  # the ONNX model's name for it (relaxc.ir.io_names), if imported
 
 
 @dataclass

@@ -131,6 +131,15 @@ def c_string(text: str) -> str:
     return '"' + "".join(out) + '"'
 
 
+def comment_string(text: str) -> str:
+    """``text`` as :func:`c_string` spells it, made safe inside ``/* ... */`` too (a ``/``
+    next to a ``*`` becomes its octal escape): a name the reader can copy into C as it is."""
+    quoted = c_string(text)
+    while "*/" in quoted or "/*" in quoted:
+        quoted = quoted.replace("*/", "*\\057").replace("/*", "\\057*")
+    return quoted
+
+
 _WORD = re.compile(r"\w+")
 
 

@@ -26,6 +26,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, analyze_aliases
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.io_arena import ArenaInput, arena_inputs, is_io_in_arena
+from relaxc.ir.io_names import onnx_input_names, onnx_output_names
 from relaxc.ir.nodes import (
     Bind,
     Call,
@@ -143,7 +144,8 @@ class RunnerEmitter(BodyEmitter):
         bounds = fn.upper_bounds()
         # -- signature: inputs, outputs, dims --------------------------------------------
         params: list[str] = []
-        for p in fn.params:
+        onnx_in = onnx_input_names(fn) or ("",) * len(fn.params)
+        for p, onnx_name in zip(fn.params, onnx_in):
             leaves = tensor_leaves(p.type)
             if not leaves or not isinstance(p.type, (TensorType, TupleType)):
                 raise RxError(
@@ -153,15 +155,16 @@ class RunnerEmitter(BodyEmitter):
             vals = []
             for i, leaf in enumerate(leaves):
                 ir = p.name if isinstance(p.type, TensorType) else f"{p.name}.{i}"
+                onnx = onnx_name if isinstance(p.type, TensorType) else ""
                 name = self.api_name(ir, "in_")
                 ctype = T.c_type(leaf.dtype, f"input %{ir}", p.loc)
                 if (p.name, i) in self._arena_in:
                     acc = m.scope.name(f"{m.prefix}_input_", name)
-                    self.inputs.append(Port(name, ir, leaf, accessor=acc))
+                    self.inputs.append(Port(name, ir, leaf, accessor=acc, onnx_name=onnx))
                     vals.append(CTensor(IN_ARENA, leaf, const=True))
                     continue
                 params.append(f"const {ctype} *{name}")
-                self.inputs.append(Port(name, ir, leaf))
+                self.inputs.append(Port(name, ir, leaf, onnx_name=onnx))
                 vals.append(CTensor(name, leaf, const=True))
             self.values[p.name] = (
                 vals[0] if isinstance(p.type, TensorType) else rebuild(p.type, iter(vals))
@@ -178,6 +181,9 @@ class RunnerEmitter(BodyEmitter):
         out_leaves = tensor_leaves(fn.ret_type)
         leaf_vars = [x for v in ret_names for x in self._leaf_vars(v)] if self.io else []
         seen: set[str] = set()
+        onnx_out = onnx_output_names(fn) or ()
+        if len(onnx_out) != len(out_leaves):
+            onnx_out = ("",) * len(out_leaves)
         for k, (ir, leaf) in enumerate(zip(out_ir, out_leaves)):
             label = ir if ir not in seen else f"{ir}_out"
             seen.add(ir)
@@ -187,10 +193,10 @@ class RunnerEmitter(BodyEmitter):
             if place is not None:
                 self._out_places[k] = place
                 acc = m.scope.name(f"{m.prefix}_output_", name)
-                self.outputs.append(Port(name, ir, leaf, accessor=acc))
+                self.outputs.append(Port(name, ir, leaf, accessor=acc, onnx_name=onnx_out[k]))
                 continue
             params.append(f"{ctype} *{name}")
-            self.outputs.append(Port(name, ir, leaf))
+            self.outputs.append(Port(name, ir, leaf, onnx_name=onnx_out[k]))
         dim_names = function_dims(fn)
         err = 1
         self.err_codes.append(

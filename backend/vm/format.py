@@ -22,6 +22,11 @@ Layout (every integer little-endian)::
                                     return type, u64 code offset, u64 code length, u32 ninstr
              CODE  instructions     the functions' instruction streams (see OPCODES)
 
+Function attributes are stored as they are in the IR, whatever their key: an imported
+model's ONNX input and output names (``onnx_inputs``/``onnx_outputs``,
+:mod:`relaxc.ir.io_names`) travel in FUNC like ``upper_bounds`` does, so they need no
+section of their own; a file without them loads as before.
+
 Strings are referred to by index (u32). A *value* (attribute or literal argument) is a
 tagged tree (``V_*``); a *type* is a tagged tree (``T_*``) whose dims are values. Nothing
 in a file is ever executed except the instructions listed in :data:`OPCODES`; nothing is

@@ -5,7 +5,12 @@ line was imported from.
 ``# onnx: NODE (OpType)`` (see :func:`relaxc.frontend.onnx.importer.ImportResult.text`); the
 IR keeps every statement's source line through the passes, and the report gives each
 program point its line (``FunctionReport.point_lines``). This module joins the two: it reads
-the comments off the source text, so nothing about ONNX enters the IR.
+the comments off the source text.
+
+An ONNX model imported in memory has no text: each of its statements has a location naming
+the ONNX node it was made for (``Loc.origin``, set by the importer), at the line it would
+have in the written ``.rx``. :func:`origins_from_module` reads those, and such a point is
+described as ``model.onnx: node 'conv1' (Conv)``, with no line of a file that does not exist.
 """
 
 from __future__ import annotations
@@ -14,21 +19,30 @@ import re
 from dataclasses import dataclass, field
 
 from relaxc.frontend.comments import scan_comments
+from relaxc.ir.nodes import Module
 
 ONNX_COMMENT = re.compile(r"^#\s*onnx:\s*(?P<node>.+?)\s*$")
 
 
 @dataclass(frozen=True)
 class Origins:
-    """The source file's name and, by line, the ONNX node it was imported from."""
+    """The source file's name and, by line, the ONNX node it was imported from (``'conv1'
+    (Conv)``, as the ``# onnx:`` comments name it, for a file and a model imported alike)."""
 
     file: str = ""
     onnx_nodes: dict[int, str] = field(default_factory=dict)
+    imported: dict[int, str] | None = None
+    """For a model imported in memory: by line, what in the model it is (``node 'conv1'
+    (Conv)``); None for a program read from a file."""
 
     def describe(self, line: int) -> str:
-        """``file:line`` and the ONNX node, as far as they are known ("" for neither)."""
+        """``file:line`` and the ONNX node, as far as they are known ("" for neither); for a
+        model imported in memory, ``model.onnx: node 'conv1' (Conv)``."""
         if line <= 0:
             return ""
+        if self.imported is not None:
+            origin = self.imported.get(line)
+            return f"{self.file}: {origin}" if origin else ""
         where = f"{self.file}:{line}" if self.file else f"line {line}"
         node = self.onnx_nodes.get(line)
         return f"{where}, onnx {node}" if node else where
@@ -54,3 +68,14 @@ def origins_from_text(file: str, text: str) -> Origins:
         if m and after_code:
             nodes[line] = m.group("node")
     return Origins(file, nodes)
+
+
+def origins_from_module(file: str, module: Module) -> Origins:
+    """The origins of a module imported in memory, read off its statements' locations."""
+    imported: dict[int, str] = {}
+    for fn in module.functions:
+        for loc in [s.loc for s in fn.body] + [fn.ret.loc]:
+            if loc is not None and loc.origin:
+                imported.setdefault(loc.line, loc.origin)
+    nodes = {k: v.removeprefix("node ") for k, v in imported.items() if v.startswith("node ")}
+    return Origins(file, nodes, imported)

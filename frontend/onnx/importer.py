@@ -8,6 +8,7 @@ the importer checks the whole graph and reports every unsupported operator at on
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -15,8 +16,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relaxc.ir import dims as D
-from relaxc.ir.diagnostics import RxError
 from relaxc.frontend.printer import print_module
+from relaxc.ir.diagnostics import Loc, RxError
+from relaxc.ir.io_names import ONNX_INPUTS, ONNX_OUTPUTS, names_attr
 from relaxc.ir.nodes import Call, DictLit, Function, Module, Param, TupleExpr, Var
 from relaxc.ir.types import TupleType, type_free_vars
 from relaxc.ir.verifier import verify_module
@@ -61,14 +63,55 @@ class ImportResult:
         return self.header(source) + annotate_origins(print_module(self.module), self)
 
     def header(self, source: str) -> str:
-        """Comment lines for the top of the written .rx file."""
+        """Comment lines for the top of the written .rx file (:func:`_header_lines` of them)."""
         who = f", made by {self.producer}" if self.producer else ""
         lines = [f"# Imported from {source} (ONNX opset {self.opset}{who}) by relaxc import."]
         n = sum(int(a.size) for a in self.weights.values())
         nbytes = sum(int(a.nbytes) for a in self.weights.values())
         lines.append(f"# Weights: {len(self.weights)} arrays, {n:,} elements, {nbytes:,} bytes.")
-        lines += [f"# {note}" for note in self.notes]
+        lines += [f"# {_safe_comment(note)}" for note in self.notes]
         return "\n".join(lines) + "\n"
+
+
+def _header_lines(notes: Sequence[str]) -> int:
+    """How many lines :meth:`ImportResult.header` writes."""
+    return 2 + len(notes)
+
+
+def _located(
+    fn: Function,
+    origins: Sequence[str],
+    header_lines: int,
+    source: str,
+    graph_name: str,
+    onnx_inputs: Sequence[str],
+) -> Function:
+    """``fn`` with a location on its parameters, statements and return naming the ONNX
+    input, node or graph each comes from (``Loc.origin``), at the line each has in the text
+    :meth:`ImportResult.text` writes: the header, the ``fn`` line, the ``attrs`` line, then
+    one line per statement. A statement made for no one node (a weight only a graph output
+    reads) has no location."""
+    head = header_lines + 1
+    graph = f"graph '{_safe_comment(graph_name)}'" if graph_name else "the graph"
+    params = tuple(
+        dataclasses.replace(
+            p, loc=Loc(source, head, 1, origin=f"input '{_safe_comment(onnx_name)}'")
+        )
+        for p, onnx_name in zip(fn.params, onnx_inputs)
+    )
+    first = head + (2 if fn.attrs else 1)
+    body = tuple(
+        dataclasses.replace(s, loc=Loc(source, first + k, 3, origin=f"node {_safe_comment(o)}"))
+        if o
+        else s
+        for k, (s, o) in enumerate(zip(fn.body, origins))
+    )
+    outputs = f"the outputs of {graph}"
+    where = Loc(source, first + len(body), 3, origin=outputs)
+    ret = dataclasses.replace(fn.ret, loc=where)
+    return dataclasses.replace(
+        fn, params=params, body=body, ret=ret, loc=Loc(source, head, 1, origin=graph)
+    )
 
 
 def import_onnx(
@@ -78,6 +121,7 @@ def import_onnx(
     upper_bounds: Mapping[str, int] | None = None,
     function_name: str = "main",
     fold_batch_norm: bool = True,
+    source_name: str | None = None,
 ) -> ImportResult:
     """Import an ONNX model (a path, file bytes or a loaded ``ModelProto``).
 
@@ -87,7 +131,15 @@ def import_onnx(
     output is folded into the Conv's weights and bias (frontend/onnx/fold_batch_norm.py).
     Raises :class:`RxError` with a plain sentence for anything the model asks that relaxc
     cannot do.
+
+    The function keeps the model's input and output names (``onnx_inputs``,
+    ``onnx_outputs``: :mod:`relaxc.ir.io_names`), and every IR node made for an ONNX node,
+    input or the graph has a location naming it (``Loc.origin``, e.g. ``node 'conv1'
+    (Conv)``) in the file ``source_name`` (default: the path, or "the ONNX model"), whose
+    line is the one the node has in :meth:`ImportResult.text`.
     """
+    if source_name is None:
+        source_name = str(source) if isinstance(source, (str, Path)) else "the ONNX model"
     model = load_model(source)
     opset = default_opset(model)
     graph = model.graph
@@ -100,6 +152,7 @@ def import_onnx(
         env[init.name] = Folded(tensor_array(init, f"initializer '{init.name}'"), init.name)
     params: list[Param] = []
     dim_origins: dict[str, tuple[str, int]] = {}
+    onnx_inputs: list[str] = []
     for info in graph.input:
         if info.name in env:
             continue  # old exporters list initializers among the inputs too
@@ -109,12 +162,15 @@ def import_onnx(
         for axis, d in enumerate(t.shape):
             for sym in sorted(D.free_vars(d)) if not isinstance(d, int) else ():
                 dim_origins.setdefault(sym, (info.name, axis))
+        onnx_inputs.append(info.name)
         env[info.name] = Runtime(Var(name), t)
 
     attrs: list[tuple[str, Any]] = []
     if upper_bounds:
         attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
     _check_signature(params, tuple(attrs), function_name)
+    attrs.append((ONNX_INPUTS, names_attr(onnx_inputs)))
+    attrs.append((ONNX_OUTPUTS, names_attr([o.name for o in graph.output])))
     used = _used_names(graph)
     candidates = foldable_pairs(graph, opset) if fold_batch_norm else {}
     folded_away: set[int] = set()  # the BatchNormalization nodes their Conv computed
@@ -171,14 +227,6 @@ def import_onnx(
         results[0].var if len(results) == 1 else TupleExpr(tuple(r.var for r in results))
     )
     ret_type = results[0].type if len(results) == 1 else TupleType(tuple(r.type for r in results))
-    fn = Function(function_name, tuple(params), ret_type, tuple(attrs), tuple(builder.body), ret)
-    module = Module((fn,))
-    try:
-        verify_module(module)
-    except RxError as e:  # a converter produced ill-typed IR: a bug in the importer
-        raise RxError(
-            f"the imported program does not verify (a bug in relaxc's importer): {e.message}"
-        ) from None
     notes = _notes(params, upper_bounds)
     if folded_away:
         notes.append(
@@ -186,6 +234,15 @@ def import_onnx(
             "(relaxc import --no-fold-batch-norm keeps them)."
         )
     origins += [""] * (len(builder.body) - len(origins))
+    fn = Function(function_name, tuple(params), ret_type, tuple(attrs), tuple(builder.body), ret)
+    fn = _located(fn, origins, _header_lines(notes), source_name, graph.name, onnx_inputs)
+    module = Module((fn,))
+    try:
+        verify_module(module)
+    except RxError as e:  # a converter produced ill-typed IR: a bug in the importer
+        raise RxError(
+            f"the imported program does not verify (a bug in relaxc's importer): {e.message}"
+        ) from None
     return ImportResult(
         module, builder.weights, opset, _producer(model), notes, tuple(origins), dim_origins
     )

@@ -17,6 +17,7 @@ from relaxc.ir.types import DTYPE_ALIASES, TensorType
 from relaxc.ir.types import DTYPES as DTYPE_TABLE
 
 from .builder import sanitize
+from .detect import describe_non_onnx
 
 try:  # the optional extra relaxc[onnx]
     import onnx
@@ -91,9 +92,15 @@ def load_model(source: "str | Path | bytes | Any") -> Any:
     try:
         model = mod.load(str(path))
     except Exception as e:  # noqa: BLE001
+        what = describe_non_onnx(path)
+        if what is not None:
+            raise RxError(f"{path} is not an ONNX model: it is {what}") from None
         raise RxError(f"{path} is not an ONNX model (or it is damaged): {e}") from None
     if not model.graph.node and not model.graph.output:
-        raise RxError(f"{path} is not an ONNX model: it holds no graph")
+        what = describe_non_onnx(path)  # text can parse as an empty protobuf message
+        raise RxError(
+            f"{path} is not an ONNX model: " + (f"it is {what}" if what else "it holds no graph")
+        )
     return model
 
 

@@ -467,8 +467,8 @@ def test_rejects_with_a_located_message(name: str) -> None:
 def test_notes_list_the_alternatives() -> None:
     err = rejection(REJECTED["unknown_attr"][0])
     assert err.notes == (
-        "known attributes: io_in_arena, order_peak_chosen, order_peak_written, outputs, "
-        "planned, primitive, scratch, upper_bounds, workspace",
+        "known attributes: io_in_arena, onnx_inputs, onnx_outputs, order_peak_chosen, "
+        "order_peak_written, outputs, planned, primitive, scratch, upper_bounds, workspace",
     )
     err = rejection(REJECTED["upper_bounds"][0])
     assert err.notes == ("symbolic dims of @main: n",)

@@ -60,7 +60,9 @@ def test_import_build_run_matches_onnxruntime(tmp_path: Path) -> None:
         "--poison",
     )
     assert r.exit_code == 0, r.output
-    got = np.load(tmp_path / "out.npz")["output"]
+    with np.load(tmp_path / "out.npz") as out:  # under the model's output name
+        assert list(out) == [o.name for o in model.graph.output]
+        got = out[model.graph.output[0].name]
     assert_matches([got], run_ort(model, feeds), "relaxc run")
     # The written text is canonical: fmt leaves it alone.
     assert invoke("fmt", "--check", rx).exit_code == 0
