@@ -28,6 +28,7 @@ from relaxc.passes.memory_report import memory_report
 from .budget import budget_options, check_budget
 from .unbounded import unbounded, unbounded_error, unbounded_warning
 from .report_json import reports_json
+from .report_svg import program_origins
 from .report_view import summary_line
 from .options import quiet_option
 from .gc_pause import gc_paused
@@ -204,7 +205,10 @@ def build_cmd(
         with watch.step("report"):
             reports = memory_report(module, prog.module)
         if as_json:
-            click.echo(reports_json(file, reports, resolved_pipeline(req)), nl=False)
+            origins = program_origins(
+                file.name, prog.module, prog.imported, sources.get(str(file), "")
+            )
+            click.echo(reports_json(file, reports, resolved_pipeline(req), origins), nl=False)
         elif not quiet:
             for rep in reports:
                 click.echo(summary_line(rep), err=True)

@@ -29,7 +29,7 @@ from .pipeline_opts import (
     run_pipeline,
 )
 from .report_json import reports_json
-from .report_svg import origins_from_module, origins_from_text, report_html, report_svg
+from .report_svg import program_origins, report_html, report_svg
 from .report_trace import report_trace
 from .report_view import print_reports
 from .timing import Stopwatch, print_steps
@@ -114,10 +114,9 @@ def report_cmd(
         )
         watch.add_passes(timing.times)
         reports = memory_report(module, prog.module)
-        if prog.imported:  # its statements' locations name the ONNX nodes
-            origins = origins_from_module(file.name, prog.module)
-        else:
-            origins = origins_from_text(file.name, sources.get(str(file), ""))
+        origins = program_origins(
+            file.name, prog.module, prog.imported, sources.get(str(file), "")
+        )
         if as_json:
             click.echo(reports_json(file, reports, resolved_pipeline(req), origins), nl=False)
         elif not quiet:

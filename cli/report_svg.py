@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from .report_picture.html import report_html
-from .report_picture.origins import Origins, origins_from_module, origins_from_text
+from .report_picture.origins import (
+    Origins,
+    origins_from_module,
+    origins_from_text,
+    program_origins,
+)
 from .report_picture.svg import function_svg, report_svg
 
 __all__ = [
@@ -11,6 +16,7 @@ __all__ = [
     "function_svg",
     "origins_from_module",
     "origins_from_text",
+    "program_origins",
     "report_html",
     "report_svg",
 ]

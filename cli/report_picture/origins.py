@@ -79,3 +79,11 @@ def origins_from_module(file: str, module: Module) -> Origins:
                 imported.setdefault(loc.line, loc.origin)
     nodes = {k: v.removeprefix("node ") for k, v in imported.items() if v.startswith("node ")}
     return Origins(file, nodes, imported)
+
+
+def program_origins(file: str, module: Module, imported: bool, text: str) -> Origins:
+    """The origins of a program as loaded: an ONNX model imported in memory is located by
+    its nodes (``module``'s locations name them), a file of text by its lines (``text``)."""
+    if imported:
+        return origins_from_module(file, module)
+    return origins_from_text(file, text)

@@ -176,6 +176,10 @@ def test_an_imported_model_names_the_onnx_node_of_each_buffer(tmp_path: Path) ->
     joined = [b for b in f["buffers"] if b["op"] == "concat"]
     assert joined and joined[0]["onnx_node"] == {"name": "join", "op_type": "Concat"}
     assert f["peak"]["onnx_node"] is not None
+    # build --json gives the same document, ONNX nodes included
+    r = invoke("build", tmp_path / "m.onnx", "--json", "-t", "ir", "-o", tmp_path / "m.rx")
+    assert r.exit_code == 0, r.output
+    assert main_of(json.loads(r.stdout)) == f
 
 
 def _stats_rows(text: str) -> tuple[list[str], list[str]]:
