@@ -8,7 +8,13 @@ the guide shows.
   (a pipeline's is 0, that of its ``head`` or ``tail``).
 * The output: the lines shown under a command (stdout and stderr together, in any order of
   the two streams, leading and trailing spaces ignored) must be exactly the lines it
-  prints; ``| head -N``, ``| tail -N`` and ``> FILE`` apply to stdout as in a shell,
+  prints, but for the computed numbers of a ``relaxc run`` outputs table (min, max, mean,
+  first values: float results, which depend on the BLAS's summation order): a number with a
+  fraction or an exponent there may differ from the one shown by one unit in its last digit
+  plus 1e-5 of the largest such number of its row (:data:`RTOL_OF_ROW`); the table is
+  compared cell by cell, so a column a moved digit widens or a reflowed cell does not
+  matter. Everything else, integers, shapes, dtypes and memory figures included, must match
+  exactly. ``| head -N``, ``| tail -N`` and ``> FILE`` apply to stdout as in a shell,
   ``a && b`` runs b if a succeeded, ``$ cat FILE`` and ``$ ls DIR`` (one name a line) are
   understood.
 
@@ -30,6 +36,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 
 from relaxc.cli.main import cli
 
@@ -172,6 +180,102 @@ def normalized(lines: list[str]) -> list[str]:
     return sorted(line.strip() for line in lines if line.strip())
 
 
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+RTOL_OF_ROW = 1e-5
+"""How far a computed number of an outputs table may be from the one shown, in units of the
+largest magnitude of its row (besides one unit in the last digit shown): float32 results
+summed in another order (another BLAS, another blocking) differ by a few roundings of the
+magnitudes summed, not of the result (a mean near zero after cancellation moves most)."""
+
+
+@dataclass
+class OutputsTable:
+    """A ``relaxc run`` outputs table, parsed: its header cells and its rows, each row's cells
+    with the lines rich wrapped them onto joined."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+def split_outputs_tables(lines: list[str]) -> tuple[list[str], list[OutputsTable]]:
+    """``lines`` without the outputs tables (a line ``outputs``, a header with ``┃``, a rule,
+    rows with ``│``), and those tables parsed, in order. Parsed, a table's numbers can be
+    compared as numbers: a last digit that moves can widen a column and reflow the table."""
+    rest: list[str] = []
+    tables: list[OutputsTable] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == "outputs" and i + 2 < len(lines) and "┃" in lines[i + 1]:
+            header = [c.strip() for c in lines[i + 1].split("┃")]
+            rows: list[list[str]] = []
+            i += 3  # title, header, rule
+            while i < len(lines) and "│" in lines[i]:
+                cells = [c.strip() for c in lines[i].split("│")]
+                if cells[0] or not rows:
+                    rows.append(cells)
+                else:
+                    rows[-1] = [f"{a} {b}".strip() for a, b in zip(rows[-1], cells)]
+                i += 1
+            tables.append(OutputsTable(header, rows))
+            continue
+        rest.append(lines[i])
+        i += 1
+    return rest, tables
+
+
+def last_digit_unit(shown: str) -> float:
+    """One unit in the last digit of a number as written: ``0.1253`` -> 1e-4, ``6e-3`` ->
+    1e-3."""
+    mantissa, _, exponent = shown.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+def fractions(cells: list[str]) -> list[str]:
+    """The numbers of ``cells`` written with a fraction or an exponent (computed values, not
+    a shape's integers)."""
+    return [n for c in cells for n in NUMBER.findall(c) if re.search(r"[.eE]", n)]
+
+
+def cells_agree(printed: str, shown: str, scale: float) -> bool:
+    """The text of two cells is the same, and their numbers are: integers exactly, numbers
+    with a fraction or an exponent within one unit of the shown last digit plus
+    RTOL_OF_ROW times ``scale``."""
+    if NUMBER.sub("#", printed) != NUMBER.sub("#", shown):
+        return False
+    for a, b in zip(NUMBER.findall(printed), NUMBER.findall(shown)):
+        if not re.search(r"[.eE]", b):
+            if a != b:
+                return False
+        elif abs(float(a) - float(b)) > last_digit_unit(b) + RTOL_OF_ROW * scale:
+            return False
+    return True
+
+
+def tables_agree(printed: OutputsTable, shown: OutputsTable) -> bool:
+    if printed.header != shown.header or len(printed.rows) != len(shown.rows):
+        return False
+    for row, want in zip(printed.rows, shown.rows):
+        if len(row) != len(want):
+            return False
+        scale = max((abs(float(n)) for n in fractions(want)), default=0.0)
+        if not all(cells_agree(a, b, scale) for a, b in zip(row, want)):
+            return False
+    return True
+
+
+def assert_output_is_shown(lines: list[str], shown: list[str], where: str) -> None:
+    """What a command printed is what the guide shows: every line exactly, but for the
+    numbers of an outputs table (:func:`cells_agree`)."""
+    printed_rest, printed_tables = split_outputs_tables(lines)
+    shown_rest, shown_tables = split_outputs_tables(shown)
+    assert normalized(printed_rest) == normalized(shown_rest), where
+    assert len(printed_tables) == len(shown_tables), (where, lines)
+    for printed, want in zip(printed_tables, shown_tables):
+        assert tables_agree(printed, want), (where, printed, want)
+
+
 @pytest.mark.parametrize("guide", GUIDES)
 def test_the_examples_of_a_guide_run(guide: str, tmp_path: Path, monkeypatch) -> None:
     found = blocks(guide)
@@ -202,4 +306,75 @@ def test_the_examples_of_a_guide_run(guide: str, tmp_path: Path, monkeypatch) ->
             else:
                 assert status == 0, (where, lines)
             if cmd.check_output:
-                assert normalized(lines) == normalized(cmd.shown), where
+                assert_output_is_shown(lines, cmd.shown, where)
+
+
+MLP_TABLE = """outputs
+ name   ┃ shape   ┃ dtype   ┃        min ┃      max ┃ mean ┃ first values
+━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━╇━━━━━━━━━━━━━━━━━━━━
+ output │ (8, 10) │ float32 │ 0.00914641 │ 0.331597 │  0.1 │ 0.1253, 0.04201,
+        │         │         │            │          │      │ 0.07364, 0.1421
+        │         │         │            │          │      │ ...
+wrote 1 output(s) to y.npz""".splitlines()
+
+
+def agrees(printed: list[str], shown: list[str]) -> bool:
+    try:
+        assert_output_is_shown(printed, shown, "test")
+    except AssertionError:
+        return False
+    return True
+
+
+def test_a_last_digit_of_an_outputs_table_may_move() -> None:
+    """The failure of issue 28: another BLAS prints 0.00914642; and a mean that no longer
+    rounds to 0.1 widens its column and reflows the first values."""
+    moved = [MLP_TABLE[0], MLP_TABLE[1], MLP_TABLE[2]] + [
+        line.replace("0.00914641", "0.00914642") for line in MLP_TABLE[3:]
+    ]
+    assert agrees(moved, MLP_TABLE)
+    reflowed = """outputs
+ name   ┃ shape   ┃ dtype   ┃        min ┃      max ┃     mean ┃ first values
+━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━━━━━━
+ output │ (8, 10) │ float32 │ 0.00914641 │ 0.331597 │ 0.100001 │ 0.1253,
+        │         │         │            │          │          │ 0.04201, 0.07364,
+        │         │         │            │          │          │ 0.1421 ...
+wrote 1 output(s) to y.npz""".splitlines()
+    assert agrees(reflowed, MLP_TABLE)
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("0.00914641", "0.00954641"),  # 4e-4: more than 1e-5 of the row's 0.33
+        ("0.331597", "0.331697"),
+        ("0.1253,", "0.1255,"),
+        ("(8, 10)", "(8, 11)"),  # integers are exact
+        ("float32", "float64"),
+        ("output │", "outputs│"),
+        ("to y.npz", "to z.npz"),  # outside the table, every character
+    ],
+)
+def test_anything_else_that_moves_is_a_difference(old: str, new: str) -> None:
+    changed = [line.replace(old, new, 1) for line in MLP_TABLE]
+    assert changed != MLP_TABLE
+    assert not agrees(changed, MLP_TABLE)
+
+
+def test_a_missing_row_or_table_is_a_difference() -> None:
+    assert not agrees(MLP_TABLE[:3] + MLP_TABLE[6:], MLP_TABLE)
+    assert not agrees(MLP_TABLE[-1:], MLP_TABLE)
+
+
+@given(
+    st.floats(width=32, allow_nan=False, allow_infinity=False).filter(lambda x: abs(x) > 1e-37)
+)
+def test_one_float32_rounding_is_within_the_tolerance(x: float) -> None:
+    """A (normal) float32 statistic one rounding away (another summation order), printed as
+    the outputs table prints it (6 significant digits), agrees with the one shown."""
+    import numpy as np
+
+    y = float(np.nextafter(np.float32(x), np.float32(np.inf)))
+    a, b = f"{x:.6g}", f"{y:.6g}"
+    assert cells_agree(a, b, abs(x))
+    assert cells_agree(b, a, abs(y))
