@@ -4,18 +4,35 @@ Hypothesis runs without its per-example deadline: a deadline is a timing asserti
 machines the tests run on are shared and busy (a 0.1 ms example once took 290 ms under
 load and failed as "flaky"). Speed is measured by the benchmarks, never by a test.
 
+In CI (the environment variable ``CI`` set, as CI runners set it: ``CI=true``) hypothesis is
+derandomized: every run draws the same examples, so a red CI run is a change of the code,
+never a new draw; a failing example is printed with its reproduction blob. Locally the
+draws stay random (and failures are replayed from the ``.hypothesis`` database), so the
+properties keep looking for new counterexamples.
+
 Builds that tests in several folders need are made once for the session (:func:`squeezenet_c`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 from hypothesis import settings
 
 settings.register_profile("relaxc", deadline=None)
-settings.load_profile("relaxc")
+settings.register_profile(
+    "ci", parent=settings.get_profile("relaxc"), derandomize=True, database=None, print_blob=True
+)
+
+
+def in_ci(environ: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+    """``CI`` is set to something other than empty, ``0`` or ``false``."""
+    return environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+settings.load_profile("ci" if in_ci() else "relaxc")
 
 
 @pytest.fixture(scope="session")
