@@ -112,6 +112,30 @@ def shared_artefact_groups(items: list[pytest.Item]) -> dict[str, str]:
     return {nodeid: find(keys[0]) for nodeid, keys in keys_of.items()}
 
 
+LONG_TIER = ("fuzz", "sanitize_model")
+"""The markers of long runs that ``pytest -q`` skips (tests/fuzz/conftest.py,
+tests/backend/c/conftest.py); each is also ``slow``, so ``pytest -m slow`` runs them all."""
+
+
+def asks_for(config: pytest.Config, marker: str) -> bool:
+    """The ``-m`` expression names ``marker`` (and not as ``not marker``)."""
+    expr = config.getoption("markexpr") or ""
+    return marker in expr and f"not {marker}" not in expr
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long tier: a test marked ``slow`` is skipped unless ``-m`` asks for it (those of
+    :data:`LONG_TIER` are marked ``slow`` here, and skipped by their folder's conftest.py,
+    which says how to run them)."""
+    skip = pytest.mark.skip(reason="long tier: run it with pytest -m slow (README: Tests)")
+    for item in items:
+        if any(item.get_closest_marker(m) is not None for m in LONG_TIER):
+            item.add_marker(pytest.mark.slow)
+        elif item.get_closest_marker("slow") is not None and not asks_for(config, "slow"):
+            item.add_marker(skip)
+
+
 GROUPS_DIR = pytest.StashKey[Path]()
 """The controller's folder where the workers write :func:`shared_artefact_groups`."""
 
