@@ -8,8 +8,15 @@ the guide shows.
   (a pipeline's is 0, that of its ``head`` or ``tail``).
 * The output: the lines shown under a command (stdout and stderr together, in any order of
   the two streams, leading and trailing spaces ignored) must be exactly the lines it
-  prints; ``| head -N``, ``| tail -N`` and ``> FILE`` apply to stdout as in a shell,
-  ``a && b`` runs b if a succeeded, ``$ cat FILE`` and ``$ ls DIR`` (one name a line) are
+  prints, but for the statistics of a float output in a ``relaxc run`` outputs table (min,
+  max, mean, first values: float results, whose last digits depend on the BLAS and its
+  summation order): each number there may differ from the one shown by one unit in its
+  last digit plus 1e-5 of the largest magnitude among them in its row
+  (:data:`RTOL_OF_ROW`); the table is compared cell by cell, so a column a moved digit
+  widens or a reflowed cell does not matter. Everything else (names, shapes, dtypes, an
+  integer output's statistics, memory figures) must match exactly. ``| head -N``,
+  ``| tail -N`` and ``> FILE`` apply to stdout as in a shell, ``a && b`` runs b if a
+  succeeded, ``$ cat FILE`` and ``$ ls DIR`` (one name a line) are
   understood.
 
 A block preceded by ``<!-- example: file NAME -->`` is the text of a file the later
@@ -30,6 +37,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from relaxc.cli.main import cli
 
@@ -172,6 +181,111 @@ def normalized(lines: list[str]) -> list[str]:
     return sorted(line.strip() for line in lines if line.strip())
 
 
+NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+
+RTOL_OF_ROW = 1e-5
+"""How far a float output's statistic may be from the one shown, in units of the largest
+magnitude among its row's statistics (besides one unit in the last digit shown): float32 results
+summed in another order (another BLAS, another blocking) differ by a few roundings of the
+magnitudes summed, not of the result (a mean near zero after cancellation moves most)."""
+
+
+@dataclass
+class OutputsTable:
+    """A ``relaxc run`` outputs table, parsed: its header cells and its rows, each row's cells
+    with the lines rich wrapped them onto joined."""
+
+    header: list[str]
+    rows: list[list[str]]
+
+
+def split_outputs_tables(lines: list[str]) -> tuple[list[str], list[OutputsTable]]:
+    """``lines`` without the outputs tables (a line ``outputs``, a header with ``┃``, a rule,
+    rows with ``│``), and those tables parsed, in order. Parsed, a table's numbers can be
+    compared as numbers: a last digit that moves can widen a column and reflow the table."""
+    rest: list[str] = []
+    tables: list[OutputsTable] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() == "outputs" and i + 2 < len(lines) and "┃" in lines[i + 1]:
+            header = [c.strip() for c in lines[i + 1].split("┃")]
+            rows: list[list[str]] = []
+            i += 3  # title, header, rule
+            while i < len(lines) and "│" in lines[i]:
+                cells = [c.strip() for c in lines[i].split("│")]
+                if cells[0] or not rows:
+                    rows.append(cells)
+                else:
+                    rows[-1] = [f"{a} {b}".strip() for a, b in zip(rows[-1], cells)]
+                i += 1
+            tables.append(OutputsTable(header, rows))
+            continue
+        rest.append(lines[i])
+        i += 1
+    return rest, tables
+
+
+def last_digit_unit(shown: str) -> float:
+    """One unit in the last digit of a number as written: ``0.1253`` -> 1e-4, ``6e-3`` ->
+    1e-3."""
+    mantissa, _, exponent = shown.lower().partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    return 10.0 ** (int(exponent or 0) - decimals)
+
+
+EXACT_COLUMNS = ("name", "shape", "dtype")
+"""The columns of an outputs table that are not computed: compared exactly."""
+
+
+def cells_agree(printed: str, shown: str, scale: float) -> bool:
+    """Two cells of a float output's statistics: the same text around the numbers, and each
+    number within one unit of the shown one's last digit plus RTOL_OF_ROW times ``scale``
+    (written ``0.1253``, ``6e-3`` or, %g of a large float, ``262145``)."""
+    if NUMBER.sub("#", printed) != NUMBER.sub("#", shown):
+        return False
+    return all(
+        abs(float(a) - float(b)) <= last_digit_unit(b) + RTOL_OF_ROW * scale
+        for a, b in zip(NUMBER.findall(printed), NUMBER.findall(shown))
+    )
+
+
+def tables_agree(printed: OutputsTable, shown: OutputsTable) -> bool:
+    """The same header and rows; the statistics of a float output (every column but
+    :data:`EXACT_COLUMNS`) by :func:`cells_agree` with the largest magnitude among them as the
+    scale, every other cell (an integer or bool output's statistics too) exactly."""
+    if printed.header != shown.header or len(printed.rows) != len(shown.rows):
+        return False
+    dtype = shown.header.index("dtype") if "dtype" in shown.header else None
+    for row, want in zip(printed.rows, shown.rows):
+        if len(row) != len(want):
+            return False
+        computed = [
+            i
+            for i, column in enumerate(shown.header)
+            if column not in EXACT_COLUMNS
+            and dtype is not None
+            and re.fullmatch(r"b?float\d+", want[dtype])
+        ]
+        scale = max(
+            (abs(float(n)) for i in computed for n in NUMBER.findall(want[i])), default=0.0
+        )
+        for i, (a, b) in enumerate(zip(row, want)):
+            if not (cells_agree(a, b, scale) if i in computed else a == b):
+                return False
+    return True
+
+
+def assert_output_is_shown(lines: list[str], shown: list[str], where: str) -> None:
+    """What a command printed is what the guide shows: every line exactly, but for the
+    numbers of an outputs table (:func:`cells_agree`)."""
+    printed_rest, printed_tables = split_outputs_tables(lines)
+    shown_rest, shown_tables = split_outputs_tables(shown)
+    assert normalized(printed_rest) == normalized(shown_rest), where
+    assert len(printed_tables) == len(shown_tables), (where, lines)
+    for printed, want in zip(printed_tables, shown_tables):
+        assert tables_agree(printed, want), (where, printed, want)
+
+
 @pytest.mark.parametrize("guide", GUIDES)
 def test_the_examples_of_a_guide_run(guide: str, tmp_path: Path, monkeypatch) -> None:
     found = blocks(guide)
@@ -202,4 +316,82 @@ def test_the_examples_of_a_guide_run(guide: str, tmp_path: Path, monkeypatch) ->
             else:
                 assert status == 0, (where, lines)
             if cmd.check_output:
-                assert normalized(lines) == normalized(cmd.shown), where
+                assert_output_is_shown(lines, cmd.shown, where)
+
+
+MLP_TABLE = """outputs
+ name   ┃ shape   ┃ dtype   ┃        min ┃      max ┃ mean ┃ first values
+━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━╇━━━━━━━━━━━━━━━━━━━━
+ output │ (8, 10) │ float32 │ 0.00914641 │ 0.331597 │  0.1 │ 0.1253, 0.04201,
+        │         │         │            │          │      │ 0.07364, 0.1421
+        │         │         │            │          │      │ ...
+wrote 1 output(s) to y.npz""".splitlines()
+
+
+def agrees(printed: list[str], shown: list[str]) -> bool:
+    try:
+        assert_output_is_shown(printed, shown, "test")
+    except AssertionError:
+        return False
+    return True
+
+
+def test_a_last_digit_of_an_outputs_table_may_move() -> None:
+    """The failure of issue 28: another BLAS prints 0.00914642; and a mean that no longer
+    rounds to 0.1 widens its column and reflows the first values."""
+    moved = [MLP_TABLE[0], MLP_TABLE[1], MLP_TABLE[2]] + [
+        line.replace("0.00914641", "0.00914642") for line in MLP_TABLE[3:]
+    ]
+    assert agrees(moved, MLP_TABLE)
+    reflowed = """outputs
+ name   ┃ shape   ┃ dtype   ┃        min ┃      max ┃     mean ┃ first values
+━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━╇━━━━━━━━━━━━━━━━
+ output │ (8, 10) │ float32 │ 0.00914641 │ 0.331597 │ 0.100001 │ 0.1253,
+        │         │         │            │          │          │ 0.04201, 0.07364,
+        │         │         │            │          │          │ 0.1421 ...
+wrote 1 output(s) to y.npz""".splitlines()
+    assert agrees(reflowed, MLP_TABLE)
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("0.00914641", "0.00954641"),  # 4e-4: more than 1e-5 of the row's 0.33
+        ("0.331597", "0.331697"),
+        ("0.1253,", "0.1255,"),
+        ("(8, 10)", "(8, 11)"),  # shapes are exact
+        ("float32", "float64"),
+        ("output │", "outputs│"),
+        ("to y.npz", "to z.npz"),  # outside the table, every character
+    ],
+)
+def test_anything_else_that_moves_is_a_difference(old: str, new: str) -> None:
+    changed = [line.replace(old, new, 1) for line in MLP_TABLE]
+    assert changed != MLP_TABLE
+    assert not agrees(changed, MLP_TABLE)
+
+
+def test_an_integer_output_is_compared_exactly() -> None:
+    ints = [line.replace("float32", "int32  ") for line in MLP_TABLE]
+    assert agrees(ints, ints)
+    assert not agrees([line.replace("0.1253", "0.1254") for line in ints], ints)
+    assert agrees([line.replace("0.1253", "0.1254") for line in MLP_TABLE], MLP_TABLE)
+
+
+def test_a_missing_row_or_table_is_a_difference() -> None:
+    assert not agrees(MLP_TABLE[:3] + MLP_TABLE[6:], MLP_TABLE)
+    assert not agrees(MLP_TABLE[-1:], MLP_TABLE)
+
+
+@given(st.floats(-(2.0**127), 2.0**127, width=32).filter(lambda x: abs(x) > 1e-37))
+@example(0.00914641)
+def test_one_float32_rounding_is_within_the_tolerance(x: float) -> None:
+    """A (normal, not the largest) float32 statistic one rounding away (another summation
+    order), printed as the outputs table prints it (6 significant digits), agrees with the
+    one shown."""
+    import numpy as np
+
+    y = float(np.nextafter(np.float32(x), np.float32(np.inf)))
+    a, b = f"{x:.6g}", f"{y:.6g}"
+    assert cells_agree(a, b, abs(x))
+    assert cells_agree(b, a, abs(y))

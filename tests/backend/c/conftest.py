@@ -1,6 +1,7 @@
 """Whole-model sanitizer runs (``@pytest.mark.sanitize_model``: SqueezeNet built -O0 with
 ASan and UBSan: half a minute to minutes on a busy machine) run only when asked for:
-``pytest -m sanitize_model tests/backend/c``. Plain ``pytest`` skips them.
+``pytest -m sanitize_model tests/backend/c`` (or with the whole long tier, ``pytest -m
+slow``). Plain ``pytest`` skips them.
 
 The samples' C builds (:func:`sample_builds`) are compiled once for the session."""
 
@@ -13,6 +14,8 @@ import pytest
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 
+from tests.conftest import asks_for
+
 from .cbuild import Built, build_all, emit
 
 MARK = "sanitize_model"
@@ -23,8 +26,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    expr = config.getoption("markexpr") or ""
-    if MARK in expr and f"not {MARK}" not in expr:
+    if asks_for(config, MARK) or asks_for(config, "slow"):
         return
     skip = pytest.mark.skip(reason=f"slow: run it with pytest -m {MARK} tests/backend/c")
     for item in items:
