@@ -60,6 +60,7 @@ from relaxc.ir.types import (
 )
 from relaxc.ir.vocab import ALLOC_STORAGE, MEMORY_VIEW
 
+from ..deep_calls import call_depth, run_nested
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from ..packed import PACKED_IMPLS, PackedContext
 from ..values import as_arrays, copy_value, fresh
@@ -95,6 +96,10 @@ class VirtualMachine:
             f.specs.clear()
         return self.pool.trim()
 
+    def _callees(self, index: int) -> list[int]:
+        """The functions (by index) that function ``index`` calls or invokes."""
+        return [ins.func for ins in self._fns[index].vf.instrs if ins.func is not None]
+
     def run(
         self, fn_name: str = "main", args: Sequence[Any] = (), dims: Mapping[str, int] | None = None
     ) -> Any:
@@ -106,10 +111,13 @@ class VirtualMachine:
         args = [copy_value(a) for a in args]
         self.stats = self.pool.stats = MemoryStats()
         env = bind_dims(vf.ir, args, dims)  # type: ignore[arg-type]
+        depth = call_depth([vf.index], self._callees)
         with np.errstate(all="ignore"):  # as the interpreter: IEEE results, no numpy warnings
             if f.primitive:
                 return _copy_out(fresh(f.call_primitive(args, env), args))
-            result, blocks = f.call(args, [()] * len(args), env)
+            result, blocks = run_nested(
+                depth, fn_name, lambda: f.call(args, [()] * len(args), env)
+            )
         if f.io_in_arena:
             # Inputs and outputs in the arena: the outputs are read from it at the end, and
             # the arena goes back to the pool like any other block.
