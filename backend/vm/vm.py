@@ -115,9 +115,7 @@ class VirtualMachine:
         with np.errstate(all="ignore"):  # as the interpreter: IEEE results, no numpy warnings
             if f.primitive:
                 return _copy_out(fresh(f.call_primitive(args, env), args))
-            result, blocks = run_nested(
-                depth, fn_name, lambda: f.call(args, [()] * len(args), env)
-            )
+            result, blocks = run_nested(depth, fn_name, lambda: f.call(args, [()] * len(args), env))
         if f.io_in_arena:
             # Inputs and outputs in the arena: the outputs are read from it at the end, and
             # the arena goes back to the pool like any other block.

@@ -31,6 +31,9 @@ from relaxc.passes.reorder_for_memory import (
     CHOSEN_ATTR,
     WRITTEN_ATTR,
     OrderProblem,
+    _cuts,
+    _spans,
+    _Stretch,
     ReorderForMemory,
     build_model,
     order_peak,
@@ -686,3 +689,94 @@ def test_shufflenet_arena_below_the_written_order() -> None:
             weights[s.value.args[0]] = rng.uniform(0.5, 1.5, t.shape).astype(np.float32)
     a, b = run_both(module, reordered, weights=weights)
     assert_same_results(a, b)
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 28: linear in the length of the function.
+
+
+def cuts_by_definition(p: OrderProblem) -> list[int]:
+    """The nodes every other node precedes or follows, from the sets of ancestors and
+    descendants (quadratic; the definition the pass's linear count must agree with)."""
+    anc: list[set[int]] = [set() for _ in range(p.n)]
+    for v in range(p.n):
+        for u in p.preds[v]:
+            anc[v] |= anc[u] | {u}
+    desc: list[set[int]] = [set() for _ in range(p.n)]
+    for v in range(p.n):
+        for u in anc[v]:
+            desc[u].add(v)
+    return [v for v in range(p.n) if anc[v] == set(range(v)) and desc[v] == set(range(v + 1, p.n))]
+
+
+@st.composite
+def dags(draw, max_nodes: int = 30) -> OrderProblem:
+    """Random DAGs in written order, sparse or dense, often with chains (which have cuts)."""
+    n = draw(st.integers(1, max_nodes))
+    density = draw(st.sampled_from([0, 1, 2, 5]))
+    preds = []
+    for v in range(n):
+        chained = v > 0 and draw(st.booleans())
+        preds.append(
+            tuple(
+                u
+                for u in range(v)
+                if (chained and u == v - 1) or (density and draw(st.integers(0, 9)) < density)
+            )
+        )
+    return OrderProblem(n, preds)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags())
+def test_cuts_are_the_nodes_every_other_precedes_or_follows(p: OrderProblem) -> None:
+    assert _cuts(p) == cuts_by_definition(p)
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems())
+def test_cuts_of_the_search_problems(p: OrderProblem) -> None:
+    assert _cuts(p) == cuts_by_definition(p)
+
+
+def long_stretch(n: int) -> str:
+    """A chain of n adds with a value nobody reads at the start: no node is preceded or
+    followed by all the others, so the whole chain is one stretch of the search."""
+    lines = ["  %dead = exp(%x)", "  %v0 = relu(%x)"]
+    lines += [f"  %v{i} = add(%v{i - 1}, %x)" for i in range(1, n)]
+    return (
+        "fn @main(%x: Tensor[(8, 8), f32]) -> Tensor[(8, 8), f32] {\n"
+        + "\n".join(lines)
+        + f"\n  return %v{n - 1}\n}}\n"
+    )
+
+
+def stretch_bits(n: int) -> tuple[int, int]:
+    """(nodes of the longest stretch, bits of all the node sets the search keeps for it)."""
+    m = parse(long_stretch(n))
+    model = build_model(m.get("main"), m, verify_module(m)["main"])
+    assert model is not None
+    p = model.problem
+    stretch = _Stretch(p, 0, p.n, _spans(p))  # one stretch: there is no cut
+    bits = sum(w[1].bit_length() for w in stretch.preds)
+    for touched in stretch.touch:
+        bits += sum(s.births[1].bit_length() + s.users[1].bit_length() for s in touched)
+    bits += sum(w[1].bit_length() for credits in stretch.credits for w, _ in credits)
+    return stretch.m, bits
+
+
+def test_the_node_sets_of_a_long_stretch_grow_linearly() -> None:
+    # Bit masks over the whole stretch would take m * m / 2 bits for the predecessors alone
+    # (3.7 GiB for the generated 100k-binding module); windows take a few bits per node.
+    m1, bits1 = stretch_bits(500)
+    m4, bits4 = stretch_bits(2000)
+    assert _cuts(parse_model_problem(long_stretch(500))) == []
+    assert m4 > 3 * m1
+    assert bits4 <= 10 * m4 and bits4 <= 5 * bits1
+
+
+def parse_model_problem(text: str) -> OrderProblem:
+    m = parse(text)
+    model = build_model(m.get("main"), m, verify_module(m)["main"])
+    assert model is not None
+    return model.problem
