@@ -35,7 +35,8 @@ the Python frames of one level use; the stack is reserved, not touched, so unuse
 nothing)."""
 
 _MIN_STACK = 32 * 1024 * 1024
-_HEADROOM = 1_000  # frames for what runs around the calls (numpy, kernels, the CLI)
+_MARGIN = 200  # frames a run needs beside its calls (a kernel, numpy), on this thread
+_HEADROOM = 1_000  # the same, generously, on a worker thread
 
 _turns = threading.Lock()  # one deep run at a time changes the recursion limit
 
@@ -87,11 +88,13 @@ def _frames_in_use() -> int:
 def run_nested(depth: int, entry: str, work: Callable[[], T]) -> T:
     """``work()``, which runs ``entry`` and may nest calls ``depth`` deep: on this thread
     when the recursion limit allows it, else on a worker thread with room for them (its
-    result returned, its exception raised here)."""
+    result returned, its exception raised here). The work sets up what is per thread itself
+    (numpy's error state)."""
     check_call_depth(depth, entry)
-    need = depth * FRAMES_PER_CALL + _HEADROOM
-    if _frames_in_use() + need <= sys.getrecursionlimit():
+    in_use = _frames_in_use()
+    if in_use + depth * FRAMES_PER_CALL + _MARGIN <= sys.getrecursionlimit():
         return work()
+    need = in_use + depth * FRAMES_PER_CALL + _HEADROOM
     outcome: list = []
 
     def target() -> None:
@@ -106,7 +109,7 @@ def run_nested(depth: int, entry: str, work: Callable[[], T]) -> T:
         try:
             threading.stack_size(max(_MIN_STACK, depth * _STACK_PER_CALL))
             worker = threading.Thread(target=target, name=f"relaxc run @{entry}", daemon=True)
-            sys.setrecursionlimit(max(old_limit, need + _HEADROOM))
+            sys.setrecursionlimit(max(old_limit, need))
             worker.start()
         finally:
             threading.stack_size(old_stack)

@@ -134,10 +134,14 @@ class Interpreter:
         args = [copy_value(a) for a in args]
         env = bind_dims(fn, args, dims)
         depth = call_depth([fn_name], self._callees)
-        with np.errstate(
-            all="ignore"
-        ):  # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn
-            result, held = run_nested(depth, fn_name, lambda: self._call(fn, args, env))
+
+        def work() -> tuple[Any, int]:
+            # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn (numpy's error
+            # state is per thread: set where the work runs)
+            with np.errstate(all="ignore"):
+                return self._call(fn, args, env)
+
+        result, held = run_nested(depth, fn_name, work)
         self.stats.free(held)  # the caller gets copies; the program holds nothing any more
         return copy_value(result)
 
