@@ -8,8 +8,9 @@ Two tables:
    FILE.rxb -q``, one subprocess each), its wall time and its peak resident memory (the
    child's own ``ru_maxrss``, from ``os.wait4``), and both per binding relative to the
    smallest size (1.00: linear).
-2. **Each step** (parse, verify, every pass of the vm pipeline followed by the verifier as
-   ``relaxc build`` runs it, the report, the VM code) on ``chain_program(N)`` (a chain of
+2. **Each step** (parse, verify, every pass of the vm pipeline, each followed by the
+   verifier as ``relaxc build`` runs it, the row "+ verify", then the report and the VM
+   code) on ``chain_program(N)`` (a chain of
    in-place ops, the shape that showed ComputeInPlace quadratic) and ``layered_program(N)``
    at 1k, 4k and 16k statements by default: seconds at each size, and the growth: time at
    the largest size over time at the smallest, divided by the ratio of the sizes (1.0:
@@ -98,7 +99,7 @@ def _child(path: str) -> None:
         types = timed("verify", lambda: verify_module(module))
         for p in assemble_pipeline("vm", None, (), ()):
             module = timed(p.name, lambda: p.run(module, types))
-            types = timed(f"  {p.name}: verify", lambda: verify_module(module))
+            types = timed("  + verify", lambda: verify_module(module))
     timed("report", lambda: memory_report(module))
     with gc_paused():
         timed("VM code", lambda: compile_module(module, {}, types))
