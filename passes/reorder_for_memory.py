@@ -440,24 +440,29 @@ def schedule(p: OrderProblem, beam: int = 64, max_states: int = 100_000) -> Sear
         start = c + 1
     if start < p.n:
         pieces.append((start, p.n))
-    stretches = []
+    # Only stretches of two nodes or more can be searched: the others give their written
+    # peak and bounds and are dropped at once (a chain is one stretch per node).
+    stretches: dict[int, _Stretch] = {}
+    written_peaks: list[int] = []
+    floor = 0  # every order reaches this at some step: a stretch at or below it stays
     spans.sort(key=lambda b: b[1])
     active: list[tuple[int, int, int]] = []  # buffers touched at or before the piece
     k = 0
-    for lo, hi in pieces:
+    for i, (lo, hi) in enumerate(pieces):
         while k < len(spans) and spans[k][1] < hi:
             active.append(spans[k])
             k += 1
         active = [b for b in active if b[2] >= lo]  # not over before the piece
-        stretches.append(_Stretch(p, lo, hi, active))
-    written_peaks = [st.written_peak() for st in stretches]
-    # Every order reaches this at some step: a stretch written at or below it is left alone.
-    floor = max((b for st in stretches for b in st.bounds), default=0)
+        st = _Stretch(p, lo, hi, active)
+        written_peaks.append(st.written_peak())
+        floor = max(floor, max(st.bounds, default=0))
+        if st.m > 1:
+            stretches[i] = st
     orders: list[list[int] | None] = [None] * len(pieces)
     peaks = list(written_peaks)
     exact = True
     used = 0
-    todo = [i for i, w in enumerate(written_peaks) if w > floor and stretches[i].m > 1]
+    todo = [i for i, w in enumerate(written_peaks) if w > floor and i in stretches]
     for i in sorted(todo, key=lambda i: (-written_peaks[i], i)):  # the highest first
         st, w = stretches[i], written_peaks[i]
         found, peak, complete, work = _solve(st, w, beam, max_states - used)
