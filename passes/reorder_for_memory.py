@@ -142,8 +142,8 @@ class OrderProblem:
 
     The sets are lists of node numbers, not bit masks over all nodes: a mask naming node
     ``v`` is ``v`` bits long, so masks per node would take memory quadratic in the length
-    of the function (the search makes masks over one stretch of nodes, kept short).
-    """
+    of the function. The search's sets of nodes run are masks over one stretch, held only
+    for the level in hand; every fixed set of a stretch is a window (:data:`Window`)."""
 
     n: int
     preds: list[tuple[int, ...]]
