@@ -52,6 +52,7 @@ from relaxc.ir.ops.memory import view_bytes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, CONST, KILL_OBJECT, KILL_OPS, MEMORY_VIEW
 from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
+from .deep_calls import call_depth, run_nested
 from .inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from .packed import C_TARGET_OPS, PACKED_IMPLS, PackedContext, c_target_only
 from .values import as_arrays, copy_value, fresh
@@ -132,12 +133,29 @@ class Interpreter:
             raise RxError(f"the module has no function @{fn_name}")
         args = [copy_value(a) for a in args]
         env = bind_dims(fn, args, dims)
-        with np.errstate(
-            all="ignore"
-        ):  # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn
-            result, held = self._call(fn, args, env)
+        depth = call_depth([fn_name], self._callees)
+
+        def work() -> tuple[Any, int]:
+            # inf * 0 is nan, quietly: kernels follow IEEE, they do not warn (numpy's error
+            # state is per thread: set where the work runs)
+            with np.errstate(all="ignore"):
+                return self._call(fn, args, env)
+
+        result, held = run_nested(depth, fn_name, work)
         self.stats.free(held)  # the caller gets copies; the program holds nothing any more
         return copy_value(result)
+
+    def _callees(self, name: str) -> list[str]:
+        """The functions ``name`` calls (by ``call`` or ``invoke``), in written order."""
+        fn = self.functions.get(name)
+        out: list[str] = []
+        for s in fn.body if fn is not None else ():
+            e = s.value
+            if isinstance(e, CallFunc):
+                out.append(e.func)
+            elif isinstance(e, Invoke) and e.is_func:
+                out.append(e.target)
+        return out
 
     # -- frames -----------------------------------------------------------------------
     def _call(self, fn: Function, args: Sequence[Any], dim_env: dict[str, int]) -> tuple[Any, int]:

@@ -60,3 +60,23 @@ def layered_program(n_bindings: int, seed: int = 0, width: int = 16) -> str:
     lines.append(f"  return %{live[-1]}")
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def chain_program(n_statements: int, width: int = 16, add_every: int = 0) -> str:
+    """Text of a module whose @main is one chain of ``n_statements`` elementwise ops, each
+    reading the one before (with ``add_every = k``, every k-th is an ``add`` that also reads
+    the one before that): every op may run in place, so ComputeInPlace, the planner and the
+    liveness see one long chain of views of one buffer."""
+    unary = ["relu", "tanh", "exp", "negative"]
+    lines = [
+        f"fn @main(%x: Tensor[({width}, {width}), f32]) -> Tensor[({width}, {width}), f32] {{",
+        "  %v0 = relu(%x)",
+    ]
+    for i in range(1, n_statements):
+        if add_every and i % add_every == 0 and i >= 2:
+            lines.append(f"  %v{i} = add(%v{i - 1}, %v{i - 2})")
+        else:
+            lines.append(f"  %v{i} = {unary[i % len(unary)]}(%v{i - 1})")
+    lines.append(f"  return %v{n_statements - 1}")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

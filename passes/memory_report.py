@@ -467,23 +467,35 @@ def _writers(
             base_of[s.name] = view.args[0].name
         if isinstance(inv, Invoke):
             invokes.append((inv, s.loc.line if s.loc is not None else 0))
+    first_ops: dict[str, str] = {}  # callee -> its first kernel op (each callee read once)
     for inv, line in invokes:
         op = inv.target
         if inv.is_func:
-            callee = module.get(inv.target)
-            ops = [b.value.op for b in callee.body if isinstance(b.value, Call)] if callee else []
-            op = next((o for o in ops if o not in (CONST, ALLOC_TENSOR)), inv.target)
+            if op not in first_ops:
+                callee = module.get(op)
+                body = callee.body if callee is not None else ()
+                ops = [b.value.op for b in body if isinstance(b.value, Call)]
+                first_ops[op] = next((o for o in ops if o not in (CONST, ALLOC_TENSOR)), op)
+            op = first_ops[op]
         for v in inv.outs:
             out.setdefault(v.name, (op, line))
         if inv.scratch is not None:
             out.setdefault(inv.scratch.name, (f"{op} scratch", line))
     # A tensor written only through views of it (the slices of an elided concat) is made by
     # the op of the program as given; failing that, a concat when its views are written at
-    # two offsets or more, else the first op that writes one of them.
+    # two offsets or more, else the first op that writes one of them. Each chain of views
+    # is walked once (memoised), so a long chain of in-place views stays linear.
+    root_of: dict[str, str] = {}  # a view -> the tensor at the end of its chain of views
+    for view in base_of:
+        chain = [view]
+        while chain[-1] in base_of and chain[-1] not in root_of:
+            chain.append(base_of[chain[-1]])
+        root = root_of.get(chain[-1], chain[-1])
+        for v in chain[:-1]:
+            root_of[v] = root
     joined, _ = explicit_values(fn)
-    for view, base in base_of.items():
-        while base in base_of:
-            base = base_of[base]
+    for view in base_of:
+        base = root_of[view]
         if view in out and base not in out:
             if base in made_by or joined.get(base, 0) > 1:  # its own op, on its own line
                 out[base] = (made_by.get(base, CONCAT), bound_at.get(base, out[view][1]))

@@ -230,6 +230,15 @@ class _Planner:
         if not intermediates:
             return None
         workspace_items: list[tuple[str, TensorType, int, int]] = []
+        # Statements come in order, so an occupant whose life ended before the current one
+        # is disjoint from it and from every later one: only the others are compared (a
+        # chain of in-place ops fills one output with thousands of values, one live at a
+        # time). And the earliest definition of an occupant filling all of each output.
+        active = {k: list(occ) for k, occ in occupants.items()}
+        exact_from: dict[int, int] = {}
+        for k, occ in occupants.items():
+            for _r, rd, _ in occ:  # each fills all of the output (``_fits_exactly`` above)
+                exact_from[k] = min(exact_from.get(k, rd), rd)
         for stmt in intermediates:
             t = self.types[stmt.name]
             d, u = self.span(stmt.name)
@@ -250,12 +259,14 @@ class _Planner:
                 # output itself, live from its first write to the end: nothing smaller may
                 # come after one (or after the result) in that output's bytes.
                 whole = self._fits_exactly(t, out)
-                if not whole and any(
-                    rd < d and self._fits_exactly(self.types[r], out) for r, rd, _ in occupants[k]
-                ):
+                if not whole and exact_from.get(k, d) < d:
                     continue
-                if all(self._disjoint((stmt.name, d, u), occ) for occ in occupants[k]):
+                live = active[k] = [occ for occ in active[k] if occ[2] >= d]
+                if all(self._disjoint((stmt.name, d, u), occ) for occ in live):
                     occupants[k].append((stmt.name, d, u))
+                    live.append((stmt.name, d, u))
+                    if whole:
+                        exact_from[k] = min(exact_from.get(k, d), d)
                     slots[stmt.name] = Slot("out", k, 0)
                     break
             else:
@@ -305,11 +316,14 @@ class _Planner:
         # Values computed in place over one that dies there share its slot: walk in order,
         # and let a value join the group whose latest member it overwrites.
         span = {name: (d, u) for name, _t, d, u in items}
+        dying_at: dict[int, list[str]] = {}  # statement -> the values last used there
+        for name, (_d, u) in span.items():
+            dying_at.setdefault(u, []).append(name)
         group: dict[str, str] = {}
         tail: dict[str, str] = {}  # group -> its latest member
         for name, _t, d, _u in sorted(items, key=lambda it: it[2]):
             group[name] = name
-            for src in span:
+            for src in dying_at.get(d, ()):
                 g = group.get(src)
                 if (
                     g is not None

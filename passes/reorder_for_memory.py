@@ -86,7 +86,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import ClassVar, Mapping
+from typing import ClassVar, Iterable, Mapping
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import flatten, param_aliases_of_result
@@ -129,56 +129,66 @@ CHOSEN_ATTR = "order_peak_chosen"
 class OrderProblem:
     """Nodes ``0 .. n-1`` in written order (a topological order) and the buffers they make.
 
-    ``preds[v]`` is the bit mask of ``v``'s direct predecessors. Buffer ``b`` has
-    ``sizes[b]`` bytes, is born when the first node of the mask ``births[b]`` runs, and is
-    freed once every node of ``users[b]`` (and of ``births[b]``) has run; with no users it is
-    live only while the node making it runs. ``inplace[v]`` lists ``(b, bytes)``: when ``v``
-    runs as the last user of buffer ``b``, ``v``'s result takes ``b``'s bytes, so the step
-    needs ``bytes`` less.
+    ``preds[v]`` lists ``v``'s direct predecessors (node numbers, each below ``v``). Buffer
+    ``b`` has ``sizes[b]`` bytes, is born when the first node of ``births[b]`` runs, and is
+    freed once every node of ``users[b]`` (and of ``births[b]``) has run; with no users it
+    is live only while the node making it runs. ``inplace[v]`` lists ``(b, bytes)``: when
+    ``v`` runs as the last user of buffer ``b``, ``v``'s result takes ``b``'s bytes, so the
+    step needs ``bytes`` less.
 
     The memory of the step running ``v`` after the set ``S`` of nodes already run is the
     bytes live after ``S``, plus the buffers ``v`` makes, minus an in-place credit; the peak
     of an order is its largest step.
-    """
+
+    The sets are lists of node numbers, not bit masks over all nodes: a mask naming node
+    ``v`` is ``v`` bits long, so masks per node would take memory quadratic in the length
+    of the function. The search's sets of nodes run are masks over one stretch, held only
+    for the level in hand; every fixed set of a stretch is a window (:data:`Window`)."""
 
     n: int
-    preds: list[int]
+    preds: list[tuple[int, ...]]
     sizes: list[int] = field(default_factory=list)
-    births: list[int] = field(default_factory=list)
-    users: list[int] = field(default_factory=list)
+    births: list[tuple[int, ...]] = field(default_factory=list)
+    users: list[tuple[int, ...]] = field(default_factory=list)
     inplace: list[list[tuple[int, int]]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if not self.inplace:
             self.inplace = [[] for _ in range(self.n)]
 
-    def add_buffer(self, size: int, births: int, users: int) -> int:
+    def add_buffer(self, size: int, births: Iterable[int], users: Iterable[int]) -> int:
         self.sizes.append(size)
-        self.births.append(births)
-        self.users.append(users)
+        self.births.append(tuple(sorted(set(births))))
+        self.users.append(tuple(sorted(set(users))))
         return len(self.sizes) - 1
 
     def is_topological(self, order: list[int]) -> bool:
-        done = 0
+        done: set[int] = set()
         for v in order:
-            if self.preds[v] & ~done or done >> v & 1:
+            if v in done or not set(self.preds[v]) <= done:
                 return False
-            done |= 1 << v
-        return done == (1 << self.n) - 1
+            done.add(v)
+        return len(done) == self.n
 
     def peak(self, order: list[int]) -> int:
-        """The peak of ``order``, evaluated step by step from the definition (no search)."""
-        done = 0
+        """The peak of ``order``, evaluated step by step from the definition (no search;
+        quadratic: a reference for small problems)."""
+        done: set[int] = set()
         best = 0
         for v in order:
-            bit = 1 << v
             live = sum(
-                s for s, b, u in zip(self.sizes, self.births, self.users) if b & done and u & ~done
+                s
+                for s, b, u in zip(self.sizes, self.births, self.users)
+                if done.intersection(b) and not done.issuperset(u)
             )
-            made = sum(s for s, b in zip(self.sizes, self.births) if b & bit and not b & done)
-            credit = max((c for b, c in self.inplace[v] if self.users[b] & ~done == bit), default=0)
+            made = sum(
+                s for s, b in zip(self.sizes, self.births) if v in b and not done.intersection(b)
+            )
+            credit = max(
+                (c for b, c in self.inplace[v] if set(self.users[b]) - done == {v}), default=0
+            )
             best = max(best, live + made - credit)
-            done |= bit
+            done.add(v)
         return best
 
 
@@ -194,43 +204,64 @@ def order_peak(p: OrderProblem, order: list[int]) -> int:
     for size, births, users in zip(p.sizes, p.births, p.users):
         if not size or not births:
             continue
-        born = min(pos[v] for v in _bits(births))
-        last = max((pos[v] for v in _bits(users)), default=born)
+        born = min(pos[v] for v in births)
+        last = max((pos[v] for v in users), default=born)
         delta[born] += size
         delta[last + 1] -= size
+    last_use = [max((pos[u] for u in users), default=-1) for users in p.users]
     best = live = 0
     for t, v in enumerate(order):
         live += delta[t]
         credit = 0
         for b, c in p.inplace[v]:
-            if c > credit and max(pos[u] for u in _bits(p.users[b])) == t:
+            if c > credit and last_use[b] == t:
                 credit = c
         best = max(best, live - credit)
     return best
 
 
-def _bits(mask: int) -> list[int]:
-    out = []
-    while mask:
-        low = mask & -mask
-        out.append(low.bit_length() - 1)
-        mask ^= low
-    return out
+Window = tuple[int, int]
+"""A set of nodes of a stretch as ``(base, bits)``: node ``base + i`` for each bit ``i`` of
+``bits``. A plain mask naming node ``v`` is ``v`` bits long; a window is as long as the
+span of its nodes, so the sets of all nodes of a long stretch take memory linear in it."""
+
+
+def _window(nodes: Iterable[int]) -> Window:
+    nodes = list(nodes)
+    if not nodes:
+        return 0, 0
+    base = min(nodes)
+    return base, sum(1 << (v - base) for v in set(nodes))
+
+
+def _meets(w: Window, done: int) -> bool:
+    """Some node of ``w`` is in ``done``."""
+    return bool((done >> w[0]) & w[1])
+
+
+def _not_within(w: Window, done: int) -> bool:
+    """Some node of ``w`` is not in ``done``."""
+    return bool(w[1] & ~(done >> w[0]))
+
+
+def _rest_is(w: Window, done: int, v: int) -> bool:
+    """The nodes of ``w`` not in ``done`` are exactly ``{v}``."""
+    return v >= w[0] and w[1] & ~(done >> w[0]) == 1 << (v - w[0])
 
 
 @dataclass
 class _Local:
-    """One buffer as seen from a stretch ``[lo, hi)`` of nodes (masks shifted by ``lo``)."""
+    """One buffer as seen from a stretch ``[lo, hi)`` of nodes (windows of local nodes)."""
 
     size: int
     born_before: bool
-    births: int
+    births: Window
     used_after: bool
-    users: int
+    users: Window
 
     def alive(self, done: int) -> bool:
-        return (self.born_before or bool(self.births & done)) and (
-            self.used_after or bool(self.users & ~done)
+        return (self.born_before or _meets(self.births, done)) and (
+            self.used_after or _not_within(self.users, done)
         )
 
 
@@ -245,44 +276,41 @@ class _Stretch:
 
     def __init__(self, p: OrderProblem, lo: int, hi: int, spans: list[tuple[int, int, int]]):
         self.m = m = hi - lo
-        full = (1 << m) - 1
-        self.preds = [(p.preds[v] >> lo) & full for v in range(lo, hi)]
-        self.succs = [0] * m
-        for v, pm in enumerate(self.preds):
-            u = pm
-            while u:
-                low = u & -u
-                self.succs[low.bit_length() - 1] |= 1 << v
-                u ^= low
+        self.preds = [_window(u - lo for u in p.preds[v] if u >= lo) for v in range(lo, hi)]
+        self.succs: list[list[int]] = [[] for _ in range(m)]
+        for v in range(lo, hi):
+            for u in p.preds[v]:
+                if u >= lo:
+                    self.succs[u - lo].append(v - lo)
+        for succ in self.succs:
+            succ.sort()
         base = 0  # bytes live all through the stretch
         self.made = [0] * m
-        self.shared: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+        self.shared: list[list[tuple[Window, int]]] = [[] for _ in range(m)]
         self.touch: list[list[_Local]] = [[] for _ in range(m)]
-        self.credits: list[list[tuple[int, int]]] = [[] for _ in range(m)]
+        self.credits: list[list[tuple[Window, int]]] = [[] for _ in range(m)]
         local: dict[int, _Local] = {}
         for b, first, last in spans:
             if last < lo or first >= hi:
                 continue
             births, users = p.births[b], p.users[b]
-            lb, lu = (births >> lo) & full, (users >> lo) & full
-            born_before = bool(births & ((1 << lo) - 1))
-            used_after = bool(users >> hi)
+            lb = [v - lo for v in births if lo <= v < hi]
+            lu = [v - lo for v in users if lo <= v < hi]
+            born_before = any(v < lo for v in births)
+            used_after = any(v >= hi for v in users)
             if born_before and not lu and not lb:
                 if used_after:
                     base += p.sizes[b]
                 continue
-            loc = local[b] = _Local(p.sizes[b], born_before, lb, used_after, lu)
-            mask = lb | lu
-            while mask:
-                low = mask & -mask
-                v = low.bit_length() - 1
+            loc = local[b] = _Local(p.sizes[b], born_before, _window(lb), used_after, _window(lu))
+            born_here = set(lb)
+            for v in sorted(born_here.union(lu)):
                 self.touch[v].append(loc)
-                if lb & low and not born_before:
-                    if lb == low:
+                if v in born_here and not born_before:
+                    if len(born_here) == 1:
                         self.made[v] += loc.size
                     else:
-                        self.shared[v].append((lb, loc.size))
-                mask ^= low
+                        self.shared[v].append((loc.births, loc.size))
         for v in range(m):
             for b, c in p.inplace[lo + v]:
                 if b in local and not local[b].used_after:
@@ -295,18 +323,17 @@ class _Stretch:
             - max((c for _, c in self.credits[v]), default=0)
             for v in range(m)
         ]
-        self.first_ready = sum(1 << v for v in range(m) if not self.preds[v])
+        self.first_ready = sum(1 << v for v in range(m) if not self.preds[v][1])
 
     def memory(self, done: int, live: int, v: int) -> int:
         """Bytes of the step running ``v`` after the set ``done`` (``live`` bytes live)."""
         mem = live + self.made[v]
         for births, size in self.shared[v]:
-            if not births & done:
+            if not _meets(births, done):
                 mem += size
-        bit = 1 << v
         credit = 0
         for users, c in self.credits[v]:
-            if users & ~done == bit and c > credit:
+            if c > credit and _rest_is(users, done, v):
                 credit = c
         return mem - credit
 
@@ -322,13 +349,9 @@ class _Stretch:
     def ready_after(self, ready: int, done: int, v: int) -> int:
         after = done | (1 << v)
         ready &= ~(1 << v)
-        succ = self.succs[v]
-        while succ:
-            low = succ & -succ
-            w = low.bit_length() - 1
-            if not self.preds[w] & ~after:
-                ready |= low
-            succ ^= low
+        for w in self.succs[v]:
+            if not _not_within(self.preds[w], after):
+                ready |= 1 << w
         return ready
 
     def written_peak(self) -> int:
@@ -350,35 +373,44 @@ class SearchResult:
 
 
 def _cuts(p: OrderProblem) -> list[int]:
-    """Nodes that every other node precedes or follows, in written order."""
+    """Nodes that every other node precedes or follows, in written order; in time linear in
+    the nodes and edges (no set of ancestors per node).
+
+    Every node before ``v`` precedes it exactly when every *sink* of the nodes before ``v``
+    (a node none of whose successors is before ``v``) is a direct predecessor of ``v``: from
+    any earlier node, successors lead up to such a sink, and a path from a sink to ``v``
+    can only be the edge to ``v``. Such a sink is a direct predecessor of ``v`` when its
+    first successor is ``v``. So ``v`` is preceded by all when the sinks before it number as
+    many as the nodes whose first successor is ``v``; and, the same way mirrored, followed by
+    all when the sources after it number as many as the nodes whose last predecessor is
+    ``v``."""
     n = p.n
-    anc = [0] * n
+    first_succ = [n] * n  # n: none
+    last_pred = [-1] * n
     for v in range(n):
-        a = 0
-        u = p.preds[v]
-        while u:
-            low = u & -u
-            a |= anc[low.bit_length() - 1] | low
-            u ^= low
-        anc[v] = a
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for v in range(n):
-        u = p.preds[v]
-        while u:
-            low = u & -u
-            succs[low.bit_length() - 1].append(v)
-            u ^= low
-    desc = [0] * n
-    full = (1 << n) - 1
-    out = []
+        for u in p.preds[v]:
+            if first_succ[u] == n:
+                first_succ[u] = v
+            if u > last_pred[v]:
+                last_pred[v] = u
+    first_of = [0] * (n + 1)  # v -> how many nodes have v as first successor
+    for u in range(n):
+        first_of[first_succ[u]] += 1
+    last_of = [0] * n  # v -> how many nodes have v as last predecessor
+    for w in range(n):
+        if last_pred[w] >= 0:
+            last_of[last_pred[w]] += 1
+    after = [False] * n  # every later node follows v
+    sources = 0  # nodes after v with no predecessor after v
     for v in reversed(range(n)):
-        d = 0
-        for w in succs[v]:
-            d |= desc[w] | (1 << w)
-        desc[v] = d
+        after[v] = sources == last_of[v]
+        sources += 1 - last_of[v]
+    out = []
+    sinks = 0  # nodes before v with no successor before v
     for v in range(n):
-        if anc[v] == (1 << v) - 1 and desc[v] == full ^ ((1 << (v + 1)) - 1):
+        if sinks == first_of[v] and after[v]:
             out.append(v)
+        sinks += 1 - first_of[v]
     return out
 
 
@@ -386,9 +418,9 @@ def _spans(p: OrderProblem) -> list[tuple[int, int, int]]:
     """(buffer, first node touching it, last node touching it)."""
     out = []
     for b, (births, users) in enumerate(zip(p.births, p.users)):
-        mask = births | users
-        if mask and p.sizes[b]:
-            out.append((b, (mask & -mask).bit_length() - 1, mask.bit_length() - 1))
+        if (births or users) and p.sizes[b]:
+            nodes = births + users
+            out.append((b, min(nodes), max(nodes)))
     return out
 
 
@@ -408,24 +440,29 @@ def schedule(p: OrderProblem, beam: int = 64, max_states: int = 100_000) -> Sear
         start = c + 1
     if start < p.n:
         pieces.append((start, p.n))
-    stretches = []
+    # Only stretches of two nodes or more can be searched: the others give their written
+    # peak and bounds and are dropped at once (a chain is one stretch per node).
+    stretches: dict[int, _Stretch] = {}
+    written_peaks: list[int] = []
+    floor = 0  # every order reaches this at some step: a stretch at or below it stays
     spans.sort(key=lambda b: b[1])
     active: list[tuple[int, int, int]] = []  # buffers touched at or before the piece
     k = 0
-    for lo, hi in pieces:
+    for i, (lo, hi) in enumerate(pieces):
         while k < len(spans) and spans[k][1] < hi:
             active.append(spans[k])
             k += 1
         active = [b for b in active if b[2] >= lo]  # not over before the piece
-        stretches.append(_Stretch(p, lo, hi, active))
-    written_peaks = [st.written_peak() for st in stretches]
-    # Every order reaches this at some step: a stretch written at or below it is left alone.
-    floor = max((b for st in stretches for b in st.bounds), default=0)
+        st = _Stretch(p, lo, hi, active)
+        written_peaks.append(st.written_peak())
+        floor = max(floor, max(st.bounds, default=0))
+        if st.m > 1:
+            stretches[i] = st
     orders: list[list[int] | None] = [None] * len(pieces)
     peaks = list(written_peaks)
     exact = True
     used = 0
-    todo = [i for i, w in enumerate(written_peaks) if w > floor and stretches[i].m > 1]
+    todo = [i for i, w in enumerate(written_peaks) if w > floor and i in stretches]
     for i in sorted(todo, key=lambda i: (-written_peaks[i], i)):  # the highest first
         st, w = stretches[i], written_peaks[i]
         found, peak, complete, work = _solve(st, w, beam, max_states - used)
@@ -481,16 +518,18 @@ def _search(
     after ``budget`` states visited. Returns (the best order found, or None; its peak;
     whether the answer is exact: no level was cut and the budget sufficed; states
     visited)."""
-    # state (set of nodes run) -> [peak so far, live after, ready mask, parent state, last node]
+    # state (set of nodes run) -> [peak so far, live after, ready mask, parent, last node];
+    # the parent is the number of a state of the level before (in its order), and the levels
+    # passed keep only (parent, last node): the sets themselves are dropped with their level.
     level: dict[int, list[int]] = {0: [0, st.live0, st.first_ready, -1, -1]}
-    history: list[dict[int, list[int]]] = []
+    history: list[list[tuple[int, int]]] = []
     cut = False
     used = 0
     memory, live_after, ready_after = st.memory, st.live_after, st.ready_after
     by_bound = [v for b, v in sorted(zip(st.bounds, range(st.m)), reverse=True) if b >= limit]
     for _ in range(st.m):
         nxt: dict[int, list[int]] = {}
-        for done, (peak, live, ready, _, _) in level.items():
+        for number, (done, (peak, live, ready, _, _)) in enumerate(level.items()):
             used += ready.bit_count()
             r = ready
             while r:
@@ -510,11 +549,11 @@ def _search(
                         new_peak,
                         live_after(done, live, v),
                         ready_after(ready, done, v),
-                        done,
+                        number,
                         v,
                     ]
                 elif new_peak < old[0]:
-                    old[0], old[3], old[4] = new_peak, done, v
+                    old[0], old[3], old[4] = new_peak, number, v
             if used > budget:
                 return None, 0, False, used
         if not nxt:
@@ -523,13 +562,13 @@ def _search(
             cut = True
             ranked = sorted(nxt.items(), key=lambda kv: (kv[1][0], kv[1][1], kv[0]))
             nxt = dict(ranked[:width])
-        history.append(level)
+        history.append([(entry[3], entry[4]) for entry in level.values()])
         level = nxt
     full = (1 << st.m) - 1
-    peak, _, _, state, v = level[full]
+    peak, _, _, parent, v = level[full]
     order = [v]
     for k in range(st.m - 1, 0, -1):  # back from level m to level 1
-        _, _, _, state, v = history[k][state]
+        parent, v = history[k][parent]
         order.append(v)
     order.reverse()
     return order, peak, not cut, used
@@ -786,18 +825,18 @@ def build_model(
     node_of = {i: g for g, i in enumerate(stmt_of)}
     p = OrderProblem(len(stmt_of), _dependences(body, kind, free, node_of, w.defined_at))
     slice_of = _concat_slices(w, body, size, consumers, ret_vars) if concat else {}
-    births: dict[object, int] = {}  # concat result -> the nodes computing its slices
+    births: dict[object, list[int]] = {}  # concat result -> the nodes computing its slices
     for a, r in slice_of.items():
-        births[r] = births.get(r, 0) | 1 << node_of[w.defined_at[a]]
+        births.setdefault(r, []).append(node_of[w.defined_at[a]])
+    users: dict[object, list[int]] = {}  # intermediate -> the nodes reading it
+    for i in stmt_of:
+        for r in uses[i]:
+            users.setdefault(r, []).append(node_of[i])
     buffer_of: dict[object, int] = {}
     for r, nbytes in size.items():
         if r not in slice_of:
-            made_at = 1 << node_of[w.made[r][0]]
-            buffer_of[r] = p.add_buffer(nbytes, births.get(r, made_at), 0)
-    for i in stmt_of:
-        for r in uses[i]:
-            if r in buffer_of:
-                p.users[buffer_of[r]] |= 1 << node_of[i]
+            made_at = [node_of[w.made[r][0]]]
+            buffer_of[r] = p.add_buffer(nbytes, births.get(r, made_at), users.get(r, ()))
     if inplace:
         for i, credit in _inplace_credits(w, body, buffer_of, slice_of, p.sizes):
             p.inplace[node_of[i]].append(credit)
@@ -811,29 +850,32 @@ def _dependences(
     free: list[bool],
     node_of: dict[int, int],
     defined_at: dict[str, int],
-) -> list[int]:
-    """Each node's predecessors (a mask): the nodes it reads, directly or through left-out
+) -> list[tuple[int, ...]]:
+    """Each node's predecessors: the nodes it reads, directly or through left-out
     statements; a barrier follows every node since the previous one, and precedes every node
     until the next."""
-    deps = [0] * len(body)  # per statement: the nodes it depends on
-    preds = [0] * len(node_of)
+    deps: dict[int, set[int]] = {}  # per left-out statement: the nodes it depends on
+    preds: list[tuple[int, ...]] = [()] * len(node_of)
     start, last_barrier = 0, -1
     for i, s in enumerate(body):
-        d = 0
+        d: set[int] = set()
         for v in expr_vars(s.value):
             j = defined_at.get(v.name)
             if j is not None:
-                d |= deps[j] if free[j] else 1 << node_of[j]
-        deps[i] = d
+                if free[j]:
+                    d |= deps[j]
+                else:
+                    d.add(node_of[j])
         if free[i]:
+            deps[i] = d
             continue
         g = node_of[i]
         if kind[i] == _BARRIER:
-            d |= ((1 << g) - 1) ^ ((1 << start) - 1)
+            d.update(range(start, g))
             start, last_barrier = g + 1, g
         elif last_barrier >= 0:
-            d |= 1 << last_barrier
-        preds[g] = d
+            d.add(last_barrier)
+        preds[g] = tuple(sorted(d))
     return preds
 
 
@@ -957,12 +999,14 @@ def _emit(fn: Function, model: _Model, order: list[int]) -> list[int]:
         out.append(i)
 
     barrier_set = set(model.barrier_stmts)
+    swept = 0  # every left-out statement before this one is emitted
     for g in order:
         i = model.stmt_of[g]
         if i in barrier_set:  # the end of a stretch: what is left of it goes first
-            for j in range(i):
+            for j in range(swept, i):
                 if free[j] and not emitted[j]:
                     emit(j)
+            swept = max(swept, i)
         emit(i)
     for j in range(len(body)):
         if not emitted[j]:

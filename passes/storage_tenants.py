@@ -79,6 +79,8 @@ class Layout:
     )  # name -> statements reading/writing
     writers: dict[str, list[int]] = field(default_factory=dict)  # tensor -> invokes writing it
     dropped: set[int] = field(default_factory=set)  # statements the rewrite removes
+    # view -> (the tensor it was last found to lead to, the offset): see :meth:`base`
+    _hops: dict[str, tuple[str, int]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, fn: Function, types: dict[str, Type]) -> "Layout":
@@ -117,22 +119,33 @@ class Layout:
     # -- questions ----------------------------------------------------------------------
     def base(self, name: str) -> tuple[str, int] | None:
         """The allocated tensor whose bytes ``name`` is, and the static byte offset into it
-        (None: not a tensor carved or viewed from one, or at a symbolic offset)."""
+        (None: not a tensor carved or viewed from one, or at a symbolic offset).
+
+        A view never changes once it is one (:meth:`make_view` turns only a tensor that
+        owns its bytes into a view), so the tensor and offset a view was found to lead to
+        stay true; only that tensor may later become a view itself. Each view remembers
+        them (``_hops``), and a chain of views is walked once, not once per question (a
+        chain of n in-place ops asks n questions)."""
+        trail: list[tuple[str, int]] = []  # views passed, with their offset from ``name``
         offset = 0
-        seen = 0
         while True:
             p = self.place.get(name)
             if p is None:
                 return None
             if not p.is_view:
-                return name, offset
-            if not isinstance(p.offset, int):
+                break
+            hop = self._hops.get(name)
+            if hop is None:
+                if not isinstance(p.offset, int):
+                    return None
+                hop = (p.source, p.offset)
+            trail.append((name, offset))
+            name, offset = hop[0], offset + hop[1]
+            if len(trail) > len(self.place):  # a cycle cannot happen in verified IR
                 return None
-            offset += p.offset
-            name = p.source
-            seen += 1
-            if seen > len(self.place):  # a cycle cannot happen in verified IR; guard anyway
-                return None
+        for view, before in trail:
+            self._hops[view] = (name, offset - before)
+        return name, offset
 
     def nbytes(self, name: str) -> int | None:
         t = self.types.get(name)

@@ -60,6 +60,7 @@ from relaxc.ir.types import (
 )
 from relaxc.ir.vocab import ALLOC_STORAGE, MEMORY_VIEW
 
+from ..deep_calls import call_depth, run_nested
 from ..inputs import bind_dims, check_alloc_size, concrete_shape, concrete_value
 from ..packed import PACKED_IMPLS, PackedContext
 from ..values import as_arrays, copy_value, fresh
@@ -87,6 +88,7 @@ class VirtualMachine:
         self.stats = self.pool.stats
         self.consts = [c.array for c in exe.constants]
         self._fns = [_Function(self, f) for f in exe.functions]
+        self._depths: dict[int, int] = {}  # entry -> how deep its calls nest (deep_calls)
 
     def trim(self) -> int:
         """Give the pool's free memory back (and drop the cached specializations, whose views
@@ -94,6 +96,10 @@ class VirtualMachine:
         for f in self._fns:
             f.specs.clear()
         return self.pool.trim()
+
+    def _callees(self, index: int) -> list[int]:
+        """The functions (by index) that function ``index`` calls or invokes."""
+        return [ins.func for ins in self._fns[index].vf.instrs if ins.func is not None]
 
     def run(
         self, fn_name: str = "main", args: Sequence[Any] = (), dims: Mapping[str, int] | None = None
@@ -106,10 +112,18 @@ class VirtualMachine:
         args = [copy_value(a) for a in args]
         self.stats = self.pool.stats = MemoryStats()
         env = bind_dims(vf.ir, args, dims)  # type: ignore[arg-type]
-        with np.errstate(all="ignore"):  # as the interpreter: IEEE results, no numpy warnings
-            if f.primitive:
+        depth = self._depths.get(vf.index)
+        if depth is None:
+            depth = self._depths[vf.index] = call_depth([vf.index], self._callees)
+        if f.primitive:
+            with np.errstate(all="ignore"):  # as the interpreter: IEEE results, no warnings
                 return _copy_out(fresh(f.call_primitive(args, env), args))
-            result, blocks = f.call(args, [()] * len(args), env)
+
+        def work() -> tuple[Any, tuple]:
+            with np.errstate(all="ignore"):  # per thread: set where the work runs
+                return f.call(args, [()] * len(args), env)
+
+        result, blocks = run_nested(depth, fn_name, work)
         if f.io_in_arena:
             # Inputs and outputs in the arena: the outputs are read from it at the end, and
             # the arena goes back to the pool like any other block.

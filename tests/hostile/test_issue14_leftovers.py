@@ -46,6 +46,24 @@ def test_a_2000_deep_call_chain_checks_and_builds(tmp_path):
     assert r.code == 1 and f"{src}:8006:13: error: the C target cannot call @f0" in r.stderr, r
 
 
+def test_a_2000_deep_call_chain_runs(tmp_path):
+    """Issue 28, defect 3: the chain above checked and built, but `run` (the interpreter on
+    the .rx, the VM on the .rxb) said "the program nests too deeply for relaxc (a very long
+    chain of + - * / in a dimension expression?)": both ran a call as a Python call. Deep
+    chains now run on a worker thread with room for their depth."""
+    import numpy as np
+
+    src = _write(tmp_path, "chain.rx", _call_chain(2000))
+    np.savez(tmp_path / "x.npz", x=np.array([1.0, -2.0], np.float32))
+    r = invoke("build", src, "-o", tmp_path / "chain.rxb", timeout=300)
+    assert r.code == 0, r
+    for program in (src, tmp_path / "chain.rxb"):
+        out = tmp_path / f"out_{program.suffix[1:]}.npz"
+        r = invoke("run", program, "--inputs", tmp_path / "x.npz", "-o", out, timeout=300)
+        assert r.code == 0 and "nests too deeply" not in r.stderr, r
+        assert np.load(out)["output"].tolist() == [2.0, -4.0]  # add(%x, %x) at the end
+
+
 def test_a_3000_deep_tuple_chain_is_refused_where_it_gets_too_deep(tmp_path):
     """`%t1 = (%t0,)`, `%t2 = (%t1,)`, ... 3,000 deep: the same unlocated "nests too deeply"
     message. Tuple types may nest 256 levels; the binding that goes deeper is refused there."""

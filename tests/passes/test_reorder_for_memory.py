@@ -31,6 +31,9 @@ from relaxc.passes.reorder_for_memory import (
     CHOSEN_ATTR,
     WRITTEN_ATTR,
     OrderProblem,
+    _cuts,
+    _spans,
+    _Stretch,
     ReorderForMemory,
     build_model,
     order_peak,
@@ -233,10 +236,10 @@ fn @main(%x: Tensor[(2, 512), f32]) -> Tensor[(2,), f32] {
         m = parse(text)
         model = build_model(m.get("main"), m, verify_module(m)["main"])
         assert model is not None
-        assert all(b & (b - 1) == 0 for b in model.problem.births)  # one birth each
+        assert all(len(b) == 1 for b in model.problem.births)  # one birth each
     m = parse(CONCAT)
     model = build_model(m.get("main"), m, verify_module(m)["main"])
-    assert model is not None and any(b & (b - 1) for b in model.problem.births)
+    assert model is not None and any(len(b) > 1 for b in model.problem.births)
 
 
 def test_split_fields_are_buffers_of_their_own() -> None:
@@ -487,33 +490,32 @@ def problems(draw, max_nodes: int = 7) -> OrderProblem:
     n = draw(st.integers(1, max_nodes))
     preds = []
     for v in range(n):
-        preds.append(sum(1 << u for u in range(v) if draw(st.integers(0, 2)) == 0))
+        preds.append(tuple(u for u in range(v) if draw(st.integers(0, 2)) == 0))
     p = OrderProblem(n, preds)
-    anc = [0] * n
+    anc: list[set[int]] = [set() for _ in range(n)]
     for v in range(n):
-        for u in range(v):
-            if preds[v] >> u & 1:
-                anc[v] |= anc[u] | 1 << u
-    succs = [[w for w in range(n) if preds[w] >> v & 1] for v in range(n)]
+        for u in preds[v]:
+            anc[v] |= anc[u] | {u}
+    succs = [[w for w in range(n) if v in preds[w]] for v in range(n)]
     own = {}
     for v in range(n):
         size = draw(st.sampled_from([0, 64, 128, 192, 256, 1024]))
-        users = sum(1 << w for w in succs[v] if draw(st.booleans()))
-        own[v] = p.add_buffer(size, 1 << v, users)
+        users = [w for w in succs[v] if draw(st.booleans())]
+        own[v] = p.add_buffer(size, [v], users)
     # Joined buffers: births at two nodes, users after both (their common descendants).
     for _ in range(draw(st.integers(0, 2))):
         if n < 3:
             break
         a, b = sorted(draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True)))
-        after = [w for w in range(n) if anc[w] >> a & 1 and anc[w] >> b & 1]
+        after = [w for w in range(n) if a in anc[w] and b in anc[w]]
         if not after:
             continue
-        users = sum(1 << w for w in after if draw(st.booleans())) or 1 << after[0]
-        p.add_buffer(draw(st.sampled_from([64, 512, 2048])), 1 << a | 1 << b, users)
+        users = [w for w in after if draw(st.booleans())] or [after[0]]
+        p.add_buffer(draw(st.sampled_from([64, 512, 2048])), [a, b], users)
     for v in range(n):
         for u in range(v):
             b = own[u]
-            if p.users[b] >> v & 1 and p.sizes[b] and draw(st.integers(0, 3)) == 0:
+            if v in p.users[b] and p.sizes[b] and draw(st.integers(0, 3)) == 0:
                 p.inplace[v].append((b, min(p.sizes[b], p.sizes[own[v]])))
     return p
 
@@ -687,3 +689,94 @@ def test_shufflenet_arena_below_the_written_order() -> None:
             weights[s.value.args[0]] = rng.uniform(0.5, 1.5, t.shape).astype(np.float32)
     a, b = run_both(module, reordered, weights=weights)
     assert_same_results(a, b)
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 28: linear in the length of the function.
+
+
+def cuts_by_definition(p: OrderProblem) -> list[int]:
+    """The nodes every other node precedes or follows, from the sets of ancestors and
+    descendants (quadratic; the definition the pass's linear count must agree with)."""
+    anc: list[set[int]] = [set() for _ in range(p.n)]
+    for v in range(p.n):
+        for u in p.preds[v]:
+            anc[v] |= anc[u] | {u}
+    desc: list[set[int]] = [set() for _ in range(p.n)]
+    for v in range(p.n):
+        for u in anc[v]:
+            desc[u].add(v)
+    return [v for v in range(p.n) if anc[v] == set(range(v)) and desc[v] == set(range(v + 1, p.n))]
+
+
+@st.composite
+def dags(draw, max_nodes: int = 30) -> OrderProblem:
+    """Random DAGs in written order, sparse or dense, often with chains (which have cuts)."""
+    n = draw(st.integers(1, max_nodes))
+    density = draw(st.sampled_from([0, 1, 2, 5]))
+    preds = []
+    for v in range(n):
+        chained = v > 0 and draw(st.booleans())
+        preds.append(
+            tuple(
+                u
+                for u in range(v)
+                if (chained and u == v - 1) or (density and draw(st.integers(0, 9)) < density)
+            )
+        )
+    return OrderProblem(n, preds)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dags())
+def test_cuts_are_the_nodes_every_other_precedes_or_follows(p: OrderProblem) -> None:
+    assert _cuts(p) == cuts_by_definition(p)
+
+
+@settings(max_examples=100, deadline=None)
+@given(problems())
+def test_cuts_of_the_search_problems(p: OrderProblem) -> None:
+    assert _cuts(p) == cuts_by_definition(p)
+
+
+def long_stretch(n: int) -> str:
+    """A chain of n adds with a value nobody reads at the start: no node is preceded or
+    followed by all the others, so the whole chain is one stretch of the search."""
+    lines = ["  %dead = exp(%x)", "  %v0 = relu(%x)"]
+    lines += [f"  %v{i} = add(%v{i - 1}, %x)" for i in range(1, n)]
+    return (
+        "fn @main(%x: Tensor[(8, 8), f32]) -> Tensor[(8, 8), f32] {\n"
+        + "\n".join(lines)
+        + f"\n  return %v{n - 1}\n}}\n"
+    )
+
+
+def stretch_bits(n: int) -> tuple[int, int]:
+    """(nodes of the longest stretch, bits of all the node sets the search keeps for it)."""
+    m = parse(long_stretch(n))
+    model = build_model(m.get("main"), m, verify_module(m)["main"])
+    assert model is not None
+    p = model.problem
+    stretch = _Stretch(p, 0, p.n, _spans(p))  # one stretch: there is no cut
+    bits = sum(w[1].bit_length() for w in stretch.preds)
+    for touched in stretch.touch:
+        bits += sum(s.births[1].bit_length() + s.users[1].bit_length() for s in touched)
+    bits += sum(w[1].bit_length() for credits in stretch.credits for w, _ in credits)
+    return stretch.m, bits
+
+
+def test_the_node_sets_of_a_long_stretch_grow_linearly() -> None:
+    # Bit masks over the whole stretch would take m * m / 2 bits for the predecessors alone
+    # (3.7 GiB for the generated 100k-binding module); windows take a few bits per node.
+    m1, bits1 = stretch_bits(500)
+    m4, bits4 = stretch_bits(2000)
+    assert _cuts(parse_model_problem(long_stretch(500))) == []
+    assert m4 > 3 * m1
+    assert bits4 <= 10 * m4 and bits4 <= 5 * bits1
+
+
+def parse_model_problem(text: str) -> OrderProblem:
+    m = parse(text)
+    model = build_model(m.get("main"), m, verify_module(m)["main"])
+    assert model is not None
+    return model.problem
