@@ -54,10 +54,10 @@ def _digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def _relaxc(args: list[str], stdout: Path | None = None) -> str:
+def _relaxc(args: list[str], cwd: Path, stdout: Path | None = None) -> str:
     exe = Path(sys.executable).parent / "relaxc"
     with open(stdout, "wb") if stdout else open("/dev/null", "wb") as out:
-        r = subprocess.run([str(exe), *args], stdout=out, stderr=subprocess.PIPE)
+        r = subprocess.run([str(exe), *args], stdout=out, stderr=subprocess.PIPE, cwd=cwd)
     return f"exit {r.returncode}"
 
 
@@ -66,22 +66,20 @@ def snapshot(name: str, path: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        # a copy of the sample beside its weights, so no output lands in samples/
-        if path.suffix == ".rx":
-            src = folder / path.name
-            src.write_bytes(path.read_bytes())
-            npz = path.with_suffix(".npz")
-            if npz.exists():
-                src.with_suffix(".npz").write_bytes(npz.read_bytes())
-        else:
-            src = path
+        # a copy of the program (and a sample's weights) in the folder, named relative to
+        # it: no output lands in samples/, and no output names the temporary folder
+        src = folder / path.name
+        src.write_bytes(path.read_bytes())
+        npz = path.with_suffix(".npz")
+        if path.suffix == ".rx" and npz.exists():
+            src.with_suffix(".npz").write_bytes(npz.read_bytes())
         for kind, args in BUILDS.items():
-            target = folder / kind
-            target.mkdir()
-            argv = [a.format(out=target, stem=name) for a in args]
-            out[f"build {kind}"] = _relaxc(["build", str(src), *argv, "-q"])
-        out["report json"] = _relaxc(["report", str(src), "--json"], folder / "report.json")
-        out["report svg"] = _relaxc(["report", str(src), "-q", "--svg", str(folder / "r.svg")])
+            (folder / kind).mkdir()
+            argv = [a.format(out=kind, stem=name) for a in args]
+            out[f"build {kind}"] = _relaxc(["build", src.name, *argv, "-q"], folder)
+        json_out = folder / "report.json"
+        out["report json"] = _relaxc(["report", src.name, "--json"], folder, json_out)
+        out["report svg"] = _relaxc(["report", src.name, "-q", "--svg", "r.svg"], folder)
         inputs = {src, src.with_suffix(".npz")}
         for f in sorted(folder.rglob("*")):
             if f.is_file() and f not in inputs:
