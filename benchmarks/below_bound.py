@@ -27,7 +27,7 @@ from peer_memory import PEERS, RELAXC_BEFORE_ISSUE_15  # noqa: E402
 from relaxc.ir.nodes import Module  # noqa: E402
 from relaxc.ir.types import TensorType  # noqa: E402
 from relaxc.passes.base import Pass  # noqa: E402
-from relaxc.passes.memory_report import memory_report  # noqa: E402
+from relaxc.cli.report.analysis import memory_report  # noqa: E402
 from relaxc.passes.pipeline import Pipeline  # noqa: E402
 from relaxc.passes.registry import PASSES  # noqa: E402
 

@@ -81,7 +81,7 @@ def _child(path: str) -> None:
     from relaxc.frontend.parser import parse_module
     from relaxc.ir.verifier import verify_module
     from relaxc.passes.assemble import assemble_pipeline
-    from relaxc.passes.memory_report import memory_report
+    from relaxc.cli.report.analysis import memory_report
 
     text = Path(path).read_text(encoding="utf-8")
     parse_module("")  # the parser's tables, outside the timings

@@ -70,7 +70,7 @@ from relaxc.backend.interpreter import Interpreter  # noqa: E402
 from relaxc.frontend.parser import parse_module  # noqa: E402
 from relaxc.frontend.weights import load_npz  # noqa: E402
 from relaxc.passes.assemble import assemble_pipeline  # noqa: E402
-from relaxc.passes.memory_report import memory_report  # noqa: E402
+from relaxc.cli.report.analysis import memory_report  # noqa: E402
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument  # noqa: E402
 
 MODELS = (("cnn", {}), ("transformer", {"n": 128}))

@@ -23,7 +23,7 @@ from models import SAMPLES, decoder  # noqa: E402
 
 from relaxc.frontend.parser import parse_module  # noqa: E402
 from relaxc.passes.manifest_alloc import ManifestAlloc  # noqa: E402
-from relaxc.passes.memory_report import memory_report  # noqa: E402
+from relaxc.cli.report.analysis import memory_report  # noqa: E402
 from relaxc.passes.plan_memory import PlanMemory  # noqa: E402
 from relaxc.passes.planning.planners import PLANNERS  # noqa: E402
 

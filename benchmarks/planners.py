@@ -74,7 +74,7 @@ from planning_instances import (
 
 from relaxc.ir.diagnostics import InternalError  # noqa: E402
 from relaxc.ir.nodes import Module  # noqa: E402
-from relaxc.passes.memory_report import memory_report  # noqa: E402
+from relaxc.cli.report.analysis import memory_report  # noqa: E402
 from relaxc.passes.planning import cpsat  # noqa: E402
 from relaxc.passes.planning.checker import check_plan  # noqa: E402
 from relaxc.passes.planning.model import Buffer, Plan, lower_bound  # noqa: E402

@@ -44,7 +44,7 @@ from relaxc.frontend.parser import parse_module  # noqa: E402
 from relaxc.frontend.weights import default_weights_path, load_npz  # noqa: E402
 from relaxc.passes.assemble import assemble_pipeline  # noqa: E402
 from relaxc.passes.manifest_alloc import ManifestAlloc  # noqa: E402
-from relaxc.passes.memory_report import memory_report  # noqa: E402
+from relaxc.cli.report.analysis import memory_report  # noqa: E402
 from relaxc.passes.pipeline import Pipeline  # noqa: E402
 from relaxc.passes.plan_memory import PlanMemory  # noqa: E402
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(HERE.parent))
 from relaxc.frontend.parser import parse_module  # noqa: E402
 from relaxc.ir.verifier import verify_module  # noqa: E402
 from relaxc.passes.assemble import assemble_pipeline  # noqa: E402
-from relaxc.passes.memory_report import memory_report  # noqa: E402
+from relaxc.cli.report.analysis import memory_report  # noqa: E402
 from relaxc.passes.pipeline import Pipeline  # noqa: E402
 from relaxc.passes.reorder_for_memory import (  # noqa: E402
     CHOSEN_ATTR,

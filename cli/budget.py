@@ -16,8 +16,8 @@ from typing import Callable, Sequence
 import click
 
 from relaxc.ir.diagnostics import RxError
-from relaxc.passes.memory_report import FunctionReport
 
+from .report.analysis import FunctionReport
 from .units import ByteSize, format_bytes
 
 

@@ -23,13 +23,13 @@ from .files import (
 )
 from .loading import Program
 from .onnx_input import load_input, onnx_options
-from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget
 from .unbounded import unbounded, unbounded_error, unbounded_warning
-from .report_json import reports_json
-from .report_svg import program_origins
-from .report_view import summary_line
+from .report.analysis import memory_report
+from .report.formats import FORMATS, ReportInput
+from .report.origins import program_origins
+from .report.text import summary_line
 from .options import quiet_option
 from .gc_pause import gc_paused
 from .pipeline_opts import (
@@ -208,7 +208,8 @@ def build_cmd(
             origins = program_origins(
                 file.name, prog.module, prog.imported, sources.get(str(file), "")
             )
-            click.echo(reports_json(file, reports, resolved_pipeline(req), origins), nl=False)
+            doc = ReportInput(file, reports, resolved_pipeline(req), origins)
+            click.echo(FORMATS["json"](doc), nl=False)
         elif not quiet:
             for rep in reports:
                 click.echo(summary_line(rep), err=True)

@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from relaxc.frontend.weights import default_weights_path
-from relaxc.passes.memory_report import memory_report
 
 from .budget import budget_options, check_budget, check_budget_options, warn_unbounded
 from .errors import Sources, reported_errors
@@ -28,10 +26,9 @@ from .pipeline_opts import (
     resolved_pipeline,
     run_pipeline,
 )
-from .report_json import reports_json
-from .report_svg import program_origins, report_html, report_svg
-from .report_trace import report_trace
-from .report_view import print_reports
+from .report.analysis import memory_report
+from .report.formats import FORMATS, ReportInput
+from .report.origins import program_origins
 from .timing import Stopwatch, print_steps
 from .unbounded import bound_hint, unbounded, unbounded_note
 
@@ -117,20 +114,16 @@ def report_cmd(
         origins = program_origins(
             file.name, prog.module, prog.imported, sources.get(str(file), "")
         )
+        doc = ReportInput(file, reports, resolved_pipeline(req), origins)
         if as_json:
-            click.echo(reports_json(file, reports, resolved_pipeline(req), origins), nl=False)
-        elif not quiet:
-            print_reports(reports, Console(soft_wrap=False), origins)
+            click.echo(FORMATS["json"](doc), nl=False)
+        elif not quiet:  # the text as rich renders it for this terminal: never stripped
+            click.echo(FORMATS["text"](doc), nl=False, color=True)
         written = []
-        if svg is not None:
-            write_atomic(svg, report_svg(reports, origins))
-            written.append(svg)
-        if html is not None:
-            write_atomic(html, report_html(reports, f"relaxc memory report: {file.name}", origins))
-            written.append(html)
-        if trace is not None:
-            write_atomic(trace, report_trace(reports, str(file)))
-            written.append(trace)
+        for fmt, path in (("svg", svg), ("html", html), ("trace", trace)):
+            if path is not None:
+                write_atomic(path, FORMATS[fmt](doc))
+                written.append(path)
         if written and not quiet:
             click.echo(wrote_line(written), err=True)
         if req.time_passes:

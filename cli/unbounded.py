@@ -18,7 +18,8 @@ from typing import Mapping, Sequence
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import Function, Module
 from relaxc.ir.types import TensorType, TupleType, Type
-from relaxc.passes.memory_report import FunctionReport
+
+from .report.analysis import FunctionReport
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

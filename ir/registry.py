@@ -20,7 +20,8 @@ Adding an op (``tests/ir/test_op_coverage.py`` checks that each step is done):
 1. ``register(OpDef(...))`` in a module of :mod:`relaxc.ir.ops` with the op's facts: its
    inputs, attributes, ``infer``, category, and where they hold ``elementwise``,
    ``inplace``, ``float_only`` and ``scalar`` (passes and backends read these, never a table
-   of their own).
+   of their own), and the ``family`` of a kernel op that is not elementwise (the report's
+   pictures colour by it).
 2. Its numpy ``kernel`` (the reference the interpreter, the VM and every test compare with).
 3. Its C in ``backend/c/kernels.py``: a generator in ``GENERATORS``, or for a plain
    elementwise op (no attributes, one or two inputs) its ``scalar`` formula or a case in
@@ -56,6 +57,18 @@ class _Required:
 
 
 REQUIRED: Any = _Required()
+
+OP_FAMILIES = (
+    "matmul",
+    "pooling",
+    "normalization",
+    "data movement",
+    "reduction",
+    "fill",
+    "elementwise",
+    "other",
+)
+"""The kinds of computation an op declares (:attr:`OpDef.family`)."""
 
 ATTR_KINDS = (
     "int",
@@ -134,9 +147,18 @@ class OpDef:
     """For an elementwise op whose every backend computes one formula: that formula, over
     ``x0``, ``x1``, ... (the inputs' elements), in the common syntax of C and Python
     (``x0 + x1``); None where the op's semantics need more (integer division, NaN rules)."""
+    family: str = ""
+    """The kind of computation, one of :data:`OP_FAMILIES` (the report draws an op's buffers
+    in its family's hue): given for every kernel op that is not elementwise; absent, it is
+    ``elementwise`` for an elementwise op and ``other`` for the rest (views, memory, runtime
+    and constant ops)."""
     example: str | None = None
     """A call of the op written in full (``memory.alloc_tensor(%s, 0, (2, 3), f32)``): a call
     missing its leading inputs is told which one (``input_names``) and shown this."""
+
+    def __post_init__(self) -> None:
+        if not self.family:
+            object.__setattr__(self, "family", "elementwise" if self.elementwise else "other")
 
     @property
     def is_view(self) -> bool:
@@ -163,6 +185,8 @@ class Registry:
     def register(self, op: OpDef) -> OpDef:
         if op.name in self._ops:
             raise ValueError(f"op {op.name} registered twice")
+        if op.family not in OP_FAMILIES:
+            raise ValueError(f"op {op.name}: unknown family {op.family!r}")
         for a in op.attrs:
             if a.kind not in ATTR_KINDS:
                 raise ValueError(f"op {op.name}: attribute {a.name} has unknown kind {a.kind}")

@@ -21,7 +21,7 @@ the memory. Functions with a tensor whose size is unbounded (a symbolic dim with
 ``upper_bounds``) are left as written, without the attributes.
 
 **Analysis (the cost model).** Per buffer, the way PlanMemory's lower bound counts it (the
-most bytes live at once, see :mod:`relaxc.passes.memory_report`): each value computed by a
+most bytes live at once, see :mod:`relaxc.cli.report.analysis`): each value computed by a
 kernel op or a primitive function (each field of a tuple result apart, as ManifestAlloc
 allocates them) is a buffer of its byte size, at the upper bounds, rounded up to ``align``.
 Parameters, constants, values reaching the return and values kept by a runtime function are

@@ -94,6 +94,7 @@ def register_all(reg: Registry) -> None:
                 summary,
                 "kernel",
                 _reduce_infer(name, check),
+                family="reduction",
                 kernel=fn,
                 attrs=_attrs(),
                 input_names=("x",),

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
 from relaxc.cli.main import cli
-from relaxc.cli.report_json import SCHEMA_VERSION
+from relaxc.cli.report.json import SCHEMA_VERSION
 from relaxc.frontend.parser import parse_module
 from relaxc.ir import dims as D
 from relaxc.ir.types import dtype_nbytes

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from relaxc.cli.budget import budget_problems
 from relaxc.cli.main import cli
-from relaxc.passes.memory_report import DynamicRow, FunctionReport, Size
+from relaxc.cli.report.analysis import DynamicRow, FunctionReport, Size
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relaxc.cli.main import cli
-from relaxc.cli.report_trace import _lanes
+from relaxc.cli.report.trace import _lanes
 from tests.strategies import GeneratedProgram, programs
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes, predict_memory
 from relaxc.cli.main import cli
-from relaxc.cli.report_picture.layout import layout
+from relaxc.cli.report.picture.layout import layout
 from relaxc.frontend.parser import parse_module
 from relaxc.passes.assemble import assemble_pipeline
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline
 
 ROOT = Path(__file__).resolve().parents[2]

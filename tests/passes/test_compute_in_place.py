@@ -23,7 +23,7 @@ from relaxc.ir.vocab import ALLOC_STORAGE, MEMORY_VIEW, call_of
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.compute_in_place import ComputeInPlace
 from relaxc.passes.manifest_alloc import ManifestAlloc
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 from relaxc.passes.plan_workspace import PlanWorkspace
 

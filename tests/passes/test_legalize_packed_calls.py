@@ -15,7 +15,7 @@ from relaxc.ir.verifier import verify_module
 from relaxc.passes.base import PassError
 from relaxc.passes.legalize_packed_calls import LegalizePackedCalls
 from relaxc.passes.manifest_alloc import ManifestAlloc
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument, check_order
 from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.properties import PACKED_CALLS, detect_properties

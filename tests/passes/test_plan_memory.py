@@ -14,7 +14,7 @@ from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.ir.nodes import Bind, Call, Module
 from relaxc.passes.base import PassError
 from relaxc.passes.manifest_alloc import ManifestAlloc
-from relaxc.passes.memory_report import FunctionReport, memory_report
+from relaxc.cli.report.analysis import FunctionReport, memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.planning.checker import check_plan

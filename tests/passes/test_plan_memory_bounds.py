@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from relaxc.cli.report_json import function_json
+from relaxc.cli.report.json import function_json
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 from relaxc.passes import plan_memory
 from relaxc.passes.manifest_alloc import ManifestAlloc
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.planning.planners import plan_buffers
 
@@ -67,7 +67,7 @@ def test_a_search_the_clock_ended_says_so(monkeypatch: pytest.MonkeyPatch) -> No
 
     from rich.console import Console
 
-    from relaxc.cli.report_view import print_reports
+    from relaxc.cli.report.text import print_reports
 
     out = StringIO()
     print_reports([rep], Console(file=out, width=100))
@@ -84,7 +84,7 @@ def rendered(rep) -> str:  # noqa: ANN001
 
     from rich.console import Console
 
-    from relaxc.cli.report_view import print_reports
+    from relaxc.cli.report.text import print_reports
 
     out = StringIO()
     print_reports([rep], Console(file=out, width=120))

@@ -31,7 +31,7 @@ from relaxc.ir.verifier import verify_module
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.kill_after_last_use import KillAfterLastUse
 from relaxc.passes.manifest_alloc import ManifestAlloc
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 from relaxc.passes.plan_memory import PlanMemory
 from tests.strategies import programs

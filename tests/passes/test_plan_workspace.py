@@ -17,7 +17,7 @@ from relaxc.frontend.printer import print_module
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.verifier import verify_module
 from relaxc.passes.manifest_alloc import ManifestAlloc
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.plan_workspace import PlanWorkspace, is_lowered
 

@@ -23,7 +23,7 @@ from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import call_of
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.manifest_alloc import ManifestAlloc
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline
 from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.registry import PASSES, PIPELINES

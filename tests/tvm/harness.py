@@ -38,7 +38,7 @@ from relaxc.ir.nodes import (
     Var,
 )
 from relaxc.passes.assemble import assemble_pipeline
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 from relaxc.passes.planning.checker import check_plan
 from relaxc.passes.planning.model import Buffer

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from click.testing import CliRunner
 
 from relaxc.backend.c import emit_c

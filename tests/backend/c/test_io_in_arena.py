@@ -24,7 +24,7 @@ from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.ir.nodes import Module
 from relaxc.passes.assemble import assemble_pipeline
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 
 from .cbuild import CC, STRICT, Built, as_list, assert_close, build_all, needs_cc, run_c

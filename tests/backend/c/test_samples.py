@@ -17,7 +17,7 @@ from relaxc.backend.inputs import random_inputs, resolve_dims
 from relaxc.backend.interpreter import Interpreter
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 
 from .cbuild import CC, Built, assert_close, compile_module, needs_cc, run_c
 

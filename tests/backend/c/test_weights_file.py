@@ -20,7 +20,7 @@ from relaxc.cli.main import cli
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.ir.diagnostics import RxError
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 
 from .cbuild import (
     CC,

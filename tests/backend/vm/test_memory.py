@@ -19,7 +19,7 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Bind, Call
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from tests.strategies import programs
 
 from .util import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from relaxc.passes.memory_report import BufferRow, FunctionReport
+from relaxc.cli.report.analysis import BufferRow, FunctionReport
 
 OPS = ("conv2d", "relu", "add", "concat", "batch_norm", "max_pool2d", "dense", "")
 

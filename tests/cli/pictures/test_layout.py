@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from relaxc.cli.report_picture.colours import op_colour
-from relaxc.cli.report_picture.layout import NO_KERNEL, byte_ticks, layout, segment_ticks
+from relaxc.cli.report.picture.colours import op_colour
+from relaxc.cli.report.picture.layout import NO_KERNEL, byte_ticks, layout, segment_ticks
 
 from .plans import live_at, reports
 
@@ -79,7 +79,7 @@ def test_short_byte_spellings() -> None:
 
 
 def test_label_ink_reads_on_its_fill() -> None:
-    from relaxc.cli.report_picture.colours import ink
+    from relaxc.cli.report.picture.colours import ink
 
     assert ink("#4e79a7") == "#fff" and ink("#edc948") == "#222"
     assert ink("#000000") == "#fff" and ink("#ffffff") == "#222"

@@ -10,8 +10,8 @@ import pytest
 from relaxc.cli.errors import Sources
 from relaxc.cli.loading import load_program
 from relaxc.cli.pipeline_opts import PipelineRequest, run_pipeline
-from relaxc.cli.report_picture.origins import Origins, origins_from_text
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.origins import Origins, origins_from_text
+from relaxc.cli.report.analysis import memory_report
 
 SAMPLES = Path(__file__).resolve().parents[3] / "samples"
 

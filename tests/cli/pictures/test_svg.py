@@ -7,9 +7,9 @@ import xml.etree.ElementTree as ET
 
 from hypothesis import given, settings
 
-from relaxc.cli.report_picture.layout import NO_KERNEL, layout
-from relaxc.cli.report_picture.origins import Origins
-from relaxc.cli.report_picture.svg import CHAR_W, frame_for, function_svg, report_svg
+from relaxc.cli.report.picture.layout import NO_KERNEL, layout
+from relaxc.cli.report.origins import Origins
+from relaxc.cli.report.picture.svg import CHAR_W, frame_for, function_svg, report_svg
 
 from .plans import BufferRow, FunctionReport, reports
 
@@ -116,7 +116,7 @@ def test_the_svg_is_byte_identical_and_stacks_functions() -> None:
 
 
 def test_kernel_scratch_has_a_colour_of_its_own() -> None:
-    from relaxc.cli.report_picture.colours import SCRATCH, family, op_colour
+    from relaxc.cli.report.picture.colours import SCRATCH, family, op_colour
 
     assert op_colour("conv2d scratch") == op_colour("max_pool2d scratch") == SCRATCH
     assert family("dense scratch") == "kernel scratch"

@@ -7,8 +7,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relaxc.cli.report_picture.layout import layout
-from relaxc.cli.report_picture.terminal import cell_rects, live_rects, memory_map
+from relaxc.cli.report.picture.layout import layout
+from relaxc.cli.report.picture.terminal import cell_rects, live_rects, memory_map
 
 from .plans import reports
 

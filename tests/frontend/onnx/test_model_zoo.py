@@ -12,7 +12,7 @@ import pytest
 
 from relaxc.frontend.onnx import import_onnx
 from relaxc.passes.assemble import assemble_pipeline
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline
 
 from .util import feed_order, flatten, run_interpreter, run_ort

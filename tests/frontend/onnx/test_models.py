@@ -14,7 +14,7 @@ from relaxc.frontend.onnx import import_onnx
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
 from relaxc.passes.assemble import assemble_pipeline
-from relaxc.passes.memory_report import memory_report
+from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 
 from tests.backend.c.cbuild import compile_c, emit, needs_cc, run_c

@@ -4,9 +4,8 @@ against one buffer per tensor."""
 
 from __future__ import annotations
 
-from relaxc.passes.memory_report import FunctionReport
-
-from ..units import format_bytes, short_bytes
+from ...units import format_bytes, short_bytes
+from ..analysis import FunctionReport
 
 
 def ram_parts(rep: FunctionReport) -> list[tuple[str, int | None]]:

@@ -15,13 +15,12 @@ from dataclasses import dataclass
 from html import escape
 
 from relaxc.ir.types import shape_to_str
-from relaxc.passes.memory_report import FunctionReport
 
-from ..units import short_bytes
-
+from ...units import short_bytes
+from ..analysis import FunctionReport
+from ..origins import Origins
 from .colours import ink
 from .layout import Layout, Rect, byte_ticks, layout, segment_ticks
-from .origins import Origins
 from .totals import footprint_line
 
 CHAR_W = 6.6  # width of a character at font-size 10 (DejaVu Sans digits), a safe overestimate

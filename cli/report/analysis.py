@@ -13,7 +13,7 @@ The totals a deployer needs come with it: RAM (the arena, bounded storages left 
 what the functions it calls hold, and the inputs and outputs unless the arena holds them)
 and ROM (the constants; the code size is the C build's to fill). The saving is measured
 against one baseline no pass can move, one buffer per tensor
-(:mod:`relaxc.passes.report_baseline`), read off the program as given to the pipeline.
+(:mod:`relaxc.cli.report.baseline`), read off the program as given to the pipeline.
 """
 
 from __future__ import annotations
@@ -38,10 +38,10 @@ from relaxc.ir.vocab import (
     kernel_scratch,
 )
 
-from .plan_memory import round_up, storages
-from .planning.model import Buffer, lower_bound
-from .properties import has_explicit_memory
-from .report_baseline import CONCAT, baselines, explicit_values, source_ops
+from relaxc.passes.plan_memory import round_up, storages
+from relaxc.passes.planning.model import Buffer, lower_bound
+from relaxc.passes.properties import has_explicit_memory
+from .baseline import CONCAT, baselines, explicit_values, source_ops
 
 
 @dataclass(frozen=True)
@@ -128,7 +128,7 @@ class FunctionReport:
     # the statement they came from; 0 where no line is known), so pictures can name them.
     point_lines: list[int] = field(default_factory=list)
     # One buffer per tensor: the bytes of every value the function computes, each in its
-    # own buffer, read off the program as given to the pipeline (report_baseline); plus the
+    # own buffer, read off the program as given to the pipeline (baseline.py); plus the
     # inputs the arena holds when it holds them. None: unknown (a value without a bound).
     baseline_bytes: int | None = None
     # Bytes of the external storages (the outputs this function allocates for its caller).

@@ -8,13 +8,13 @@ from rich.table import Table
 from rich.text import Text
 
 from relaxc.ir.types import shape_to_str
-from relaxc.passes.memory_report import FunctionReport, Size
 
-from .report_picture.layout import Layout, layout
-from .report_picture.origins import Origins
-from .report_picture.terminal import memory_map
-from .report_picture.totals import ram_text
-from .units import format_bytes, short_bytes
+from ..units import format_bytes, short_bytes
+from .analysis import FunctionReport, Size
+from .origins import Origins
+from .picture.layout import Layout, layout
+from .picture.terminal import memory_map
+from .picture.totals import ram_text
 
 __all__ = ["full_report", "memory_map", "print_reports", "summary_line"]
 

@@ -19,10 +19,10 @@ import json
 from typing import Any, Sequence
 
 from relaxc.ir.types import shape_to_str
-from relaxc.passes.memory_report import FunctionReport
 from relaxc.passes.plan_memory import round_up
 
-from .report_json import SCHEMA_VERSION, relaxc_version
+from .analysis import FunctionReport
+from .json import SCHEMA_VERSION, relaxc_version
 
 Event = dict[str, Any]
 

@@ -1,9 +1,10 @@
 """What a colour means in the pictures: the kind of op that wrote the buffer.
 
 Each op has a fixed colour, whatever the model (a conv2d output is blue in every picture);
-ops of one family share a hue. The colour is presentation, so it lives here, not on the
-op's registry record; the family of an op the table does not name comes from the record
-(elementwise or not).
+ops of one family share a hue. The family is a fact of the op (``OpDef.family`` on its
+registry record); the colours are presentation, so they live here: each family's shades,
+and for the common ops a shade of their own (another op of the family gets one of the
+family's shades by a hash of its name).
 """
 
 from __future__ import annotations
@@ -11,16 +12,6 @@ from __future__ import annotations
 import zlib
 
 from relaxc.ir.ops import REGISTRY
-
-FAMILIES: dict[str, tuple[str, ...]] = {
-    "matmul": ("conv2d", "dense", "matmul"),
-    "pooling": ("max_pool2d", "avg_pool2d", "global_avg_pool2d"),
-    "normalization": ("batch_norm", "layer_norm", "rms_norm", "lrn", "softmax"),
-    "data movement": ("concat", "split", "transpose", "strided_slice", "take"),
-    "reduction": ("sum", "mean", "max"),
-    "fill": ("full", "ones", "zeros"),
-}
-"""Families of ops drawn in shades of one hue."""
 
 SHADES: dict[str, tuple[str, ...]] = {
     "matmul": ("#4e79a7", "#2f5c8a", "#86a9cf"),
@@ -31,8 +22,31 @@ SHADES: dict[str, tuple[str, ...]] = {
     "fill": ("#bab0ac", "#8f8682", "#d6cfcb"),
     "elementwise": ("#f28e2b", "#e15759", "#ff9da7", "#d4661a", "#ffbe7d", "#c0392b"),
 }
+"""The shades of each family's hue (an op of family ``other`` is :data:`UNKNOWN` grey)."""
 
-ELEMENTWISE: dict[str, str] = {
+OWN_SHADE: dict[str, str] = {
+    "conv2d": "#4e79a7",
+    "dense": "#2f5c8a",
+    "matmul": "#86a9cf",
+    "max_pool2d": "#59a14f",
+    "avg_pool2d": "#3b7a33",
+    "global_avg_pool2d": "#8cc482",
+    "batch_norm": "#b07aa1",
+    "layer_norm": "#8a5680",
+    "rms_norm": "#d2a6c7",
+    "lrn": "#e377c2",
+    "softmax": "#c49bd6",
+    "concat": "#9c755f",
+    "split": "#7a5540",
+    "transpose": "#c49c84",
+    "strided_slice": "#a0522d",
+    "take": "#d2b48c",
+    "sum": "#edc948",
+    "mean": "#c9a51f",
+    "max": "#f5dc8a",
+    "full": "#bab0ac",
+    "ones": "#8f8682",
+    "zeros": "#d6cfcb",
     "relu": "#f28e2b",
     "add": "#e15759",
     "multiply": "#ff9da7",
@@ -42,7 +56,7 @@ ELEMENTWISE: dict[str, str] = {
     "clip": "#f1a340",
     "tanh": "#fdd0a2",
 }
-"""The common elementwise ops, each its own shade of orange and red."""
+"""The common ops, each a shade of its own (so that they tell apart in one picture)."""
 
 SCRATCH = "#17becf"
 """A kernel's working memory (PlanKernelScratch's ``scratch (%s)``: written by ``"<op> scratch"``
@@ -58,13 +72,8 @@ def family(op: str) -> str:
         return ""
     if op.endswith(" scratch"):
         return "kernel scratch"
-    for name, ops in FAMILIES.items():
-        if op in ops:
-            return name
     rec = REGISTRY.get(op)
-    if rec is not None and rec.elementwise:
-        return "elementwise"
-    return "other"
+    return rec.family if rec is not None else "other"
 
 
 def op_colour(op: str) -> str:
@@ -72,14 +81,12 @@ def op_colour(op: str) -> str:
     fam = family(op)
     if fam == "kernel scratch":
         return SCRATCH
-    if fam in FAMILIES:
-        return SHADES[fam][FAMILIES[fam].index(op) % len(SHADES[fam])]
-    if fam == "elementwise":
-        if op in ELEMENTWISE:
-            return ELEMENTWISE[op]
-        shades = SHADES["elementwise"]
-        return shades[zlib.crc32(op.encode()) % len(shades)]
-    return UNKNOWN
+    if fam not in SHADES:
+        return UNKNOWN
+    if op in OWN_SHADE:
+        return OWN_SHADE[op]
+    shades = SHADES[fam]
+    return shades[zlib.crc32(op.encode()) % len(shades)]
 
 
 def ink(fill: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
-from relaxc.passes.memory_report import BufferRow, FunctionReport
+from ..analysis import BufferRow, FunctionReport
 
 from .colours import op_colour
 

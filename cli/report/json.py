@@ -18,10 +18,10 @@ from typing import Any, Sequence
 
 from relaxc.ir import dims as D
 from relaxc.passes.base import Pass
-from relaxc.passes.memory_report import BufferRow, DynamicRow, FunctionReport, Size
 
-from .report_picture.origins import Origins, onnx_node
-from .version import relaxc_version
+from ..version import relaxc_version
+from .analysis import BufferRow, DynamicRow, FunctionReport, Size
+from .origins import Origins, onnx_node
 
 SCHEMA_VERSION = 2
 """Raised whenever a field changes meaning or type, or one is added or removed."""

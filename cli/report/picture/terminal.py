@@ -17,12 +17,10 @@ import textwrap
 
 from rich.text import Text
 
-from relaxc.passes.memory_report import FunctionReport
-
-from ..units import short_bytes
-
+from ...units import short_bytes
+from ..analysis import FunctionReport
+from ..origins import Origins
 from .layout import Layout, Rect, layout
-from .origins import Origins
 
 OVERLAP = "#"
 

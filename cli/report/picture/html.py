@@ -9,12 +9,12 @@ from __future__ import annotations
 from html import escape
 
 from relaxc.ir.types import shape_to_str
-from relaxc.passes.memory_report import FunctionReport
 
-from ..units import format_bytes
+from ...units import format_bytes
+from ..analysis import FunctionReport
+from ..origins import Origins
 from .colours import op_colour
 from .layout import layout
-from .origins import Origins
 from .page_script import CSS, JS
 from .svg import function_svg
 from .totals import ram_text
