@@ -49,16 +49,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import Gen, Spec, pad4, pair, scratch_place
-from .blocked import (
-    MR_MAX,
-    V,
-    _register,
-    _static,
-    emit_sgemm,
-    gen_conv2d_gemm,
-    narrow,
-    tile_rows,
-)
+from .blocked import gen_conv2d_gemm
+from .microtile import MR_MAX, V, emit_sgemm, narrow, register_helper, static_dim, tile_rows
 
 BUDGET = 512 * 1024
 """The most bytes of scratch a Winograd conv2d takes (about half of a usual L2 per array at
@@ -219,7 +211,7 @@ def plan(spec: Spec) -> Plan | None:
     out = spec.outs[0]
     if a["groups"] != 1 or pair(a["strides"]) != (1, 1) or pair(a["dilation"]) != (1, 1):
         return None
-    shape = [_static(d) for d in (*x.shape, *w.shape, *out.shape)]
+    shape = [static_dim(d) for d in (*x.shape, *w.shape, *out.shape)]
     if None in shape or len(shape) != 12:
         return None
     n, c, h, wd, k, cg, kh, kw, _, _, oh, ow = (int(s) for s in shape)  # type: ignore[arg-type]
@@ -248,7 +240,7 @@ def plan(spec: Spec) -> Plan | None:
     return best[1]
 
 
-_register(
+register_helper(
     "all_finite",
     (),
     """\
@@ -473,10 +465,10 @@ def gen_winograd_f32(g: Gen, p: Plan) -> list[str]:
     if p.tw * p.th < WIDE_MIN_TILES:
         # with 8-lane vectors and FMA the direct GEMM is 3 to 4 times faster, the transforms
         # and the weights' memory traffic barely: there, too few tiles do not pay
-        g.lines.append(f"#if {mr.replace('sgemm_mr', 'sgemm_nv')} == 16")
+        g.raw(f"#if {mr.replace('sgemm_mr', 'sgemm_nv')} == 16")
         g.emit(fallback)
         g.emit("return;")
-        g.lines.append("#endif")
+        g.raw("#endif")
     with g.loop("q", str(p.w)):
         g.emit("zero[q] = 0.0f;")
     voff = "c0 + " if p.v_all else ""
