@@ -12,10 +12,13 @@ where the target has a fast one (``FP_FAST_FMAF``, C99's own macro: -march with 
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 from relaxc.ir import dims as D
 
 from ..helpers import HELPERS
 from .base import Gen
+from .lines import CLines
 
 V = 16
 """Columns of a micro-tile (output positions of a conv2d, columns of a matmul)."""
@@ -71,7 +74,7 @@ def narrow(n: str) -> str:
     return f"({n} <= 4 ? 4 : ({n} <= 8 ? 8 : 16))"
 
 
-def _microkernel(rows: int, width: int, step: int) -> str:
+def _microkernel(c: CLines, rows: int, width: int, step: int) -> None:
     """The micro-tile of ``rows`` rows of ``width`` columns, ``step`` columns at a time (a
     16-column tile is two halves of 8 with SSE). The loop only multiplies and adds into
     locals that start at zero, so that GCC's SLP vectorizer turns them into vector registers
@@ -80,65 +83,56 @@ def _microkernel(rows: int, width: int, step: int) -> str:
     spills)."""
     s = [[f"s{r}_{v}" for v in range(step)] for r in range(rows)]
     halves = step != width
-    ind = "        " if halves else "    "
-    out = [
-        f"static void PFX_sgemm_{rows}x{width}(int64_t kc, const float *restrict a, int64_t lda,",
-        "    const float *const *restrict b, float *restrict c, int64_t ldc, int acc,",
-        "    const float *restrict bias)",
-        "{",
-        "    int64_t k, h;" if halves else "    int64_t k;",
-    ]
-    if rows == 1:
-        out += ["    (void)lda;", "    (void)ldc;"]
-    if halves:
-        out.append(f"    for (h = 0; h < {width}; h += {step}) {{")
-    for r in range(rows):
-        out.append(f"{ind}float {', '.join(s[r])};")
-    for r in range(rows):
-        out.append(ind + " = ".join(s[r]) + " = 0.0f;")
-    out.append(f"{ind}for (k = 0; k < kc; ++k) {{")
-    out.append(f"{ind}    const float *restrict bk = b[k]{' + h' if halves else ''};")
-    for v0 in range(0, step, 4):
-        xs = ", ".join(f"x{v} = bk[{v}]" for v in range(v0, v0 + 4))
-        out.append(f"{ind}    const float {xs};")
-    for r in range(rows):
-        w = f"a[{r} * lda + k]" if r else "a[k]"
-        out.append(f"{ind}    {{ const float w = {w};")
-        for v in range(step):
-            out.append(f"{ind}      {s[r][v]} = PFX_fmadd(w, x{v}, {s[r][v]});")
-        out.append(f"{ind}    }}")
-    out.append(f"{ind}}}")
-    for r in range(rows):
-        row = f"c + {r} * ldc" if r else "c"
-        if halves:
-            row += " + h"
-        out.append(f"{ind}{{ float *restrict cr = {row};")
-        out.append(f"{ind}  if (acc) {{")
-        for v0 in range(0, step, 4):
-            out.append(f"{ind}    " + " ".join(f"{s[r][v]} += cr[{v}];" for v in range(v0, v0 + 4)))
-        out.append(f"{ind}  }}")
-        out.append(f"{ind}  if (bias != NULL) {{ const float t = bias[{r}];")
-        for v0 in range(0, step, 4):
-            out.append(f"{ind}    " + " ".join(f"{s[r][v]} += t;" for v in range(v0, v0 + 4)))
-        out.append(f"{ind}  }}")
-        for v0 in range(0, step, 4):
-            out.append(f"{ind}  " + " ".join(f"cr[{v}] = {s[r][v]};" for v in range(v0, v0 + 4)))
-        out.append(f"{ind}}}")
-    if halves:
-        out.append("    }")
-    out.append("}")
-    return "\n".join(out)
+    quads = range(0, step, 4)
+    c.emit(
+        f"static void PFX_sgemm_{rows}x{width}(int64_t kc, const float *restrict a, int64_t lda,"
+    )
+    c.emit("    const float *const *restrict b, float *restrict c, int64_t ldc, int acc,")
+    c.emit("    const float *restrict bias)")
+    with c.opened("{"):
+        c.emit("int64_t k, h;" if halves else "int64_t k;")
+        if rows == 1:
+            c.emit("(void)lda;")
+            c.emit("(void)ldc;")
+        with c.block(f"for (h = 0; h < {width}; h += {step})") if halves else nullcontext():
+            for r in range(rows):
+                c.emit(f"float {', '.join(s[r])};")
+            for r in range(rows):
+                c.emit(" = ".join(s[r]) + " = 0.0f;")
+            with c.block("for (k = 0; k < kc; ++k)"):
+                c.emit(f"const float *restrict bk = b[k]{' + h' if halves else ''};")
+                for v0 in quads:
+                    c.emit(
+                        f"const float {', '.join(f'x{v} = bk[{v}]' for v in range(v0, v0 + 4))};"
+                    )
+                for r in range(rows):
+                    with c.opened(f"{{ const float w = {f'a[{r} * lda + k]' if r else 'a[k]'};", 2):
+                        for v in range(step):
+                            c.emit(f"{s[r][v]} = PFX_fmadd(w, x{v}, {s[r][v]});")
+            for r in range(rows):
+                row = (f"c + {r} * ldc" if r else "c") + (" + h" if halves else "")
+                with c.opened(f"{{ float *restrict cr = {row};", 2):
+                    with c.opened("if (acc) {", 2):
+                        for v0 in quads:
+                            c.emit(" ".join(f"{s[r][v]} += cr[{v}];" for v in range(v0, v0 + 4)))
+                    with c.opened(f"if (bias != NULL) {{ const float t = bias[{r}];", 2):
+                        for v0 in quads:
+                            c.emit(" ".join(f"{s[r][v]} += t;" for v in range(v0, v0 + 4)))
+                    for v0 in quads:
+                        c.emit(" ".join(f"cr[{v}] = {s[r][v]};" for v in range(v0, v0 + 4)))
 
 
 def _tile(rows: int, width: int) -> str:
     """The micro-tile ``rows`` x ``width``: C[r][v] = (sum over k < kc of A[r * lda + k] *
     B[k][v]) (+ C[r][v] if acc) (+ bias[r]), rows of C ldc apart, B[k] pointing to width
     floats; each C[r][v] sums its kc terms in order, in a float held in a register."""
-    return f"""#if PFX_sgemm_nv == 16
-{_microkernel(rows, width, min(width, 16))}
-#else
-{_microkernel(rows, width, min(width, 8))}
-#endif"""
+    c = CLines()
+    c.raw("#if PFX_sgemm_nv == 16")
+    _microkernel(c, rows, width, min(width, 16))
+    c.raw("#else")
+    _microkernel(c, rows, width, min(width, 8))
+    c.raw("#endif")
+    return c.text()
 
 
 for _w in WIDTHS:
