@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 from .base import Gen, Spec, pad4, pair, scratch_place
 from .blocked import gen_conv2d_gemm
+from .lines import CLines
 from .microtile import MR_MAX, V, emit_sgemm, narrow, register_helper, static_dim, tile_rows
 
 BUDGET = 512 * 1024
@@ -273,50 +274,44 @@ def _weight_transform(g: Gen, p: Plan) -> str:
     output channel's 9 x cn weights are first copied into ``t`` as 9 rows of cn (the one
     strided access), so that the transform reads rows and vectorizes."""
     su = p.kb * p.cb
+    c = CLines()
 
-    def over(n: str) -> list[str]:
-        out = [
-            f"        for (c = 0; c < {n}; ++c) {{",
-            "            " + " ".join(f"t[{j * p.cb} + c] = wk[9 * c + {j}];" for j in range(9)),
-            "        }",
-            f"        for (c = 0; c < {n}; ++c) {{",
-        ]
-        # G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2 (over the kernel's rows)
-        for j in range(3):
-            r0, r1, r2 = (f"t[{(3 * i + j) * p.cb} + c]" for i in range(3))
-            out.append(f"            const float h0{j} = {r0}, h3{j} = {r2};")
-            out.append(f"            const float e{j} = h0{j} + h3{j}, g{j} = {r1};")
-            out.append(f"            const float h1{j} = 0.5f * (e{j} + g{j});")
-            out.append(f"            const float h2{j} = 0.5f * (e{j} - g{j});")
-        # (G g) G^T: the same over the columns
-        for i in range(4):
-            out.append(f"            {{ const float f = h{i}0 + h{i}2;")
-            vals = [f"h{i}0", f"0.5f * (f + h{i}1)", f"0.5f * (f - h{i}1)", f"h{i}2"]
-            for j, v in enumerate(vals):
-                out.append(f"              uk[{(4 * i + j) * su} + c] = {v};")
-            out.append("            }")
-        out.append("        }")
-        return out
+    def over(n: str) -> None:
+        with c.loop("c", n):
+            c.emit(" ".join(f"t[{j * p.cb} + c] = wk[9 * c + {j}];" for j in range(9)))
+        with c.loop("c", n):
+            # G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2 (over the kernel's rows)
+            for j in range(3):
+                r0, r1, r2 = (f"t[{(3 * i + j) * p.cb} + c]" for i in range(3))
+                c.emit(f"const float h0{j} = {r0}, h3{j} = {r2};")
+                c.emit(f"const float e{j} = h0{j} + h3{j}, g{j} = {r1};")
+                c.emit(f"const float h1{j} = 0.5f * (e{j} + g{j});")
+                c.emit(f"const float h2{j} = 0.5f * (e{j} - g{j});")
+            # (G g) G^T: the same over the columns
+            for i in range(4):
+                with c.opened(f"{{ const float f = h{i}0 + h{i}2;", 2):
+                    vals = [f"h{i}0", f"0.5f * (f + h{i}1)", f"0.5f * (f - h{i}1)", f"h{i}2"]
+                    for j, v in enumerate(vals):
+                        c.emit(f"uk[{(4 * i + j) * su} + c] = {v};")
 
-    lines = [
-        f"static void {g.fname}_wt(const float *restrict w, float *restrict u, float *restrict t,",
-        "    int64_t k0, int64_t kn, int64_t c0, int64_t cn)",
-        "{",
-        "    int64_t k, c;",
-        "    for (k = 0; k < kn; ++k) {",
-        f"        const float *restrict wk = w + ((k0 + k) * {p.c} + c0) * 9;",
-        f"        float *restrict uk = u + k * {p.cb};",
-    ]
-    if p.c % p.cb == 0:  # every block of channels is whole: a constant trip count
-        lines += ["        (void)cn;", *over(str(p.cb))]
-    else:  # whole blocks in a loop of constant trip count (vectorized), the last one of cn
-        lines.append(f"        if (cn == {p.cb}) {{")
-        lines += ["    " + ln for ln in over(str(p.cb))]
-        lines.append("        } else {")
-        lines += ["    " + ln for ln in over("cn")]
-        lines.append("        }")
-    lines += ["    }", "}"]
-    return "\n".join(lines)
+    c.emit(
+        f"static void {g.fname}_wt(const float *restrict w, float *restrict u, float *restrict t,"
+    )
+    c.emit("    int64_t k0, int64_t kn, int64_t c0, int64_t cn)")
+    with c.opened("{"):
+        c.emit("int64_t k, c;")
+        with c.loop("k", "kn"):
+            c.emit(f"const float *restrict wk = w + ((k0 + k) * {p.c} + c0) * 9;")
+            c.emit(f"float *restrict uk = u + k * {p.cb};")
+            if p.c % p.cb == 0:  # every block of channels is whole: a constant trip count
+                c.emit("(void)cn;")
+                over(str(p.cb))
+            else:  # whole blocks in a loop of constant trip count (vectorized), the last one of cn
+                with c.opened(f"if (cn == {p.cb}) {{", close=None):
+                    over(str(p.cb))
+                with c.block("} else"):
+                    over("cn")
+    return c.text()
 
 
 def _input_transform(g: Gen, p: Plan) -> str:
