@@ -321,58 +321,47 @@ def _input_transform(g: Gen, p: Plan) -> str:
     sv = p.vc * p.ldv
     hw = p.h * p.w
     ws = p.ws
-    lines = [
-        f"static void {g.fname}_vt(const float *restrict x, const float *restrict zero,",
-        "    float *restrict s, float *restrict v, int64_t c0, int64_t cn, int64_t ty0,",
-        "    int64_t rows)",
-        "{",
-        f"    const int64_t filled = rows * {p.tw}, ncols = (filled + 3) / 4 * 4;",
-        "    int64_t c, r, q, t;",
-        "    /* the row buffers: zero but where the input row goes (the padding) */",
-        f"    for (q = 0; q < {4 * ws}; ++q) s[q] = 0.0f;",
-        "    for (c = 0; c < cn; ++c) {",
-        f"        const float *xc = x + (c0 + c) * {hw};",
-        "        for (r = 0; r < rows; ++r) {",
-        f"            const int64_t ih = 2 * (ty0 + r) - {p.pt};",
-    ]
-    for i in range(4):
-        lines.append(
-            f"            const float *restrict d{i} = ih + {i} >= 0 && ih + {i} < {p.h} ? "
-            f"xc + (ih + {i}) * {p.w} : zero;"
-        )
-    lines += [
-        f"            float *restrict vr = v + c * {p.ldv} + r * {p.tw};",
-        "            /* B^T d: over the rows of the tile, for every column of the input */",
-        f"            for (q = 0; q < {p.w}; ++q) {{",
-        "                const float a0 = d0[q], a1 = d1[q], a2 = d2[q], a3 = d3[q];",
-        f"                s[{p.pl} + q] = a0 - a2;",
-        f"                s[{ws + p.pl} + q] = a1 + a2;",
-        f"                s[{2 * ws + p.pl} + q] = a2 - a1;",
-        f"                s[{3 * ws + p.pl} + q] = a1 - a3;",
-        "            }",
-        "            /* (B^T d) B: over the columns of each tile */",
-        f"            for (t = 0; t < {p.twp}; ++t) {{",
-    ]
-    for i in range(4):
-        o = i * ws
-        lines.append(
-            f"                {{ const float b0 = s[{o} + 2 * t], b1 = s[{o + 1} + 2 * t],"
-            f" b2 = s[{o + 2} + 2 * t], b3 = s[{o + 3} + 2 * t];"
-        )
-        for j, val in enumerate(("b0 - b2", "b1 + b2", "b2 - b1", "b1 - b3")):
-            lines.append(f"                  vr[{(4 * i + j) * sv} + t] = {val};")
-        lines.append("                }")
-    lines += [
-        "            }",
-        "        }",
-        "        for (q = filled; q < ncols; ++q) {",
-        f"            float *restrict vc = v + c * {p.ldv} + q;",
-        "            " + " ".join(f"vc[{e * sv}] = 0.0f;" for e in range(16)),
-        "        }",
-        "    }",
-        "}",
-    ]
-    return "\n".join(lines)
+    c = CLines()
+    c.emit(f"static void {g.fname}_vt(const float *restrict x, const float *restrict zero,")
+    c.emit("    float *restrict s, float *restrict v, int64_t c0, int64_t cn, int64_t ty0,")
+    c.emit("    int64_t rows)")
+    with c.opened("{"):
+        c.emit(f"const int64_t filled = rows * {p.tw}, ncols = (filled + 3) / 4 * 4;")
+        c.emit("int64_t c, r, q, t;")
+        c.emit("/* the row buffers: zero but where the input row goes (the padding) */")
+        c.emit(f"for (q = 0; q < {4 * ws}; ++q) s[q] = 0.0f;")
+        with c.loop("c", "cn"):
+            c.emit(f"const float *xc = x + (c0 + c) * {hw};")
+            with c.loop("r", "rows"):
+                c.emit(f"const int64_t ih = 2 * (ty0 + r) - {p.pt};")
+                for i in range(4):
+                    c.emit(
+                        f"const float *restrict d{i} = ih + {i} >= 0 && ih + {i} < {p.h} ? "
+                        f"xc + (ih + {i}) * {p.w} : zero;"
+                    )
+                c.emit(f"float *restrict vr = v + c * {p.ldv} + r * {p.tw};")
+                c.emit("/* B^T d: over the rows of the tile, for every column of the input */")
+                with c.loop("q", str(p.w)):
+                    c.emit("const float a0 = d0[q], a1 = d1[q], a2 = d2[q], a3 = d3[q];")
+                    c.emit(f"s[{p.pl} + q] = a0 - a2;")
+                    c.emit(f"s[{ws + p.pl} + q] = a1 + a2;")
+                    c.emit(f"s[{2 * ws + p.pl} + q] = a2 - a1;")
+                    c.emit(f"s[{3 * ws + p.pl} + q] = a1 - a3;")
+                c.emit("/* (B^T d) B: over the columns of each tile */")
+                with c.loop("t", str(p.twp)):
+                    for i in range(4):
+                        o = i * ws
+                        head = (
+                            f"{{ const float b0 = s[{o} + 2 * t], b1 = s[{o + 1} + 2 * t],"
+                            f" b2 = s[{o + 2} + 2 * t], b3 = s[{o + 3} + 2 * t];"
+                        )
+                        with c.opened(head, 2):
+                            for j, val in enumerate(("b0 - b2", "b1 + b2", "b2 - b1", "b1 - b3")):
+                                c.emit(f"vr[{(4 * i + j) * sv} + t] = {val};")
+            with c.loop("q", "ncols", "filled"):
+                c.emit(f"float *restrict vc = v + c * {p.ldv} + q;")
+                c.emit(" ".join(f"vc[{e * sv}] = 0.0f;" for e in range(16)))
+    return c.text()
 
 
 def _output_transform(g: Gen, p: Plan, bias: bool) -> str:
