@@ -370,57 +370,60 @@ def _output_transform(g: Gen, p: Plan, bias: bool) -> str:
     sm = p.kb * p.ldm
     ohw = p.oh * p.ow
     bias_param = "const float *restrict bias, " if bias else ""
-    lines = [
-        f"static void {g.fname}_ot(const float *restrict m, {bias_param}float *restrict y,",
-        "    int64_t k0, int64_t kn, int64_t ty0, int64_t rows)",
-        "{",
-        "    int64_t k, r, t;",
-        "    for (k = 0; k < kn; ++k) {",
-        "        const float bv = bias[k0 + k];" if bias else "",
-        "        for (r = 0; r < rows; ++r) {",
-        "            const int64_t oh = 2 * (ty0 + r);",
-        f"            const float *restrict mr = m + k * {p.ldm} + r * {p.tw};",
-        f"            float *restrict y0 = y + (k0 + k) * {ohw} + oh * {p.ow};",
-    ]
-    lines = [ln for ln in lines if ln]
     add = " + bv" if bias else ""
+    c = CLines()
 
-    def tile(t: str, both_rows: bool, both_cols: bool, ind: str) -> list[str]:
+    def tile(t: str, both_rows: bool, both_cols: bool) -> None:
         """One tile's outputs: A^T M gives the rows P = M0 + M1 + M2 and Q = M1 - M2 - M3
         (over the tile's 4 columns j), then each row's P0 + P1 + P2 and P1 - P2 - P3; only
         what is inside the output is computed."""
         cols = range(4) if both_cols else range(3)
         used = [4 * i + j for i in range(4 if both_rows else 3) for j in cols]
-        out = [f"{ind}{{"]
-        loads = ", ".join(f"m{e} = mr[{e * sm} + {t}]" for e in used)
-        out.append(f"{ind}    const float {loads};")
-        for j in cols:
-            row = f"p{j} = m{j} + m{4 + j} + m{8 + j}"
-            if both_rows:
-                row += f", q{j} = m{4 + j} - m{8 + j} - m{12 + j}"
-            out.append(f"{ind}    const float {row};")
-        out.append(f"{ind}    y0[2 * {t}] = p0 + p1 + p2{add};")
-        if both_cols:
-            out.append(f"{ind}    y0[2 * {t} + 1] = p1 - p2 - p3{add};")
-        if both_rows:
-            out.append(f"{ind}    y0[{p.ow} + 2 * {t}] = q0 + q1 + q2{add};")
+        with c.opened("{"):
+            c.emit(f"const float {', '.join(f'm{e} = mr[{e * sm} + {t}]' for e in used)};")
+            for j in cols:
+                row = f"p{j} = m{j} + m{4 + j} + m{8 + j}"
+                if both_rows:
+                    row += f", q{j} = m{4 + j} - m{8 + j} - m{12 + j}"
+                c.emit(f"const float {row};")
+            c.emit(f"y0[2 * {t}] = p0 + p1 + p2{add};")
             if both_cols:
-                out.append(f"{ind}    y0[{p.ow} + 2 * {t} + 1] = q1 - q2 - q3{add};")
-        out.append(f"{ind}}}")
-        return out
+                c.emit(f"y0[2 * {t} + 1] = p1 - p2 - p3{add};")
+            if both_rows:
+                c.emit(f"y0[{p.ow} + 2 * {t}] = q0 + q1 + q2{add};")
+                if both_cols:
+                    c.emit(f"y0[{p.ow} + 2 * {t} + 1] = q1 - q2 - q3{add};")
 
     half, odd = divmod(p.ow, 2)
-    for both_rows, head in ((True, f"if (oh + 1 < {p.oh}) {{"), (False, "} else {")):
-        if p.oh % 2 == 0 and not both_rows:
-            break
-        lines.append(f"            {head}" if p.oh % 2 else "            {")
-        lines.append(f"                for (t = 0; t < {half}; ++t)")
-        lines += tile("t", both_rows, True, "                ")
+
+    def tiles(both_rows: bool) -> None:
+        """The tiles of one row of tiles: whole ones, then the last one cut to its left
+        column when the output's width is odd."""
+        c.emit(f"for (t = 0; t < {half}; ++t)")
+        tile("t", both_rows, True)
         if odd:
-            lines += tile(str(half), both_rows, False, "                ")
-    lines.append("            }")
-    lines += ["        }", "    }", "}"]
-    return "\n".join(lines)
+            tile(str(half), both_rows, False)
+
+    c.emit(f"static void {g.fname}_ot(const float *restrict m, {bias_param}float *restrict y,")
+    c.emit("    int64_t k0, int64_t kn, int64_t ty0, int64_t rows)")
+    with c.opened("{"):
+        c.emit("int64_t k, r, t;")
+        with c.loop("k", "kn"):
+            if bias:
+                c.emit("const float bv = bias[k0 + k];")
+            with c.loop("r", "rows"):
+                c.emit("const int64_t oh = 2 * (ty0 + r);")
+                c.emit(f"const float *restrict mr = m + k * {p.ldm} + r * {p.tw};")
+                c.emit(f"float *restrict y0 = y + (k0 + k) * {ohw} + oh * {p.ow};")
+                if p.oh % 2:  # the last row of tiles has one output row
+                    with c.opened(f"if (oh + 1 < {p.oh}) {{", close=None):
+                        tiles(True)
+                    with c.block("} else"):
+                        tiles(False)
+                else:
+                    with c.opened("{"):
+                        tiles(True)
+    return c.text()
 
 
 def gen_winograd_f32(g: Gen, p: Plan) -> list[str]:
