@@ -11,10 +11,11 @@ division by zero, float-to-int casts, NaN propagation of ``maximum`` and ``max_p
 ``take`` clipping its indices) is mirrored.
 
 One module per family: :mod:`.elementwise`, :mod:`.movement`, :mod:`.reduce`,
-:mod:`.linalg` (with :mod:`.blocked`), :mod:`.pool`, :mod:`.norm`; :mod:`.base` holds what
-they share. Kernels that may compute their output over an input (``OpDef.inplace``) read
-each element (each row, for a normalization) before writing it; the others declare their
-pointers ``restrict``.
+:mod:`.linalg` (with :mod:`.blocked` and :mod:`.winograd`, on the micro-tiles of
+:mod:`.microtile`), :mod:`.pool`, :mod:`.norm`; :mod:`.base` holds what they share, and
+:mod:`.lines` the one builder of C lines they write through. Kernels that may compute their
+output over an input (``OpDef.inplace``) read each element (each row, for a normalization)
+before writing it; the others declare their pointers ``restrict``.
 
 A kernel's signature is ``static void NAME(const T *x0, ..., T *y0, ..., [unsigned char
 *scratch,] int64_t d_a, ...)``: inputs, outputs, the call's scratch when the kernel uses one
