@@ -23,11 +23,12 @@ Adding an op (``tests/ir/test_op_coverage.py`` checks that each step is done):
    of their own), and the ``family`` of a kernel op that is not elementwise (the report's
    pictures colour by it).
 2. Its numpy ``kernel`` (the reference the interpreter, the VM and every test compare with).
-3. Its C in ``backend/c/kernels.py``: a generator in ``GENERATORS``, or for a plain
-   elementwise op (no attributes, one or two inputs) its ``scalar`` formula or a case in
-   ``unary_expr``/``binary_expr``; or an entry in ``REFUSED``, ``"not on the C target,
-   because ..."``, the sentence the user's error ends with. The C backend checks at import
-   that every kernel op has one or the other.
+3. Its C in ``backend/c/kernels/``: a generator in ``GENERATORS``, or for a plain
+   elementwise op (no attributes, one or two inputs) its entry in ``C_FORMULAS``
+   (``elementwise.py``: ``record_on_float``/``record_on_int`` where the record has a
+   ``scalar`` formula); or an entry in ``REFUSED``, ``"not on the C target, because ..."``,
+   the sentence the user's error ends with. The C backend checks at import that every
+   kernel op has one or the other, and that the formulas agree with the records.
 4. A fuzz recipe in ``tests/fuzz/gen.py`` if the generic one cannot draw valid inputs.
 5. Regenerate the op list of ``docs/c.md`` (``relaxc.backend.c.op_list_markdown()``).
 6. Tests of its inference and kernel in ``tests/ir/test_ops.py`` and of its C in

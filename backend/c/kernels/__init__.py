@@ -11,10 +11,11 @@ division by zero, float-to-int casts, NaN propagation of ``maximum`` and ``max_p
 ``take`` clipping its indices) is mirrored.
 
 One module per family: :mod:`.elementwise`, :mod:`.movement`, :mod:`.reduce`,
-:mod:`.linalg` (with :mod:`.blocked`), :mod:`.pool`, :mod:`.norm`; :mod:`.base` holds what
-they share. Kernels that may compute their output over an input (``OpDef.inplace``) read
-each element (each row, for a normalization) before writing it; the others declare their
-pointers ``restrict``.
+:mod:`.linalg` (with :mod:`.blocked` and :mod:`.winograd`, on the micro-tiles of
+:mod:`.microtile`), :mod:`.pool`, :mod:`.norm`; :mod:`.base` holds what they share, and
+:mod:`.lines` the one builder of C lines they write through. Kernels that may compute their
+output over an input (``OpDef.inplace``) read each element (each row, for a normalization)
+before writing it; the others declare their pointers ``restrict``.
 
 A kernel's signature is ``static void NAME(const T *x0, ..., T *y0, ..., [unsigned char
 *scratch,] int64_t d_a, ...)``: inputs, outputs, the call's scratch when the kernel uses one
@@ -26,7 +27,8 @@ does not handle is an :class:`RxError` naming it: the C target never emits a gue
 What an op *is* (float-only, elementwise, its scalar formula, in-place safety) is read from its
 record in :data:`relaxc.ir.ops.REGISTRY`; what this file adds is :data:`C_KERNELS`, the C
 generator of each kernel op (or the reason the C target refuses it), checked against the
-registry when the module is imported.
+registry when the module is imported: the formula of each plain elementwise op
+(:data:`.elementwise.C_FORMULAS`, one entry per op) and the generator of every other one.
 """
 
 from __future__ import annotations
@@ -44,11 +46,13 @@ from .. import dtypes as T
 from ..helpers import Helpers
 from .base import DimC, Gen, Spec, broadcast_index, horner, same_shape, unsupported
 from .elementwise import (
-    gen_binary,
+    C_FORMULAS,
+    CFormula,
+    FormulaKernel,
+    formula_problems,
     gen_cast,
     gen_clip,
     gen_leaky_relu,
-    gen_unary,
     gen_where,
     plain_elementwise,
 )
@@ -92,19 +96,28 @@ GENERATORS: dict[str, Generator] = {
     "softmax": gen_softmax,
     "lrn": gen_lrn,
 }
-"""The generators of the kernel ops that are not plain elementwise ones."""
+"""The generators of the kernel ops that are not plain elementwise ones (those have a formula
+each in :data:`.elementwise.C_FORMULAS`)."""
 
 REFUSED: dict[str, str] = {}
 """Kernel ops the C target does not compute, and why: ``{"fft": "not on the C target, because
 it has no complex dtype"}``. The sentence reaches the user's error. (Every op is computed today.)"""
 
 
-def c_kernels(registry: Registry) -> BackendTable[Generator]:
-    """The C target's table of kernel generators for ``registry``, checked to cover it: a
-    RuntimeError names a kernel op that has neither a generator nor a refusal."""
+def c_kernels(
+    registry: Registry, formulas: Mapping[str, CFormula] = C_FORMULAS
+) -> BackendTable[Generator]:
+    """The C target's table of kernel generators for ``registry`` (each plain elementwise op's
+    from its entry in ``formulas``), checked to cover it: a RuntimeError names a kernel op
+    that has neither a generator nor a refusal, or a formula out of step with the records
+    (:func:`.elementwise.formula_problems`)."""
+    problems = formula_problems(registry, formulas)
+    if problems:
+        raise RuntimeError("C backend out of step with the op registry: " + "; ".join(problems))
     table: BackendTable[Generator] = BackendTable("C")
-    table.implement_all(plain_elementwise(registry, 1), gen_unary)
-    table.implement_all(plain_elementwise(registry, 2), gen_binary)
+    for op in plain_elementwise(registry):  # one without a formula: check_covers names it
+        if op in formulas:
+            table.implement(op, FormulaKernel(formulas[op]))
     for op, gen in GENERATORS.items():
         table.implement(op, gen)
     for op, why in REFUSED.items():

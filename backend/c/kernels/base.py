@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import math
 import re
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 
 from relaxc.ir import dims as D
@@ -19,6 +18,7 @@ from relaxc.ir.types import TensorType
 from .. import dtypes as T
 from ..helpers import Helpers
 from ..names import Scope
+from .lines import CLines
 
 INT_KINDS = ("int", "uint")
 
@@ -102,10 +102,11 @@ class DimC:
         return f"({a} {d.op} {b})"
 
 
-class Gen:
-    """Builds the body of one kernel function."""
+class Gen(CLines):
+    """Builds the body of one kernel function (its lines one block deep: inside the braces)."""
 
     def __init__(self, spec: Spec, fname: str, helpers: Helpers, loc: Loc | None = None):
+        super().__init__(depth=1)
         self.spec = spec
         self.op: OpDef | None = REGISTRY.get(spec.op)
         self.fname = fname
@@ -114,8 +115,6 @@ class Gen:
         self.scope = Scope()
         self.dimvar = {n: self.scope.name("d_", n) for n in spec.dims()}
         self.dim = DimC(self.dimvar, helpers)
-        self.lines: list[str] = []
-        self.depth = 1
         self.counter = 0
         self.x = [f"x{i}" for i in range(len(spec.ins))]
         self.y = [f"y{i}" for i in range(len(spec.outs))]
@@ -132,23 +131,7 @@ class Gen:
         vectorize without run-time overlap checks (inputs are only read, so two inputs may
         still be the same buffer)."""
 
-    # -- text -----------------------------------------------------------------------------
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.depth + line)
-
-    @contextmanager
-    def block(self, head: str) -> Iterator[None]:
-        self.emit(head + " {")
-        self.depth += 1
-        yield
-        self.depth -= 1
-        self.emit("}")
-
-    @contextmanager
-    def loop(self, var: str, extent: str, start: str = "0") -> Iterator[None]:
-        with self.block(f"for ({var} = {start}; {var} < {extent}; ++{var})"):
-            yield
-
+    # -- text (emit, block, loop: :class:`CLines`) -----------------------------------------
     def tmp(self, base: str) -> str:
         self.counter += 1
         return f"{base}{self.counter}"

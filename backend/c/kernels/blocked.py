@@ -3,13 +3,8 @@
 Portable C99 that compilers vectorize at ``-O2`` (GCC's very-cheap cost model: no run-time
 alias checks, no loops of unknown trip count) and better with ``-O3 -march=native``:
 
-* **Micro-tiles.** ``{p}_sgemm_<r>x<w>`` computes ``r`` rows (up to 6) of ``w`` columns
-  (16, or 8 or 4 for a last, narrower block) of ``C = A B`` over ``kc`` rows of ``B`` given
-  as pointers (each to ``w`` floats), ``A``'s rows ``lda`` apart. The 6 x 16 accumulators are
-  scalar locals the compiler keeps in 12 vector registers with AVX (or AArch64); with SSE's
-  4 lanes the 16 columns are done as two halves of 8 (``{p}_sgemm_nv``), 12 registers each.
-  The multiply-add is ``fmaf`` where the target has a fast one (``FP_FAST_FMAF``, C99's own
-  macro: -march with FMA) and ``a * b + c`` elsewhere.
+* **Micro-tiles.** ``{p}_sgemm_<r>x<w>``: ``r`` rows (up to 6) of ``w`` columns of ``C = A B``
+  in registers (:mod:`.microtile`, shared with :mod:`.winograd`).
 * **conv2d** is a GEMM per image and group: ``C`` (output channels x output positions) =
   the weights (output channels x ``CG*KH*KW``, OIHW as they are: no repacking, no copy) x
   im2col(x). im2col is never built: for each chunk of at most :data:`KC_MAX` of its rows and
@@ -20,7 +15,8 @@ alias checks, no loops of unknown trip count) and better with ``-O3 -march=nativ
   stay in cache (:data:`A_BLOCK`). Depthwise convolutions (one input and one output channel
   per group) are direct loops over a zero-framed copy of the channel instead, and 3x3
   stride-1 ones that pay for it Winograd F(2x2, 3x3) (:mod:`.winograd`, on these
-  micro-tiles; :func:`gen_conv2d_gemm` stays their fallback).
+  micro-tiles; :func:`gen_conv2d_gemm` stays their fallback; :func:`.linalg.gen_conv2d`
+  chooses among the three).
 * **matmul** is the same GEMM with ``B`` read in place; **dense** with more than a few
   rows packs ``w``'s transpose into the panel; fewer rows are 4 dot products at a time,
   each summed in 16 lanes.
@@ -46,14 +42,18 @@ from typing import Callable
 
 from relaxc.ir import dims as D
 
-from ..helpers import HELPERS
 from .base import Gen, pad4, pair
-
-V = 16
-"""Columns of a micro-tile (output positions of a conv2d, columns of a matmul)."""
-
-MR_MAX = 6
-"""Rows of a micro-tile (``{p}_sgemm_mr``)."""
+from .microtile import (
+    MR_MAX,
+    V,
+    WIDTHS,
+    emit_sgemm,
+    narrow,
+    register_helper,
+    static_dim,
+    tail_widths,
+    tile_rows,
+)
 
 KC_MAX = 64
 """The most rows of ``B`` (``CG*KH*KW`` of a conv2d, ``K`` of a matmul) one panel holds: a
@@ -64,171 +64,7 @@ A_BLOCK = 256 * 1024
 about half of a usual L2 (more, and the weights stream from L3 once per 16 columns)."""
 
 
-def _c(text: str) -> str:
-    """C text with ``PFX`` for the model's prefix, as the :data:`HELPERS` format wants it."""
-    return text.replace("{", "{{").replace("}", "}}").replace("PFX", "{p}")
-
-
-def _register(name: str, deps: tuple[str, ...], text: str) -> None:
-    HELPERS[name] = (deps, _c(text))
-
-
-_register(
-    "sgemm_mr",
-    (),
-    """\
-/* An f32 GEMM micro-tile is 6 rows of 16 columns. Its 96 accumulators fit 12 of AVX's 16
- * vector registers (or 24 of AArch64's 32) at once; with SSE's 16 registers of 4 lanes the
- * tile is computed as two halves of 8 columns, 12 registers each. */
-#define PFX_sgemm_mr 6
-#if defined(__AVX__) || defined(__aarch64__)
-#define PFX_sgemm_nv 16
-#else
-#define PFX_sgemm_nv 8
-#endif""",
-)
-
-_register(
-    "fmadd",
-    (),
-    """\
-/* a * b + c for floats: fused (one rounding) where the target has a fast fmaf (C99's
- * FP_FAST_FMAF), else a multiply and an add. */
-#if defined(FP_FAST_FMAF)
-#define PFX_fmadd(a, b, c) fmaf((a), (b), (c))
-#else
-#define PFX_fmadd(a, b, c) ((a) * (b) + (c))
-#endif""",
-)
-
-
-WIDTHS = (16, 8, 4)
-"""Columns a micro-tile computes: 16, or 8 or 4 for a last block of fewer positions."""
-
-
-def narrow(n: str) -> str:
-    """The micro-tile width (C expression) for a block of ``n`` columns."""
-    return f"({n} <= 4 ? 4 : ({n} <= 8 ? 8 : 16))"
-
-
-def _microkernel(rows: int, width: int, step: int) -> str:
-    """The micro-tile of ``rows`` rows of ``width`` columns, ``step`` columns at a time (a
-    16-column tile is two halves of 8 with SSE). The loop only multiplies and adds into
-    locals that start at zero, so that GCC's SLP vectorizer turns them into vector registers
-    even at -O2 and its register allocator keeps them there; the previous chunks' sum and the
-    bias are added after the loop (kept out of it, and out of any local array: either costs
-    spills)."""
-    s = [[f"s{r}_{v}" for v in range(step)] for r in range(rows)]
-    halves = step != width
-    ind = "        " if halves else "    "
-    out = [
-        f"static void PFX_sgemm_{rows}x{width}(int64_t kc, const float *restrict a, int64_t lda,",
-        "    const float *const *restrict b, float *restrict c, int64_t ldc, int acc,",
-        "    const float *restrict bias)",
-        "{",
-        "    int64_t k, h;" if halves else "    int64_t k;",
-    ]
-    if rows == 1:
-        out += ["    (void)lda;", "    (void)ldc;"]
-    if halves:
-        out.append(f"    for (h = 0; h < {width}; h += {step}) {{")
-    for r in range(rows):
-        out.append(f"{ind}float {', '.join(s[r])};")
-    for r in range(rows):
-        out.append(ind + " = ".join(s[r]) + " = 0.0f;")
-    out.append(f"{ind}for (k = 0; k < kc; ++k) {{")
-    out.append(f"{ind}    const float *restrict bk = b[k]{' + h' if halves else ''};")
-    for v0 in range(0, step, 4):
-        xs = ", ".join(f"x{v} = bk[{v}]" for v in range(v0, v0 + 4))
-        out.append(f"{ind}    const float {xs};")
-    for r in range(rows):
-        w = f"a[{r} * lda + k]" if r else "a[k]"
-        out.append(f"{ind}    {{ const float w = {w};")
-        for v in range(step):
-            out.append(f"{ind}      {s[r][v]} = PFX_fmadd(w, x{v}, {s[r][v]});")
-        out.append(f"{ind}    }}")
-    out.append(f"{ind}}}")
-    for r in range(rows):
-        row = f"c + {r} * ldc" if r else "c"
-        if halves:
-            row += " + h"
-        out.append(f"{ind}{{ float *restrict cr = {row};")
-        out.append(f"{ind}  if (acc) {{")
-        for v0 in range(0, step, 4):
-            out.append(f"{ind}    " + " ".join(f"{s[r][v]} += cr[{v}];" for v in range(v0, v0 + 4)))
-        out.append(f"{ind}  }}")
-        out.append(f"{ind}  if (bias != NULL) {{ const float t = bias[{r}];")
-        for v0 in range(0, step, 4):
-            out.append(f"{ind}    " + " ".join(f"{s[r][v]} += t;" for v in range(v0, v0 + 4)))
-        out.append(f"{ind}  }}")
-        for v0 in range(0, step, 4):
-            out.append(f"{ind}  " + " ".join(f"cr[{v}] = {s[r][v]};" for v in range(v0, v0 + 4)))
-        out.append(f"{ind}}}")
-    if halves:
-        out.append("    }")
-    out.append("}")
-    return "\n".join(out)
-
-
-def _tile(rows: int, width: int) -> str:
-    """The micro-tile ``rows`` x ``width``: C[r][v] = (sum over k < kc of A[r * lda + k] *
-    B[k][v]) (+ C[r][v] if acc) (+ bias[r]), rows of C ldc apart, B[k] pointing to width
-    floats; each C[r][v] sums its kc terms in order, in a float held in a register."""
-    return f"""#if PFX_sgemm_nv == 16
-{_microkernel(rows, width, min(width, 16))}
-#else
-{_microkernel(rows, width, min(width, 8))}
-#endif"""
-
-
-for _w in WIDTHS:
-    for _r in range(1, MR_MAX + 1):
-        _register(f"sgemm_{_r}x{_w}", ("sgemm_mr", "fmadd"), _tile(_r, _w))
-
-
-def tile_rows(m: int | None, block: int | None = None) -> tuple[int, ...]:
-    """The row counts of the micro-tiles that cover ``m`` rows (in blocks of ``block`` rows,
-    when given): tiles of 6 and each block's remainder; every count when ``m`` is symbolic."""
-    if m is None:
-        return tuple(range(1, MR_MAX + 1))
-    if m == 0:  # no tile runs; one call keeps the kernel's locals used (-Werror)
-        return (1,)
-    blocks = [m] if block is None else [block] * (m // block) + ([m % block] if m % block else [])
-    found = {MR_MAX for b in blocks if b >= MR_MAX} | {b % MR_MAX for b in blocks if b % MR_MAX}
-    return tuple(sorted(found))
-
-
-def tail_widths(n: int | None) -> tuple[int, ...]:
-    """The widths of the tiles a last block of fewer than 16 columns of ``n`` can take (none
-    when ``n`` is a multiple of 16; every width when it is symbolic)."""
-    if n is None:
-        return WIDTHS
-    t = n % V
-    return () if t == 0 else ((4 if t <= 4 else 8 if t <= 8 else 16),)
-
-
-def emit_sgemm(
-    g: Gen, rows: str, row_counts: tuple[int, ...], width: str, widths: tuple[int, ...], args: str
-) -> None:
-    """A call of the micro-tile for ``rows`` x ``width`` (C expressions) with ``args`` (kc, a,
-    lda, b, c, ldc, acc, bias): a switch over the tiles the shapes can reach, so that only
-    those are emitted (a model's file holds the tiles its kernels call, not all 18)."""
-    cases = [(r, w) for w in widths for r in row_counts]
-    if not cases:
-        return
-    if len(cases) == 1:
-        r, w = cases[0]
-        g.emit(f"{g.h.use(f'sgemm_{r}x{w}')}({args});")
-        return
-    key = f"{width} * 8 + {rows}" if len(widths) > 1 else rows
-    with g.block(f"switch ({key})"):
-        for r, w in cases:
-            label = w * 8 + r if len(widths) > 1 else r
-            g.emit(f"case {label}: {g.h.use(f'sgemm_{r}x{w}')}({args}); break;")
-        g.emit("default: break;")
-
-
-_register(
+register_helper(
     "conv_pack",
     (),
     """\
@@ -379,13 +215,9 @@ static void PFX_conv_pack(const float *restrict x, int64_t H, int64_t W, int64_t
 # Generators.
 
 
-def _static(d: D.Dim) -> int | None:
-    return d if isinstance(d, int) else None
-
-
 def chunk_rows(k: D.Dim) -> int:
     """Rows of ``B`` per chunk: :data:`KC_MAX`, or ``k`` when fewer."""
-    kk = _static(k)
+    kk = static_dim(k)
     return kk if kk is not None and 0 < kk < KC_MAX else KC_MAX
 
 
@@ -421,27 +253,9 @@ def emit_partial_tile(
             g.emit(f"{out('r', 'v')} = tile[r * {V} + v];")
 
 
-def gen_conv2d_f32(g: Gen) -> list[str]:
-    """conv2d on f32 as a blocked GEMM per image and group (or, depthwise, direct loops over
-    output rows). Loops: chunks of ``kc`` rows of im2col(x) (``k0``); blocks of output
-    channels whose weights stay in cache (``oc0``, when they do not all); blocks of 16 output
-    positions (``p0``: the panel of im2col rows, or pointers into x for a 1x1 with unit
-    strides and no padding); micro-tiles of 6 output channels (``oc``)."""
-    w = g.spec.ins[1]
-    groups = g.spec.attr["groups"]
-    if groups > 1 and _static(w.shape[0]) == groups and _static(w.shape[1]) == 1:
-        return gen_depthwise_f32(g)
-    from .winograd import gen_winograd_f32, plan  # it builds on this module's micro-tiles
-
-    wino = plan(g.spec)
-    if wino is not None:
-        return gen_winograd_f32(g, wino)
-    return gen_conv2d_gemm(g)
-
-
 def gen_conv2d_gemm(g: Gen) -> list[str]:
     """conv2d on f32 (not depthwise) as a blocked GEMM per image and group: the loops of
-    :func:`gen_conv2d_f32`."""
+    :func:`.linalg.gen_conv2d_f32`."""
     x, w = g.spec.ins[0], g.spec.ins[1]
     out = g.spec.outs[0]
     a = g.spec.attr
@@ -454,13 +268,13 @@ def gen_conv2d_gemm(g: Gen) -> list[str]:
     N, C, H, W = g.shape(x)
     OC, CG, KH, KW = g.shape(w)
     OH, OW = g.shape(out)[2], g.shape(out)[3]
-    oc_static = _static(w.shape[0])
+    oc_static = static_dim(w.shape[0])
     og_static = oc_static // groups if oc_static is not None else None
     OG = str(og_static) if og_static is not None else (f"({OC} / {groups})" if groups != 1 else OC)
     K = g.prod([CG, KH, KW])
     HW = g.prod([H, W])
     P = g.prod([OH, OW])
-    k_static = _static(D.product(w.shape[1:]))
+    k_static = static_dim(D.product(w.shape[1:]))
     kc_max = chunk_rows(D.product(w.shape[1:]))
     mc = block_rows(kc_max, og_static)
     direct = KH == "1" and KW == "1" and (sh, sw) == (1, 1) and pads == (0, 0, 0, 0)
@@ -468,7 +282,7 @@ def gen_conv2d_gemm(g: Gen) -> list[str]:
     mr = g.h.use("sgemm_mr")
     pack = g.h.use("conv_pack")
     oc_rows = tile_rows(og_static, mc)
-    p_tail = tail_widths(_static(D.product(out.shape[2:])))
+    p_tail = tail_widths(static_dim(D.product(out.shape[2:])))
     decls = [
         *_gemm_scratch(g, kc_max),
         "int64_t b, grp, k0, kc, oc0, oc1, p0, np, oc, nr, r, v;",
@@ -575,8 +389,8 @@ def gen_depthwise_f32(g: Gen) -> list[str]:
     sh, sw = pair(a["strides"])
     pt, pl, _, _ = pad4(a["padding"])
     dh, dw = pair(a["dilation"])
-    dims = [_static(d) for d in (w.shape[2], w.shape[3], x.shape[2], x.shape[3])]
-    dims += [_static(out.shape[2]), _static(out.shape[3])]
+    dims = [static_dim(d) for d in (w.shape[2], w.shape[3], x.shape[2], x.shape[3])]
+    dims += [static_dim(out.shape[2]), static_dim(out.shape[3])]
     if None in dims or not dims[4] or not dims[5]:
         return _depthwise_rows(g)
     kh, kw, h_in, w_in, h_out, w_out = (int(d) for d in dims)  # type: ignore[arg-type]
@@ -703,8 +517,8 @@ def gen_matmul_f32(g: Gen) -> list[str]:
     M, N, K = os_[-2], os_[-1], as_[-1]
     kc_max = chunk_rows(a.shape[-1])
     mr = g.h.use("sgemm_mr")
-    m_rows = tile_rows(_static(out.shape[-2]))
-    n_tail = tail_widths(_static(out.shape[-1]))
+    m_rows = tile_rows(static_dim(out.shape[-2]))
+    n_tail = tail_widths(static_dim(out.shape[-1]))
     decls = [
         *_gemm_scratch(g, kc_max),
         "int64_t k0, kc, n0, nn, m0, nr, k, r, v;",
@@ -751,7 +565,7 @@ def gen_matmul_f32(g: Gen) -> list[str]:
                             lambda r, v: f"om[(m0 + {r}) * {N} + n0 + {v}]",
                             f"kc, {a_arg}, rows, tile, {V}, k0 > 0, NULL",
                         )
-        if _static(a.shape[-1]) is None:
+        if static_dim(a.shape[-1]) is None:
             with g.block(f"if ({K} == 0)"):
                 with g.loop("k", g.prod([M, N])):
                     g.emit("om[k] = 0.0f;")
@@ -777,7 +591,7 @@ def gen_dense_f32(g: Gen) -> list[str]:
     N, K = ws[0], ws[1]
     bias = len(g.spec.ins) == 3
     madd = g.h.use("fmadd")
-    rows_static = _static(D.product(x.shape[:-1])) if len(x.shape) > 1 else 1
+    rows_static = static_dim(D.product(x.shape[:-1])) if len(x.shape) > 1 else 1
     decls = ["int64_t r, n0, k, v;"]
     gemm = rows_static is None or rows_static >= DENSE_GEMM_ROWS
 
@@ -822,7 +636,7 @@ def gen_dense_f32(g: Gen) -> list[str]:
     kc_max = chunk_rows(w.shape[1])
     mr = g.h.use("sgemm_mr")
     r_rows = tile_rows(rows_static)
-    n_static = _static(w.shape[0])
+    n_static = static_dim(w.shape[0])
     n_tail = WIDTHS if bias else tail_widths(n_static)
     if bias and n_static is not None:  # every block goes through the tile
         n_tail = tuple(sorted(({V} if n_static >= V else set()) | set(tail_widths(n_static))))

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -26,84 +27,194 @@ from .base import (
 )
 
 
-def unary_expr(g: Gen, op: str, dtype: str, x: str) -> str:
-    k = T.kind(dtype)
-    if k == "bool":
-        raise unsupported(g.spec, "bool arithmetic", g.loc)
-    formula = scalar_of(g)
-    if k == "float":
-        ct = ctype_of_domain(dtype)
-        d = f"(double){x}"
-        simple = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh"}
-        if formula is not None:  # negative: -x
-            return scalar_formula(formula, [x])
-        if op == "abs":
-            return f"({ct})fabs({d})"
-        if op in simple:
-            return f"({ct}){simple[op]}({d})"
-        if op == "rsqrt":
-            return f"({ct})(1.0 / sqrt({d}))"
-        if op == "sigmoid":
-            return f"({ct})(1.0 / (1.0 + exp(-{d})))"
-        if op == "silu":
-            return f"({ct})({d} / (1.0 + exp(-{d})))"
-        if op == "relu":
-            if dtype != "f16":  # one comparison: NaN stays, -0 gives +0 (numpy's maximum)
-                return f"({x} <= 0 ? ({ct})0 : {x})"
-            return f"({x} != {x} || {x} > 0 ? {x} : ({ct})0)"
-        if op == "erf":
-            # numpy: erf in float64, rounded once to the dtype (f16 too: no detour via float).
-            return f"erf({d})" if dtype == "f16" else f"({ct})erf({d})"
-        if op == "gelu":
-            # numpy: x / sqrt(2) is done in the input's precision, erf in float64.
-            if dtype == "f64":
-                t = f"{x} / 1.4142135623730951"
-            else:
-                t = f"{x} / 1.41421356f"
-            return f"({ct})(0.5 * {d} * (1.0 + erf((double)({t}))))"
-        raise unsupported(g.spec, loc=g.loc)
-    ct = T.c_type(dtype)
-    if op == "negative":
-        return int_wrap(dtype, f"0u - (uint64_t){x}")
-    if op == "abs":
-        if k == "uint":
-            return x
-        return f"({x} < 0 ? {int_wrap(dtype, f'0u - (uint64_t){x}')} : {x})"
-    if op == "relu":
-        return f"({x} > 0 ? {x} : ({ct})0)"
-    raise unsupported(g.spec, loc=g.loc)
+# ---------------------------------------------------------------------------------------
+# The formulas of the plain elementwise ops: one entry per op (tinygrad's code_for_op).
+
+Formula = Callable[[Gen, str, Sequence[str]], str]
+"""``(g, dtype, operands) -> C expression``: one element of an op on ``dtype`` from its
+operands' elements (each already in the compute domain: f16 as float)."""
 
 
-def binary_expr(g: Gen, op: str, dtype: str, a: str, b: str) -> str:
-    k = T.kind(dtype)
-    if k == "bool":
-        raise unsupported(g.spec, "bool arithmetic", g.loc)
+@dataclass(frozen=True, slots=True)
+class CFormula:
+    """The C of one plain elementwise op (no attributes, one or two inputs): its expression
+    on floating-point elements and on integer ones; None where the C target does not
+    compute the op on that kind (the user's error says so). No op computes on bools."""
+
+    on_float: Formula | None
+    on_int: Formula | None
+
+    def expression(self, g: Gen, dtype: str, xs: Sequence[str]) -> str:
+        """The C of one element of ``g``'s op on ``dtype`` (RxError where it has none)."""
+        k = T.kind(dtype)
+        if k == "bool":
+            raise unsupported(g.spec, "bool arithmetic", g.loc)
+        formula = self.on_float if k == "float" else self.on_int
+        if formula is None:
+            raise unsupported(g.spec, loc=g.loc)
+        return formula(g, dtype, xs)
+
+
+def _record(g: Gen) -> str:
+    """The op's scalar formula from its registry record (``OpDef.scalar``)."""
     formula = scalar_of(g)
-    if k == "float":
-        ct = ctype_of_domain(dtype)
-        if formula is not None:  # add, subtract, multiply: computed in the dtype (f16 in float)
-            return f"({scalar_formula(formula, [a, b])})"
-        if op == "divide":  # a float division: no integer rule
-            return f"({a} / {b})"
-        if op == "maximum":
-            return f"({ct}){g.h.use(fmax_of(dtype))}({a}, {b})"
-        if op == "minimum":
-            return f"({ct}){g.h.use(fmax_of(dtype, 'fminnan'))}({a}, {b})"
-        if op == "power":
-            return f"({ct})pow((double){a}, (double){b})"
-        raise unsupported(g.spec, loc=g.loc)
-    if formula is not None:  # integers wrap: the formula in unsigned 64 bits, then truncated
-        return int_wrap(dtype, scalar_formula(formula, [f"(uint64_t){a}", f"(uint64_t){b}"]))
-    if op == "maximum":
-        return f"({a} > {b} ? {a} : {b})"
-    if op == "minimum":
-        return f"({a} < {b} ? {a} : {b})"
-    if op == "divide":
-        q = f"trunc((double){a} / (double){b})"
-        return f"({b} == 0 ? ({T.c_type(dtype)})0 : {to_int(g, dtype, q)})"
-    if op == "power":
-        return to_int(g, dtype, f"pow((double){a}, (double){b})")
-    raise unsupported(g.spec, loc=g.loc)
+    if formula is None:
+        raise ValueError(f"op {g.spec.op} has no scalar formula on its record")
+    return formula
+
+
+def record_on_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """The record's formula in the dtype (f16 in float): ``-x``; ``(a + b)``."""
+    e = scalar_formula(_record(g), list(xs))
+    return e if len(xs) == 1 else f"({e})"
+
+
+def record_on_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """The record's formula in unsigned 64 bits, then truncated: integers wrap."""
+    return int_wrap(dtype, scalar_formula(_record(g), [f"(uint64_t){x}" for x in xs]))
+
+
+def negate_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    return int_wrap(dtype, f"0u - (uint64_t){xs[0]}")
+
+
+def libm(name: str) -> Formula:
+    """``name`` of libm, in double, rounded to the dtype's compute domain."""
+    return lambda g, dtype, xs: f"({ctype_of_domain(dtype)}){name}((double){xs[0]})"
+
+
+def in_double(expr: str) -> Formula:
+    """``expr`` over ``d`` (the operand as a double), rounded to the compute domain."""
+    return lambda g, dtype, xs: f"({ctype_of_domain(dtype)})({expr.format(d=f'(double){xs[0]}')})"
+
+
+def abs_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    x = xs[0]
+    if T.kind(dtype) == "uint":
+        return x
+    return f"({x} < 0 ? {negate_int(g, dtype, xs)} : {x})"
+
+
+def relu_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    x, ct = xs[0], ctype_of_domain(dtype)
+    if dtype != "f16":  # one comparison: NaN stays, -0 gives +0 (numpy's maximum)
+        return f"({x} <= 0 ? ({ct})0 : {x})"
+    return f"({x} != {x} || {x} > 0 ? {x} : ({ct})0)"
+
+
+def relu_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    return f"({xs[0]} > 0 ? {xs[0]} : ({T.c_type(dtype)})0)"
+
+
+def erf_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """numpy: erf in float64, rounded once to the dtype (f16 too: no detour via float)."""
+    d = f"erf((double){xs[0]})"
+    return d if dtype == "f16" else f"({ctype_of_domain(dtype)}){d}"
+
+
+def gelu_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """numpy: x / sqrt(2) is done in the input's precision, erf in float64."""
+    x = xs[0]
+    t = f"{x} / 1.4142135623730951" if dtype == "f64" else f"{x} / 1.41421356f"
+    return f"({ctype_of_domain(dtype)})(0.5 * (double){x} * (1.0 + erf((double)({t}))))"
+
+
+def divide_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """A float division: no integer rule."""
+    return f"({xs[0]} / {xs[1]})"
+
+
+def divide_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """Truncated toward zero; x / 0 is 0."""
+    a, b = xs
+    q = f"trunc((double){a} / (double){b})"
+    return f"({b} == 0 ? ({T.c_type(dtype)})0 : {to_int(g, dtype, q)})"
+
+
+def nan_extremum(helper: str) -> Formula:
+    """numpy's maximum (``fmaxnan``) or minimum (``fminnan``): NaN propagates."""
+    return lambda g, dtype, xs: (
+        f"({ctype_of_domain(dtype)}){g.h.use(fmax_of(dtype, helper))}({xs[0]}, {xs[1]})"
+    )
+
+
+def compare_pick(op: str) -> Formula:
+    """The larger (``>``) or smaller (``<``) integer."""
+    return lambda g, dtype, xs: f"({xs[0]} {op} {xs[1]} ? {xs[0]} : {xs[1]})"
+
+
+def power_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    return f"({ctype_of_domain(dtype)})pow((double){xs[0]}, (double){xs[1]})"
+
+
+def power_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    return to_int(g, dtype, f"pow((double){xs[0]}, (double){xs[1]})")
+
+
+C_FORMULAS: dict[str, CFormula] = {
+    # unary
+    "negative": CFormula(record_on_float, negate_int),
+    "abs": CFormula(libm("fabs"), abs_int),
+    "exp": CFormula(libm("exp"), None),
+    "log": CFormula(libm("log"), None),
+    "sqrt": CFormula(libm("sqrt"), None),
+    "rsqrt": CFormula(in_double("1.0 / sqrt({d})"), None),
+    "tanh": CFormula(libm("tanh"), None),
+    "sigmoid": CFormula(in_double("1.0 / (1.0 + exp(-{d}))"), None),
+    "relu": CFormula(relu_float, relu_int),
+    "gelu": CFormula(gelu_float, None),
+    "silu": CFormula(in_double("{d} / (1.0 + exp(-{d}))"), None),
+    "erf": CFormula(erf_float, None),
+    # binary
+    "add": CFormula(record_on_float, record_on_int),
+    "subtract": CFormula(record_on_float, record_on_int),
+    "multiply": CFormula(record_on_float, record_on_int),
+    "divide": CFormula(divide_float, divide_int),
+    "maximum": CFormula(nan_extremum("fmaxnan"), compare_pick(">")),
+    "minimum": CFormula(nan_extremum("fminnan"), compare_pick("<")),
+    "power": CFormula(power_float, power_int),
+}
+"""The C formula of every plain elementwise op of the registry (:func:`plain_elementwise`),
+registered in the C kernel table as a :class:`FormulaKernel` each; an op with a ``scalar``
+formula on its record takes it from there (:func:`record_on_float`, :func:`record_on_int`)."""
+
+
+def formula_problems(registry: Registry, formulas: Mapping[str, CFormula]) -> list[str]:
+    """Where ``formulas`` and the records of ``registry`` disagree: an entry for an op that is
+    not a plain elementwise op; an op whose record has a ``scalar`` formula its entry does
+    not compute floats with, or an entry reading a formula the record does not have. An op
+    without an entry is left to the table's coverage check
+    (:meth:`~relaxc.ir.backends.BackendTable.check_covers`)."""
+    plain = plain_elementwise(registry)
+    problems = []
+    stale = sorted(set(formulas) - set(plain))
+    if stale:
+        names = ", ".join(stale)
+        problems.append(f"C formulas for ops that are not plain elementwise ones: {names}")
+    for name in plain:
+        f, op = formulas.get(name), registry.get(name)
+        if f is None or op is None:
+            continue
+        reads_record = {f.on_float, f.on_int} & {record_on_float, record_on_int}
+        if op.scalar is None and reads_record:
+            problems.append(f"{name}: its C formula reads a scalar formula its record lacks")
+        if op.scalar is not None and f.on_float is not record_on_float:
+            problems.append(
+                f"{name}: its record's scalar formula {op.scalar!r} is not its C formula on floats"
+            )
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class FormulaKernel:
+    """The C kernel generator of a plain elementwise op: :func:`gen_elementwise` over its
+    :class:`CFormula`."""
+
+    formula: CFormula
+
+    def __call__(self, g: Gen) -> list[str]:
+        dtype = g.spec.ins[0].dtype
+        return gen_elementwise(g, lambda v: self.formula.expression(g, dtype, v))
 
 
 # ---------------------------------------------------------------------------------------
@@ -238,16 +349,6 @@ def gen_elementwise(g: Gen, scalar: Callable[[list[str]], str]) -> list[str]:
     return [f"int64_t {', '.join(o_vars + ['i'] + (['v'] if uses_v else []))};"]
 
 
-def gen_unary(g: Gen) -> list[str]:
-    dtype = g.spec.ins[0].dtype
-    return gen_elementwise(g, lambda v: unary_expr(g, g.spec.op, dtype, v[0]))
-
-
-def gen_binary(g: Gen) -> list[str]:
-    dtype = g.spec.ins[0].dtype
-    return gen_elementwise(g, lambda v: binary_expr(g, g.spec.op, dtype, v[0], v[1]))
-
-
 def gen_leaky_relu(g: Gen) -> list[str]:
     """x >= 0 ? x : alpha * x, in the compute domain (f16 as float), alpha rounded to it."""
     dtype = g.spec.ins[0].dtype
@@ -333,14 +434,15 @@ def gen_where(g: Gen) -> list[str]:
     return gen_elementwise(g, lambda v: f"({v[0]} ? {v[1]} : {v[2]})")
 
 
-def plain_elementwise(registry: Registry, arity: int) -> list[str]:
-    """The elementwise kernel ops of ``arity`` inputs and no attributes: in C each is one
-    scalar expression (:func:`unary_expr`, :func:`binary_expr`)."""
+def plain_elementwise(registry: Registry) -> list[str]:
+    """The elementwise kernel ops of one or two inputs and no attributes: in C each is one
+    scalar expression, its entry in :data:`C_FORMULAS`."""
     return [
         op.name
         for op in registry.ops()
         if op.category == "kernel"
         and op.elementwise
         and not op.attrs
-        and op.min_inputs == op.max_inputs == arity
+        and op.min_inputs == op.max_inputs
+        and op.min_inputs in (1, 2)
     ]

@@ -1,10 +1,10 @@
 """Linear algebra: matmul, dense and conv2d: f32 through the blocked kernels of
-:mod:`.blocked`, every other dtype through these plain loops."""
+:mod:`.blocked` (and :mod:`.winograd`), every other dtype through these plain loops."""
 
 from __future__ import annotations
 
 
-from .blocked import gen_conv2d_f32, gen_dense_f32, gen_matmul_f32, is_f32
+from .blocked import gen_conv2d_gemm, gen_dense_f32, gen_depthwise_f32, gen_matmul_f32, is_f32
 from .base import (
     Gen,
     check_numeric,
@@ -15,6 +15,26 @@ from .base import (
     pair,
     widen,
 )
+from .microtile import static_dim
+from .winograd import gen_winograd_f32, plan
+
+
+def gen_conv2d_f32(g: Gen) -> list[str]:
+    """conv2d on f32: depthwise ones as direct loops over output rows
+    (:func:`.blocked.gen_depthwise_f32`), the 3x3 stride-1 ones that pay for it through
+    Winograd (:mod:`.winograd`), the others as a blocked GEMM per image and group
+    (:func:`.blocked.gen_conv2d_gemm`: chunks of ``kc`` rows of im2col(x) (``k0``); blocks of
+    output channels whose weights stay in cache (``oc0``, when they do not all); blocks of 16
+    output positions (``p0``: the panel of im2col rows, or pointers into x for a 1x1 with unit
+    strides and no padding); micro-tiles of 6 output channels (``oc``))."""
+    w = g.spec.ins[1]
+    groups = g.spec.attr["groups"]
+    if groups > 1 and static_dim(w.shape[0]) == groups and static_dim(w.shape[1]) == 1:
+        return gen_depthwise_f32(g)
+    wino = plan(g.spec)
+    if wino is not None:
+        return gen_winograd_f32(g, wino)
+    return gen_conv2d_gemm(g)
 
 
 TILE = 8

@@ -49,16 +49,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .base import Gen, Spec, pad4, pair, scratch_place
-from .blocked import (
-    MR_MAX,
-    V,
-    _register,
-    _static,
-    emit_sgemm,
-    gen_conv2d_gemm,
-    narrow,
-    tile_rows,
-)
+from .blocked import gen_conv2d_gemm
+from .lines import CLines
+from .microtile import MR_MAX, V, emit_sgemm, narrow, register_helper, static_dim, tile_rows
 
 BUDGET = 512 * 1024
 """The most bytes of scratch a Winograd conv2d takes (about half of a usual L2 per array at
@@ -219,7 +212,7 @@ def plan(spec: Spec) -> Plan | None:
     out = spec.outs[0]
     if a["groups"] != 1 or pair(a["strides"]) != (1, 1) or pair(a["dilation"]) != (1, 1):
         return None
-    shape = [_static(d) for d in (*x.shape, *w.shape, *out.shape)]
+    shape = [static_dim(d) for d in (*x.shape, *w.shape, *out.shape)]
     if None in shape or len(shape) != 12:
         return None
     n, c, h, wd, k, cg, kh, kw, _, _, oh, ow = (int(s) for s in shape)  # type: ignore[arg-type]
@@ -248,7 +241,7 @@ def plan(spec: Spec) -> Plan | None:
     return best[1]
 
 
-_register(
+register_helper(
     "all_finite",
     (),
     """\
@@ -281,50 +274,44 @@ def _weight_transform(g: Gen, p: Plan) -> str:
     output channel's 9 x cn weights are first copied into ``t`` as 9 rows of cn (the one
     strided access), so that the transform reads rows and vectorizes."""
     su = p.kb * p.cb
+    c = CLines()
 
-    def over(n: str) -> list[str]:
-        out = [
-            f"        for (c = 0; c < {n}; ++c) {{",
-            "            " + " ".join(f"t[{j * p.cb} + c] = wk[9 * c + {j}];" for j in range(9)),
-            "        }",
-            f"        for (c = 0; c < {n}; ++c) {{",
-        ]
-        # G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2 (over the kernel's rows)
-        for j in range(3):
-            r0, r1, r2 = (f"t[{(3 * i + j) * p.cb} + c]" for i in range(3))
-            out.append(f"            const float h0{j} = {r0}, h3{j} = {r2};")
-            out.append(f"            const float e{j} = h0{j} + h3{j}, g{j} = {r1};")
-            out.append(f"            const float h1{j} = 0.5f * (e{j} + g{j});")
-            out.append(f"            const float h2{j} = 0.5f * (e{j} - g{j});")
-        # (G g) G^T: the same over the columns
-        for i in range(4):
-            out.append(f"            {{ const float f = h{i}0 + h{i}2;")
-            vals = [f"h{i}0", f"0.5f * (f + h{i}1)", f"0.5f * (f - h{i}1)", f"h{i}2"]
-            for j, v in enumerate(vals):
-                out.append(f"              uk[{(4 * i + j) * su} + c] = {v};")
-            out.append("            }")
-        out.append("        }")
-        return out
+    def over(n: str) -> None:
+        with c.loop("c", n):
+            c.emit(" ".join(f"t[{j * p.cb} + c] = wk[9 * c + {j}];" for j in range(9)))
+        with c.loop("c", n):
+            # G g: rows g0, (g0 + g1 + g2) / 2, (g0 - g1 + g2) / 2, g2 (over the kernel's rows)
+            for j in range(3):
+                r0, r1, r2 = (f"t[{(3 * i + j) * p.cb} + c]" for i in range(3))
+                c.emit(f"const float h0{j} = {r0}, h3{j} = {r2};")
+                c.emit(f"const float e{j} = h0{j} + h3{j}, g{j} = {r1};")
+                c.emit(f"const float h1{j} = 0.5f * (e{j} + g{j});")
+                c.emit(f"const float h2{j} = 0.5f * (e{j} - g{j});")
+            # (G g) G^T: the same over the columns
+            for i in range(4):
+                with c.opened(f"{{ const float f = h{i}0 + h{i}2;", 2):
+                    vals = [f"h{i}0", f"0.5f * (f + h{i}1)", f"0.5f * (f - h{i}1)", f"h{i}2"]
+                    for j, v in enumerate(vals):
+                        c.emit(f"uk[{(4 * i + j) * su} + c] = {v};")
 
-    lines = [
-        f"static void {g.fname}_wt(const float *restrict w, float *restrict u, float *restrict t,",
-        "    int64_t k0, int64_t kn, int64_t c0, int64_t cn)",
-        "{",
-        "    int64_t k, c;",
-        "    for (k = 0; k < kn; ++k) {",
-        f"        const float *restrict wk = w + ((k0 + k) * {p.c} + c0) * 9;",
-        f"        float *restrict uk = u + k * {p.cb};",
-    ]
-    if p.c % p.cb == 0:  # every block of channels is whole: a constant trip count
-        lines += ["        (void)cn;", *over(str(p.cb))]
-    else:  # whole blocks in a loop of constant trip count (vectorized), the last one of cn
-        lines.append(f"        if (cn == {p.cb}) {{")
-        lines += ["    " + ln for ln in over(str(p.cb))]
-        lines.append("        } else {")
-        lines += ["    " + ln for ln in over("cn")]
-        lines.append("        }")
-    lines += ["    }", "}"]
-    return "\n".join(lines)
+    c.emit(
+        f"static void {g.fname}_wt(const float *restrict w, float *restrict u, float *restrict t,"
+    )
+    c.emit("    int64_t k0, int64_t kn, int64_t c0, int64_t cn)")
+    with c.opened("{"):
+        c.emit("int64_t k, c;")
+        with c.loop("k", "kn"):
+            c.emit(f"const float *restrict wk = w + ((k0 + k) * {p.c} + c0) * 9;")
+            c.emit(f"float *restrict uk = u + k * {p.cb};")
+            if p.c % p.cb == 0:  # every block of channels is whole: a constant trip count
+                c.emit("(void)cn;")
+                over(str(p.cb))
+            else:  # whole blocks in a loop of constant trip count (vectorized), the last one of cn
+                with c.opened(f"if (cn == {p.cb}) {{", close=None):
+                    over(str(p.cb))
+                with c.block("} else"):
+                    over("cn")
+    return c.text()
 
 
 def _input_transform(g: Gen, p: Plan) -> str:
@@ -334,58 +321,47 @@ def _input_transform(g: Gen, p: Plan) -> str:
     sv = p.vc * p.ldv
     hw = p.h * p.w
     ws = p.ws
-    lines = [
-        f"static void {g.fname}_vt(const float *restrict x, const float *restrict zero,",
-        "    float *restrict s, float *restrict v, int64_t c0, int64_t cn, int64_t ty0,",
-        "    int64_t rows)",
-        "{",
-        f"    const int64_t filled = rows * {p.tw}, ncols = (filled + 3) / 4 * 4;",
-        "    int64_t c, r, q, t;",
-        "    /* the row buffers: zero but where the input row goes (the padding) */",
-        f"    for (q = 0; q < {4 * ws}; ++q) s[q] = 0.0f;",
-        "    for (c = 0; c < cn; ++c) {",
-        f"        const float *xc = x + (c0 + c) * {hw};",
-        "        for (r = 0; r < rows; ++r) {",
-        f"            const int64_t ih = 2 * (ty0 + r) - {p.pt};",
-    ]
-    for i in range(4):
-        lines.append(
-            f"            const float *restrict d{i} = ih + {i} >= 0 && ih + {i} < {p.h} ? "
-            f"xc + (ih + {i}) * {p.w} : zero;"
-        )
-    lines += [
-        f"            float *restrict vr = v + c * {p.ldv} + r * {p.tw};",
-        "            /* B^T d: over the rows of the tile, for every column of the input */",
-        f"            for (q = 0; q < {p.w}; ++q) {{",
-        "                const float a0 = d0[q], a1 = d1[q], a2 = d2[q], a3 = d3[q];",
-        f"                s[{p.pl} + q] = a0 - a2;",
-        f"                s[{ws + p.pl} + q] = a1 + a2;",
-        f"                s[{2 * ws + p.pl} + q] = a2 - a1;",
-        f"                s[{3 * ws + p.pl} + q] = a1 - a3;",
-        "            }",
-        "            /* (B^T d) B: over the columns of each tile */",
-        f"            for (t = 0; t < {p.twp}; ++t) {{",
-    ]
-    for i in range(4):
-        o = i * ws
-        lines.append(
-            f"                {{ const float b0 = s[{o} + 2 * t], b1 = s[{o + 1} + 2 * t],"
-            f" b2 = s[{o + 2} + 2 * t], b3 = s[{o + 3} + 2 * t];"
-        )
-        for j, val in enumerate(("b0 - b2", "b1 + b2", "b2 - b1", "b1 - b3")):
-            lines.append(f"                  vr[{(4 * i + j) * sv} + t] = {val};")
-        lines.append("                }")
-    lines += [
-        "            }",
-        "        }",
-        "        for (q = filled; q < ncols; ++q) {",
-        f"            float *restrict vc = v + c * {p.ldv} + q;",
-        "            " + " ".join(f"vc[{e * sv}] = 0.0f;" for e in range(16)),
-        "        }",
-        "    }",
-        "}",
-    ]
-    return "\n".join(lines)
+    c = CLines()
+    c.emit(f"static void {g.fname}_vt(const float *restrict x, const float *restrict zero,")
+    c.emit("    float *restrict s, float *restrict v, int64_t c0, int64_t cn, int64_t ty0,")
+    c.emit("    int64_t rows)")
+    with c.opened("{"):
+        c.emit(f"const int64_t filled = rows * {p.tw}, ncols = (filled + 3) / 4 * 4;")
+        c.emit("int64_t c, r, q, t;")
+        c.emit("/* the row buffers: zero but where the input row goes (the padding) */")
+        c.emit(f"for (q = 0; q < {4 * ws}; ++q) s[q] = 0.0f;")
+        with c.loop("c", "cn"):
+            c.emit(f"const float *xc = x + (c0 + c) * {hw};")
+            with c.loop("r", "rows"):
+                c.emit(f"const int64_t ih = 2 * (ty0 + r) - {p.pt};")
+                for i in range(4):
+                    c.emit(
+                        f"const float *restrict d{i} = ih + {i} >= 0 && ih + {i} < {p.h} ? "
+                        f"xc + (ih + {i}) * {p.w} : zero;"
+                    )
+                c.emit(f"float *restrict vr = v + c * {p.ldv} + r * {p.tw};")
+                c.emit("/* B^T d: over the rows of the tile, for every column of the input */")
+                with c.loop("q", str(p.w)):
+                    c.emit("const float a0 = d0[q], a1 = d1[q], a2 = d2[q], a3 = d3[q];")
+                    c.emit(f"s[{p.pl} + q] = a0 - a2;")
+                    c.emit(f"s[{ws + p.pl} + q] = a1 + a2;")
+                    c.emit(f"s[{2 * ws + p.pl} + q] = a2 - a1;")
+                    c.emit(f"s[{3 * ws + p.pl} + q] = a1 - a3;")
+                c.emit("/* (B^T d) B: over the columns of each tile */")
+                with c.loop("t", str(p.twp)):
+                    for i in range(4):
+                        o = i * ws
+                        head = (
+                            f"{{ const float b0 = s[{o} + 2 * t], b1 = s[{o + 1} + 2 * t],"
+                            f" b2 = s[{o + 2} + 2 * t], b3 = s[{o + 3} + 2 * t];"
+                        )
+                        with c.opened(head, 2):
+                            for j, val in enumerate(("b0 - b2", "b1 + b2", "b2 - b1", "b1 - b3")):
+                                c.emit(f"vr[{(4 * i + j) * sv} + t] = {val};")
+            with c.loop("q", "ncols", "filled"):
+                c.emit(f"float *restrict vc = v + c * {p.ldv} + q;")
+                c.emit(" ".join(f"vc[{e * sv}] = 0.0f;" for e in range(16)))
+    return c.text()
 
 
 def _output_transform(g: Gen, p: Plan, bias: bool) -> str:
@@ -394,57 +370,60 @@ def _output_transform(g: Gen, p: Plan, bias: bool) -> str:
     sm = p.kb * p.ldm
     ohw = p.oh * p.ow
     bias_param = "const float *restrict bias, " if bias else ""
-    lines = [
-        f"static void {g.fname}_ot(const float *restrict m, {bias_param}float *restrict y,",
-        "    int64_t k0, int64_t kn, int64_t ty0, int64_t rows)",
-        "{",
-        "    int64_t k, r, t;",
-        "    for (k = 0; k < kn; ++k) {",
-        "        const float bv = bias[k0 + k];" if bias else "",
-        "        for (r = 0; r < rows; ++r) {",
-        "            const int64_t oh = 2 * (ty0 + r);",
-        f"            const float *restrict mr = m + k * {p.ldm} + r * {p.tw};",
-        f"            float *restrict y0 = y + (k0 + k) * {ohw} + oh * {p.ow};",
-    ]
-    lines = [ln for ln in lines if ln]
     add = " + bv" if bias else ""
+    c = CLines()
 
-    def tile(t: str, both_rows: bool, both_cols: bool, ind: str) -> list[str]:
+    def tile(t: str, both_rows: bool, both_cols: bool) -> None:
         """One tile's outputs: A^T M gives the rows P = M0 + M1 + M2 and Q = M1 - M2 - M3
         (over the tile's 4 columns j), then each row's P0 + P1 + P2 and P1 - P2 - P3; only
         what is inside the output is computed."""
         cols = range(4) if both_cols else range(3)
         used = [4 * i + j for i in range(4 if both_rows else 3) for j in cols]
-        out = [f"{ind}{{"]
-        loads = ", ".join(f"m{e} = mr[{e * sm} + {t}]" for e in used)
-        out.append(f"{ind}    const float {loads};")
-        for j in cols:
-            row = f"p{j} = m{j} + m{4 + j} + m{8 + j}"
-            if both_rows:
-                row += f", q{j} = m{4 + j} - m{8 + j} - m{12 + j}"
-            out.append(f"{ind}    const float {row};")
-        out.append(f"{ind}    y0[2 * {t}] = p0 + p1 + p2{add};")
-        if both_cols:
-            out.append(f"{ind}    y0[2 * {t} + 1] = p1 - p2 - p3{add};")
-        if both_rows:
-            out.append(f"{ind}    y0[{p.ow} + 2 * {t}] = q0 + q1 + q2{add};")
+        with c.opened("{"):
+            c.emit(f"const float {', '.join(f'm{e} = mr[{e * sm} + {t}]' for e in used)};")
+            for j in cols:
+                row = f"p{j} = m{j} + m{4 + j} + m{8 + j}"
+                if both_rows:
+                    row += f", q{j} = m{4 + j} - m{8 + j} - m{12 + j}"
+                c.emit(f"const float {row};")
+            c.emit(f"y0[2 * {t}] = p0 + p1 + p2{add};")
             if both_cols:
-                out.append(f"{ind}    y0[{p.ow} + 2 * {t} + 1] = q1 - q2 - q3{add};")
-        out.append(f"{ind}}}")
-        return out
+                c.emit(f"y0[2 * {t} + 1] = p1 - p2 - p3{add};")
+            if both_rows:
+                c.emit(f"y0[{p.ow} + 2 * {t}] = q0 + q1 + q2{add};")
+                if both_cols:
+                    c.emit(f"y0[{p.ow} + 2 * {t} + 1] = q1 - q2 - q3{add};")
 
     half, odd = divmod(p.ow, 2)
-    for both_rows, head in ((True, f"if (oh + 1 < {p.oh}) {{"), (False, "} else {")):
-        if p.oh % 2 == 0 and not both_rows:
-            break
-        lines.append(f"            {head}" if p.oh % 2 else "            {")
-        lines.append(f"                for (t = 0; t < {half}; ++t)")
-        lines += tile("t", both_rows, True, "                ")
+
+    def tiles(both_rows: bool) -> None:
+        """The tiles of one row of tiles: whole ones, then the last one cut to its left
+        column when the output's width is odd."""
+        c.emit(f"for (t = 0; t < {half}; ++t)")
+        tile("t", both_rows, True)
         if odd:
-            lines += tile(str(half), both_rows, False, "                ")
-    lines.append("            }")
-    lines += ["        }", "    }", "}"]
-    return "\n".join(lines)
+            tile(str(half), both_rows, False)
+
+    c.emit(f"static void {g.fname}_ot(const float *restrict m, {bias_param}float *restrict y,")
+    c.emit("    int64_t k0, int64_t kn, int64_t ty0, int64_t rows)")
+    with c.opened("{"):
+        c.emit("int64_t k, r, t;")
+        with c.loop("k", "kn"):
+            if bias:
+                c.emit("const float bv = bias[k0 + k];")
+            with c.loop("r", "rows"):
+                c.emit("const int64_t oh = 2 * (ty0 + r);")
+                c.emit(f"const float *restrict mr = m + k * {p.ldm} + r * {p.tw};")
+                c.emit(f"float *restrict y0 = y + (k0 + k) * {ohw} + oh * {p.ow};")
+                if p.oh % 2:  # the last row of tiles has one output row
+                    with c.opened(f"if (oh + 1 < {p.oh}) {{", close=None):
+                        tiles(True)
+                    with c.block("} else"):
+                        tiles(False)
+                else:
+                    with c.opened("{"):
+                        tiles(True)
+    return c.text()
 
 
 def gen_winograd_f32(g: Gen, p: Plan) -> list[str]:
@@ -473,10 +452,10 @@ def gen_winograd_f32(g: Gen, p: Plan) -> list[str]:
     if p.tw * p.th < WIDE_MIN_TILES:
         # with 8-lane vectors and FMA the direct GEMM is 3 to 4 times faster, the transforms
         # and the weights' memory traffic barely: there, too few tiles do not pay
-        g.lines.append(f"#if {mr.replace('sgemm_mr', 'sgemm_nv')} == 16")
+        g.raw(f"#if {mr.replace('sgemm_mr', 'sgemm_nv')} == 16")
         g.emit(fallback)
         g.emit("return;")
-        g.lines.append("#endif")
+        g.raw("#endif")
     with g.loop("q", str(p.w)):
         g.emit("zero[q] = 0.0f;")
     voff = "c0 + " if p.v_all else ""
