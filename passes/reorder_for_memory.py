@@ -6,80 +6,25 @@ order is a topological order of the data dependences. Statements whose order may
 never moved past one another: an expression statement (a kill, a runtime call written for
 its effect), a binding of an effectful or runtime op (``call_packed``), and a call of a
 function that contains any of these are *barriers*: everything written before one stays
-before it, everything after stays after. The new order's peak of live bytes under the model
-below is never above the written order's; when it is not strictly below, the function is
-left exactly as written. A function that was modelled gets two attributes,
-``order_peak_written = N`` and ``order_peak_chosen = M``: the model's peak (bytes) in the
-order it was given (kept from an earlier run when present) and in the order it now has, so
-the report can show both. The search is deterministic: its work is counted in states.
+before it, everything after stays after. The new order's peak of live bytes under the cost
+model (:func:`build_model`) is never above the written order's; when it is not strictly
+below, the function is left exactly as written. A function that was modelled gets two
+attributes, ``order_peak_written = N`` and ``order_peak_chosen = M``: the model's peak
+(bytes) in the order it was given (kept from an earlier run when present) and in the order
+it now has, so the report can show both. The search is deterministic: its work is counted
+in states (``max_states``).
 
 Left to later passes: it allocates nothing and plans nothing. It runs on the dataflow IR,
 before ManifestAlloc (a function that already has explicit memory, planned or not, is
 left as it is, so that the pipelines accept their own output again); PlanMemory, and the
-in-place and elision rewrites the model anticipates, decide
-the memory. Functions with a tensor whose size is unbounded (a symbolic dim without
-``upper_bounds``) are left as written, without the attributes.
+in-place and elision rewrites the model anticipates, decide the memory. Functions with a
+tensor whose size is unbounded (a symbolic dim without ``upper_bounds``) are left as
+written, without the attributes.
 
-**Analysis (the cost model).** Per buffer, the way PlanMemory's lower bound counts it (the
-most bytes live at once, see :mod:`relaxc.passes.memory_report`): each value computed by a
-kernel op or a primitive function (each field of a tuple result apart, as ManifestAlloc
-allocates them) is a buffer of its byte size, at the upper bounds, rounded up to ``align``.
-Parameters, constants, values reaching the return and values kept by a runtime function are
-not intermediates and cost nothing; the result of a call of a non-primitive function is the
-callee's to allocate and costs nothing here either. A buffer is live from the statement
-computing it to the last statement using any value that refers to it: views, aliases, tuples
-and projections cost nothing and extend their source's life (alias analysis per buffer, as
-:mod:`relaxc.ir.alias`). Three anticipated rewrites, options on by default:
-
-* ``inplace``: ``%y = op(..., %x, ...)`` where the op's record (``OpDef.inplace``) lists
-  ``%x``'s position, ``%x`` is an intermediate computed by a kernel (not a view or alias of
-  anything, not a parameter, constant or returned value), ``%y`` is an intermediate of
-  ``%x``'s shape and dtype, and this statement is the last use of ``%x``'s buffer (through
-  views too, in the order being measured), and no other input of the op reads those bytes
-  (but ``%x`` again where the op allows): ``%y`` takes ``%x``'s bytes, no new allocation.
-* ``concat``: ``%r = concat(%a, %b, ..., axis=k)`` where every dim of ``%r`` before axis
-  ``k`` is a static 1 (each input a contiguous slice), ``%r`` is an intermediate and the
-  inputs are distinct intermediates, each computed by a kernel op (not a concat) and used by
-  nothing but this concat, all shapes static: ``%r``'s bytes are born when the first of
-  its inputs is computed, and the inputs cost nothing of their own (they are written into
-  their slices; none of them is then computed in place).
-* ``split``: the outputs of ``split(%x, ..., axis=k)`` where every dim of ``%x`` before
-  ``k`` is 1, at static shapes, are views of ``%x``: they cost nothing and keep it live.
-
-These follow ComputeInPlace and ElideConcatSplit, with stricter conditions where those go
-further (a concat input also read elsewhere, an input moved into a slice or into an
-output: not modelled, so such savings are missed). ElideConcatSplit keeps its rewrite of a
-function only when it lowers the bytes live at once, so with ``concat`` or ``split`` on, an
-order costs the lower of its peaks with those elisions and without them (each searched).
-
-Statements that allocate nothing and whose every use of a buffer is followed by a later use
-of the same buffer (views, aliases, tuples, constants, with a consumer) cannot change the
-peak wherever they stand: they are left out of the search and placed just before their
-first consumer (or, with none, at the end of their stretch between barriers). The others
-are the *nodes* of the scheduling problem, with the dependences between them (through the
-left-out statements).
-
-**Search.** A node that every other node either precedes or follows (all its ancestors and
-descendants together are the whole graph, as in HMCOS's hierarchical decomposition;
-barriers are such nodes) splits every topological order in two, and the peak of each part
-depends on the order inside it only, so each stretch between such nodes is solved alone.
-Only a stretch written above the *floor* (the largest step some node needs in every order:
-what it reads and makes, less its best in-place credit) can lower the function's peak; the
-others stay as written. Each of the rest, highest first, gets a greedy order (at each step
-the node giving the lowest peak, then the fewest live bytes), then dynamic programming over
-its downsets (Serenity, MLSys 2020): a state is the set of nodes run, its value the lowest
-peak of any order reaching it; the bytes live after a set depend on the set only, so the
-search is exact. States that reach the best peak known so far, or that still have to run a
-node whose step needs that much anyway, are dropped. If the exact search needs more than
-half of the states left, a beam search replaces it: each level cut to the best states
-(lowest peak, then fewest live bytes), at most ``beam`` of them and as many as the budget
-allows. ``max_states`` bounds all the work (states visited: each step tried from a state
-counts one); stretches the budget does not reach stay as written.
-
-**Rewrite.** Each stretch takes the better of its written order and the order found (the
-written one on ties). When the function's peak improves (the lower of the models' peaks,
-each order measured under both), the body is rebuilt in the new order of nodes, every
-left-out statement just before its first consumer; the attributes are set either way.
+This file is the cost model (:func:`build_model` reads a function into an
+:class:`~relaxc.passes.planning.order.OrderProblem`) and the rewrite (the body rebuilt in
+the order :func:`~relaxc.passes.planning.order.schedule` finds); the solver knows nothing
+of the IR.
 """
 
 from __future__ import annotations
@@ -341,7 +286,47 @@ def build_model(
     callees: _Callees | None = None,
 ) -> _Model | None:
     """The scheduling problem of ``fn``, or None when a buffer's size is unbounded
-    (``callees``: the module's, shared by the calls for its functions)."""
+    (``callees``: the module's, shared by the calls for its functions).
+
+    Per buffer, the way PlanMemory's lower bound counts it (the most bytes live at once, see
+    :mod:`relaxc.passes.memory_report`): each value computed by a kernel op or a primitive
+    function (each field of a tuple result apart, as ManifestAlloc allocates them) is a buffer
+    of its byte size, at the upper bounds, rounded up to ``align``. Parameters, constants,
+    values reaching the return and values kept by a runtime function are not intermediates and
+    cost nothing; the result of a call of a non-primitive function is the callee's to allocate
+    and costs nothing here either. A buffer is live from the statement computing it to the last
+    statement using any value that refers to it: views, aliases, tuples and projections cost
+    nothing and extend their source's life (alias analysis per buffer, as
+    :mod:`relaxc.ir.alias`). Three anticipated rewrites, options on by default:
+
+    * ``inplace``: ``%y = op(..., %x, ...)`` where the op's record (``OpDef.inplace``) lists
+      ``%x``'s position, ``%x`` is an intermediate computed by a kernel (not a view or alias of
+      anything, not a parameter, constant or returned value), ``%y`` is an intermediate of
+      ``%x``'s shape and dtype, and this statement is the last use of ``%x``'s buffer (through
+      views too, in the order being measured), and no other input of the op reads those bytes
+      (but ``%x`` again where the op allows): ``%y`` takes ``%x``'s bytes, no new allocation.
+    * ``concat``: ``%r = concat(%a, %b, ..., axis=k)`` where every dim of ``%r`` before axis
+      ``k`` is a static 1 (each input a contiguous slice), ``%r`` is an intermediate and the
+      inputs are distinct intermediates, each computed by a kernel op (not a concat) and used by
+      nothing but this concat, all shapes static: ``%r``'s bytes are born when the first of its
+      inputs is computed, and the inputs cost nothing of their own (they are written into their
+      slices; none of them is then computed in place).
+    * ``split``: the outputs of ``split(%x, ..., axis=k)`` where every dim of ``%x`` before
+      ``k`` is 1, at static shapes, are views of ``%x``: they cost nothing and keep it live.
+
+    These follow ComputeInPlace and ElideConcatSplit, with stricter conditions where those go
+    further (a concat input also read elsewhere, an input moved into a slice or into an output:
+    not modelled, so such savings are missed). ElideConcatSplit keeps its rewrite of a function
+    only when it lowers the bytes live at once, so with ``concat`` or ``split`` on, an order
+    costs the lower of its peaks with those elisions and without them (each searched).
+
+    Statements that allocate nothing and whose every use of a buffer is followed by a later use
+    of the same buffer (views, aliases, tuples, constants, with a consumer) cannot change the
+    peak wherever they stand: they are left out of the search and placed just before their first
+    consumer (or, with none, at the end of their stretch between barriers). The others are the
+    *nodes* of the scheduling problem, with the dependences between them (through the left-out
+    statements).
+    """
     w = _Walk(fn, module, types, split, callees if callees is not None else _Callees.of(module))
     if not w.supported:
         return None
@@ -601,6 +586,12 @@ class ReorderForMemory(Pass):
     def _function(
         self, fn: Function, module: Module, types: ModuleTypes, callees: _Callees
     ) -> Function:
+        """``fn`` in the best order found, with the attributes. Each stretch between cuts
+        takes the better of its written order and the order found (the written one on ties).
+        When the function's peak improves (the lower of the models' peaks, each order
+        measured under both), the body is rebuilt in the new order of nodes, every left-out
+        statement just before its first consumer (:func:`_emit`); the attributes are set
+        either way."""
         # ElideConcatSplit keeps its rewrite only where it lowers the bytes live at once:
         # an order costs the lower of its peaks with and without the elisions.
         variants = [(self.concat, self.split)]
