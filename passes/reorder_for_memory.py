@@ -35,11 +35,13 @@ from typing import ClassVar, Mapping
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import flatten, param_aliases_of_result
+from relaxc.ir.call_graph import called
 from relaxc.ir.nodes import (
     Bind,
     Call,
     CallFunc,
     Effect,
+    Expr,
     Function,
     Invoke,
     Module,
@@ -52,11 +54,11 @@ from relaxc.ir.nodes import (
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import MAX_ALIGN
 from relaxc.ir.packed import packed_spec
-from relaxc.ir.registry import bind_args
+from relaxc.ir.registry import OpDef, bind_args
 from relaxc.ir.types import TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
-from relaxc.ir.vocab import ALLOC_OPS, CONST, is_int
-from relaxc.ir.walk import map_functions
+from relaxc.ir.vocab import ALLOC_OPS, CONST, call_of, is_int
+from relaxc.ir.walk import ExprFunctor, StmtVisitor, map_functions
 
 from .base import Pass
 from .manifest_alloc import round_up as round_up_dim
@@ -112,11 +114,9 @@ def _has_effects(fn: Function, functions: dict[str, Function], memo: dict[str, b
             on_stack.discard(stack.pop())
             continue
         pending = [
-            s.value.func
-            for s in f.body
-            if isinstance(s.value, CallFunc)
-            and s.value.func not in memo
-            and s.value.func not in on_stack  # recursion (refused by the verifier)
+            g
+            for g in called(f)
+            if g not in memo and g not in on_stack  # on the stack: recursion (the verifier refuses)
         ]
         if pending:
             stack.extend(pending)
@@ -130,18 +130,33 @@ def _has_effects(fn: Function, functions: dict[str, Function], memo: dict[str, b
 def _own_effects(fn: Function, functions: dict[str, Function], memo: dict[str, bool]) -> bool:
     """``fn`` has effects itself or calls a function that has (callees already in ``memo``;
     a callee missing from it is on the current call path: recursion, assume the worst)."""
-    for s in fn.body:
-        if isinstance(s, Effect) or isinstance(s.value, Invoke):
-            return True
-        if isinstance(s.value, Call):
-            op = REGISTRY.get(s.value.op)
-            if op is None or op.effectful or op.category in ("runtime", "memory"):
-                return True
-        elif isinstance(s.value, CallFunc):
-            callee = functions.get(s.value.func)
-            if callee is None or memo.get(callee.name, True):
-                return True
-    return False
+    effectful = _Effectful(functions, memo)
+    return any(isinstance(s, Effect) or effectful.visit_expr(s.value) for s in fn.body)
+
+
+class _Effectful(ExprFunctor[bool]):
+    """Whether a bound expression has an effect or calls a function that has one."""
+
+    def __init__(self, functions: Mapping[str, Function], memo: dict[str, bool]):
+        self.functions, self.memo = functions, memo
+
+    def visit_default(self, e: Expr) -> bool:
+        return False
+
+    def visit_invoke(self, e: Invoke) -> bool:
+        return True
+
+    def visit_call(self, e: Call) -> bool:
+        return _is_barrier_op(REGISTRY.get(e.op))
+
+    def visit_call_func(self, e: CallFunc) -> bool:
+        callee = self.functions.get(e.func)
+        return callee is None or self.memo.get(callee.name, True)
+
+
+def _is_barrier_op(op: OpDef | None) -> bool:
+    """A call of ``op`` keeps its place: an unknown, effectful, runtime or memory op."""
+    return op is None or op.effectful or op.category in ("runtime", "memory")
 
 
 def _size(t: TensorType, bounds: dict[str, int], align: int, cache: dict) -> int | None:
@@ -179,9 +194,13 @@ def _split_is_view(op, e: Call, args: list[Var], name: str | None, types: dict[s
     return 0 <= axis < len(t.shape) and all(d == 1 for d in t.shape[:axis])
 
 
-class _Walk:
+class _Walk(StmtVisitor, ExprFunctor[tuple[str, object]]):
     """One walk over a function's body: what kind of statement each is, the buffers (alias
-    roots) each value may refer to, and the buffers kernels make."""
+    roots) each value may refer to, and the buffers kernels make.
+
+    The ``visit_*`` methods of expressions return the kind of the statement binding the
+    value and the value's tree of roots (a kernel's own buffers are added by
+    :meth:`visit_bind`)."""
 
     def __init__(
         self, fn: Function, module: Module, types: dict[str, Type], split: bool, callees: _Callees
@@ -196,42 +215,51 @@ class _Walk:
         self.escaping: set = set()
         self.kernel_op_results: set[str] = set()  # one tensor computed by a kernel op
         self.supported = True
-        for i, s in enumerate(fn.body):
-            name = s.name if isinstance(s, Bind) else None
-            k, tree = self._classify(s, name)
-            if k == _KERNEL:
-                tree = self._kernel_result(i, s, name)
-            self.kind.append(k)
-            if name is not None:
-                self.trees[name] = tree
-                self.defined_at[name] = i
+        self.name: str | None = None  # the name the statement in hand binds
+        self.visit_function(fn)
 
     def roots(self, name: str) -> frozenset:
         return flatten(self.trees.get(name, frozenset()))
 
-    def _classify(self, s: Stmt, name: str | None) -> tuple[str, object]:
-        e = s.value
-        if isinstance(s, Effect) or isinstance(e, Invoke):
-            return _BARRIER, frozenset()
-        if isinstance(e, Var):
-            return _FREE, self.trees.get(e.name, frozenset())
-        if isinstance(e, TupleExpr):
-            return _FREE, tuple(self.trees.get(v.name, frozenset()) for v in e.fields)
-        if isinstance(e, Project):
-            src = self.trees.get(e.tuple_var.name, frozenset())
-            ok = isinstance(src, tuple) and e.index < len(src)
-            return _FREE, src[e.index] if ok else flatten(src)
-        if isinstance(e, CallFunc):
-            return self._classify_call(e)
-        assert isinstance(e, Call)
+    # -- statements ---------------------------------------------------------------------
+    def visit_bind(self, s: Bind) -> None:
+        i, self.name = len(self.kind), s.name
+        k, tree = self.visit_expr(s.value)
+        if k == _KERNEL:
+            tree = self._kernel_result(i, s)
+        self.kind.append(k)
+        self.trees[s.name] = tree
+        self.defined_at[s.name] = i
+
+    def visit_effect(self, s: Effect) -> None:
+        self.kind.append(_BARRIER)  # written for its effect: it keeps its place
+
+    # -- expressions --------------------------------------------------------------------
+    def visit_invoke(self, e: Invoke) -> tuple[str, object]:
+        return _BARRIER, frozenset()
+
+    def visit_var(self, e: Var) -> tuple[str, object]:
+        return _FREE, self.trees.get(e.name, frozenset())
+
+    def visit_tuple(self, e: TupleExpr) -> tuple[str, object]:
+        return _FREE, tuple(self.trees.get(v.name, frozenset()) for v in e.fields)
+
+    def visit_project(self, e: Project) -> tuple[str, object]:
+        src = self.trees.get(e.tuple_var.name, frozenset())
+        ok = isinstance(src, tuple) and e.index < len(src)
+        return _FREE, src[e.index] if ok else flatten(src)
+
+    def visit_call(self, e: Call) -> tuple[str, object]:
+        name = self.name
         op = REGISTRY.get(e.op)
         args = [a for a in e.args if isinstance(a, Var)]
-        if op is None or op.effectful or op.category in ("runtime", "memory"):
+        if _is_barrier_op(op):
             tree = frozenset().union(*(self.roots(a.name) for a in args))
             if op is None or op.category == "runtime":
                 if packed_spec(e.args[0] if e.args else None).keeps_args:
                     self.escaping |= tree
             return _BARRIER, tree
+        assert op is not None
         if op.is_view:
             return _FREE, self.roots(args[0].name) if args else frozenset()
         if e.op == CONST:
@@ -242,7 +270,7 @@ class _Walk:
             return _FREE, tuple(self.roots(args[0].name) for _ in range(n_out))  # views
         return _KERNEL, frozenset()
 
-    def _classify_call(self, e: CallFunc) -> tuple[str, object]:
+    def visit_call_func(self, e: CallFunc) -> tuple[str, object]:
         callee = self.functions.get(e.func)
         if callee is None or (
             not callee.is_primitive and _has_effects(callee, self.functions, self.effects_memo)
@@ -256,9 +284,9 @@ class _Walk:
             *(self.roots(a.name) for j, a in enumerate(e.args) if j in aliased)
         )
 
-    def _kernel_result(self, i: int, s: Stmt, name: str | None) -> object:
+    def _kernel_result(self, i: int, s: Bind) -> object:
         """The buffers a kernel's result is: one per tensor (per field of a tuple)."""
-        assert name is not None
+        name = s.name
         t = self.types.get(name)
         if isinstance(t, TensorType):
             self.made[name] = (i, t)
@@ -423,8 +451,8 @@ def _concat_slices(
     returned = {v.name for v in ret_vars}
     slice_of: dict[str, str] = {}
     for i, s in enumerate(body):
-        e = s.value
-        if w.kind[i] != _KERNEL or not isinstance(e, Call) or e.op != "concat":
+        e = call_of(s.value, "concat")
+        if w.kind[i] != _KERNEL or e is None:
             continue
         assert isinstance(s, Bind)
         t = w.types.get(s.name)
@@ -471,8 +499,8 @@ def _inplace_credits(
     """(statement, (buffer, bytes)): the statement's result may take that input's bytes."""
     out = []
     for i, s in enumerate(body):
-        e = s.value
-        if w.kind[i] != _KERNEL or not isinstance(e, Call) or not isinstance(s, Bind):
+        e = call_of(s.value)
+        if w.kind[i] != _KERNEL or e is None or not isinstance(s, Bind):
             continue
         op = REGISTRY.get(e.op)
         y = s.name
@@ -643,8 +671,7 @@ def _has_explicit_memory(fn: Function) -> bool:
     """``fn`` already has explicit memory (its allocations, and any plan, fix its order), as
     the ``-t ir`` output of ``relaxc build`` has: it is left as it is."""
     return any(
-        isinstance(s.value, Invoke) or (isinstance(s.value, Call) and s.value.op in ALLOC_OPS)
-        for s in fn.body
+        isinstance(s.value, Invoke) or call_of(s.value, *ALLOC_OPS) is not None for s in fn.body
     )
 
 
