@@ -382,10 +382,15 @@ def schedule(p: OrderProblem, beam: int = 64, max_states: int = 100_000) -> Sear
         exact = exact and complete
         if found is not None:
             orders[i], peaks[i] = found, peak
+    peak, written = max(peaks, default=0), max(written_peaks, default=0)
+    if peak >= written:
+        # A stretch below the peak may have been lowered while the one holding it was not:
+        # nothing better overall, so the written order (ties keep it).
+        return SearchResult(list(range(p.n)), written, written, exact, used)
     order: list[int] = []
     for (lo, hi), found in zip(pieces, orders):
         order.extend(range(lo, hi) if found is None else (lo + v for v in found))
-    return SearchResult(order, max(peaks, default=0), max(written_peaks, default=0), exact, used)
+    return SearchResult(order, peak, written, exact, used)
 
 
 def _solve(
