@@ -491,7 +491,6 @@ def _search(
     return order, peak, not cut, used
 
 
-
 __all__ = [
     "OrderProblem",
     "SearchResult",
