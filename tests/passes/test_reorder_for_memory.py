@@ -3,7 +3,6 @@ search against brute force, the heuristic against the written order, and results
 
 from __future__ import annotations
 
-import itertools
 import os
 import subprocess
 import sys
@@ -12,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.printer import print_module
@@ -27,17 +25,12 @@ from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline
 from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.registry import PASSES, PIPELINES
+from relaxc.passes.planning.order import OrderProblem, Stretch, buffer_spans, cuts, schedule
 from relaxc.passes.reorder_for_memory import (
     CHOSEN_ATTR,
     WRITTEN_ATTR,
-    OrderProblem,
-    _cuts,
-    _spans,
-    _Stretch,
     ReorderForMemory,
     build_model,
-    order_peak,
-    schedule,
 )
 from tests.strategies import programs
 
@@ -479,78 +472,7 @@ def test_samples_same_results_and_lower_bound(path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# The search on random graphs.
-
-
-@st.composite
-def problems(draw, max_nodes: int = 7) -> OrderProblem:
-    """A random DAG in written order; each node makes a buffer used by some of its
-    successors; some buffers are joined (born with the first of several nodes, like a
-    concat's result) and some nodes may overwrite an input that dies there (in place)."""
-    n = draw(st.integers(1, max_nodes))
-    preds = []
-    for v in range(n):
-        preds.append(tuple(u for u in range(v) if draw(st.integers(0, 2)) == 0))
-    p = OrderProblem(n, preds)
-    anc: list[set[int]] = [set() for _ in range(n)]
-    for v in range(n):
-        for u in preds[v]:
-            anc[v] |= anc[u] | {u}
-    succs = [[w for w in range(n) if v in preds[w]] for v in range(n)]
-    own = {}
-    for v in range(n):
-        size = draw(st.sampled_from([0, 64, 128, 192, 256, 1024]))
-        users = [w for w in succs[v] if draw(st.booleans())]
-        own[v] = p.add_buffer(size, [v], users)
-    # Joined buffers: births at two nodes, users after both (their common descendants).
-    for _ in range(draw(st.integers(0, 2))):
-        if n < 3:
-            break
-        a, b = sorted(draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True)))
-        after = [w for w in range(n) if a in anc[w] and b in anc[w]]
-        if not after:
-            continue
-        users = [w for w in after if draw(st.booleans())] or [after[0]]
-        p.add_buffer(draw(st.sampled_from([64, 512, 2048])), [a, b], users)
-    for v in range(n):
-        for u in range(v):
-            b = own[u]
-            if v in p.users[b] and p.sizes[b] and draw(st.integers(0, 3)) == 0:
-                p.inplace[v].append((b, min(p.sizes[b], p.sizes[own[v]])))
-    return p
-
-
-def topological_orders(p: OrderProblem):
-    for perm in itertools.permutations(range(p.n)):
-        if p.is_topological(list(perm)):
-            yield list(perm)
-
-
-@settings(max_examples=300, deadline=None)
-@given(problems())
-def test_exact_search_equals_brute_force(p: OrderProblem) -> None:
-    every = {tuple(order): p.peak(order) for order in topological_orders(p)}
-    assert all(order_peak(p, list(order)) == peak for order, peak in every.items())
-    best = min(every.values())
-    result = schedule(p)
-    assert result.exact
-    assert p.is_topological(result.order)
-    assert result.peak == p.peak(result.order) == best
-    assert result.written_peak == p.peak(list(range(p.n)))
-    if result.peak == result.written_peak:
-        assert result.order == list(range(p.n))
-
-
-@settings(max_examples=100, deadline=None)
-@given(problems(max_nodes=40), st.integers(1, 8), st.sampled_from([0, 50, 10_000]))
-def test_heuristic_never_worse_than_written(p: OrderProblem, beam: int, budget: int) -> None:
-    result = schedule(p, beam=beam, max_states=budget)
-    assert p.is_topological(result.order)
-    assert result.peak == p.peak(result.order) <= p.peak(list(range(p.n)))
-    assert result.written_peak == p.peak(list(range(p.n)))
-    if result.peak == result.written_peak:
-        assert result.order == list(range(p.n))
-    assert schedule(p, beam=beam, max_states=budget) == result
+# The search on a function's model.
 
 
 def test_a_wide_graph_greedy_bound_then_exact_and_on_a_small_budget() -> None:
@@ -695,50 +617,6 @@ def test_shufflenet_arena_below_the_written_order() -> None:
 # Issue 28: linear in the length of the function.
 
 
-def cuts_by_definition(p: OrderProblem) -> list[int]:
-    """The nodes every other node precedes or follows, from the sets of ancestors and
-    descendants (quadratic; the definition the pass's linear count must agree with)."""
-    anc: list[set[int]] = [set() for _ in range(p.n)]
-    for v in range(p.n):
-        for u in p.preds[v]:
-            anc[v] |= anc[u] | {u}
-    desc: list[set[int]] = [set() for _ in range(p.n)]
-    for v in range(p.n):
-        for u in anc[v]:
-            desc[u].add(v)
-    return [v for v in range(p.n) if anc[v] == set(range(v)) and desc[v] == set(range(v + 1, p.n))]
-
-
-@st.composite
-def dags(draw, max_nodes: int = 30) -> OrderProblem:
-    """Random DAGs in written order, sparse or dense, often with chains (which have cuts)."""
-    n = draw(st.integers(1, max_nodes))
-    density = draw(st.sampled_from([0, 1, 2, 5]))
-    preds = []
-    for v in range(n):
-        chained = v > 0 and draw(st.booleans())
-        preds.append(
-            tuple(
-                u
-                for u in range(v)
-                if (chained and u == v - 1) or (density and draw(st.integers(0, 9)) < density)
-            )
-        )
-    return OrderProblem(n, preds)
-
-
-@settings(max_examples=300, deadline=None)
-@given(dags())
-def test_cuts_are_the_nodes_every_other_precedes_or_follows(p: OrderProblem) -> None:
-    assert _cuts(p) == cuts_by_definition(p)
-
-
-@settings(max_examples=100, deadline=None)
-@given(problems())
-def test_cuts_of_the_search_problems(p: OrderProblem) -> None:
-    assert _cuts(p) == cuts_by_definition(p)
-
-
 def long_stretch(n: int) -> str:
     """A chain of n adds with a value nobody reads at the start: no node is preceded or
     followed by all the others, so the whole chain is one stretch of the search."""
@@ -757,7 +635,7 @@ def stretch_bits(n: int) -> tuple[int, int]:
     model = build_model(m.get("main"), m, verify_module(m)["main"])
     assert model is not None
     p = model.problem
-    stretch = _Stretch(p, 0, p.n, _spans(p))  # one stretch: there is no cut
+    stretch = Stretch(p, 0, p.n, buffer_spans(p))  # one stretch: there is no cut
     bits = sum(w[1].bit_length() for w in stretch.preds)
     for touched in stretch.touch:
         bits += sum(s.births[1].bit_length() + s.users[1].bit_length() for s in touched)
@@ -770,7 +648,7 @@ def test_the_node_sets_of_a_long_stretch_grow_linearly() -> None:
     # (3.7 GiB for the generated 100k-binding module); windows take a few bits per node.
     m1, bits1 = stretch_bits(500)
     m4, bits4 = stretch_bits(2000)
-    assert _cuts(parse_model_problem(long_stretch(500))) == []
+    assert cuts(parse_model_problem(long_stretch(500))) == []
     assert m4 > 3 * m1
     assert bits4 <= 10 * m4 and bits4 <= 5 * bits1
 
