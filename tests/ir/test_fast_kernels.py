@@ -143,14 +143,17 @@ def assert_conv2d_matches_the_loops(xs: list, attrs: dict) -> None:
 def assert_within_sum_bound(got: np.ndarray, xs: list, attrs: dict) -> None:
     """Sums of K products (and the bias) in the product dtype, in any order: within
     (K + 2) unit roundings of that dtype of the sum of |terms| (the classic bound of a
-    recursive or blocked sum), then one rounding to the output dtype."""
+    recursive or blocked sum), then one rounding to the output dtype: relative to the value,
+    or for a result below the dtype's smallest normal number, half the spacing of its
+    subnormals (float16's results under 6.1e-5 are rounded to multiples of 6e-8)."""
     absxs = [np.abs(x.astype(np.float64)) for x in xs]
     mag = ref.conv2d(absxs, attrs)
     exact = ref.conv2d([x.astype(np.float64) for x in xs], attrs)
     ulp = np.finfo(got.dtype).eps
     acc = np.float64 if got.dtype == np.float64 else np.float32
     k = xs[1].shape[1] * xs[1].shape[2] * xs[1].shape[3]
-    bound = (k + 2) * np.finfo(acc).eps * mag + ulp * np.abs(exact)
+    subnormal = float(np.finfo(got.dtype).smallest_subnormal) / 2  # in float64, not float16
+    bound = (k + 2) * np.finfo(acc).eps * mag + np.maximum(ulp * np.abs(exact), subnormal)
     assert got.shape == exact.shape
     assert np.all(np.abs(got.astype(np.float64) - exact) <= bound)
 
@@ -184,6 +187,16 @@ def grouped_conv_cases(draw: Any):
         xs.append(values(draw, (groups * og,), dtype, seed + 2))
     attrs = bound_attrs("conv2d", len(xs), strides=st_, padding=pad, dilation=dil, groups=groups)
     return xs, attrs
+
+
+def test_a_float16_result_among_the_subnormals_is_within_its_rounding() -> None:
+    """A depthwise 1x1 float16 convolution whose products are subnormal in float16: each is
+    rounded to a multiple of 2**-24, far more than float16's eps relative to the value
+    (hypothesis found one; the bound had no absolute term)."""
+    x = np.array([3.0e-5, -2.9e-5, 1.7e-5, 4.1e-5], dtype=np.float16).reshape(1, 1, 2, 2)
+    w = np.array([0.4023], dtype=np.float16).reshape(1, 1, 1, 1)
+    attrs = {"strides": (1, 1), "padding": (0, 0, 0, 0), "dilation": (1, 1), "groups": 1}
+    assert_conv2d_matches_the_loops([x, w], attrs)
 
 
 @given(grouped_conv_cases())
