@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 from relaxc.ir.types import shape_to_str
 from relaxc.passes.memory_report import FunctionReport
-from relaxc.passes.plan_memory import round_up
+from relaxc.ir.sizes import round_up
 
 from .report_json import SCHEMA_VERSION, relaxc_version
 

@@ -67,7 +67,8 @@ from relaxc.ir.nodes import (
     TupleExpr,
     Var,
 )
-from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
+from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes, tensor_nbytes_bound
+from relaxc.ir.types import TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.vocab import (
     ALLOC_STORAGE,
@@ -139,10 +140,6 @@ def storages(fn: Function) -> list[StorageInfo]:
         for i, s in enumerate(fn.body)
         if isinstance(s, Bind) and call_of(s.value, ALLOC_STORAGE)
     ]
-
-
-def round_up(n: int, align: int) -> int:
-    return -(-n // align) * align
 
 
 @dataclass
@@ -282,17 +279,7 @@ def _bounded_tensors(t: Type, bounds: dict[str, int]) -> bool:
         return all(_bounded_tensors(f, bounds) for f in t.fields)
     if not isinstance(t, TensorType):
         return False
-    return D.upper_bound(_nbytes(t), bounds) is not None
-
-
-def _nbytes(t: TensorType) -> D.Dim:
-    return D.simplify(D.mul(D.product(t.shape), dtype_nbytes(t.dtype)))
-
-
-def _round_up_dim(n: D.Dim, align: int) -> D.Dim:
-    if isinstance(n, int):
-        return round_up(n, align)
-    return D.simplify(D.BinOp("*", D.BinOp("/", D.BinOp("+", n, align - 1), align), align))
+    return tensor_nbytes_bound(t, bounds) is not None
 
 
 def _copy_in(src: str, t: Type, names: NameSupply, out: list[Stmt]) -> str:
@@ -310,7 +297,7 @@ def _copy_in(src: str, t: Type, names: NameSupply, out: list[Stmt]) -> str:
     assert isinstance(t, TensorType)
     storage = names.fresh(f"{src}_storage")
     tensor = names.fresh(f"{src}_in")
-    size = _round_up_dim(_nbytes(t), IO_ALIGN)
+    size = round_up_dim(tensor_nbytes(t), IO_ALIGN)
     kwargs: tuple = (("align", IO_ALIGN), ("scope", "global"))
     out.append(Bind(storage, None, Call(ALLOC_STORAGE, (size,), kwargs)))
     shape = tuple(t.shape)

@@ -108,14 +108,13 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import MAX_ALIGN
 from relaxc.ir.packed import packed_spec
 from relaxc.ir.registry import bind_args
+from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.vocab import ALLOC_OPS, CONST, is_int
 from relaxc.ir.walk import map_functions
 
 from .base import Pass
-from .manifest_alloc import round_up as round_up_dim
-from .manifest_alloc import tensor_bytes
 
 WRITTEN_ATTR = "order_peak_written"
 CHOSEN_ATTR = "order_peak_chosen"
@@ -654,9 +653,9 @@ def _own_effects(fn: Function, functions: dict[str, Function], memo: dict[str, b
 def _size(t: TensorType, bounds: dict[str, int], align: int, cache: dict) -> int | None:
     key = (t, align)
     if key not in cache:
-        nbytes = round_up_dim(tensor_bytes(t), align)
+        nbytes = round_up_dim(tensor_nbytes(t), align)
         ub = nbytes if isinstance(nbytes, int) else D.upper_bound(nbytes, bounds)
-        cache[key] = None if ub is None else -(-max(ub, 0) // align) * align
+        cache[key] = None if ub is None else round_up(max(ub, 0), align)
     return cache[key]
 
 

@@ -43,6 +43,7 @@ from relaxc.ir.nodes import (
     Var,
     expr_vars,
 )
+from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import TensorType, Type
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_VIEW, call_of, is_kill
 
@@ -150,7 +151,7 @@ class Layout:
     def nbytes(self, name: str) -> int | None:
         t = self.types.get(name)
         if isinstance(t, TensorType) and t.is_static():
-            n = t.nbytes()
+            n = tensor_nbytes(t)
             return n if isinstance(n, int) else None
         return None
 
