@@ -56,11 +56,11 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import MAX_ALIGN
 from relaxc.ir.sizes import round_up_dim, tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR
 from relaxc.ir.walk import ExprFunctor, map_functions, with_body
 
-from .base import Pass, PassError
+from .base import Pass, PassError, module_types
 from .properties import EXPLICIT_MEMORY
 
 
@@ -115,7 +115,7 @@ class ManifestAlloc(Pass):
             raise ValueError(f"align={self.align} is not a power of two from 1 to {MAX_ALIGN}")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         find_kernel = _FindKernel({f.name for f in module.functions if f.is_primitive})
         return map_functions(
             module,

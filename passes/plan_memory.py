@@ -69,7 +69,7 @@ from relaxc.ir.nodes import (
 )
 from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes, tensor_nbytes_bound
 from relaxc.ir.types import TensorType, TupleType, Type
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import (
     ALLOC_STORAGE,
     ALLOC_TENSOR,
@@ -82,7 +82,7 @@ from relaxc.ir.vocab import (
 )
 from relaxc.ir.walk import ExprFunctor, map_functions
 
-from .base import Pass
+from .base import Pass, module_types
 from .planning.checker import check_plan
 from .planning.model import Buffer
 from .planning.planners import plan_buffers
@@ -195,8 +195,7 @@ class PlanMemory(Pass):
             raise ValueError(f"capacity={self.capacity} must be a number of bytes, 0 or more")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        if types is None:
-            verify_module(module)  # valid IR in: the analysis below relies on it
+        module_types(module, types)  # valid IR in: the analysis below relies on it
         entries = entry_functions(module) if self.io_in_arena else set()
         return map_functions(module, lambda fn: self._function(fn, module, fn.name in entries))
 
@@ -268,9 +267,7 @@ def io_into_storages(fn: Function) -> Function:
     body = prologue + [_renamed(st, rename) for st in fn.body]
     body = [_internal(st, bounds) for st in body]
     ret = _RenameVars(rename).visit_expr(fn.ret) if rename else fn.ret
-    attrs = fn.attrs + ((IO_IN_ARENA, True),)
-    locs = fn.attr_locs + (None,) if len(fn.attr_locs) == len(fn.attrs) else ()
-    return dataclasses.replace(fn, body=tuple(body), ret=ret, attrs=attrs, attr_locs=locs)
+    return dataclasses.replace(fn.with_attrs({IO_IN_ARENA: True}), body=tuple(body), ret=ret)
 
 
 def _bounded_tensors(t: Type, bounds: dict[str, int]) -> bool:
@@ -440,11 +437,7 @@ def _reuse_equal_dynamic(dynamic: list[StorageInfo], live: Liveness) -> dict[str
 def _planned(fn: Function, body: tuple[Stmt, ...] | list[Stmt]) -> Function:
     """``fn`` with ``body`` and the attribute ``planned = true`` (last, replacing any earlier
     one)."""
-    attrs = tuple((k, v) for k, v in fn.attrs if k != "planned") + (("planned", True),)
-    locs: tuple = ()
-    if len(fn.attr_locs) == len(fn.attrs):  # keep each remaining attribute's location with it
-        locs = tuple(loc for (k, _), loc in zip(fn.attrs, fn.attr_locs) if k != "planned") + (None,)
-    return dataclasses.replace(fn, body=tuple(body), attrs=attrs, attr_locs=locs)
+    return dataclasses.replace(fn.with_attrs({"planned": True}), body=tuple(body))
 
 
 def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) -> tuple[Stmt, ...]:

@@ -67,10 +67,10 @@ from relaxc.ir.nodes import (
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_VIEW, is_int
 
-from .base import Pass, PassError
+from .base import Pass, PassError, module_types
 from .planning.model import Buffer
 from .planning.planners import plan_buffers
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED, detect_properties
@@ -470,15 +470,9 @@ def _lower(
     ret: Var | TupleExpr = (
         out_vars[0] if isinstance(fn.ret_type, TensorType) else TupleExpr(tuple(out_vars), loc)
     )
-    attrs = tuple(fn.attrs) + (("outputs", len(out_vars)), (WORKSPACE, placement.workspace))
-    return dataclasses.replace(
-        fn,
-        params=tuple(params),
-        body=tuple(body),
-        ret=ret,
-        attrs=attrs,
-        attr_locs=tuple(fn.attr_locs) + (None, None) if fn.attr_locs else (),
-    )
+    # (A function not lowered yet has neither attribute: the old ones are not replaced.)
+    lowered = fn.with_attrs({"outputs": len(out_vars), WORKSPACE: placement.workspace})
+    return dataclasses.replace(lowered, params=tuple(params), body=tuple(body), ret=ret)
 
 
 @dataclass(frozen=True)
@@ -497,7 +491,7 @@ class PlanWorkspace(Pass):
             raise ValueError(f"align={self.align} is not a positive power of two")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         lowered: dict[str, Function] = {}
         originals: dict[str, Function] = {}
         for fn in module.functions:

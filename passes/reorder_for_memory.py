@@ -110,11 +110,11 @@ from relaxc.ir.packed import packed_spec
 from relaxc.ir.registry import bind_args
 from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_OPS, CONST, is_int
 from relaxc.ir.walk import map_functions
 
-from .base import Pass
+from .base import Pass, module_types
 
 WRITTEN_ATTR = "order_peak_written"
 CHOSEN_ATTR = "order_peak_chosen"
@@ -1038,7 +1038,7 @@ class ReorderForMemory(Pass):
             raise ValueError(f"max_states={self.max_states} must be 0 or more")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         callees = _Callees.of(module)
         return map_functions(
             module,
@@ -1110,10 +1110,4 @@ def _has_explicit_memory(fn: Function) -> bool:
 
 def _with_attrs(fn: Function, body: tuple[Stmt, ...], new: dict[str, int]) -> Function:
     """``fn`` with ``body`` and the attributes ``new`` (replacing earlier ones, at the end)."""
-    attrs = tuple((k, v) for k, v in fn.attrs if k not in new) + tuple(new.items())
-    locs: tuple = ()
-    if len(fn.attr_locs) == len(fn.attrs):
-        locs = tuple(loc for (k, _), loc in zip(fn.attrs, fn.attr_locs) if k not in new) + (
-            (None,) * len(new)
-        )
-    return dataclasses.replace(fn, body=body, attrs=attrs, attr_locs=locs)
+    return dataclasses.replace(fn.with_attrs(new), body=body)
