@@ -16,7 +16,7 @@ from relaxc.ir.nodes import Arg, Bind, Call, Effect, Function, Project, Stmt, Tu
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.sizes import tensor_nbytes
-from relaxc.ir.types import TensorType, dtype_nbytes
+from relaxc.ir.types import TensorType
 from relaxc.ir.vocab import MEMORY_VIEW, call_of
 from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
@@ -177,7 +177,7 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
                 "--target c does)",
                 loc,
             )
-        have = D.product(scratch.type.shape) * dtype_nbytes(scratch.type.dtype)
+        have = tensor_nbytes(scratch.type)
         if isinstance(have, int) and have < need:
             raise RxError(
                 f"the C kernel of {what} needs {need} bytes of scratch; this call passes {have}",
