@@ -25,6 +25,7 @@ sys.path.insert(0, str(HERE.parent))
 from peer_memory import PEERS, RELAXC_BEFORE_ISSUE_15  # noqa: E402
 
 from relaxc.ir.nodes import Module  # noqa: E402
+from relaxc.ir.sizes import tensor_nbytes  # noqa: E402
 from relaxc.ir.types import TensorType  # noqa: E402
 from relaxc.passes.base import Pass  # noqa: E402
 from relaxc.cli.report.analysis import memory_report  # noqa: E402
@@ -82,7 +83,7 @@ def io_bytes(module: Module) -> int:
         leaves = getattr(t, "fields", None) or [t]
         for leaf in leaves:
             if isinstance(leaf, TensorType) and leaf.is_static():
-                n = leaf.nbytes()
+                n = tensor_nbytes(leaf)
                 total += n if isinstance(n, int) else 0
     return total
 

@@ -36,7 +36,8 @@ from relaxc.ir.alias import analyze_aliases, buffer_liveness  # noqa: E402
 from relaxc.passes.kill_after_last_use import KillAfterLastUse  # noqa: E402
 from relaxc.passes.manifest_alloc import ManifestAlloc  # noqa: E402
 from relaxc.passes.pipeline import Pipeline  # noqa: E402
-from relaxc.passes.plan_memory import PlanMemory, storages  # noqa: E402
+from relaxc.passes.candidates import storages  # noqa: E402
+from relaxc.passes.plan_memory import PlanMemory  # noqa: E402
 
 
 def truly_live(module, n: int) -> int:

@@ -30,7 +30,8 @@ from relaxc.ir.alias import analyze_aliases, buffer_liveness
 from relaxc.ir.nodes import Module
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.pipeline import Pipeline
-from relaxc.passes.plan_memory import PlanMemory, planning_candidates
+from relaxc.passes.candidates import planning_candidates
+from relaxc.passes.plan_memory import PlanMemory
 from relaxc.passes.planning.model import Buffer
 
 

@@ -44,7 +44,8 @@ from .nodes import (
     Var,
     expr_vars,
 )
-from .storage_bounds import provably_le, tensor_nbytes
+from .sizes import tensor_nbytes
+from .storage_bounds import provably_le
 from .types import TensorType, Type, tensor_leaves, types_equal
 from .vocab import ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, CALL_PACKED, KILL_OPS, call_of
 

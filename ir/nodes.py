@@ -185,6 +185,17 @@ class Function:
                 return loc
         return self.loc
 
+    def with_attrs(self, new: Mapping[str, Value]) -> "Function":
+        """This function with the attributes ``new`` set: an earlier one of the same key is
+        dropped and ``new`` comes last, in its order. Every other attribute keeps its
+        location; the new ones have none (they are not written in a source file)."""
+        attrs = tuple((k, v) for k, v in self.attrs if k not in new) + tuple(new.items())
+        locs: tuple[Loc | None, ...] = ()
+        if len(self.attr_locs) == len(self.attrs):  # else the locations are not known
+            kept = (loc for (k, _), loc in zip(self.attrs, self.attr_locs) if k not in new)
+            locs = tuple(kept) + (None,) * len(new)
+        return dataclasses.replace(self, attrs=attrs, attr_locs=locs)
+
     def upper_bounds(self) -> dict[str, int]:
         """The ``upper_bounds`` attribute as a plain dict (the verifier checks its shape)."""
         ub = self.attr("upper_bounds")

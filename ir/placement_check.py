@@ -23,8 +23,9 @@ from . import dims as D
 from .diagnostics import Loc, RxError
 from .nodes import Bind, Call, Effect, Function, Invoke, Project, TupleExpr, Var, expr_vars
 from .registry import Registry
+from .sizes import tensor_nbytes
 from .storage_bounds import provably_le
-from .types import TensorType, Type, dtype_nbytes
+from .types import TensorType, Type
 from .vocab import MEMORY_VIEW, call_of, is_int
 
 
@@ -36,10 +37,6 @@ class Region:
     nbytes: D.Dim
     type: TensorType
     loc: Loc | None = None  # where it is bound
-
-
-def _nbytes(t: TensorType) -> D.Dim:
-    return D.simplify(D.mul(D.product(t.shape), dtype_nbytes(t.dtype)))
 
 
 def _intersect(a: Region, b: Region) -> bool:
@@ -59,7 +56,7 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
     for p in fn.params:
         refers[p.name] = set()
         if p.name in outs and isinstance(p.type, TensorType):  # the result's own region
-            regions[p.name] = Region(p.name, p.name, 0, _nbytes(p.type), p.type)
+            regions[p.name] = Region(p.name, p.name, 0, tensor_nbytes(p.type), p.type)
             refers[p.name] = {p.name}
     for stmt in fn.body:
         if not isinstance(stmt, Bind):
@@ -70,11 +67,11 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
         if view is not None and isinstance(view.args[0], Var) and isinstance(t, TensorType):
             src = view.args[0].name
             offset = view.args[1] if len(view.args) > 1 else dict(view.kwargs).get("offset", 0)
-            if src in outs and offset == 0 and D.dims_equal(_nbytes(t), regions[src].nbytes):
+            if src in outs and offset == 0 and D.dims_equal(tensor_nbytes(t), regions[src].nbytes):
                 refers[stmt.name] = {src}  # the whole output under another shape: the result itself
                 continue
             if src in params:
-                regions[stmt.name] = Region(stmt.name, src, offset, _nbytes(t), t, stmt.loc)
+                regions[stmt.name] = Region(stmt.name, src, offset, tensor_nbytes(t), t, stmt.loc)
                 refers[stmt.name] = {stmt.name}
                 continue
         refs: set[str] = set()

@@ -21,7 +21,8 @@ from typing import Mapping
 from . import dims as D
 from .diagnostics import RxError
 from .nodes import Bind, Call, Function, Var
-from .types import TensorType, dtype_nbytes
+from .sizes import tensor_nbytes
+from .types import TensorType
 from .vocab import ALLOC_STORAGE, ALLOC_TENSOR, call_of, is_int
 
 
@@ -51,10 +52,6 @@ def provably_le(lhs: D.Dim, rhs: D.Dim, ranges: Mapping[str, tuple[int, int | No
     _, hi = D.interval(lhs, ranges)
     rlo, _ = D.interval(rhs, ranges)
     return hi is not None and hi <= rlo
-
-
-def tensor_nbytes(t: TensorType) -> D.Dim:
-    return D.mul(D.product(t.shape), dtype_nbytes(t.dtype))
 
 
 def check_tensors_fit_storage(fn: Function) -> None:

@@ -104,10 +104,6 @@ class TensorType:
     def num_elements(self) -> Dim:
         return D.product(self.shape)
 
-    def nbytes(self) -> Dim:
-        """Size in bytes as a dim expression (an int when the shape is static)."""
-        return D.mul(self.num_elements(), dtype_nbytes(self.dtype))
-
 
 @dataclass(frozen=True, slots=True)
 class TupleType:

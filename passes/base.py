@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
-from relaxc.ir.verifier import ModuleTypes
+from relaxc.ir.verifier import ModuleTypes, verify_module
 
 
 class PassError(RxError):
@@ -60,6 +60,12 @@ class Pass:
             if getattr(self, f.name) != f.default
         ]
         return self.name + ("{" + " ".join(opts) + "}" if opts else "")
+
+
+def module_types(module: Module, types: ModuleTypes | None) -> ModuleTypes:
+    """The verifier's types of ``module``: ``types`` when the caller already has them (the
+    pipeline verifies between passes), else verified here (which also checks the module)."""
+    return types if types is not None else verify_module(module)
 
 
 def _fmt(v: Any) -> str:

@@ -37,10 +37,10 @@ from relaxc.ir.nodes import Function, Invoke, Module, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpDef
 from relaxc.ir.types import TensorType, Type
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.walk import map_functions, with_body
 
-from .base import Pass
+from .base import Pass, module_types
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS
 from .storage_tenants import Groups, Layout, has_kills, invoke_at
 
@@ -61,7 +61,7 @@ class ComputeInPlace(Pass):
     }
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         return map_functions(module, lambda fn: compute_in_place(fn, module, types[fn.name]))
 
 

@@ -35,11 +35,13 @@ from relaxc.ir.nodes import Function, Invoke, Module
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import BoundCall, OpError, bind_args
 from relaxc.ir.types import TensorType, Type
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.walk import map_functions, with_body
 
-from .base import Pass
+from .base import Pass, module_types
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS
+# A named tool, deliberately: an elision is kept only when it pays after ComputeInPlace, so
+# both versions of a function are measured as that pass would leave them.
 from .compute_in_place import compute_in_place
 from .storage_tenants import Layout, has_kills, invoke_at, max_live_bytes
 
@@ -66,7 +68,7 @@ class ElideConcatSplit(Pass):
     only_if_smaller: bool = True
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         return map_functions(module, lambda fn: self._function(fn, module, types[fn.name]))
 
     def _function(self, fn: Function, module: Module, types: dict[str, Type]) -> Function:

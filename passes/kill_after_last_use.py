@@ -30,11 +30,11 @@ from relaxc.ir.alias import CONST, PARAM, analyze_aliases, buffer_liveness
 from relaxc.ir.nodes import Bind, Call, Effect, Function, Module, Stmt, Var
 from relaxc.ir.objects import object_groups, returned_objects, same_object, tuple_holders
 from relaxc.ir.types import StorageType, TensorType, TupleType, Type
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import KILL_OBJECT, KILL_STORAGE, KILL_TENSOR, killed_var
 from relaxc.ir.walk import map_functions, with_body
 
-from .base import Pass
+from .base import Pass, module_types
 
 
 def kill_op_for(t: Type) -> str:
@@ -61,7 +61,7 @@ class KillAfterLastUse(Pass):
     )
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         return map_functions(
             module, lambda fn: fn if fn.is_primitive else self._function(fn, module, types[fn.name])
         )

@@ -65,11 +65,11 @@ from relaxc.ir.nodes import (
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves, type_to_str
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import CALL_CPACKED, STACK_ALLOCA, STRUCT_SET
 from relaxc.ir.walk import FunctionRewriter
 
-from .base import Pass, PassError
+from .base import Pass, PassError, module_types
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
 
 KDL_CPU = 1
@@ -130,7 +130,7 @@ class LegalizePackedCalls(Pass):
     }
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         state = _State(module)
         functions = [
             self._function(fn, types[fn.name], state) if not fn.is_primitive else fn

@@ -54,12 +54,13 @@ from relaxc.ir.nodes import (
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import MAX_ALIGN
-from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.sizes import round_up_dim, tensor_nbytes
+from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR
 from relaxc.ir.walk import ExprFunctor, map_functions, with_body
 
-from .base import Pass, PassError
+from .base import Pass, PassError, module_types
 from .properties import EXPLICIT_MEMORY
 
 
@@ -97,20 +98,6 @@ class _FindKernel(ExprFunctor["KernelCall | None"]):
         return None
 
 
-def round_up(nbytes: D.Dim, align: int) -> D.Dim:
-    """``nbytes`` rounded up to a multiple of ``align``."""
-    if isinstance(nbytes, int):
-        return -(-nbytes // align) * align
-    if align == 1:
-        return nbytes
-    return D.simplify(D.BinOp("*", D.BinOp("/", D.BinOp("+", nbytes, align - 1), align), align))
-
-
-def tensor_bytes(t: TensorType) -> D.Dim:
-    """Bytes of a tensor of type ``t``: elements × element size (bool counts one byte)."""
-    return D.mul(D.product(t.shape), dtype_nbytes(t.dtype))
-
-
 @dataclass(frozen=True)
 class ManifestAlloc(Pass):
     """Give every computed value its own storage and write it by destination passing."""
@@ -128,7 +115,7 @@ class ManifestAlloc(Pass):
             raise ValueError(f"align={self.align} is not a power of two from 1 to {MAX_ALIGN}")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         find_kernel = _FindKernel({f.name for f in module.functions if f.is_primitive})
         return map_functions(
             module,
@@ -171,7 +158,7 @@ class ManifestAlloc(Pass):
             ):
                 for r in flatten(tree):
                     rt = leaf_types.get(r)
-                    if rt is not None and D.dims_equal(tensor_bytes(rt), tensor_bytes(leaf)):
+                    if rt is not None and D.dims_equal(tensor_nbytes(rt), tensor_nbytes(leaf)):
                         whole.add(r)
         external = sorted(
             storage_at[t] for t in info.returned(out) if t in storage_at and t in whole
@@ -218,7 +205,7 @@ class ManifestAlloc(Pass):
             leaf_types[leaf_name] = leaf
             size = sizes.get(leaf)
             if size is None:
-                size = sizes[leaf] = round_up(tensor_bytes(leaf), self.align)
+                size = sizes[leaf] = round_up_dim(tensor_nbytes(leaf), self.align)
             out.append(_Bind(storage, None, _Call(ALLOC_STORAGE, (size,), kwargs, loc), loc))
             ann = stmt.type if leaf_name == name else None
             out.append(

@@ -39,10 +39,10 @@ from relaxc.ir.nodes import Bind, Call, DType, Effect, Function, Invoke, Module,
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import TensorType, Type
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, kernel_scratch
 
-from .base import Pass, PassError
+from .base import Pass, PassError, module_types
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
 
 SCRATCH_ALIGN = 64
@@ -73,7 +73,7 @@ class PlanKernelScratch(Pass):
                 f"PlanKernelScratch: no kernel scratch facts for target {self.target!r} "
                 f"(targets: {', '.join(scratch_targets())})"
             )
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         need = _Needs(kernel_scratch_fact(self.target))
         # -- analysis: what each primitive function's kernels need ---------------------
         prim_need = {
@@ -153,9 +153,7 @@ def _with_scratch_attr(fn: Function, n: int) -> Function:
     """``fn`` with ``attrs {scratch = n}`` (when ``n`` > 0 and it has none yet)."""
     if n <= 0 or kernel_scratch(fn) is not None:
         return fn
-    attrs = fn.attrs + (("scratch", n),)
-    locs = fn.attr_locs + (None,) if len(fn.attr_locs) == len(fn.attrs) else ()
-    return dataclasses.replace(fn, attrs=attrs, attr_locs=locs)
+    return fn.with_attrs({"scratch": n})
 
 
 def _give_scratch(

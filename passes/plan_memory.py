@@ -67,8 +67,9 @@ from relaxc.ir.nodes import (
     TupleExpr,
     Var,
 )
-from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes, tensor_nbytes_bound
+from relaxc.ir.types import TensorType, TupleType, Type
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import (
     ALLOC_STORAGE,
     ALLOC_TENSOR,
@@ -81,68 +82,11 @@ from relaxc.ir.vocab import (
 )
 from relaxc.ir.walk import ExprFunctor, map_functions
 
-from .base import Pass
+from .base import Pass, module_types
+from .candidates import StorageInfo, planning_candidates
 from .planning.checker import check_plan
-from .planning.model import Buffer
 from .planning.planners import plan_buffers
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
-
-
-@dataclass(frozen=True)
-class StorageInfo:
-    """One ``alloc_storage`` binding and what planning needs to know about it."""
-
-    name: str
-    index: int
-    size: D.Dim
-    align: int
-    scope: str
-    external: bool
-    arena: bool
-    proven_bound: int = 0
-    clock_stopped: bool = False
-
-
-def storage_info(stmt: Bind, index: int) -> StorageInfo:
-    call = call_of(stmt.value, ALLOC_STORAGE)
-    assert call is not None
-    attrs: dict = {
-        "size": call.args[0] if call.args else None,
-        "align": 64,
-        "scope": "global",
-        "external": False,
-        "arena": False,
-        "proven_bound": 0,
-        "clock_stopped": False,
-    }
-    names = ("size", "align", "scope", "external", "arena")
-    for k, v in zip(names, call.args):
-        attrs[k] = v
-    attrs.update(dict(call.kwargs))
-    return StorageInfo(
-        stmt.name,
-        index,
-        attrs["size"],
-        attrs["align"],
-        attrs["scope"],
-        bool(attrs["external"]),
-        bool(attrs["arena"]),
-        attrs["proven_bound"] if isinstance(attrs["proven_bound"], int) else 0,
-        attrs["clock_stopped"] is True,
-    )
-
-
-def storages(fn: Function) -> list[StorageInfo]:
-    """Every ``memory.alloc_storage`` binding of ``fn``, in order."""
-    return [
-        storage_info(s, i)
-        for i, s in enumerate(fn.body)
-        if isinstance(s, Bind) and call_of(s.value, ALLOC_STORAGE)
-    ]
-
-
-def round_up(n: int, align: int) -> int:
-    return -(-n // align) * align
 
 
 @dataclass
@@ -198,8 +142,7 @@ class PlanMemory(Pass):
             raise ValueError(f"capacity={self.capacity} must be a number of bytes, 0 or more")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        if types is None:
-            verify_module(module)  # valid IR in: the analysis below relies on it
+        module_types(module, types)  # valid IR in: the analysis below relies on it
         entries = entry_functions(module) if self.io_in_arena else set()
         return map_functions(module, lambda fn: self._function(fn, module, fn.name in entries))
 
@@ -271,9 +214,7 @@ def io_into_storages(fn: Function) -> Function:
     body = prologue + [_renamed(st, rename) for st in fn.body]
     body = [_internal(st, bounds) for st in body]
     ret = _RenameVars(rename).visit_expr(fn.ret) if rename else fn.ret
-    attrs = fn.attrs + ((IO_IN_ARENA, True),)
-    locs = fn.attr_locs + (None,) if len(fn.attr_locs) == len(fn.attrs) else ()
-    return dataclasses.replace(fn, body=tuple(body), ret=ret, attrs=attrs, attr_locs=locs)
+    return dataclasses.replace(fn.with_attrs({IO_IN_ARENA: True}), body=tuple(body), ret=ret)
 
 
 def _bounded_tensors(t: Type, bounds: dict[str, int]) -> bool:
@@ -282,17 +223,7 @@ def _bounded_tensors(t: Type, bounds: dict[str, int]) -> bool:
         return all(_bounded_tensors(f, bounds) for f in t.fields)
     if not isinstance(t, TensorType):
         return False
-    return D.upper_bound(_nbytes(t), bounds) is not None
-
-
-def _nbytes(t: TensorType) -> D.Dim:
-    return D.simplify(D.mul(D.product(t.shape), dtype_nbytes(t.dtype)))
-
-
-def _round_up_dim(n: D.Dim, align: int) -> D.Dim:
-    if isinstance(n, int):
-        return round_up(n, align)
-    return D.simplify(D.BinOp("*", D.BinOp("/", D.BinOp("+", n, align - 1), align), align))
+    return tensor_nbytes_bound(t, bounds) is not None
 
 
 def _copy_in(src: str, t: Type, names: NameSupply, out: list[Stmt]) -> str:
@@ -310,7 +241,7 @@ def _copy_in(src: str, t: Type, names: NameSupply, out: list[Stmt]) -> str:
     assert isinstance(t, TensorType)
     storage = names.fresh(f"{src}_storage")
     tensor = names.fresh(f"{src}_in")
-    size = _round_up_dim(_nbytes(t), IO_ALIGN)
+    size = round_up_dim(tensor_nbytes(t), IO_ALIGN)
     kwargs: tuple = (("align", IO_ALIGN), ("scope", "global"))
     out.append(Bind(storage, None, Call(ALLOC_STORAGE, (size,), kwargs)))
     shape = tuple(t.shape)
@@ -377,51 +308,6 @@ def _renamed(st: Stmt, rename: dict[str, str]) -> Stmt:
     return st if value is st.value else dataclasses.replace(st, value=value)
 
 
-def planning_candidates(
-    fn: Function, info: AliasInfo, live: Liveness
-) -> tuple[dict[str, list[tuple[StorageInfo, Buffer]]], list[StorageInfo]]:
-    """What PlanMemory places: per scope, each storage of known or bounded size with its
-    buffer (live interval, size rounded up to its alignment); and the dynamic storages.
-
-    Not candidates: outputs (``external``), arenas, and storages a runtime function keeps
-    or the return hands over (unless the function has its inputs and outputs in the arena).
-    """
-    bounds = fn.upper_bounds()
-    by_scope: dict[str, list[tuple[StorageInfo, Buffer]]] = {}
-    dynamic: list[StorageInfo] = []
-    returned = info.returned(fn)
-    # With inputs and outputs in the arena, the storages of the outputs are planned too:
-    # live to the end (the return uses them), so nothing reuses their bytes.
-    holds_output = (
-        set()
-        if fn.attr(IO_IN_ARENA) is True
-        else {s for t, s in info.storage_of.items() if t in returned}
-    )
-    kept = {s for t, s in info.storage_of.items() if t in info.escaping}
-    for s in storages(fn):
-        if (
-            s.external
-            or s.arena
-            or s.name in info.escaping
-            or s.name in kept
-            or s.name in returned
-            or s.name in holds_output
-        ):
-            continue  # the caller's memory, an arena already, or kept by a runtime function
-        size = s.size if isinstance(s.size, int) else D.upper_bound(s.size, bounds)
-        if size is None:
-            dynamic.append(s)
-            continue
-        # Negative for every allowed dim (a window taller than the bounded input): no run
-        # gets past this allocation, and the arena must not shrink for it.
-        size = max(size, 0)
-        start = live.defined[s.name]
-        end = live.last_use.get(s.name, start) + 1
-        buf = Buffer(start, end, round_up(size, s.align), s.align, s.name)
-        by_scope.setdefault(s.scope, []).append((s, buf))
-    return by_scope, dynamic
-
-
 def _ident(text: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in text)
 
@@ -453,11 +339,7 @@ def _reuse_equal_dynamic(dynamic: list[StorageInfo], live: Liveness) -> dict[str
 def _planned(fn: Function, body: tuple[Stmt, ...] | list[Stmt]) -> Function:
     """``fn`` with ``body`` and the attribute ``planned = true`` (last, replacing any earlier
     one)."""
-    attrs = tuple((k, v) for k, v in fn.attrs if k != "planned") + (("planned", True),)
-    locs: tuple = ()
-    if len(fn.attr_locs) == len(fn.attrs):  # keep each remaining attribute's location with it
-        locs = tuple(loc for (k, _), loc in zip(fn.attrs, fn.attr_locs) if k != "planned") + (None,)
-    return dataclasses.replace(fn, body=tuple(body), attrs=attrs, attr_locs=locs)
+    return dataclasses.replace(fn.with_attrs({"planned": True}), body=tuple(body))
 
 
 def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) -> tuple[Stmt, ...]:

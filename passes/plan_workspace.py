@@ -65,12 +65,12 @@ from relaxc.ir.nodes import (
     call_dims,
 )
 from relaxc.ir.ops import REGISTRY
+from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_VIEW, is_int
 
-from .base import Pass, PassError
-from .manifest_alloc import round_up, tensor_bytes
+from .base import Pass, PassError, module_types
 from .planning.model import Buffer
 from .planning.planners import plan_buffers
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED, detect_properties
@@ -289,12 +289,12 @@ class _Planner:
         return out
 
     def _fits_exactly(self, t: TensorType, out: TensorType) -> bool:
-        return t.dtype == out.dtype and D.dims_equal(tensor_bytes(t), tensor_bytes(out))
+        return t.dtype == out.dtype and D.dims_equal(tensor_nbytes(t), tensor_nbytes(out))
 
     def _fits(self, t: TensorType, out: TensorType) -> bool:
         if dtype_nbytes(t.dtype) > dtype_nbytes(out.dtype):
             return False  # a view of the output must keep the output's alignment
-        a, b = tensor_bytes(t), tensor_bytes(out)
+        a, b = tensor_nbytes(t), tensor_nbytes(out)
         if is_int(a) and is_int(b):
             return a <= b
         return D.dims_equal(a, b)
@@ -341,7 +341,7 @@ class _Planner:
             itemtype.setdefault(group[name], t.dtype)
             g = group[name]
             if g not in spans:
-                spans[g] = [tensor_bytes(t), d, u]
+                spans[g] = [tensor_nbytes(t), d, u]
             else:
                 spans[g][1] = min(spans[g][1], d)
                 spans[g][2] = max(spans[g][2], u)
@@ -372,7 +372,7 @@ class _Planner:
             top = D.simplify(D.add(top, spans[g][0]))
         for name in span:
             slots[name] = Slot(WORKSPACE, 0, offsets[group[name]])
-        return D.simplify(round_up(top, self.align))
+        return D.simplify(round_up_dim(top, self.align))
 
 
 # ---------------------------------------------------------------------------------------
@@ -470,15 +470,9 @@ def _lower(
     ret: Var | TupleExpr = (
         out_vars[0] if isinstance(fn.ret_type, TensorType) else TupleExpr(tuple(out_vars), loc)
     )
-    attrs = tuple(fn.attrs) + (("outputs", len(out_vars)), (WORKSPACE, placement.workspace))
-    return dataclasses.replace(
-        fn,
-        params=tuple(params),
-        body=tuple(body),
-        ret=ret,
-        attrs=attrs,
-        attr_locs=tuple(fn.attr_locs) + (None, None) if fn.attr_locs else (),
-    )
+    # (A function not lowered yet has neither attribute: the old ones are not replaced.)
+    lowered = fn.with_attrs({"outputs": len(out_vars), WORKSPACE: placement.workspace})
+    return dataclasses.replace(lowered, params=tuple(params), body=tuple(body), ret=ret)
 
 
 @dataclass(frozen=True)
@@ -497,7 +491,7 @@ class PlanWorkspace(Pass):
             raise ValueError(f"align={self.align} is not a positive power of two")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         lowered: dict[str, Function] = {}
         originals: dict[str, Function] = {}
         for fn in module.functions:
@@ -572,7 +566,7 @@ class PlanWorkspace(Pass):
                     None,
                     Call(
                         ALLOC_STORAGE,
-                        (round_up(size, self.align),),
+                        (round_up_dim(size, self.align),),
                         (("align", self.align), ("scope", "global")),
                         loc,
                     ),

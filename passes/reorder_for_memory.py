@@ -55,14 +55,13 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.ops.memory import MAX_ALIGN
 from relaxc.ir.packed import packed_spec
 from relaxc.ir.registry import OpDef, bind_args
+from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type
-from relaxc.ir.verifier import ModuleTypes, verify_module
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_OPS, CONST, call_of, is_int
 from relaxc.ir.walk import ExprFunctor, StmtVisitor, map_functions
 
-from .base import Pass
-from .manifest_alloc import round_up as round_up_dim
-from .manifest_alloc import tensor_bytes
+from .base import Pass, module_types
 from .planning.order import OrderProblem, order_peak, schedule
 
 WRITTEN_ATTR = "order_peak_written"
@@ -162,9 +161,9 @@ def _is_barrier_op(op: OpDef | None) -> bool:
 def _size(t: TensorType, bounds: dict[str, int], align: int, cache: dict) -> int | None:
     key = (t, align)
     if key not in cache:
-        nbytes = round_up_dim(tensor_bytes(t), align)
+        nbytes = round_up_dim(tensor_nbytes(t), align)
         ub = nbytes if isinstance(nbytes, int) else D.upper_bound(nbytes, bounds)
-        cache[key] = None if ub is None else -(-max(ub, 0) // align) * align
+        cache[key] = None if ub is None else round_up(max(ub, 0), align)
     return cache[key]
 
 
@@ -600,7 +599,7 @@ class ReorderForMemory(Pass):
             raise ValueError(f"max_states={self.max_states} must be 0 or more")
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        types = types if types is not None else verify_module(module)
+        types = module_types(module, types)
         callees = _Callees.of(module)
         return map_functions(
             module,
@@ -677,10 +676,4 @@ def _has_explicit_memory(fn: Function) -> bool:
 
 def _with_attrs(fn: Function, body: tuple[Stmt, ...], new: dict[str, int]) -> Function:
     """``fn`` with ``body`` and the attributes ``new`` (replacing earlier ones, at the end)."""
-    attrs = tuple((k, v) for k, v in fn.attrs if k not in new) + tuple(new.items())
-    locs: tuple = ()
-    if len(fn.attr_locs) == len(fn.attrs):
-        locs = tuple(loc for (k, _), loc in zip(fn.attrs, fn.attr_locs) if k not in new) + (
-            (None,) * len(new)
-        )
-    return dataclasses.replace(fn, body=body, attrs=attrs, attr_locs=locs)
+    return dataclasses.replace(fn.with_attrs(new), body=body)

@@ -43,9 +43,11 @@ from relaxc.ir.nodes import (
     Var,
     expr_vars,
 )
+from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import TensorType, Type
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_VIEW, call_of, is_kill
 
+from .candidates import planning_candidates
 from .planning.model import lower_bound
 
 MEMORY_BINDINGS = (ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_VIEW)
@@ -150,7 +152,7 @@ class Layout:
     def nbytes(self, name: str) -> int | None:
         t = self.types.get(name)
         if isinstance(t, TensorType) and t.is_static():
-            n = t.nbytes()
+            n = tensor_nbytes(t)
             return n if isinstance(n, int) else None
         return None
 
@@ -274,8 +276,6 @@ class Groups:
 def max_live_bytes(fn: Function, module: Module) -> int:
     """The most bytes PlanMemory's candidates hold at once in ``fn``, summed over scopes:
     the lower bound of any plan of the function as written."""
-    from .plan_memory import planning_candidates
-
     info = analyze_aliases(fn, module)
     by_scope, _ = planning_candidates(fn, info, buffer_liveness(fn, info))
     return sum(lower_bound([b for _, b in items]) for items in by_scope.values())

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from relaxc.ir import dims as D
+from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import TensorType
 
 from . import dtypes as T
@@ -75,12 +76,8 @@ def _shape(t: TensorType) -> str:
     return "[" + ", ".join(D.dim_to_str(d) for d in t.shape) + "]"
 
 
-def _bytes(t: TensorType) -> D.Dim:
-    return D.mul(D.product(t.shape), T.nbytes(t.dtype)) if t.shape else T.nbytes(t.dtype)
-
-
 def _bytes_text(t: TensorType, bounds: dict[str, int]) -> str:
-    b = _bytes(t)
+    b = tensor_nbytes(t)
     if isinstance(b, int):
         return f"{b} bytes"
     ub = D.upper_bound(b, bounds)
@@ -215,7 +212,7 @@ def header_text(
             base = macros.name(f"{P}_{kind}_", macro_name(port.name))
             if port.onnx_name:  # the model's name, for a caller that looks ports up by it
                 lines.append(f"#define {base}_ONNX_NAME {c_string(port.onnx_name)}")
-            b = _bytes(port.type)
+            b = tensor_nbytes(port.type)
             if isinstance(b, int):
                 lines.append(f"#define {base}_BYTES {b}")
                 continue
@@ -427,7 +424,7 @@ def main_text(info: ModelInfo, err_codes: list[tuple[str, int, str]], source: st
     # which frees them all (free(NULL) is a no-op): no path leaks.
     body.append(f"    for (i = 0; i < {max(nin + nout, 1)}; ++i) bufs[i] = NULL;")
     for k, port in enumerate(info.inputs + info.outputs):
-        body.append(f"    sizes[{k}] = (size_t)({dimc(_bytes(port.type))});")
+        body.append(f"    sizes[{k}] = (size_t)({dimc(tensor_nbytes(port.type))});")
         body.append(f"    bufs[{k}] = malloc(sizes[{k}] ? sizes[{k}] : 1);")
         body.append(f"    if (bufs[{k}] == NULL) {{")
         body.append('        fprintf(stderr, "out of memory\\n");')

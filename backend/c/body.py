@@ -15,13 +15,14 @@ from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.nodes import Arg, Bind, Call, Effect, Function, Project, Stmt, TupleExpr, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import TensorType, dtype_nbytes
+from relaxc.ir.sizes import tensor_nbytes
+from relaxc.ir.types import TensorType
 from relaxc.ir.vocab import MEMORY_VIEW, call_of
 from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 from . import dtypes as T
 from .kernels import DimC, make_spec
-from .model import CTensor, CValue, nbytes_dim
+from .model import CTensor, CValue
 from .names import Scope, word_counts
 
 if TYPE_CHECKING:
@@ -102,7 +103,7 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
         return val
 
     def nbytes_c(self, t: TensorType) -> str:
-        n = nbytes_dim(t)
+        n = tensor_nbytes(t)
         if not isinstance(n, int):
             # Negative for dims the interpreter refuses (a height n - 2 at n = 1): copy nothing
             # rather than (size_t)-64 bytes.
@@ -176,7 +177,7 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
                 "--target c does)",
                 loc,
             )
-        have = D.product(scratch.type.shape) * dtype_nbytes(scratch.type.dtype)
+        have = tensor_nbytes(scratch.type)
         if isinstance(have, int) and have < need:
             raise RxError(
                 f"the C kernel of {what} needs {need} bytes of scratch; this call passes {have}",

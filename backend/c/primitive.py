@@ -16,13 +16,14 @@ from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Call, Effect, Expr, Function, Invoke, expr_vars, function_dims
 from relaxc.ir.ops import REGISTRY
+from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, tensor_leaves, type_to_str
 from relaxc.ir.vocab import CONST, kernel_scratch, lowered_outputs
 
 from . import dtypes as T
 from .body import BodyEmitter, bindings, bound_call, var_args
 from .kernels import same_shape
-from .model import CTensor, CValue, flat, nbytes_dim, rebuild, ret_vars, single_ret, tree_leaves
+from .model import CTensor, CValue, flat, rebuild, ret_vars, single_ret, tree_leaves
 from .names import comment, word_counts
 
 if TYPE_CHECKING:
@@ -217,7 +218,7 @@ class PrimitiveEmitter(BodyEmitter):
     def _fits(self, t: TensorType, out: TensorType) -> bool:
         if T.nbytes(t.dtype) > T.nbytes(out.dtype):
             return False
-        a, b = nbytes_dim(t), nbytes_dim(out)
+        a, b = tensor_nbytes(t), tensor_nbytes(out)
         if isinstance(a, int) and isinstance(b, int):
             return a <= b
         return D.dims_equal(a, b)

@@ -45,6 +45,7 @@ from relaxc.ir.nodes import (
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
+from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type, tensor_leaves, type_to_str
 from relaxc.ir.vocab import (
     kernel_io,
@@ -75,7 +76,6 @@ from .model import (
     CValue,
     Port,
     flat,
-    nbytes_dim,
     rebuild,
     ret_vars,
     tree_leaves,
@@ -238,8 +238,8 @@ class RunnerEmitter(BodyEmitter):
             if info.kind.get(r) == TENSOR:
                 s = info.storage_of.get(r)
                 whole = r in self.types and D.dims_equal(
-                    nbytes_dim(leaf_types[k]),
-                    nbytes_dim(self.types[r]),  # type: ignore[arg-type]
+                    tensor_nbytes(leaf_types[k]),
+                    tensor_nbytes(self.types[r]),  # type: ignore[arg-type]
                 )
                 if (
                     whole
@@ -854,7 +854,7 @@ def _view_offset(call: Call) -> D.Dim:
 
 
 def _fits_bytes(t: TensorType, out: TensorType) -> bool:
-    a, b = nbytes_dim(t), nbytes_dim(out)
+    a, b = tensor_nbytes(t), tensor_nbytes(out)
     if isinstance(a, int) and isinstance(b, int):
         return a <= b
     return D.dims_equal(a, b)

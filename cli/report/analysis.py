@@ -26,6 +26,7 @@ from relaxc.ir.call_graph import called, callees_first
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
 from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, TupleExpr, Var
+from relaxc.ir.sizes import round_up
 from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import (
@@ -38,7 +39,7 @@ from relaxc.ir.vocab import (
     kernel_scratch,
 )
 
-from relaxc.passes.plan_memory import round_up, storages
+from relaxc.passes.candidates import storages
 from relaxc.passes.planning.model import Buffer, lower_bound
 from relaxc.passes.properties import has_explicit_memory
 from .baseline import CONCAT, baselines, explicit_values, source_ops

@@ -19,7 +19,7 @@ import json
 from typing import Any, Sequence
 
 from relaxc.ir.types import shape_to_str
-from relaxc.passes.plan_memory import round_up
+from relaxc.ir.sizes import round_up
 
 from .analysis import FunctionReport
 from .json import SCHEMA_VERSION, relaxc_version

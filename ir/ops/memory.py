@@ -12,7 +12,8 @@ import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import ListLit
-from relaxc.ir.storage_bounds import provably_le, tensor_nbytes
+from relaxc.ir.sizes import tensor_nbytes
+from relaxc.ir.storage_bounds import provably_le
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import (
     OBJECT,

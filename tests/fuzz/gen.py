@@ -53,6 +53,7 @@ from relaxc.ir.nodes import (
 )
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import REQUIRED, OpDef, OpError, bind_args
+from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import DTYPES, TensorType, TupleType, Type, numpy_dtype, tensor_leaves
 
 # ---------------------------------------------------------------------------------------
@@ -563,7 +564,7 @@ def _memory_view(b: FnBuilder, op: OpDef) -> Val:
     others = [d for d in COMPUTABLE if d not in ("bf16", "bool")]
     dtype = ch.choice(others) if exact and ch.bool() else xt.dtype
     size = DTYPES[dtype].nbytes
-    n = int(xt.nbytes()) // size
+    n = int(tensor_nbytes(xt)) // size
     if n == 0:
         raise Reject()
     k = ch.int(0, min(n, 12))

@@ -9,9 +9,8 @@ from hypothesis import HealthCheck, given, settings
 
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
-from relaxc.ir.types import DTYPES, TensorType
-from relaxc.ir import dims as D
-from relaxc.passes.manifest_alloc import ManifestAlloc, round_up, tensor_bytes
+from relaxc.ir.types import DTYPES
+from relaxc.passes.manifest_alloc import ManifestAlloc
 from tests.strategies import programs
 
 from .util import assert_pass, assert_same_results, run_both, run_pass
@@ -54,17 +53,6 @@ fn @main(%x: Tensor[(2, 3), {dtype}]) -> Tensor[(2, 3), {dtype}] {{
     )
     size = after.functions[0].body[0].value.args[0]
     assert size == 6 * DTYPES[dtype].nbytes  # bool is one byte per element, not one bit
-
-
-def test_sizes_helpers() -> None:
-    assert tensor_bytes(TensorType((2, 3), "bool")) == 6
-    assert tensor_bytes(TensorType((5,), "bf16")) == 10
-    assert round_up(6, 64) == 64 and round_up(64, 64) == 64 and round_up(0, 64) == 0
-    n = D.Sym("n")
-    sym = round_up(tensor_bytes(TensorType((n, 10), "f32")), 64)
-    for v in (0, 1, 7, 64):
-        got = D.evaluate(sym, {"n": v})
-        assert got % 64 == 0 and got >= 40 * v and got - 40 * v < 64
 
 
 def test_views_tuples_aliases_constants_allocate_nothing() -> None:

@@ -13,6 +13,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpDef
+from relaxc.ir.sizes import round_up
 from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
@@ -41,7 +42,7 @@ def scratch_place(end: int, ctype: str, count: int) -> tuple[int, int]:
         size = POINTER_BYTES
     else:
         raise ValueError(f"scratch arrays hold floats or pointers, not {ctype}")
-    offset = -(-end // SCRATCH_ALIGN) * SCRATCH_ALIGN
+    offset = round_up(end, SCRATCH_ALIGN)
     return offset, offset + size * count
 
 

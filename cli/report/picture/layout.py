@@ -17,6 +17,8 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+from relaxc.ir.sizes import round_up
+
 from ..analysis import BufferRow, FunctionReport
 
 from .colours import op_colour
@@ -89,10 +91,6 @@ class Layout:
         return self.cuts[seg], self.cuts[seg + 1] - 1
 
 
-def _round_up(n: int, align: int) -> int:
-    return -(-n // align) * align if align > 1 else n
-
-
 def _marks(spans: list[tuple[int, int]]) -> list[str]:
     """A glyph per span (seg0, seg1) such that spans sharing a segment get different glyphs
     (interval colouring, first come first served), preferring one not in use in the segment
@@ -139,7 +137,7 @@ def layout(rep: FunctionReport, top_n: int = TOP_N) -> Layout:
     marks = _marks(spans)
     diff = [0] * (nseg + 1)
     for b, (s0, s1) in zip(bufs, spans):
-        size = _round_up(b.bytes, bases.get(b.arena, (0, 1))[1])
+        size = round_up(b.bytes, bases.get(b.arena, (0, 1))[1])
         diff[s0] += size
         diff[s1] -= size
     live, run = [], 0
