@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import dims as D
-from .nodes import Call, Effect, Expr, Function, Stmt, Var
+from .nodes import Bind, Call, Effect, Expr, Function, Module, Stmt, Var
 from .types import TensorType, tensor_leaves
 
 CONST = "const"
@@ -115,4 +115,19 @@ __all__ = [
     "is_kill",
     "kill_of",
     "killed_var",
+    "named_constants",
 ]
+
+
+def named_constants(module: Module) -> list[tuple[str, Bind]]:
+    """Every ``%w: T = const("name")`` binding of the module (a weight the program reads by
+    name), in order."""
+    out = []
+    for fn in module.functions:
+        for s in fn.body:
+            if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == CONST:
+                args = s.value.args
+                value = args[0] if args else dict(s.value.kwargs).get("value")
+                if isinstance(value, str):
+                    out.append((value, s))
+    return out
