@@ -6,7 +6,7 @@ strings, and ask the questions below instead of unpacking nodes by hand.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeGuard
 
 from . import dims as D
 from .nodes import Bind, Call, Effect, Expr, Function, Module, Stmt, Var
@@ -31,12 +31,12 @@ ALLOC_OPS: frozenset[str] = frozenset({ALLOC_STORAGE, ALLOC_TENSOR})
 PACKED_CALL_OPS: frozenset[str] = frozenset({CALL_PACKED, CALL_CPACKED})
 
 
-def is_int(v: Any) -> bool:
+def is_int(v: object) -> TypeGuard[int]:
     """True for a Python int that is not a bool."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def is_dim(v: Any) -> bool:
+def is_dim(v: object) -> TypeGuard[D.Dim]:
     """True for a dimension: an integer or a symbolic dim expression."""
     return is_int(v) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
 
