@@ -76,6 +76,4 @@ def resolve_dump_names(
     return frozenset(out)
 
 
-__all__ = [
-    "PipelineContext",
-    "assemble_pipeline", "kebab", "named_pipeline", "resolve_dump_names"]
+__all__ = ["PipelineContext", "assemble_pipeline", "kebab", "named_pipeline", "resolve_dump_names"]
