@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence, TypeVar
+from typing import Any, Mapping, Sequence, TypeVar, cast
 
 from relaxc.ir.backends import ScratchFact
 
@@ -44,7 +44,11 @@ def takes_context(p: Pass) -> bool:
 
 def with_context(passes: Sequence[P], context: PipelineContext) -> list[P]:
     """``passes``, each pass that takes a context given ``context``."""
-    return [dataclasses.replace(p, context=context) if takes_context(p) else p for p in passes]
+    # (cast: mypy checks replace's keywords against Pass, which has no context field)
+    return [
+        cast(P, dataclasses.replace(cast(Any, p), context=context)) if takes_context(p) else p
+        for p in passes
+    ]
 
 
 __all__ = ["PipelineContext", "context_field", "takes_context", "with_context"]
