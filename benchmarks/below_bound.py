@@ -153,7 +153,7 @@ def footnote() -> str:
 def main() -> None:
     import argparse
 
-    from plans import default_files, load
+    from model_files import default_files, load
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", type=Path)

@@ -65,6 +65,7 @@ from c_infer import INFER_COLUMNS, RECOMMENDED, best_cpu, infer_row, prepare_log
 from zoo import ZOO  # noqa: E402
 
 from relaxc.backend.c import emit_c  # noqa: E402
+from relaxc.cli.target_facts import pipeline_context  # noqa: E402
 from relaxc.backend.inputs import random_inputs, resolve_dims  # noqa: E402
 from relaxc.backend.interpreter import Interpreter  # noqa: E402
 from relaxc.frontend.parser import parse_module  # noqa: E402
@@ -187,7 +188,7 @@ def emit_cpu(rx: Path, constants: str) -> tuple[float, Any, int]:
     source = parse_module(rx.read_text(), rx.name)
     weights = load_npz(rx.with_suffix(".npz"))
     verify = VerifyInstrument()
-    planned = Pipeline(assemble_pipeline("c"), [verify]).run(source)
+    planned = Pipeline(assemble_pipeline("c", context=pipeline_context()), [verify]).run(source)
     report = {r.name: r for r in memory_report(planned)}["main"]
     gc.collect()
     gc.disable()
@@ -316,7 +317,7 @@ def scaling_table(layers: Sequence[int]) -> Table:
     for n in layers:
         module = parse_module(decoder(n, bounded=True), "decoder.rx")
         verify = VerifyInstrument()
-        planned = Pipeline(assemble_pipeline("c"), [verify]).run(module)
+        planned = Pipeline(assemble_pipeline("c", context=pipeline_context()), [verify]).run(module)
         stmts = len(planned.get("main").body)
         best = float("inf")
         for _ in range(2):
@@ -464,7 +465,7 @@ def samples_tables(args: argparse.Namespace) -> bool:
             interp = Interpreter(source, weights, poison=False)
             t_int = best_cpu(lambda: interp.run("main", inputs, env), min(args.repeat, 3), 2)
             for build in ("packed", "unpacked"):
-                passes = assemble_pipeline("c")
+                passes = assemble_pipeline("c", context=pipeline_context())
                 if build == "unpacked":
                     passes = [p for p in passes if p.name != "LegalizePackedCalls"]
                 planned = Pipeline(passes).run(source)

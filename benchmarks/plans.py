@@ -38,10 +38,9 @@ sys.path.insert(0, str(HERE.parent))
 
 import tvm_plan  # noqa: E402  (imports tvm lazily)
 from below_bound import footnote, measure_stages, render_stages  # noqa: E402
+from model_files import default_files, load  # noqa: E402
 
 from relaxc.backend.vm import compile_module  # noqa: E402
-from relaxc.frontend.parser import parse_module  # noqa: E402
-from relaxc.frontend.weights import default_weights_path, load_npz  # noqa: E402
 from relaxc.passes.assemble import assemble_pipeline  # noqa: E402
 from relaxc.passes.manifest_alloc import ManifestAlloc  # noqa: E402
 from relaxc.cli.report.analysis import memory_report  # noqa: E402
@@ -49,7 +48,6 @@ from relaxc.passes.pipeline import Pipeline  # noqa: E402
 from relaxc.passes.plan_memory import PlanMemory  # noqa: E402
 
 PLANNERS = ("greedy-size", "greedy-conflict", "best")
-SAMPLES = HERE.parent / "samples"
 
 
 @dataclass
@@ -63,54 +61,6 @@ class Row:
     plan_seconds: dict[str, float] = field(default_factory=dict)
     build_seconds: float = 0.0
     tvm: dict[str, "tvm_plan.TvmPlan | str"] = field(default_factory=dict)
-
-
-def default_files(workdir: Path) -> list[Path]:
-    files: list[Path] = []
-    try:
-        import onnx
-
-        light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
-        files += sorted(light.glob("light_*.onnx"))
-    except ImportError:
-        print(
-            "onnx is not installed (pip install 'relaxc[onnx]'): ONNX models skipped",
-            file=sys.stderr,
-        )
-    else:
-        try:
-            from tests.frontend.onnx.models import attention_block
-
-            model, _ = attention_block(seq=128, dim=256, heads=4)
-            path = workdir / "attention_block.onnx"
-            onnx.save(model, str(path))
-            files.append(path)
-        except Exception as e:  # noqa: BLE001 - onnxruntime/pytest missing: skip just this one
-            print(f"attention block skipped: {e}", file=sys.stderr)
-    files += sorted(SAMPLES.glob("*.rx"))
-    return files
-
-
-def load(path: Path, bounds: dict[str, int]):
-    """(module, weights, kind) of an .onnx or .rx file."""
-    if path.suffix == ".onnx":
-        from relaxc.frontend.onnx import import_onnx
-        from relaxc.frontend.onnx.model import load_model
-
-        model = load_model(path)
-        syms = {
-            d.dim_param
-            for i in model.graph.input
-            for d in i.type.tensor_type.shape.dim
-            if d.dim_param
-        }
-        result = import_onnx(
-            model, upper_bounds={k: v for k, v in bounds.items() if k in syms} or None
-        )
-        return result.module, result.weights, "onnx"
-    module = parse_module(path.read_text(), str(path))
-    weights_path = default_weights_path(path)
-    return module, (dict(load_npz(weights_path)) if weights_path else {}), "rx"
 
 
 def measure(path: Path, bounds: dict[str, int], time_limit: float, with_tvm: bool) -> Row:

@@ -16,38 +16,10 @@ from .files import (
     write_all_atomic,
     wrote_line,
 )
+from .onnx_input import check_onnx_file, parse_shapes
 from .options import parse_dims, quiet_option
 from .progress import make_progress
 from .units import short_bytes
-
-
-def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
-    """``("x=1,3,224,224", "ids=batch,seq")`` → input name -> dims (ints or dim names)."""
-    out: dict[str, list[int | str]] = {}
-    for item in values:
-        name, sep, dims = item.rpartition("=")
-        if not sep or not name:
-            raise click.BadParameter(
-                f"'{item}' is not NAME=D1,D2,... (for example x=1,3,224,224)", param_hint="--shape"
-            )
-        parsed: list[int | str] = []
-        for part in (p.strip() for p in dims.split(",")) if dims.strip() else ():
-            if part.lstrip("-").isdigit():
-                if int(part) < 0:
-                    raise click.BadParameter(
-                        f"'{item}': a dimension cannot be negative", param_hint="--shape"
-                    )
-                parsed.append(int(part))
-            elif part.isidentifier():
-                parsed.append(part)
-            else:
-                raise click.BadParameter(
-                    f"'{item}': {part!r} is neither a size nor a dim name", param_hint="--shape"
-                )
-        if name in out:
-            raise click.BadParameter(f"input '{name}' given twice", param_hint="--shape")
-        out[name] = parsed
-    return out
 
 
 @click.command("import")
@@ -102,8 +74,6 @@ def import_cmd(
     sources = Sources()
     with reported_errors(sources, obj["debug"]), make_progress(obj, quiet) as progress:
         from relaxc.frontend.onnx import import_onnx  # onnx is an optional extra: load it only here
-
-        from .onnx_input import check_onnx_file
 
         check_onnx_file(file)
         input_shapes = parse_shapes(shapes)

@@ -297,9 +297,12 @@ def run_cmd(
             from relaxc.passes.assemble import assemble_pipeline
             from relaxc.passes.pipeline import Pipeline
 
+            from .target_facts import pipeline_context
+
             configs = ("PlanMemory.io_in_arena=true",) if io_in_arena else ()
+            passes = assemble_pipeline("vm", None, (), configs, pipeline_context())
             with progress.step("compiling for the VM"):
-                compiled = Pipeline(assemble_pipeline("vm", None, (), configs)).run(module, types)
+                compiled = Pipeline(passes).run(module, types)
                 exe = load_bytes(compile_module(compiled, weights), f"{file} (compiled)")
             vm = VirtualMachine(exe, poison=poison)
             with progress.step(f"running @{fn.name} on the VM"):

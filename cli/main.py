@@ -74,12 +74,10 @@ cli.add_command(report_cmd)
 cli.add_command(run_cmd)
 
 
-def main() -> None:
-    """Run relaxc as the console script does (see :mod:`relaxc.cli.entry`)."""
-    from .entry import main as entry_main
+if __name__ == "__main__":  # pragma: no cover - python -m relaxc.cli.main
+    # Run as the console script does (relaxc.cli.entry: a quiet Ctrl-C, a closed pipe). This
+    # module is then __main__; entry imports relaxc.cli.main afresh for the group, so the
+    # two do not import each other.
+    from relaxc.cli.entry import main
 
-    entry_main()
-
-
-if __name__ == "__main__":  # pragma: no cover
     main()

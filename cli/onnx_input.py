@@ -56,6 +56,35 @@ def parses_as_onnx(path: Path) -> bool:
     return model.ir_version > 0 and (len(model.graph.node) > 0 or len(model.graph.output) > 0)
 
 
+def parse_shapes(values: tuple[str, ...]) -> dict[str, list[int | str]]:
+    """``("x=1,3,224,224", "ids=batch,seq")`` → input name -> dims (ints or dim names)."""
+    out: dict[str, list[int | str]] = {}
+    for item in values:
+        name, sep, dims = item.rpartition("=")
+        if not sep or not name:
+            raise click.BadParameter(
+                f"'{item}' is not NAME=D1,D2,... (for example x=1,3,224,224)", param_hint="--shape"
+            )
+        parsed: list[int | str] = []
+        for part in (p.strip() for p in dims.split(",")) if dims.strip() else ():
+            if part.lstrip("-").isdigit():
+                if int(part) < 0:
+                    raise click.BadParameter(
+                        f"'{item}': a dimension cannot be negative", param_hint="--shape"
+                    )
+                parsed.append(int(part))
+            elif part.isidentifier():
+                parsed.append(part)
+            else:
+                raise click.BadParameter(
+                    f"'{item}': {part!r} is neither a size nor a dim name", param_hint="--shape"
+                )
+        if name in out:
+            raise click.BadParameter(f"input '{name}' given twice", param_hint="--shape")
+        out[name] = parsed
+    return out
+
+
 def onnx_options(f: Callable) -> Callable:
     """Decorate a command with ``relaxc import``'s ``--shape`` and ``--bound``."""
     f = click.option(
@@ -110,8 +139,6 @@ def load_input(
             "its own"
         )
     from relaxc.frontend.onnx import import_onnx  # onnx is an optional extra
-
-    from .cmd_import import parse_shapes
 
     watch = watch if watch is not None else Stopwatch(enabled=False)
     input_shapes, upper = parse_shapes(shapes), parse_dims(bounds, "--bound")

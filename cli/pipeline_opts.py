@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -18,6 +18,7 @@ from relaxc.passes.pipeline import DumpInstrument, Pipeline, TimingInstrument, V
 from .files import refuse_overwriting_inputs, write_atomic
 from .gc_pause import gc_paused
 from .progress import Progress, Step
+from .target_facts import pipeline_context
 
 TARGETS = ("vm", "c", "ir")
 
@@ -256,7 +257,8 @@ def execute_pipeline(
 
 def resolved_pipeline(req: PipelineRequest) -> list[Pass]:
     """The passes ``req`` runs, with --disable-pass, --pass-config and --io-in-arena applied."""
-    return assemble_pipeline(req.target, req.passes, req.disable, implied_configs(req.configs, req))
+    configs = implied_configs(req.configs, req)
+    return assemble_pipeline(req.target, req.passes, req.disable, configs, pipeline_context())
 
 
 def pipeline_spec(passes: Sequence[Pass]) -> str:
@@ -266,7 +268,7 @@ def pipeline_spec(passes: Sequence[Pass]) -> str:
         return "none"
     parts = []
     for p in passes:
-        opts = " ".join(f"{f.name}={_option_text(getattr(p, f.name))}" for f in fields(p))
+        opts = " ".join(f"{f.name}={_option_text(getattr(p, f.name))}" for f in p.option_fields())
         parts.append(f"{p.name}{{{opts}}}" if opts else p.name)
     return ",".join(parts)
 

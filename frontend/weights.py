@@ -15,8 +15,10 @@ from typing import BinaryIO, Iterator, Mapping
 import numpy as np
 
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import Bind, Call, Module
+from relaxc.ir.nodes import Module
+from relaxc.ir.signatures import ZIP_MAGICS
 from relaxc.ir.types import TensorType, dtype_from_numpy, type_to_str
+from relaxc.ir.vocab import named_constants  # its home; still imported from here by backend/c
 
 Weights = dict[str, np.ndarray]
 
@@ -25,10 +27,6 @@ def default_weights_path(model: Path) -> Path | None:
     """``model.npz`` beside ``model.rx`` if it exists."""
     candidate = model.with_suffix(".npz")
     return candidate if candidate.is_file() else None
-
-
-_ZIP_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")
-"""How a zip archive starts: a member's local header, or the end record of an empty archive."""
 
 
 SPLATS_MEMBER = "relaxc.splats.json"
@@ -120,7 +118,7 @@ def open_npz(path: Path, what: str = "weights") -> WeightsArchive:
         raise RxError(
             f"{what} file {path} is a single .npy array, not an .npz archive (use numpy.savez)"
         )
-    if magic[:4] not in _ZIP_MAGIC:
+    if magic[:4] not in ZIP_MAGICS:
         raise RxError(f"{what} file {path} is not a readable .npz archive (it is not a zip file)")
     specs: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     splats: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
@@ -251,19 +249,6 @@ def _check_member(
 
 def _first_line(e: BaseException) -> str:
     return (str(e).strip().split("\n") or [""])[0] or type(e).__name__
-
-
-def named_constants(module: Module) -> list[tuple[str, Bind]]:
-    """Every ``%w: T = const("name")`` binding of the module, in order."""
-    out = []
-    for fn in module.functions:
-        for s in fn.body:
-            if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == "const":
-                args = s.value.args
-                value = args[0] if args else dict(s.value.kwargs).get("value")
-                if isinstance(value, str):
-                    out.append((value, s))
-    return out
 
 
 def check_weights(

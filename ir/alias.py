@@ -36,8 +36,14 @@ from .vocab import ALLOC_STORAGE, ALLOC_TENSOR, CALL_CPACKED, STRUCT_SET
 from .vocab import CONST as CONST_OP
 from .walk import ExprFunctor, StmtVisitor
 
-Tree = Union[frozenset, tuple]
+Roots = frozenset[str]
+"""Root names."""
+
+Tree = Union[Roots, tuple["Tree", ...]]
 """Roots of a value: a frozenset of root names, or a tuple of trees for a tuple value."""
+
+Memo = dict[str, frozenset[int]]
+"""function name -> the indices of the parameters its result may alias."""
 
 PARAM, CONST, FRESH, STORAGE, TENSOR, OBJECT = (
     "param",
@@ -53,10 +59,10 @@ KERNEL = PackedSpec("a primitive function called packed (call_cpacked): destinat
 reads and writes them during the call and keeps none (TVM's assumption for PrimFuncs)."""
 
 
-def flatten(tree: Tree) -> frozenset:
+def flatten(tree: Tree) -> Roots:
     if isinstance(tree, frozenset):
         return tree
-    out: frozenset = frozenset()
+    out: Roots = frozenset()
     for t in tree:
         out |= flatten(t)
     return out
@@ -75,15 +81,17 @@ class AliasInfo:
     )  # alloc_tensor root -> its storage root
     escaping: set[str] = field(default_factory=set)  # roots kept by a runtime function
 
-    def roots(self, name: str) -> frozenset:
+    def roots(self, name: str) -> Roots:
         return flatten(self.trees.get(name, frozenset()))
 
-    def returned(self, fn: Function) -> frozenset:
+    def returned(self, fn: Function) -> Roots:
         """Roots the function's return value may refer to."""
         return frozenset().union(*(self.roots(v.name) for v in expr_vars(fn.ret)))
 
 
-def param_aliases_of_result(fn: Function, module: Module, _memo: dict | None = None) -> frozenset:
+def param_aliases_of_result(
+    fn: Function, module: Module, _memo: Memo | None = None
+) -> frozenset[int]:
     """Indices of the parameters that ``fn``'s result may alias (for interprocedural aliasing).
 
     The functions ``fn`` calls are analysed first, callees before callers, in an order found
@@ -102,10 +110,10 @@ def param_aliases_of_result(fn: Function, module: Module, _memo: dict | None = N
     return memo[fn.name]
 
 
-_last_memo: tuple[Module | None, dict] = (None, {})
+_last_memo: tuple[Module | None, Memo] = (None, {})
 
 
-def _module_memo(module: Module) -> dict:
+def _module_memo(module: Module) -> Memo:
     """The memo of :func:`param_aliases_of_result` for ``module``, kept for the last module
     asked about (modules are immutable): every pass analyses each function of one module, and
     without it each would analyse again all the functions it calls, down to the leaves."""
@@ -115,7 +123,7 @@ def _module_memo(module: Module) -> dict:
     return _last_memo[1]
 
 
-def analyze_aliases(fn: Function, module: Module, _memo: dict | None = None) -> AliasInfo:
+def analyze_aliases(fn: Function, module: Module, _memo: Memo | None = None) -> AliasInfo:
     """Map every value of ``fn`` to the roots it may refer to."""
     info = AliasInfo()
     for p in fn.params:
@@ -134,18 +142,18 @@ class _AliasWalker(StmtVisitor, ExprFunctor["Tree | None"]):
     kind of a new root in ``info.kind``.
     """
 
-    def __init__(self, info: AliasInfo, module: Module, memo: dict):
+    def __init__(self, info: AliasInfo, module: Module, memo: Memo):
         self.info = info
         self.module = module
         self.memo = memo
         self.functions = module.by_name
         self.name: str | None = None  # the name the current statement binds
-        self.own: frozenset = frozenset()  # the root that name would be
+        self.own: Roots = frozenset()  # the root that name would be
 
     def tree(self, v: Var) -> Tree:
         return self.info.trees.get(v.name, frozenset())
 
-    def new_root(self, kind: str) -> frozenset:
+    def new_root(self, kind: str) -> Roots:
         """The binding's own root, recorded as a root of ``kind``."""
         if self.name:
             self.info.kind[self.name] = kind
@@ -254,7 +262,7 @@ def buffer_liveness(fn: Function, info: AliasInfo) -> Liveness:
     last: dict[str, int] = {}
     end = len(fn.body)
 
-    def touch(roots: frozenset, i: int) -> None:
+    def touch(roots: Roots, i: int) -> None:
         for r in roots:
             if last.get(r, -2) < i:
                 last[r] = i

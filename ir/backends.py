@@ -9,7 +9,6 @@ surprise at a user's build.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterable, Mapping, Sequence, TypeVar
 
@@ -82,27 +81,11 @@ class BackendTable(Generic[F]):
             )
 
 
-__all__ = ["BackendTable", "Refusal"]
+__all__ = ["BackendTable", "Refusal", "ScratchFact"]
 
 
 ScratchFact = Callable[[str, Mapping[str, Any], Sequence[TensorType], Sequence[TensorType]], int]
 """A target's answer to "how many bytes of scratch does your kernel of this op need on these
-types": ``(op, bound attributes, input types, output types) -> bytes`` (0: none)."""
-
-_SCRATCH_FACTS: Mapping[str, tuple[str, str]] = {
-    "c": ("relaxc.backend.c.kernels", "scratch_bytes"),
-}
-"""target -> (module, function) of its :data:`ScratchFact`; imported only when a pipeline
-plans scratch for that target, so the IR and the passes do not import backends."""
-
-
-def scratch_targets() -> list[str]:
-    """The targets whose kernels state their scratch (PlanKernelScratch's ``target``)."""
-    return sorted(_SCRATCH_FACTS)
-
-
-def kernel_scratch_fact(target: str) -> ScratchFact:
-    """The :data:`ScratchFact` of ``target`` (KeyError for a target without one)."""
-    module, name = _SCRATCH_FACTS[target]
-    fact: ScratchFact = getattr(importlib.import_module(module), name)
-    return fact
+types": ``(op, bound attributes, input types, output types) -> bytes`` (0: none). A backend
+defines it; the composition layer (``cli/``) hands it to PlanKernelScratch through a
+:class:`relaxc.passes.context.PipelineContext`, so the IR and the passes import no backend."""

@@ -228,8 +228,7 @@ def _to_poly(d: Dim, atoms: dict[str, Dim]) -> Poly:
                     out[()] = r // cr
                 return out
             return {(): r % cr} if r % cr else {}
-    rebuilt = BinOp(d.op, _from_poly(lhs, atoms), _from_poly(rhs, atoms))
-    return _atom(rebuilt, atoms)
+    return _atom(BinOp(d.op, _from_poly(lhs, atoms), _from_poly(rhs, atoms)), atoms)
 
 
 def _atom(expr: Dim, atoms: dict[str, Dim]) -> Poly:

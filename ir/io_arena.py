@@ -28,9 +28,10 @@ that writes the output, at the same offset, may be overwritten by it: in-place e
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from . import dims as D
-from .alias import TENSOR, analyze_aliases, buffer_liveness
+from .alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from .diagnostics import Loc, RxError
 from .nodes import (
     Bind,
@@ -40,6 +41,7 @@ from .nodes import (
     Invoke,
     Module,
     Project,
+    Stmt,
     TupleExpr,
     Var,
     expr_vars,
@@ -124,7 +126,7 @@ def arena_inputs(fn: Function) -> list[ArenaInput]:
                     shape, dtype = c.args[2], c.args[3]
                     if isinstance(shape, tuple):
                         t = TensorType(tuple(shape), getattr(dtype, "name", str(dtype)))
-                        carved[s.name] = (c.args[0].name, c.args[1], t)
+                        carved[s.name] = (c.args[0].name, cast(D.Dim, c.args[1]), t)
             continue
         c = call_of(s.value, CALL_PACKED)
         if c is None or len(c.args) != 3 or c.args[0] != COPY:
@@ -210,7 +212,7 @@ def check_io_in_arena(fn: Function, module: Module) -> None:
     _check_regions(fn, module, inputs)
 
 
-def _prologue(s) -> bool:
+def _prologue(s: Stmt) -> bool:
     """A statement that may come before the last input copy: it allocates, names part of a
     parameter, frees what is dead, or is another copy; none of them writes memory."""
     if isinstance(s, Bind) and isinstance(s.value, (Var, Project, TupleExpr)):
@@ -236,7 +238,9 @@ def _check_regions(fn: Function, module: Module, inputs: list[ArenaInput]) -> No
     live = buffer_liveness(fn, info)
     carves: list[_Carve] = []
     for i, s in enumerate(fn.body):
-        c = call_of(s.value, ALLOC_TENSOR) if isinstance(s, Bind) else None
+        if not isinstance(s, Bind):
+            continue
+        c = call_of(s.value, ALLOC_TENSOR)
         if c is None or s.name not in info.storage_of or len(c.args) < 4:
             continue
         shape, dtype = c.args[2], c.args[3]
@@ -244,7 +248,9 @@ def _check_regions(fn: Function, module: Module, inputs: list[ArenaInput]) -> No
             continue
         t = TensorType(tuple(shape), getattr(dtype, "name", str(dtype)))
         carves.append(
-            _Carve(s.name, info.storage_of[s.name], c.args[1], tensor_nbytes(t), i, s.loc)
+            _Carve(
+                s.name, info.storage_of[s.name], cast(D.Dim, c.args[1]), tensor_nbytes(t), i, s.loc
+            )
         )
     by_name = {c.name: c for c in carves}
     ranges = {k: (0, v) for k, v in fn.upper_bounds().items()}
@@ -294,7 +300,7 @@ def _check_regions(fn: Function, module: Module, inputs: list[ArenaInput]) -> No
                 )
 
 
-def _first_write(fn: Function, info, carve: _Carve) -> int:
+def _first_write(fn: Function, info: AliasInfo, carve: _Carve) -> int:
     """The first statement after the carving of ``carve`` that may write it: an invoke,
     a packed call or a copy reading a value that refers to it."""
     for i in range(carve.at + 1, len(fn.body)):

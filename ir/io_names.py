@@ -17,7 +17,7 @@ to the parameter (and ONNX input) it is read from, for messages about a dim.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from . import dims as D
 from .diagnostics import Loc, RxError
@@ -47,7 +47,7 @@ def onnx_output_names(fn: Function) -> tuple[str, ...] | None:
 
 def _names(value: Any) -> tuple[str, ...] | None:
     if isinstance(value, ListLit) and all(isinstance(x, str) for x in value.items):
-        return tuple(value.items)
+        return tuple(cast("tuple[str, ...]", value.items))
     return None
 
 
@@ -60,7 +60,7 @@ def check_io_names(key: str, value: Any, count: int, what: str, loc: Loc | None)
     """RxError unless ``value`` is a list of ``count`` distinct non-empty strings."""
     if not isinstance(value, ListLit) or not all(isinstance(x, str) for x in value.items):
         raise RxError(f"attribute '{key}' must be a list of strings such as [\"x:0\"]", loc)
-    names = value.items
+    names = cast("tuple[str, ...]", value.items)
     if len(names) != count:
         raise RxError(
             f"attribute '{key}' names {len(names)} {what}, but the function has {count}", loc

@@ -18,6 +18,8 @@ statements are not uses.
 
 from __future__ import annotations
 
+from typing import Callable
+
 from .alias import CONST, PARAM, analyze_aliases
 from .diagnostics import Loc, RxError
 from .nodes import Function, Module, Stmt, Var, expr_vars
@@ -121,7 +123,9 @@ def check_kills(fn: Function, module: Module) -> None:
         _check_use(v, killed_names, dead_roots, info.roots(v.name) | {v.name}, line)
 
 
-def _check_released(v: Var, released: dict, line) -> None:
+def _check_released(
+    v: Var, released: dict[str, tuple[str, Loc | None]], line: Callable[[Loc | None], str]
+) -> None:
     if v.name in released:
         by, where = released[v.name]
         raise RxError(
@@ -131,7 +135,13 @@ def _check_released(v: Var, released: dict, line) -> None:
         )
 
 
-def _check_use(v: Var, killed_names: dict, dead_roots: dict, roots: frozenset, line) -> None:
+def _check_use(
+    v: Var,
+    killed_names: dict[str, Loc | None],
+    dead_roots: dict[str, tuple[str, Loc | None]],
+    roots: frozenset[str],
+    line: Callable[[Loc | None], str],
+) -> None:
     if v.name in killed_names:
         raise RxError(f"%{v.name} is used after it was killed{line(killed_names[v.name])}", v.loc)
     for r in sorted(roots):

@@ -49,7 +49,7 @@ class DictLit:
         return default
 
 
-Value = Union[int, float, bool, str, Sym, BinOp, DimCall, DType, tuple, ListLit, DictLit]
+Value = Union[int, float, bool, str, Sym, BinOp, DimCall, DType, tuple[Any, ...], ListLit, DictLit]
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +232,7 @@ class Module:
         return iter(self.functions)
 
 
-def _arg_vars(args: tuple) -> list[Var]:
+def _arg_vars(args: tuple[Any, ...]) -> list[Var]:
     return [a for a in args if isinstance(a, Var)]
 
 
@@ -335,14 +335,14 @@ def function_dims(fn: Function) -> list[str]:
     return out
 
 
-def call_dims(callee: Function, arg_types: "list[Type]") -> dict:
+def call_dims(callee: Function, arg_types: "list[Type]") -> dict[str, Any]:
     """The call site's value of each dim ``callee`` binds from its parameters, given the
     types of the arguments (in parameter order; fewer arguments bind fewer dims): a dim that
     appears alone takes the argument's dim there, one that appears only in ``a * n + b`` is
     solved from it. Nothing is checked here (the verifier checks every call)."""
     from .dims import solve_affine
 
-    env: dict = {}
+    env: dict[str, Any] = {}
     pairs = [
         (pl, al)
         for p, t in zip(callee.params, arg_types)

@@ -10,7 +10,7 @@ from an object ``%o`` is ``%o`` again. Tensors are tracked per buffer by
 
 from __future__ import annotations
 
-from .nodes import Bind, Function, Project, TupleExpr, Var, expr_vars
+from .nodes import Bind, Expr, Function, Project, TupleExpr, Var, expr_vars
 from .walk import ExprFunctor, StmtVisitor
 
 
@@ -45,7 +45,7 @@ class _SameObject(StmtVisitor, ExprFunctor[None]):
         self.name = stmt.name
         self.visit_expr(stmt.value)
 
-    def visit_default(self, expr) -> None:
+    def visit_default(self, expr: Expr) -> None:
         pass  # a kernel, a call, a constant: a new object
 
     def visit_var(self, expr: Var) -> None:

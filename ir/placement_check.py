@@ -18,6 +18,7 @@ its output overwrite that input (``OpDef.inplace``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from . import dims as D
 from .diagnostics import Loc, RxError
@@ -71,7 +72,8 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
                 refers[stmt.name] = {src}  # the whole output under another shape: the result itself
                 continue
             if src in params:
-                regions[stmt.name] = Region(stmt.name, src, offset, tensor_nbytes(t), t, stmt.loc)
+                at = cast(D.Dim, offset)  # the verifier checked it is a dim
+                regions[stmt.name] = Region(stmt.name, src, at, tensor_nbytes(t), t, stmt.loc)
                 refers[stmt.name] = {stmt.name}
                 continue
         refs: set[str] = set()
@@ -99,10 +101,10 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
     for v in expr_vars(fn.ret):
         for r in refers.get(v.name, set()):
             last[r] = end
-    for p in sorted(outs):
-        if p not in written:
+    for out in sorted(outs):
+        if out not in written:
             raise RxError(
-                f"lowered primitive function @{fn.name} never writes its output %{p}",
+                f"lowered primitive function @{fn.name} never writes its output %{out}",
                 fn.ret.loc or fn.loc,
             )
     spans = {r: (written.get(r, -1), last.get(r, written.get(r, -1))) for r in regions}

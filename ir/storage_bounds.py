@@ -16,7 +16,7 @@ What none of them proves is refused, with the sizes in the message.
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 from . import dims as D
 from .diagnostics import RxError
@@ -96,7 +96,7 @@ def check_tensors_fit_storage(fn: Function) -> None:
 _POSITIONS = {"size": 0, "offset": 1, "shape": 2, "dtype": 3}
 
 
-def _arg(call: Call, pos: int, key: str):
+def _arg(call: Call, pos: int, key: str) -> Any:
     for k, v in call.kwargs:
         if k == key:
             return v

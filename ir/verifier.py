@@ -13,7 +13,7 @@ which passes use instead of re-deriving them.
 from __future__ import annotations
 
 import difflib
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, cast
 
 from . import dims as D
 from . import nodes as _nodes, types as _types
@@ -39,7 +39,7 @@ from .nodes import (
 from .ops import REGISTRY
 from .io_names import ONNX_INPUTS, ONNX_OUTPUTS, check_io_names, output_count
 from .ops.memory import UNIT
-from .registry import OpDef, OpError, Registry, bind_args
+from .registry import BoundCall, OpDef, OpError, Registry, bind_args
 from .types import (
     OBJECT,
     TensorType,
@@ -204,7 +204,7 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         self._sane_bounds: dict[str, int] = {}
         self._sane_ids: dict[int, TensorType] = {}  # the same, by identity
         # Results of op inference by (op, inputs, attributes), when those are plain (_strict).
-        self._inferred: dict[tuple, Type] = {}
+        self._inferred: dict[tuple[Any, ...], Type] = {}
         self._tokens = _TypeTokens()
         self._lowered = fn.is_primitive and fn.attr("outputs") is not None
 
@@ -324,7 +324,7 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
                     where,
                 )
             p = fn.params[len(fn.params) - k - 1]
-            want = TensorType((ws,), "u8")
+            want = TensorType((cast(D.Dim, ws),), "u8")  # a dim: checked above
             if not types_equal(p.type, want):
                 raise RxError(
                     f"parameter %{p.name} must be the workspace, {type_to_str(want)}",
@@ -424,10 +424,10 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         return annotated
 
     # -- expressions ------------------------------------------------------------------
-    def _use(self, v: Var) -> Type:
-        t = self.types.get(v.name)
+    def _use(self, expr: Var) -> Type:
+        t = self.types.get(expr.name)
         if t is None:
-            raise RxError(f"%{v.name} is not defined{_suggest(v.name, self.types)}", v.loc)
+            raise RxError(f"%{expr.name} is not defined{_suggest(expr.name, self.types)}", expr.loc)
         return t
 
     visit_var = _use
@@ -466,7 +466,7 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             raise RxError(f"unknown op '{name}'{_suggest(name, self.registry.names())}", loc)
         return op
 
-    def _bind_op(self, op: OpDef, call: Call | Invoke):
+    def _bind_op(self, op: OpDef, call: Call | Invoke) -> BoundCall:
         try:
             return bind_args(op, call.args, call.kwargs)
         except OpError as e:
@@ -478,8 +478,9 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         # Inference is a pure function of the input types and attributes, and a big module
         # calls the same op on the same types over and over: remember each result.
         tokens = self._tokens
-        key: tuple | None = (id(op), *map(tokens.by_id.get, map(id, inputs)))  # inputs seen before
-        if None in key or attrs:
+        seen = (id(op), *map(tokens.by_id.get, map(id, inputs)))  # inputs seen before
+        key: tuple[Any, ...] | None = seen
+        if None in seen or attrs:
             try:
                 key = (id(op), _strict(inputs, tokens), _strict(tuple(attrs.items()), tokens))
             except _NotPlain:
@@ -557,7 +558,7 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
         return self._apply_signature(callee, [self._use(v) for v in call.args], call.args, call.loc)
 
     def _apply_signature(
-        self, callee: Function, arg_types: list[Type], args: tuple, loc: Loc | None
+        self, callee: Function, arg_types: list[Type], args: tuple[Any, ...], loc: Loc | None
     ) -> Type:
         if len(arg_types) != len(callee.params):
             raise RxError(
@@ -610,13 +611,13 @@ class _FunctionChecker(StmtVisitor, ExprFunctor[Type]):
             if callee.attr("outputs") is not None:  # lowered: the outs are its last parameters
                 result = self._apply_signature(
                     callee,
-                    [self._use(a) for a in inv.args] + out_types,
+                    [self._use(cast(Var, a)) for a in inv.args] + out_types,
                     inv.args + inv.outs,
                     inv.loc,
                 )
             else:
                 result = self._apply_signature(
-                    callee, [self._use(a) for a in inv.args], inv.args, inv.loc
+                    callee, [self._use(cast(Var, a)) for a in inv.args], inv.args, inv.loc
                 )
         else:
             op = self._lookup_op(inv.target, inv.loc)

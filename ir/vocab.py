@@ -6,10 +6,10 @@ strings, and ask the questions below instead of unpacking nodes by hand.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeGuard
 
 from . import dims as D
-from .nodes import Call, Effect, Expr, Function, Stmt, Var
+from .nodes import Bind, Call, Effect, Expr, Function, Module, Stmt, Var
 from .types import TensorType, tensor_leaves
 
 CONST = "const"
@@ -31,12 +31,12 @@ ALLOC_OPS: frozenset[str] = frozenset({ALLOC_STORAGE, ALLOC_TENSOR})
 PACKED_CALL_OPS: frozenset[str] = frozenset({CALL_PACKED, CALL_CPACKED})
 
 
-def is_int(v: Any) -> bool:
+def is_int(v: object) -> TypeGuard[int]:
     """True for a Python int that is not a bool."""
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def is_dim(v: Any) -> bool:
+def is_dim(v: object) -> TypeGuard[D.Dim]:
     """True for a dimension: an integer or a symbolic dim expression."""
     return is_int(v) or isinstance(v, (D.Sym, D.BinOp, D.DimCall))
 
@@ -115,4 +115,19 @@ __all__ = [
     "is_kill",
     "kill_of",
     "killed_var",
+    "named_constants",
 ]
+
+
+def named_constants(module: Module) -> list[tuple[str, Bind]]:
+    """Every ``%w: T = const("name")`` binding of the module (a weight the program reads by
+    name), in order."""
+    out = []
+    for fn in module.functions:
+        for s in fn.body:
+            if isinstance(s, Bind) and isinstance(s.value, Call) and s.value.op == CONST:
+                args = s.value.args
+                value = args[0] if args else dict(s.value.kwargs).get("value")
+                if isinstance(value, str):
+                    out.append((value, s))
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from .base import Pass
+from .context import PipelineContext, with_context
 from .registry import PASSES, PIPELINES
 from .spec import SpecError, apply_pass_config, kebab, parse_pipeline, resolve_pass_name
 
@@ -30,9 +31,12 @@ def assemble_pipeline(
     passes: str | None = None,
     disable: Sequence[str] = (),
     configs: Sequence[str] = (),
+    context: PipelineContext | None = None,
 ) -> list[Pass]:
     """The pass list for ``target``, or for ``passes`` (a pipeline name or a spec), minus the
-    disabled passes, with ``--pass-config`` settings applied."""
+    disabled passes, with ``--pass-config`` settings applied, and ``context`` (the targets'
+    facts, from the composition layer: :func:`relaxc.cli.target_facts.pipeline_context`)
+    given to the passes that take one. Without a context such a pass refuses to run."""
     if passes is None:
         pipeline = named_pipeline(TARGET_PIPELINES[target])
     elif passes.strip() in PIPELINES:
@@ -48,7 +52,8 @@ def assemble_pipeline(
                     f"({', '.join(p.name for p in pipeline) or 'empty'})"
                 )
             pipeline = [p for p in pipeline if type(p) is not cls]
-    return apply_pass_config(pipeline, configs, PASSES)
+    pipeline = apply_pass_config(pipeline, configs, PASSES)
+    return with_context(pipeline, context) if context is not None else pipeline
 
 
 def resolve_dump_names(
@@ -71,4 +76,4 @@ def resolve_dump_names(
     return frozenset(out)
 
 
-__all__ = ["assemble_pipeline", "kebab", "named_pipeline", "resolve_dump_names"]
+__all__ = ["PipelineContext", "assemble_pipeline", "kebab", "named_pipeline", "resolve_dump_names"]

@@ -50,13 +50,15 @@ class Pass:
 
     @classmethod
     def option_fields(cls) -> list[Any]:
-        return list(fields(cls))
+        """The fields that are options (a field with ``metadata={"option": False}`` is
+        wiring the pipeline fills, such as :func:`relaxc.passes.context.context_field`)."""
+        return [f for f in fields(cls) if f.metadata.get("option", True)]
 
     def spec(self) -> str:
         """The pass as it would be written in a pipeline: ``Name{opt=value ...}``."""
         opts = [
             f"{f.name}={_fmt(getattr(self, f.name))}"
-            for f in fields(self)
+            for f in self.option_fields()
             if getattr(self, f.name) != f.default
         ]
         return self.name + ("{" + " ".join(opts) + "}" if opts else "")

@@ -9,8 +9,9 @@ arena, the report and ``--max-arena`` count it and the compiled program holds no
 Guarantees, per non-primitive function in explicit-memory form (before PlanMemory):
 
 * Each ``invoke op(...) outs (...)`` whose kernel on the target needs ``N > 0`` bytes (the
-  target's own fact, :func:`relaxc.ir.backends.kernel_scratch_fact`: for C, the kernel's
-  generator answers, so the plan and the code cannot disagree) gets, just before it, a
+  target's own :data:`~relaxc.ir.backends.ScratchFact`, handed to the pass by the
+  composition layer in its :class:`~relaxc.passes.context.PipelineContext`: for C, the
+  kernel's generator answers, so the plan and the code cannot disagree) gets, just before it, a
   storage of ``N`` bytes (``align=64``) and a ``Tensor[(N,), u8]`` carved from it, passed as
   ``invoke ... scratch (%s)``. It is used by that call only: it lives from its allocation to
   the invoke.
@@ -32,7 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, ClassVar, Mapping, Sequence
 
-from relaxc.ir.backends import ScratchFact, kernel_scratch_fact, scratch_targets
+from relaxc.ir.backends import ScratchFact
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import Bind, Call, DType, Effect, Function, Invoke, Module, Stmt, Var
@@ -43,6 +44,7 @@ from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, kernel_scratch
 
 from .base import Pass, PassError, module_types
+from .context import PipelineContext, context_field
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS, PLANNED
 
 SCRATCH_ALIGN = 64
@@ -66,15 +68,18 @@ class PlanKernelScratch(Pass):
     }
 
     target: str = "c"
+    context: PipelineContext = context_field()
+    """The targets' scratch facts (``kernel_scratch``), from the composition layer."""
 
     def run(self, module: Module, types: ModuleTypes | None = None) -> Module:
-        if self.target not in scratch_targets():
+        facts = self.context.kernel_scratch
+        if self.target not in facts:
             raise PassError(
                 f"PlanKernelScratch: no kernel scratch facts for target {self.target!r} "
-                f"(targets: {', '.join(scratch_targets())})"
+                f"(targets: {', '.join(sorted(facts)) or 'none given to the pipeline'})"
             )
         types = module_types(module, types)
-        need = _Needs(kernel_scratch_fact(self.target))
+        need = _Needs(facts[self.target])
         # -- analysis: what each primitive function's kernels need ---------------------
         prim_need = {
             fn.name: need.of_primitive(fn, types[fn.name])

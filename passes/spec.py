@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 import typing
-from dataclasses import MISSING, fields, replace
+from dataclasses import MISSING, replace
 from typing import Any, Literal, Mapping, Sequence
 
 from relaxc.ir.diagnostics import RxError
@@ -54,7 +54,7 @@ def resolve_pass_name(
 
 def option_types(cls: type[Pass]) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in fields(cls)}
+    return {f.name: hints[f.name] for f in cls.option_fields()}
 
 
 def coerce_option(cls: type[Pass], key: str, raw: str) -> Any:
@@ -195,7 +195,7 @@ def describe_options(cls: type[Pass]) -> list[tuple[str, str, str]]:
     """(name, type, default) of each option, for help listings."""
     out = []
     types = option_types(cls)
-    for f in fields(cls):
+    for f in cls.option_fields():
         t = types[f.name]
         if typing.get_origin(t) is Literal:
             tname = "|".join(map(str, typing.get_args(t)))

@@ -43,8 +43,9 @@ import struct
 from typing import Callable
 
 from relaxc.ir import vocab
+from relaxc.ir.signatures import RXB_MAGIC
 
-MAGIC = b"\x89RXB\r\n\x1a\n"
+MAGIC = RXB_MAGIC
 FORMAT_VERSION = 1
 HEADER = struct.Struct("<8sIIQ32s")
 HEADER_SIZE = HEADER.size  # 56

@@ -12,7 +12,6 @@ byte-identical across runs: fixed key order, no timestamps, no paths but the one
 from __future__ import annotations
 
 import json
-from dataclasses import fields
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -31,7 +30,7 @@ Json = dict[str, Any]
 
 def pass_json(p: Pass) -> Json:
     """A pass as it ran: its canonical name and every option with its value."""
-    return {"name": p.name, "options": {f.name: getattr(p, f.name) for f in fields(p)}}
+    return {"name": p.name, "options": {f.name: getattr(p, f.name) for f in p.option_fields()}}
 
 
 def planner_json(passes: Sequence[Pass]) -> Json | None:

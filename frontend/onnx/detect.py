@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-ZIP_MAGICS = (b"PK\x03\x04", b"PK\x05\x06")
+from relaxc.ir.signatures import RXB_MAGIC, ZIP_MAGICS
+
 TEXT_PROGRAM = (
     "text: an .rx program, which relaxc build, report, run and check read directly "
     "(nothing to import)"
@@ -22,8 +23,6 @@ TEXT_PROGRAM = (
 def describe_non_onnx(path: Path, text: bool = True) -> str | None:
     """What ``path`` is, judged by its first 64 KiB, when that is sure: a zip archive,
     relaxc bytecode, or (with ``text``) UTF-8 text without NUL bytes; None otherwise."""
-    from relaxc.backend.vm.format import MAGIC
-
     try:
         with open(path, "rb") as f:
             head = f.read(1 << 16)
@@ -31,7 +30,7 @@ def describe_non_onnx(path: Path, text: bool = True) -> str | None:
         return None  # the caller reports a missing or unreadable file
     if head.startswith(ZIP_MAGICS):
         return "a zip archive (an .npz of weights?)"
-    if head.startswith(MAGIC):
+    if head.startswith(RXB_MAGIC):
         return "relaxc bytecode: relaxc run and relaxc disasm read it"
     if text and head and b"\x00" not in head and _is_text(head):
         return TEXT_PROGRAM

@@ -7,7 +7,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from relaxc.ir.registry import AttrSpec, OpDef, Registry
+from relaxc.ir.registry import AttrSpec, InferFn, KernelFn, OpDef, Registry
 from relaxc.ir.types import TensorType, Type
 
 from .checks import as_contiguous, require_numeric
@@ -19,7 +19,7 @@ from .common import broadcast_shapes, require_computable, require_float, same_dt
 NOT_ON_BOOL = frozenset({"subtract", "divide", "power", "negative"})
 
 
-def _binary_infer(name: str, float_only: bool = False):
+def _binary_infer(name: str, float_only: bool = False) -> InferFn:
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         a, b = tensors(inputs, name)
         dtype = same_dtype([a, b], name)
@@ -33,7 +33,7 @@ def _binary_infer(name: str, float_only: bool = False):
     return infer
 
 
-def _unary_infer(name: str, float_only: bool):
+def _unary_infer(name: str, float_only: bool) -> InferFn:
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         (a,) = tensors(inputs, name)
         require_computable(a.dtype, name)
@@ -161,6 +161,14 @@ UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
 }
 
 
+def _binary_kernel(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> KernelFn:
+    return lambda xs, attrs: fn(xs[0], xs[1])
+
+
+def _unary_kernel(fn: Callable[[np.ndarray], np.ndarray]) -> KernelFn:
+    return lambda xs, attrs: fn(xs[0])
+
+
 def _may_hold_nan(a: np.ndarray) -> bool:
     return a.dtype.kind in "fc" and bool(np.isnan(a).any())
 
@@ -229,7 +237,7 @@ def register_all(reg: Registry) -> None:
                 _binary_infer(name),
                 min_inputs=2,
                 max_inputs=2,
-                kernel=lambda xs, attrs, fn=fn: fn(xs[0], xs[1]),
+                kernel=_binary_kernel(fn),
                 kernel_into=_ufunc_into(fn) if isinstance(fn, np.ufunc) else None,
                 elementwise=True,
                 input_names=("lhs", "rhs"),
@@ -237,14 +245,14 @@ def register_all(reg: Registry) -> None:
                 scalar=scalar,
             )
         )
-    for name, (summary, fn, float_only) in UNARY.items():
+    for name, (summary, ufn, float_only) in UNARY.items():
         reg.register(
             OpDef(
                 name,
                 summary,
                 "kernel",
                 _unary_infer(name, float_only),
-                kernel=lambda xs, attrs, fn=fn: fn(xs[0]),
+                kernel=_unary_kernel(ufn),
                 kernel_into=_relu_into if name == "relu" else None,
                 elementwise=True,
                 input_names=("x",),

@@ -14,7 +14,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.nodes import ListLit
 from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.storage_bounds import provably_le
-from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
+from relaxc.ir.registry import AttrSpec, InferFn, OpDef, OpError, Registry
 from relaxc.ir.types import (
     OBJECT,
     STORAGE,
@@ -193,7 +193,7 @@ def _infer_kill_object(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type
     return UNIT
 
 
-def _infer_runtime(name: str):
+def _infer_runtime(name: str) -> InferFn:
     """Inference for the free-argument runtime ops.
 
     ``attrs["args"]`` holds every positional argument, variables replaced by their types.

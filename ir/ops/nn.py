@@ -15,12 +15,12 @@ returns a fresh array (never a view of an input) and only reads its inputs.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, cast
 
 import numpy as np
 
 from relaxc.ir import dims as D
-from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
+from relaxc.ir.registry import AttrSpec, InferFn, OpDef, OpError, Registry
 from relaxc.ir.types import TensorType, Type
 
 from .checks import (
@@ -182,7 +182,7 @@ def _pool_out(op: str, h: D.Dim, w: D.Dim, attrs: Mapping[str, Any]) -> tuple[D.
     )
 
 
-def _pool_infer(op: str):
+def _pool_infer(op: str) -> InferFn:
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         (x,) = tensors(inputs, op)
         if op == "max_pool2d":
@@ -197,12 +197,12 @@ def _pool_infer(op: str):
     return infer
 
 
-def _pool_geometry(op: str, x: np.ndarray, attrs: Mapping[str, Any]):
+def _pool_geometry(op: str, x: np.ndarray, attrs: Mapping[str, Any]) -> tuple[Any, ...]:
     """(pool_size, strides, dilation, (OH, OW), padding, padding with the extra bottom/right
     cells ceil_mode may need) of pooling ``x``."""
     (kh, kw), st, (pt, pl, pb, pr), dil = _pool_params(op, attrs)
     h, w = x.shape[2], x.shape[3]
-    oh, ow = (int(v) for v in _pool_out(op, h, w, attrs))
+    oh, ow = (int(cast(int, v)) for v in _pool_out(op, h, w, attrs))  # concrete: ints
     extra_h = max(0, (oh - 1) * st[0] + dil[0] * (kh - 1) + 1 - (h + pt + pb))
     extra_w = max(0, (ow - 1) * st[1] + dil[1] * (kw - 1) + 1 - (w + pl + pr))
     return (kh, kw), st, dil, (oh, ow), (pt, pl, pb, pr), (pt, pl, pb + extra_h, pr + extra_w)
@@ -356,7 +356,7 @@ def _batch_norm_into(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], out: np
     return True
 
 
-def _norm_infer(op: str, params: tuple[str, ...]):
+def _norm_infer(op: str, params: tuple[str, ...]) -> InferFn:
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         ts = tensors(inputs, op)
         x = ts[0]
@@ -406,7 +406,7 @@ def _rms_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 # -- softmax / lrn -----------------------------------------------------------------------
 
 
-def _axis_float_infer(op: str):
+def _axis_float_infer(op: str) -> InferFn:
     """Inference for float ops along one axis that keep x's type (softmax, lrn)."""
 
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
+from relaxc.ir.registry import AttrSpec, InferFn, OpDef, OpError, Registry
 from relaxc.ir.types import TensorType, Type
 
 from .checks import accumulate_dtype, as_contiguous, quiet_mean, require_float_math, require_numeric
@@ -25,7 +25,7 @@ def reduced_type(
     return TensorType(shape, x.dtype)
 
 
-def _reduce_infer(name: str, check: Callable[[str, str], None]):
+def _reduce_infer(name: str, check: Callable[[str, str], None]) -> InferFn:
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         (x,) = tensors(inputs, name)
         check(x.dtype, name)

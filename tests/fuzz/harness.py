@@ -75,6 +75,7 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.types import DTYPES, TensorType, numpy_dtype, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes, verify_module
 from relaxc.ir.vocab import is_kill, killed_var
+from relaxc.cli.target_facts import pipeline_context
 from relaxc.passes.elide_concat_split import ElideConcatSplit
 from relaxc.passes.kill_after_last_use import KillAfterLastUse
 from relaxc.passes.legalize_packed_calls import LegalizePackedCalls
@@ -391,7 +392,7 @@ def _with_scratch(
     prog: GenProgram, lowered: Module, ltypes: ModuleTypes | None
 ) -> tuple[Module, ModuleTypes]:
     """:data:`SCRATCH` on the output of :data:`PRE_PLAN`, for the C builds."""
-    return _run_pass(prog, PASSES[SCRATCH](), lowered, ltypes, SCRATCH)
+    return _run_pass(prog, PASSES[SCRATCH](context=pipeline_context()), lowered, ltypes, SCRATCH)
 
 
 def _plan(

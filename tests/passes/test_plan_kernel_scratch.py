@@ -16,6 +16,7 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Bind, Invoke, Module
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, call_of
+from relaxc.cli.target_facts import pipeline_context
 from relaxc.passes.base import PassError
 from relaxc.passes.plan_kernel_scratch import PlanKernelScratch
 from relaxc.passes.registry import PASSES, PIPELINES
@@ -23,6 +24,7 @@ from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples"
+CONTEXT = pipeline_context()  # the C target's scratch fact, as relaxc's commands give it
 
 
 def explicit(name: str) -> Module:
@@ -58,11 +60,11 @@ def without_scratch(module: Module) -> Module:
 @pytest.mark.parametrize("sample", ["cnn", "mlp", "transformer"])
 def test_adds_only_the_scratch_and_is_idempotent(sample: str) -> None:
     before = explicit(sample)
-    after = PlanKernelScratch()(before)
+    after = PlanKernelScratch(context=CONTEXT)(before)
     verify_module(after)
     assert print_module(after) != print_module(before)
     assert print_module(without_scratch(after)) == print_module(without_scratch(before))
-    assert print_module(PlanKernelScratch()(after)) == print_module(after)
+    assert print_module(PlanKernelScratch(context=CONTEXT)(after)) == print_module(after)
     # each scratch is a fresh storage of its own size, made just before its call
     for fn in after.functions:
         body = list(fn.body)
@@ -77,20 +79,22 @@ def test_adds_only_the_scratch_and_is_idempotent(sample: str) -> None:
 
 
 def test_the_printed_ir_reads_back() -> None:
-    after = PlanKernelScratch()(explicit("cnn"))
+    after = PlanKernelScratch(context=CONTEXT)(explicit("cnn"))
     text = print_module(after)
     assert "scratch (%c1_scratch)" in text
     assert print_module(parse_module(text, "again.rx")) == text
 
 
 def test_runs_before_planning_and_knows_its_targets() -> None:
-    planned = Pipeline(assemble_pipeline("c", "ManifestAlloc,PlanMemory")).run(
+    planned = Pipeline(assemble_pipeline("c", "ManifestAlloc,PlanMemory", context=CONTEXT)).run(
         parse_module((SAMPLES / "mlp.rx").read_text(), "mlp.rx")
     )
     with pytest.raises(PassError, match="plan kernel scratch before PlanMemory"):
-        PlanKernelScratch()(planned)
+        PlanKernelScratch(context=CONTEXT)(planned)
     with pytest.raises(PassError, match="no kernel scratch facts for target 'vm'"):
-        PlanKernelScratch(target="vm")(explicit("mlp"))
+        PlanKernelScratch(target="vm", context=CONTEXT)(explicit("mlp"))
+    with pytest.raises(PassError, match="target 'c' \\(targets: none given to the pipeline\\)"):
+        PlanKernelScratch()(explicit("mlp"))  # assembled without the composition layer's facts
     assert "PlanKernelScratch" in PASSES
     c = PIPELINES["c"]
     assert c.index("ComputeInPlace") < c.index("PlanKernelScratch") < c.index("PlanMemory")
@@ -198,3 +202,17 @@ fn @main(%x: Tensor[(4,), f32]) -> Tensor[(4,), f32] {
     )
     with pytest.raises(RxError, match="scratch %s has 32 bytes, but @k needs 64"):
         verify_module(parse_module(small, "small.rx"))
+
+
+def test_the_context_is_wiring_not_an_option() -> None:
+    """The facts reach the pass through assemble_pipeline's context; they are not an option
+    (not listed, not printed in its spec, not compared), and --pass-config keeps them."""
+    from relaxc.passes.spec import apply_pass_config, describe_options
+
+    (given,) = assemble_pipeline("c", "PlanKernelScratch", context=CONTEXT)
+    (bare,) = assemble_pipeline("c", "PlanKernelScratch")
+    assert given.context is CONTEXT and bare.context.kernel_scratch == {}
+    assert given == bare and given.spec() == "PlanKernelScratch"
+    assert [o for o, _, _ in describe_options(PlanKernelScratch)] == ["target"]
+    (configured,) = apply_pass_config([given], ["PlanKernelScratch.target=vm"], PASSES)
+    assert configured.context is CONTEXT and configured.spec() == "PlanKernelScratch{target=vm}"

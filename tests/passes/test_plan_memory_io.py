@@ -28,6 +28,7 @@ from relaxc.ir.diagnostics import RxError
 from relaxc.ir.io_arena import arena_inputs
 from relaxc.ir.nodes import Bind, Call, Module
 from relaxc.ir.verifier import verify_module
+from relaxc.cli.target_facts import pipeline_context
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.kill_after_last_use import KillAfterLastUse
 from relaxc.passes.manifest_alloc import ManifestAlloc
@@ -52,7 +53,8 @@ def sample(name: str) -> tuple[Module, dict]:
 
 def compiled(module: Module, io: bool, target: str = "vm", planner: str = "best") -> Module:
     configs = (IO if io else ()) + (f"PlanMemory.planner={planner}",)
-    return Pipeline(assemble_pipeline(target, None, (), configs), [VerifyInstrument()]).run(module)
+    passes = assemble_pipeline(target, None, (), configs, pipeline_context())
+    return Pipeline(passes, [VerifyInstrument()]).run(module)
 
 
 def vm_run(module: Module, weights: dict, args: list, dims: dict) -> tuple:

@@ -37,6 +37,7 @@ from relaxc.ir.nodes import (
     TupleExpr,
     Var,
 )
+from relaxc.cli.target_facts import pipeline_context
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
@@ -118,7 +119,7 @@ def compiled(name: str, pipeline: str = "vm", passes: str | None = None) -> Modu
     prog = program(name)
     before = parse_module(prog.text, str(prog.path))
     disable = [",".join(SHARING_PASSES)] if passes is None else []
-    passes_ = assemble_pipeline(pipeline, passes, disable=disable)
+    passes_ = assemble_pipeline(pipeline, passes, disable=disable, context=pipeline_context())
     return Pipeline(passes_, [VerifyInstrument()]).run(before)
 
 

@@ -19,6 +19,7 @@ from relaxc.backend.inputs import concrete_shape
 from relaxc.frontend.parser import parse_module
 from relaxc.ir.nodes import Module
 from relaxc.ir.types import numpy_dtype
+from relaxc.cli.target_facts import pipeline_context
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 
@@ -65,7 +66,7 @@ def scaled_atol(w: np.ndarray, dtype: str) -> float:
 
 
 def compile_module(m: Module, passes: str = "c", unpacked: bool = False) -> Module:
-    pipeline = assemble_pipeline("c", passes)
+    pipeline = assemble_pipeline("c", passes, context=pipeline_context())
     if unpacked:
         pipeline = [p for p in pipeline if p.name != "LegalizePackedCalls"]
     return Pipeline(pipeline, [VerifyInstrument()]).run(m)

@@ -296,6 +296,7 @@ def test_empty_static_buffer_holds_an_element(workdir: Path) -> None:
     the arena got a 1-byte static array; gcc -O2 saw a float written into it
     (-Warray-bounds broke -Werror). Found by the fuzzer."""
     from relaxc.backend.c import emit_c
+    from relaxc.cli.target_facts import pipeline_context
     from relaxc.passes.assemble import assemble_pipeline
     from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 
@@ -311,7 +312,11 @@ fn @main(%p2: Tensor[(1, 3, n, 3), f32], %p3: Tensor[(1, 3, 2, 2), f32]) -> Tupl
 }
 """  # noqa: E501
     module = Pipeline(
-        assemble_pipeline("c", "ManifestAlloc,PlanKernelScratch,PlanMemory{planner=none}"),
+        assemble_pipeline(
+            "c",
+            "ManifestAlloc,PlanKernelScratch,PlanMemory{planner=none}",
+            context=pipeline_context(),
+        ),
         [VerifyInstrument()],
     ).run(parse_module(text, "empty.rx"))
     folder = workdir / "empty_static"

@@ -23,6 +23,7 @@ from relaxc.backend.vm import VirtualMachine, compile_module, load_bytes
 from relaxc.frontend.parser import parse_module
 from relaxc.frontend.weights import default_weights_path, load_npz
 from relaxc.ir.nodes import Module
+from relaxc.cli.target_facts import pipeline_context
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.cli.report.analysis import memory_report
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
@@ -58,7 +59,7 @@ def load(name: str) -> tuple[Module, dict]:
 
 def planned(module: Module, target: str, unpacked: bool = False) -> Module:
     disable = ("LegalizePackedCalls",) if unpacked else ()
-    passes = assemble_pipeline(target, None, disable, IO)
+    passes = assemble_pipeline(target, None, disable, IO, pipeline_context())
     return Pipeline(passes, [VerifyInstrument()]).run(module)
 
 

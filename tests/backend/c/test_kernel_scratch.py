@@ -24,6 +24,7 @@ from relaxc.ir.nodes import Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import bind_args
 from relaxc.ir.types import TensorType
+from relaxc.cli.target_facts import pipeline_context
 from relaxc.passes.assemble import assemble_pipeline
 from relaxc.passes.pipeline import Pipeline, VerifyInstrument
 
@@ -240,7 +241,7 @@ def test_model_calls_get_exactly_what_their_kernels_state() -> None:
     from relaxc.ir.verifier import verify_module
 
     module = parse_module((SAMPLES / "cnn.rx").read_text(), "cnn.rx")
-    passes = assemble_pipeline("c", "ManifestAlloc,PlanKernelScratch")
+    passes = assemble_pipeline("c", "ManifestAlloc,PlanKernelScratch", context=pipeline_context())
     out = Pipeline(passes, [VerifyInstrument()]).run(module)
     types = verify_module(out)["main"]
     seen = 0
