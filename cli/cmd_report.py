@@ -111,9 +111,7 @@ def report_cmd(
         )
         watch.add_passes(timing.times)
         reports = memory_report(module, prog.module)
-        origins = program_origins(
-            file.name, prog.module, prog.imported, sources.get(str(file), "")
-        )
+        origins = program_origins(file.name, prog.module, prog.imported, sources.get(str(file), ""))
         doc = ReportInput(file, reports, resolved_pipeline(req), origins)
         if as_json:
             click.echo(FORMATS["json"](doc), nl=False)

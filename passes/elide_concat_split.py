@@ -40,6 +40,7 @@ from relaxc.ir.walk import map_functions, with_body
 
 from .base import Pass, module_types
 from .properties import EXPLICIT_MEMORY, PACKED_CALLS
+
 # A named tool, deliberately: an elision is kept only when it pays after ComputeInPlace, so
 # both versions of a function are measured as that pass would leave them.
 from .compute_in_place import compute_in_place

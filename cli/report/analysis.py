@@ -445,9 +445,7 @@ def _point_lines(fn: Function) -> list[int]:
     return out
 
 
-def _writers(
-    fn: Function, module: Module, made_by: dict[str, str]
-) -> dict[str, tuple[str, int]]:
+def _writers(fn: Function, module: Module, made_by: dict[str, str]) -> dict[str, tuple[str, int]]:
     """Tensor name -> (the kernel op of the first invoke that writes it, that invoke's line).
 
     A primitive function counts as its first kernel op (a fused ``conv2d`` + ``relu`` is a

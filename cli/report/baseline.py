@@ -126,9 +126,7 @@ def explicit_values(fn: Function) -> tuple[dict[str, int], list[str]]:
         if view in written and base not in written and base not in base_of:
             offsets.setdefault(base, set()).add(offset)
     joined = {b: len(o) for b, o in offsets.items()}
-    parts = [
-        v for v, (base, _) in base_of.items() if v not in written and base not in offsets
-    ]
+    parts = [v for v, (base, _) in base_of.items() if v not in written and base not in offsets]
     return joined, parts
 
 

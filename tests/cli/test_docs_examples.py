@@ -266,9 +266,7 @@ def tables_agree(printed: OutputsTable, shown: OutputsTable) -> bool:
             and dtype is not None
             and re.fullmatch(r"b?float\d+", want[dtype])
         ]
-        scale = max(
-            (abs(float(n)) for i in computed for n in NUMBER.findall(want[i])), default=0.0
-        )
+        scale = max((abs(float(n)) for i in computed for n in NUMBER.findall(want[i])), default=0.0)
         for i, (a, b) in enumerate(zip(row, want)):
             if not (cells_agree(a, b, scale) if i in computed else a == b):
                 return False

@@ -235,4 +235,3 @@ def test_the_report_counts_what_callees_hold(tmp_path: Path) -> None:
     )
     # the callee's values are the caller's too: each call counts them again
     assert main["baseline_bytes"] == inner["baseline_bytes"] + 2 * 8 * 4 * 4
-

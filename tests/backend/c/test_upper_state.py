@@ -88,9 +88,9 @@ def native(tmp_path_factory) -> Path:
     }
     sources = emit_c(compile_module(parse_module(MODEL, "m.rx")), weights, prefix="m")
     for name, text in sources.files.items():
-        (folder / name).write_text(text) if isinstance(text, str) else (
-            folder / name
-        ).write_bytes(text)
+        (folder / name).write_text(text) if isinstance(text, str) else (folder / name).write_bytes(
+            text
+        )
     return folder
 
 
