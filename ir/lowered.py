@@ -20,7 +20,7 @@ from typing import Mapping
 
 from .alias import FRESH, analyze_aliases, tree_leaves
 from .nodes import Bind, Call, Function, Module, TupleExpr, Var
-from .types import TupleType, Type
+from .types import TensorType, TupleType, Type
 from .vocab import lowered_outputs
 
 LOWERED_HINT = (
@@ -67,7 +67,12 @@ def result_places(fn: Function, module: Module, types: Mapping[str, Type]) -> Re
     for v in returned_vars(fn):
         for roots in tree_leaves(info.trees.get(v.name, frozenset())):
             r = next(iter(roots)) if len(roots) == 1 else None
-            if r is not None and info.kind.get(r) == FRESH and r not in outputs:
+            if (
+                r is not None
+                and info.kind.get(r) == FRESH
+                and isinstance(types.get(r), TensorType)  # a tuple is no output's buffer
+                and r not in outputs
+            ):
                 outputs[r] = k
             k += 1
     unplaced = next((s for s in computed if s.name not in outputs), None)

@@ -109,3 +109,29 @@ fn @f(%x: {T}) -> Tuple[{half}, {half}] attrs {{primitive = true}} {{
     module = parse_module(text, "split.rx")
     places = result_places(module.get("f"), module, verify_module(module)["f"])
     assert places.whole == "t" and places.unplaced is None and not places.outputs
+
+
+def test_a_tuple_returned_field_by_field_is_an_intermediate():
+    # %t is no output's buffer (each output is one field of it): PlanWorkspace gives it a
+    # place; without the pass the C target refuses it, at %t.
+    half = "Tensor[(2,), f32]"
+    text = f"""
+fn @f(%x: {T}) -> Tuple[{half}, {half}] attrs {{primitive = true}} {{
+  %t = split(%x, indices_or_sections=2, axis=0)
+  %a = %t.0
+  %b = %t.1
+  return (%a, %b)
+}}
+
+fn @main(%x: {T}) -> Tuple[{half}, {half}] {{
+  %r = call @f(%x)
+  return %r
+}}
+"""
+    explicit = ManifestAlloc().run(parse_module(text, "fields.rx"))
+    assert _unplaced(explicit) == "t"
+    assert _unplaced(PlanWorkspace().run(explicit)) is None
+    with pytest.raises(RxError, match="@f computes %t.*run PlanWorkspace") as e:
+        emit_c(PlanMemory().run(explicit), {}, prefix="m")
+    assert e.value.loc is not None and e.value.loc.line == 3
+    emit_c(PlanMemory().run(PlanWorkspace().run(explicit)), {}, prefix="m")
