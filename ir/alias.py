@@ -68,6 +68,13 @@ def flatten(tree: Tree) -> Roots:
     return out
 
 
+def tree_leaves(tree: Tree) -> list[Roots]:
+    """The leaves (root sets) of a tree, in order: one per tensor leaf of the value."""
+    if isinstance(tree, frozenset):
+        return [tree]
+    return [x for t in tree for x in tree_leaves(t)]
+
+
 @dataclass
 class AliasInfo:
     """Roots of every value of one function."""

@@ -48,6 +48,7 @@ from typing import Any, ClassVar, Sequence
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness, flatten
+from relaxc.ir.lowered import returned_vars
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
     Project,
@@ -55,6 +56,7 @@ from relaxc.ir.nodes import (
     Call,
     DType,
     Effect,
+    Expr,
     Function,
     Invoke,
     Module,
@@ -69,6 +71,7 @@ from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, Type, dtype_nbytes, tensor_leaves
 from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import ALLOC_STORAGE, ALLOC_TENSOR, MEMORY_VIEW, is_int
+from relaxc.ir.walk import ExprFunctor, FunctionRewriter
 
 from .base import Pass, PassError, module_types
 from .planning.model import Buffer
@@ -139,14 +142,10 @@ class _Planner:
                     out.append(stmt)
         return out
 
-    def ret_vars(self) -> list[Var]:
-        ret = self.fn.ret
-        return [ret] if isinstance(ret, Var) else list(ret.fields)
-
     def out_roots(self) -> list[frozenset]:
         """The roots of each output leaf, in order."""
         out: list[frozenset] = []
-        for v in self.ret_vars():
+        for v in returned_vars(self.fn):
             tree = self.info.trees.get(v.name, frozenset())
             t = self.types[v.name]
             if isinstance(t, TupleType):
@@ -280,7 +279,7 @@ class _Planner:
     def _ret_leaf_vars(self) -> list[Var | Project]:
         """Each output's value: a returned variable, or a field of a returned tuple."""
         out: list[Var | Project] = []
-        for v in self.ret_vars():
+        for v in returned_vars(self.fn):
             t = self.types[v.name]
             if isinstance(t, TupleType):
                 out += [Project(v, j) for j in range(len(tensor_leaves(t)))]
@@ -532,58 +531,82 @@ class PlanWorkspace(Pass):
         lowered: dict[str, Function],
         types: dict[str, Type],
     ) -> Function:
-        names = NameSupply.for_function(fn)
-        body: list[Stmt] = []
-        changed = False
-        for stmt in fn.body:
-            e = stmt.value
-            if not (
-                isinstance(stmt, Effect)
-                and isinstance(e, Invoke)
-                and e.is_func
-                and e.target in lowered
-            ):
-                body.append(stmt)
-                continue
-            ws = lowered[e.target].attr(WORKSPACE)
-            if is_int(ws) and ws == 0:
-                body.append(stmt)
-                continue
-            arg_types = [types[a.name] for a in e.args if isinstance(a, Var)]
-            size = D.simplify(D.substitute(ws, call_dims(originals[e.target], arg_types)))
-            if D.free_vars(size) - set(fn.upper_bounds()) - _function_dim_names(fn):
-                raise PassError(
-                    f"PlanWorkspace: the workspace of @{e.target} ({D.dim_to_str(size)} bytes) "
-                    f"depends on dims this call does not bind",
-                    e.loc,
-                )
-            loc = stmt.loc
-            base = names.fresh(f"{e.target}_{WORKSPACE}")
-            storage = names.fresh(f"{base}_storage")
-            body.append(
-                Bind(
-                    storage,
-                    None,
-                    Call(
-                        ALLOC_STORAGE,
-                        (round_up_dim(size, self.align),),
-                        (("align", self.align), ("scope", "global")),
-                        loc,
-                    ),
-                    loc,
-                )
+        rewriter = _WorkspaceArgs(fn, originals, lowered, types, self.align)
+        out = rewriter.rewrite_function(fn)
+        return out if rewriter.changed else fn
+
+
+class _WorkspaceArgs(FunctionRewriter, ExprFunctor[Sequence[Stmt]]):
+    """Each ``invoke`` of a lowered function with a workspace, in a caller: preceded by the
+    workspace storage and tensor of the call's size, passed as the call's last input."""
+
+    def __init__(
+        self,
+        fn: Function,
+        originals: dict[str, Function],
+        lowered: dict[str, Function],
+        types: dict[str, Type],
+        align: int,
+    ):
+        self.fn = fn
+        self.originals = originals
+        self.lowered = lowered
+        self.types = types
+        self.align = align
+        self.names = NameSupply.for_function(fn)
+        self.changed = False
+        self.stmt: Effect | None = None
+
+    def rewrite_stmt(self, stmt: Stmt) -> Sequence[Stmt]:
+        if isinstance(stmt, Bind):
+            return (stmt,)
+        self.stmt = stmt
+        return self.visit_expr(stmt.value)
+
+    def visit_default(self, expr: Expr) -> Sequence[Stmt]:
+        assert self.stmt is not None
+        return (self.stmt,)
+
+    def visit_invoke(self, e: Invoke) -> Sequence[Stmt]:
+        stmt, fn = self.stmt, self.fn
+        assert stmt is not None
+        if not e.is_func or e.target not in self.lowered:
+            return (stmt,)
+        ws = self.lowered[e.target].attr(WORKSPACE)
+        if is_int(ws) and ws == 0:
+            return (stmt,)
+        arg_types = [self.types[a.name] for a in e.args if isinstance(a, Var)]
+        size = D.simplify(D.substitute(ws, call_dims(self.originals[e.target], arg_types)))
+        if D.free_vars(size) - set(fn.upper_bounds()) - _function_dim_names(fn):
+            raise PassError(
+                f"PlanWorkspace: the workspace of @{e.target} ({D.dim_to_str(size)} bytes) "
+                f"depends on dims this call does not bind",
+                e.loc,
             )
-            body.append(
-                Bind(
-                    base,
-                    None,
-                    Call(ALLOC_TENSOR, (Var(storage, loc), 0, (size,), DType("u8")), (), loc),
+        loc = stmt.loc
+        base = self.names.fresh(f"{e.target}_{WORKSPACE}")
+        storage = self.names.fresh(f"{base}_storage")
+        self.changed = True
+        return (
+            Bind(
+                storage,
+                None,
+                Call(
+                    ALLOC_STORAGE,
+                    (round_up_dim(size, self.align),),
+                    (("align", self.align), ("scope", "global")),
                     loc,
-                )
-            )
-            body.append(Effect(dataclasses.replace(e, args=tuple(e.args) + (Var(base, loc),)), loc))
-            changed = True
-        return dataclasses.replace(fn, body=tuple(body)) if changed else fn
+                ),
+                loc,
+            ),
+            Bind(
+                base,
+                None,
+                Call(ALLOC_TENSOR, (Var(storage, loc), 0, (size,), DType("u8")), (), loc),
+                loc,
+            ),
+            Effect(dataclasses.replace(e, args=tuple(e.args) + (Var(base, loc),)), loc),
+        )
 
 
 def _function_dim_names(fn: Function) -> set[str]:

@@ -71,25 +71,10 @@ OPTIONAL: dict[str, frozenset[str]] = {
 }
 """A package needing an optional extra -> the packages that may import it."""
 
-KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset(
-    {
-        # Issue 29 (items 3 and 5): being untangled in backend/c while this test lands; remove
-        # each entry when its cycle is gone (the test says so).
-        frozenset(
-            {"relaxc.backend.c.body", "relaxc.backend.c.module", "relaxc.backend.c.primitive"}
-        ),
-        frozenset({"relaxc.backend.c.kernels.blocked", "relaxc.backend.c.kernels.winograd"}),
-    }
-)
+KNOWN_CYCLES: frozenset[frozenset[str]] = frozenset()
 """Import cycles tolerated for now: each is one strongly connected component, exactly."""
 
-KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset(
-    {
-        # named_constants now lives in ir/vocab.py (frontend/weights re-exports it); backend/c
-        # is being edited elsewhere (issue 29), so its import moves there after that lands.
-        ("relaxc.backend.c.emit", "relaxc.frontend.weights"),
-    }
-)
+KNOWN_UPWARD: frozenset[tuple[str, str]] = frozenset()
 """Edges against the folder rules tolerated for now: (importer, imported)."""
 
 

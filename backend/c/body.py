@@ -8,25 +8,51 @@ runner (:mod:`~relaxc.backend.c.runner`) and primitive functions
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import Loc, RxError
-from relaxc.ir.nodes import Arg, Bind, Call, Effect, Function, Project, Stmt, TupleExpr, Var
+from relaxc.ir.nodes import (
+    Arg,
+    Bind,
+    Call,
+    Effect,
+    Function,
+    Module,
+    Project,
+    Stmt,
+    TupleExpr,
+    Var,
+)
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import TensorType
+from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import MEMORY_VIEW, call_of
 from relaxc.ir.walk import ExprFunctor, StmtVisitor
 
 from . import dtypes as T
-from .kernels import DimC, make_spec
+from .helpers import Helpers
+from .kernels import DimC, Spec, make_spec
 from .model import CTensor, CValue
 from .names import Scope, word_counts
 
-if TYPE_CHECKING:
-    from .module import ModuleEmitter
+
+class ModuleParts(Protocol):
+    """What a body takes from the file it is emitted into: the module and its types, the
+    file's C names, its helpers, and each kernel and constant emitted once
+    (:class:`~relaxc.backend.c.module.ModuleEmitter` is it; naming it here, not importing
+    it, keeps the module emitter above the bodies it emits)."""
+
+    module: Module
+    types: ModuleTypes
+    scope: Scope
+    helpers: Helpers
+
+    def kernel(self, spec: Spec, loc: Loc | None) -> tuple[str, int]: ...
+
+    def constant(self, fn: Function, name: str, call: Call, t: TensorType) -> str: ...
 
 
 def bound_call(stmt: Stmt, *ops: str) -> Call | None:
@@ -56,7 +82,7 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
     A binding's value is what :meth:`visit_expr` gives for its expression; while it runs,
     :attr:`binding` is the statement being emitted."""
 
-    def __init__(self, m: "ModuleEmitter", fn: Function):
+    def __init__(self, m: ModuleParts, fn: Function):
         self.m = m
         self.fn = fn
         self.types = m.types[fn.name]
@@ -193,4 +219,4 @@ class BodyEmitter(StmtVisitor, ExprFunctor[CValue]):
                 self.lines.append(f"    (void){var};")
 
 
-__all__ = ["BodyEmitter", "bindings", "bound_call", "effect_call", "var_args"]
+__all__ = ["BodyEmitter", "ModuleParts", "bindings", "bound_call", "effect_call", "var_args"]

@@ -27,7 +27,7 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-from relaxc.frontend.weights import named_constants
+from relaxc.ir.vocab import named_constants
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.nodes import Module
 from relaxc.ir.verifier import ModuleTypes, verify_module

@@ -70,13 +70,6 @@ def rebuild(t: Type, it: Iterator[CValue]) -> CValue:
     return tuple(rebuild(f, it) for f in t.fields)
 
 
-def tree_leaves(tree: Any) -> list[frozenset]:
-    """The leaves (root sets) of an alias-analysis tree, in order."""
-    if isinstance(tree, frozenset):
-        return [tree]
-    return [x for t in tree for x in tree_leaves(t)]
-
-
 def ret_vars(fn: Function) -> list[Var]:
     """The variables ``fn`` returns: its one result, or the fields of its result tuple."""
     ret = fn.ret

@@ -1,46 +1,37 @@
 """The primitive-function emitter: ``static void f(inputs, outputs, dims)`` for ``@f``.
 
-A primitive function's intermediates live in its output buffers when that is safe, and
-nowhere else: :meth:`PrimitiveEmitter._place` decides where each value is computed (it fits,
-nothing else lives in that buffer meanwhile, or it is computed in place over an input the op
-record's ``inplace`` names). (The decision belongs in a pass, so that the IR shows it; until
-then it stays here.)
+The emitter decides no memory: it prints where the IR says each value lives
+(:mod:`relaxc.ir.lowered`). A lowered primitive function (PlanWorkspace's output) states the
+place of every value; an unlowered one may compute only its results, each written into its
+output buffer. Any other value is an intermediate only a pass may place: the C target refuses
+it, located, with the hint to run PlanWorkspace.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-from relaxc.ir import dims as D
-from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import RxError
-from relaxc.ir.nodes import Call, Effect, Expr, Function, Invoke, expr_vars, function_dims
+from relaxc.ir.lowered import LOWERED_HINT, result_places
+from relaxc.ir.nodes import Call, Effect, Expr, Function, Invoke, function_dims
 from relaxc.ir.ops import REGISTRY
-from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.types import TensorType, TupleType, tensor_leaves, type_to_str
 from relaxc.ir.vocab import CONST, kernel_scratch, lowered_outputs
 
 from . import dtypes as T
-from .body import BodyEmitter, bindings, bound_call, var_args
-from .kernels import same_shape
-from .model import CTensor, CValue, flat, rebuild, ret_vars, single_ret, tree_leaves
+from .body import BodyEmitter, ModuleParts
+from .model import CTensor, CValue, flat, rebuild, ret_vars
 from .names import comment, word_counts
-
-if TYPE_CHECKING:
-    from .module import ModuleEmitter
 
 
 class PrimitiveEmitter(BodyEmitter):
-    """A primitive function: ``static void f(inputs, outputs, dims)`` whose intermediates live
-    in its output buffers when that is safe, and nowhere else."""
+    """A primitive function: ``static void f(inputs, outputs, dims)``, each value where the IR
+    places it (lowered), or each result computed in its output buffer."""
 
-    def __init__(self, m: "ModuleEmitter", fn: Function, cname: str):
+    def __init__(self, m: ModuleParts, fn: Function, cname: str):
         super().__init__(m, fn)
         self.cname = cname
         self.direct: dict[int, str] = {}
         self.tuple_outs: dict[str, list[CTensor]] = {}
         self.placement: dict[str, CTensor] = {}
-        self.info: Any = None  # the alias analysis of the function (set by _place)
         self.lowered = False
         self.scratch: CTensor | None = None  # the caller's scratch (attrs {scratch = N})
 
@@ -79,7 +70,7 @@ class PrimitiveEmitter(BodyEmitter):
             out_vars.append(CTensor(var, leaf))
         self._scratch_param(params)
         params += [f"int64_t {self.dimvars[d]}" for d in function_dims(fn)]
-        self.placement = self._place(out_vars)
+        self.placement = self._results(out_vars)
         self.visit_function(fn)
         self._copy_outputs(out_vars)
         self._void_unread(param_vars)
@@ -143,124 +134,28 @@ class PrimitiveEmitter(BodyEmitter):
         ]
         self.lines[0:0] = head
 
-    # -- placement of values computed inside ------------------------------------------------
-    def _place(self, out_vars: list[CTensor]) -> dict[str, CTensor]:
-        """Root name -> the output buffer it is computed in (final results and intermediates)."""
+    # -- where the values computed inside go ----------------------------------------------
+    def _results(self, out_vars: list[CTensor]) -> dict[str, CTensor]:
+        """Root name -> the output buffer it is computed in: the function's results, each in
+        its output (the IR says so); RxError at the first intermediate (only a pass places
+        those: PlanWorkspace)."""
         fn = self.fn
-        info = self.info = analyze_aliases(fn, self.m.module)
-        live = buffer_liveness(fn, info)
-        end = len(fn.body)
-        placement: dict[str, CTensor] = {}
-        occupants: dict[int, list[tuple[str, int, int]]] = {k: [] for k in range(len(out_vars))}
-        ret = single_ret(fn)
-        for _i, stmt in bindings(fn):
-            if (
-                ret is not None
-                and bound_call(stmt) is not None
-                and stmt.name == ret.name
-                and isinstance(self.types.get(stmt.name), TupleType)
-            ):
-                # A multi-output kernel whose tuple is the result: it writes every output.
-                self.direct = {k: stmt.name for k in range(len(out_vars))}
-                self.tuple_outs = {stmt.name: out_vars}
-                return placement
-        ret_roots = self._ret_roots(info)
-        for k, roots in enumerate(ret_roots):
-            r = next(iter(roots)) if len(roots) == 1 else None
-            if r is not None and info.kind.get(r) == FRESH and r not in placement:
-                placement[r] = out_vars[k]
-                self.direct[k] = r
-                occupants[k].append((r, live.defined[r], end))
-        producer: dict[str, int] = {}
-        inputs_of: dict[int, set[str]] = {}
-        for i, stmt in bindings(fn):
-            producer[stmt.name] = i
-            inputs_of[i] = {r for v in expr_vars(stmt.value) for r in info.roots(v.name)}
-        for i, stmt in bindings(fn):
-            if info.kind.get(stmt.name) != FRESH or stmt.name in placement:
-                continue
-            t = self.types.get(stmt.name)
-            leaves = tensor_leaves(t) if t is not None else []
-            if len(leaves) != 1:
-                raise RxError(
-                    f"the C target cannot keep the tuple %{stmt.name} inside primitive function "
-                    f"@{fn.name}",
-                    stmt.loc,
-                )
-            t = leaves[0]
-            d, u = live.defined[stmt.name], live.last_use.get(stmt.name, live.defined[stmt.name])
-            for k, out in enumerate(out_vars):
-                if not self._fits(t, out.type):
-                    continue
-                if all(
-                    self._disjoint((stmt.name, d, u), occ, producer, inputs_of)
-                    for occ in occupants[k]
-                ):
-                    occupants[k].append((stmt.name, d, u))
-                    placement[stmt.name] = self._retype(out, t)  # the output's C type may differ
-                    break
-            else:
-                raise RxError(
-                    f"the C target cannot place %{stmt.name} ({type_to_str(t)}) inside "
-                    f"primitive function @{fn.name}: no output buffer is free for its whole life, "
-                    "and a kernel gets no scratch memory (split the function, or "
-                    "build the VM target)",
-                    stmt.loc,
-                )
-        return placement
-
-    def _ret_roots(self, info: Any) -> list[frozenset]:
-        out: list[frozenset] = []
-        for v in ret_vars(self.fn):
-            out += tree_leaves(info.trees.get(v.name, frozenset()))
-        return out
-
-    def _fits(self, t: TensorType, out: TensorType) -> bool:
-        if T.nbytes(t.dtype) > T.nbytes(out.dtype):
-            return False
-        a, b = tensor_nbytes(t), tensor_nbytes(out)
-        if isinstance(a, int) and isinstance(b, int):
-            return a <= b
-        return D.dims_equal(a, b)
-
-    def _disjoint(
-        self,
-        a: tuple[str, int, int],
-        b: tuple[str, int, int],
-        producer: dict[str, int],
-        inputs_of: dict[int, set[str]],
-    ) -> bool:
-        (ra, da, ua), (rb, db, ub) = a, b
-        if ua < db or ub < da:
-            return True
-        # Touching at one statement: the later value is computed in place over the earlier one.
-        for (r1, _d1, u1), (r2, d2, _u2) in (
-            ((ra, da, ua), (rb, db, ub)),
-            ((rb, db, ub), (ra, da, ua)),
-        ):
-            if u1 == d2 and self._in_place(r1, r2, d2, inputs_of):
-                # and no overlap otherwise
-                return True
-        return False
-
-    def _in_place(self, src: str, dst: str, at: int, inputs_of: dict[int, set[str]]) -> bool:
-        """May ``dst``, bound at statement ``at``, be computed over ``src``? When ``src`` is the
-        buffer of an input the op's record lets its output overwrite (``OpDef.inplace``) and
-        has ``dst``'s dtype and shape."""
-        call = bound_call(self.fn.body[at])
-        op = REGISTRY.get(call.op) if call is not None else None
-        if call is None or op is None or not op.inplace or src not in inputs_of.get(at, set()):
-            return False
-        inputs = var_args(call.args)
-        if not any(i < len(inputs) and src in self.info.roots(inputs[i].name) for i in op.inplace):
-            return False
-        a, b = self.types.get(src), self.types.get(dst)
-        return (
-            isinstance(a, TensorType)
-            and isinstance(b, TensorType)
-            and a.dtype == b.dtype
-            and same_shape(a, b)
-        )
+        places = result_places(fn, self.m.module, self.types)
+        if places.unplaced is not None:
+            stmt = places.unplaced
+            raise RxError(
+                f"the C target needs lowered primitive functions, but @{fn.name} computes "
+                f"%{stmt.name}, which is none of its results and has no place in the IR: "
+                f"{LOWERED_HINT}",
+                stmt.loc,
+            )
+        if places.whole is not None:
+            # A multi-output kernel whose tuple is the result: it writes every output.
+            self.direct = {k: places.whole for k in range(len(out_vars))}
+            self.tuple_outs = {places.whole: out_vars}
+            return {}
+        self.direct = {k: r for r, k in places.outputs.items()}
+        return {r: out_vars[k] for r, k in places.outputs.items()}
 
     # -- statements -----------------------------------------------------------------------
     def visit_effect(self, stmt: Effect) -> None:
@@ -303,7 +198,9 @@ class PrimitiveEmitter(BodyEmitter):
         dst = self.placement.get(name)
         if dst is None or not isinstance(t, TensorType):
             raise RxError(
-                f"the C target cannot place %{name} inside primitive function @{fn.name}", e.loc
+                f"the C target cannot place %{name} inside primitive function @{fn.name}: "
+                f"{LOWERED_HINT}",
+                e.loc,
             )
         out = dst if dst.type == t and dst.type.dtype == t.dtype else self._retype(dst, t)
         self.kernel_call(e.op, e.args, e.kwargs, [out], e.loc, self.scratch)

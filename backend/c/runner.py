@@ -23,12 +23,11 @@ import re
 from typing import TYPE_CHECKING, Mapping
 
 from relaxc.ir import dims as D
-from relaxc.ir.alias import TENSOR, analyze_aliases
+from relaxc.ir.alias import TENSOR, analyze_aliases, tree_leaves
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.io_arena import ArenaInput, arena_inputs, is_io_in_arena
 from relaxc.ir.io_names import onnx_input_names, onnx_output_names
 from relaxc.ir.nodes import (
-    Bind,
     Call,
     CallFunc,
     DType,
@@ -67,7 +66,7 @@ from relaxc.ir.vocab import (
 from relaxc.ir.walk import ExprFunctor
 
 from . import dtypes as T
-from .body import BodyEmitter, bound_call, effect_call, var_args
+from .body import BodyEmitter, bindings, bound_call, effect_call, var_args
 from .model import (
     UNBOUNDED_DIM_LIMIT,
     CStorage,
@@ -78,7 +77,6 @@ from .model import (
     flat,
     rebuild,
     ret_vars,
-    tree_leaves,
 )
 from .names import comment, is_identifier, macro_name, sanitize, word_counts
 
@@ -100,6 +98,8 @@ Place = tuple[str, str, D.Dim]
 class RunnerEmitter(BodyEmitter):
     """``int32_t <prefix>_run(inputs, outputs, dims)``."""
 
+    m: ModuleEmitter  # the whole module emitter: the runner also names the file's API
+
     def __init__(self, m: ModuleEmitter, fn: Function):
         super().__init__(m, fn)
         self.inputs: list[Port] = []
@@ -114,7 +114,7 @@ class RunnerEmitter(BodyEmitter):
             {(a.param, a.leaf): a for a in arena_inputs(fn)} if self.io else {}
         )
         self._out_places: dict[int, Place] = {}  # output index -> where it lives (io_in_arena)
-        self._defs = {st.name: st.value for st in fn.body if isinstance(st, Bind)}
+        self._defs = {st.name: st.value for _, st in bindings(fn)}
         self.accessors: list[str] = []  # definitions of <prefix>_input_/_output_ functions
         # Fixed locals of the run function: IR names never take them.
         self.ret_value = self.scope.reserve("ret_value")
@@ -338,48 +338,9 @@ class RunnerEmitter(BodyEmitter):
             return [x for f in e.fields for x in self._leaf_vars(f.name)]
         return [None] * n
 
-    def _place(self, v: str | None, depth: int = 0) -> Place | None:
-        """Where the tensor ``v`` lives for good when that is static memory: a storage of this
-        function that is not the caller's (the arena, or another static buffer) at a constant
-        offset, or a constant. None otherwise (an input, a dynamic or external storage)."""
-        if v is None or depth > len(self.fn.body):
-            return None
-        e = self._defs.get(v)
-        if isinstance(e, Var):
-            return self._place(e.name, depth + 1)
-        if isinstance(e, Project):
-            tup = self._defs.get(e.tuple_var.name)
-            if isinstance(tup, TupleExpr) and e.index < len(tup.fields):
-                return self._place(tup.fields[e.index].name, depth + 1)
-            return None
-        if not isinstance(e, Call):
-            return None
-        if e.op == CONST:
-            return ("const", v, 0)
-        if e.op == ALLOC_TENSOR:
-            a = _alloc_tensor_attrs(e)
-            st = e.args[0] if e.args and isinstance(e.args[0], Var) else None
-            while st is not None and isinstance(self._defs.get(st.name), Var):
-                st = self._defs[st.name]  # type: ignore[assignment]
-            alloc = call_of(self._defs.get(st.name), ALLOC_STORAGE) if st is not None else None
-            if alloc is None or _storage_attrs(alloc)["external"] or not is_int(a["offset"]):
-                return None
-            return ("storage", st.name, a["offset"])  # type: ignore[union-attr]
-        op = REGISTRY.get(e.op)
-        src = next((x for x in e.args if isinstance(x, Var)), None)
-        if e.op == CALL_PACKED and e.args and e.args[0] == BUILTIN_RESHAPE:
-            src = e.args[1] if len(e.args) > 1 and isinstance(e.args[1], Var) else None
-        elif op is None or not op.is_view:
-            return None
-        inner = self._place(src.name if src is not None else None, depth + 1)
-        if inner is None:
-            return None
-        extra: D.Dim = 0
-        if e.op == MEMORY_VIEW:
-            extra = _view_offset(e)
-            if not is_int(extra) or inner[0] == "const":
-                return None if extra != 0 else inner
-        return (inner[0], inner[1], D.simplify(D.add(inner[2], extra)))
+    def _place(self, v: str | None) -> Place | None:
+        """Where the tensor ``v`` lives for good, when that is static memory."""
+        return _StaticPlace(self._defs, len(self.fn.body)).of(v)
 
     def _emit_accessors(self) -> None:
         """``<prefix>_input_<name>`` and ``<prefix>_output_<name>``: pointers into the arena."""
@@ -776,6 +737,71 @@ class _RunnerEffect(ExprFunctor[None]):
 
     def visit_default(self, expr: Expr) -> None:
         raise RxError("the C target cannot emit this statement", self.stmt.loc)
+
+
+class _StaticPlace(ExprFunctor["Place | None"]):
+    """Where a tensor of the runner lives for good when that is static memory, read off the
+    definitions ``defs`` (through aliases, projections of tuple expressions and views): a
+    storage of the function that is not the caller's (the arena, or another static buffer) at
+    a constant offset, or a constant. None otherwise (an input, a dynamic or external storage,
+    a chain of definitions longer than ``limit``)."""
+
+    def __init__(self, defs: Mapping[str, Expr], limit: int):
+        self.defs = defs
+        self.limit = limit
+        self.name = ""  # the value whose definition is being visited
+        self.depth = 0
+
+    def of(self, v: str | None) -> Place | None:
+        e = self.defs.get(v) if v is not None else None
+        if v is None or e is None or self.depth > self.limit:
+            return None
+        outer = self.name, self.depth
+        self.name, self.depth = v, self.depth + 1
+        try:
+            return self.visit_expr(e)
+        finally:
+            self.name, self.depth = outer
+
+    def visit_default(self, expr: Expr) -> Place | None:
+        return None
+
+    def visit_var(self, e: Var) -> Place | None:
+        return self.of(e.name)
+
+    def visit_project(self, e: Project) -> Place | None:
+        tup = self.defs.get(e.tuple_var.name)
+        if isinstance(tup, TupleExpr) and e.index < len(tup.fields):
+            return self.of(tup.fields[e.index].name)
+        return None
+
+    def visit_call(self, e: Call) -> Place | None:
+        if e.op == CONST:
+            return ("const", self.name, 0)
+        if e.op == ALLOC_TENSOR:
+            a = _alloc_tensor_attrs(e)
+            st = e.args[0] if e.args and isinstance(e.args[0], Var) else None
+            while st is not None and isinstance(self.defs.get(st.name), Var):
+                st = self.defs[st.name]  # type: ignore[assignment]
+            alloc = call_of(self.defs.get(st.name), ALLOC_STORAGE) if st is not None else None
+            if alloc is None or _storage_attrs(alloc)["external"] or not is_int(a["offset"]):
+                return None
+            return ("storage", st.name, a["offset"])  # type: ignore[union-attr]
+        op = REGISTRY.get(e.op)
+        src = next((x for x in e.args if isinstance(x, Var)), None)
+        if e.op == CALL_PACKED and e.args and e.args[0] == BUILTIN_RESHAPE:
+            src = e.args[1] if len(e.args) > 1 and isinstance(e.args[1], Var) else None
+        elif op is None or not op.is_view:
+            return None
+        inner = self.of(src.name if src is not None else None)
+        if inner is None:
+            return None
+        extra: D.Dim = 0
+        if e.op == MEMORY_VIEW:
+            extra = _view_offset(e)
+            if not is_int(extra) or inner[0] == "const":
+                return None if extra != 0 else inner
+        return (inner[0], inner[1], D.simplify(D.add(inner[2], extra)))
 
 
 def bind_callee_dims(

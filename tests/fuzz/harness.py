@@ -121,9 +121,9 @@ assert PIPELINES["c"] == (*PRE_PLAN, SCRATCH, "PlanMemory", "LegalizePackedCalls
 
 C_REFUSALS = (
     # What the C target refuses by design (docs/c.md), and the generator may still produce.
-    r"no output buffer is free for its whole life",
-    r"cannot keep the tuple %\w+ inside primitive function",
-    r"the C target cannot place %\w+ inside primitive function",
+    # A primitive function PlanWorkspace leaves unlowered (a nested tuple result, a size
+    # negative for some dims) although it computes an intermediate: the emitter places nothing.
+    r"the C target needs lowered primitive functions",
     r"attributes carry a symbolic dim",
     r"does not support \w+ on bool: bool arithmetic",
 )

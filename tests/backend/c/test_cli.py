@@ -123,6 +123,27 @@ def test_a_pipeline_without_kernel_scratch_is_refused_for_c(samples: Path, tmp_p
     assert "Traceback" not in result.output and not out.exists()
 
 
+def test_a_pipeline_without_plan_workspace_is_refused_for_c(samples: Path, tmp_path: Path) -> None:
+    # @fused_add_subtract computes %0, which it does not return: only PlanWorkspace places it
+    # (the C target decides no memory), so without the pass the build stops at %0.
+    out = tmp_path / "out"
+    src = samples / "relay_memory.rx"
+    pipeline = "ManifestAlloc,PlanMemory,LegalizePackedCalls"
+    result = invoke("build", src, "-t", "c", "-p", pipeline, "-o", out)
+    assert_user_error(
+        result,
+        f"{src}:6:3: error: the C target needs lowered primitive functions",
+        "@fused_add_subtract computes %0",
+        "run PlanWorkspace",
+        "%0 = add(%p0, %p0)",
+    )
+    assert not out.exists()
+    with_pass = "ManifestAlloc,PlanWorkspace,PlanMemory,LegalizePackedCalls"
+    result = invoke("build", src, "-t", "c", "-p", with_pass, "-o", out)
+    assert result.exit_code == 0, result.output
+    assert (out / "relay_memory.c").exists()
+
+
 @pytest.mark.parametrize(
     "args, message",
     [
