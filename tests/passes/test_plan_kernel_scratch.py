@@ -146,7 +146,8 @@ def test_report_lists_each_scratch_as_its_kernel_s(tmp_path: Path) -> None:
     (main,) = data["functions"]  # the calls are packed by now: counted through their structs
     assert main["kernel_scratch_calls"] == len(scratch) == 5  # 4 convolutions, the max pool
     # the largest: the 3x3 branch conv's Winograd blocks (backend/c/kernels/winograd.py),
-    # within twice its own input and output; the arena is no larger for it (test_cli)
+    # within twice its own input and output; the arena is no larger for it
+    # (tests/backend/c/test_cmd_build_c.py)
     assert main["kernel_scratch_max_bytes"] == max(b["bytes"] for b in scratch.values()) == 33856
     vm = json.loads(CliRunner().invoke(cli, ["report", str(SAMPLES / "cnn.rx"), "--json"]).stdout)
     assert vm["functions"][0]["kernel_scratch_calls"] == 0  # numpy's kernels need none

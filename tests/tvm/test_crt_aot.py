@@ -59,7 +59,7 @@ def test_scalar_and_const_outputs(name, tmp_path, c_check):
 
 def test_tuple_output(tmp_path, c_check):
     # The returned split fields are outputs of their own; the third field is dead (its
-    # planning is test_regressions_issue14.py::test_item3_dead_split_output_is_planned).
+    # planning is test_tuple_and_scalar_lifetimes.py::test_item3_dead_split_output_is_planned).
     m = memory_safe("crt_tuple_output", tmp_path)
     assert_outputs_own_exact_buffers(m, ["y_0", "y_1"])
     c_check("crt_tuple_output")

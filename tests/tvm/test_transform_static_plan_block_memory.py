@@ -159,7 +159,7 @@ def test_with_dataflow(tmp_path):
 def test_nested_tuple(tmp_path, c_check):
     # TVM: y1, y2, y3, z1 each their own storage (4 x 24 B); z2 reuses y1's, z3 reuses z1's.
     # (The walk of the kills is
-    # test_regressions_issue14.py::test_nested_tuple_object_killed_while_projected.)
+    # test_tuple_and_scalar_lifetimes.py::test_nested_tuple_object_killed_while_projected.)
     m = memory_safe("spbm_nested_tuple", tmp_path, kill_walk=False)
     assert assert_reuse_at_least_tvm(m, [[24, 24], [24], [24], [24, 24]]) == 256  # matched
     for a, b in [

@@ -277,7 +277,7 @@ def test_killing_an_alias_never_frees_memory_another_register_uses() -> None:
     (they end that object, not the buffer); the VM keeps the storage until the tensor's own
     kill and the storage's kill. (A trivial alias ``%b = %a`` is the same object as ``%a``, as
     in TVM's VM, so killing it while ``%a`` is used is refused: see
-    tests/regressions/test_issue14_items.py.)
+    tests/regressions/test_edge_case_programs.py.)
     """
     module = compile_text(KILL_ALIASES, "none")
     x = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)

@@ -16,8 +16,8 @@ from click.testing import CliRunner
 from relaxc.cli.main import cli
 from relaxc.frontend.weights import load_npz
 
-from .models import attention_block, conv_branches
-from .util import assert_matches, helper, make_model, run_ort, save
+from ..frontend.onnx.models import attention_block, conv_branches
+from ..frontend.onnx.util import assert_matches, helper, make_model, run_ort, save
 
 
 def invoke(*args: object):

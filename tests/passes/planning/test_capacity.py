@@ -23,9 +23,9 @@ from relaxc.passes.planning.model import Buffer, lower_bound
 from relaxc.passes.planning.planners import plan_best, plan_buffers
 from relaxc.passes.planning.search import SLICE, TARGET_HEURISTICS, grain_of, minimize
 
-from .test_planning import MINIMALLOC
-from .test_planning_repair import buffer_lists
-from .test_planning_search import dense, optimum
+from .test_planners import MINIMALLOC
+from .test_repair import buffer_lists
+from .test_search import dense, optimum
 
 
 def stacked(inst: Instance) -> list[int]:

@@ -22,7 +22,7 @@ from relaxc.passes.planning.greedy import Instance, greedy, place, prepare, scan
 from relaxc.passes.planning.model import Buffer, lower_bound
 from relaxc.passes.planning.search import Sections, merged_runs, minimize, repair
 
-from .test_planning_repair import buffer_lists, decide
+from .test_repair import buffer_lists, decide
 
 
 def mirrored(inst: Instance) -> Instance:
