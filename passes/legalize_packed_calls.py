@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar, Iterable
+from typing import Any, ClassVar, Iterable, Mapping
 
 from relaxc.ir import dims as D
 from relaxc.ir.names import NameSupply
@@ -58,6 +58,7 @@ from relaxc.ir.nodes import (
     Module,
     Param,
     Stmt,
+    Value,
     Var,
     call_dims,
     function_dims,
@@ -294,9 +295,9 @@ class _State:
         self,
         op_name: str,
         param_types: list[TensorType],
-        literals: tuple,
+        literals: tuple[Value, ...],
         inv: Invoke,
-        attrs: dict,
+        attrs: Mapping[str, Any],
         scratch: int,
     ) -> Function:
         op = REGISTRY.get(op_name)

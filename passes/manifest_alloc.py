@@ -193,7 +193,11 @@ class ManifestAlloc(Pass):
         if isinstance(t, TensorType):
             leaves = [(name, t)]
         elif isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields):
-            leaves = [(names.fresh(f"{name}_{j}"), f) for j, f in enumerate(t.fields)]
+            leaves = [
+                (names.fresh(f"{name}_{j}"), f)
+                for j, f in enumerate(t.fields)
+                if isinstance(f, TensorType)  # all are (checked above)
+            ]
         else:
             raise PassError(f"ManifestAlloc: cannot allocate a value of this type for %{name}", loc)
         out: list[Stmt] = []

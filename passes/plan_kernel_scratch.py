@@ -150,7 +150,7 @@ class _Needs:
                     most = max(most, self.of_op(e.op, e.args, e.kwargs, types, outs, e.loc))
             elif isinstance(e, Invoke) and not e.is_func:
                 outs = [types[v.name] for v in e.outs]
-                most = max(most, self.of_op(e.target, e.args, e.kwargs, types, outs, e.loc))  # type: ignore[arg-type]
+                most = max(most, self.of_op(e.target, e.args, e.kwargs, types, outs, e.loc))
         return most
 
 

@@ -45,7 +45,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Literal
+from typing import Callable, ClassVar, Literal, Union, cast
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import STORAGE, AliasInfo, Liveness, analyze_aliases, buffer_liveness
@@ -213,7 +213,8 @@ def io_into_storages(fn: Function) -> Function:
             rename[p.name] = _copy_in(p.name, p.type, names, prologue)
     body = prologue + [_renamed(st, rename) for st in fn.body]
     body = [_internal(st, bounds) for st in body]
-    ret = _RenameVars(rename).visit_expr(fn.ret) if rename else fn.ret
+    # Renaming keeps each node's class: a returned Var or TupleExpr stays one.
+    ret = cast(Union[Var, TupleExpr], _RenameVars(rename).visit_expr(fn.ret)) if rename else fn.ret
     return dataclasses.replace(fn.with_attrs({IO_IN_ARENA: True}), body=tuple(body), ret=ret)
 
 
@@ -256,7 +257,10 @@ def _internal(st: Stmt, bounds: dict[str, int]) -> Stmt:
     if call is None or not dict(call.kwargs).get("external"):
         return st
     size = call.args[0] if call.args else dict(call.kwargs).get("size")
-    if size is None or (not isinstance(size, int) and D.upper_bound(size, bounds) is None):
+    # The verifier holds the size to a dim (AttrSpec "size", "dim").
+    if size is None or (
+        not isinstance(size, int) and D.upper_bound(cast(D.Dim, size), bounds) is None
+    ):
         return st  # unbounded: stays the caller's
     kwargs = tuple((k, v) for k, v in call.kwargs if k != "external")
     assert isinstance(st, Bind)
@@ -435,7 +439,8 @@ def _carve_from_plan(
     if src in placed:
         arena, off = placed[src]
         offset = v.args[1] if len(v.args) > 1 else dict(v.kwargs).get("offset", 0)
-        new_off = D.add(off, offset) if not isinstance(offset, int) else off + offset
+        # The verifier holds the offset to a dim (AttrSpec "offset", "dim").
+        new_off = D.add(off, cast(D.Dim, offset)) if not isinstance(offset, int) else off + offset
         args = (Var(arena, v.args[0].loc), new_off) + tuple(v.args[2:])
     elif src in moved:
         args = (Var(moved[src], v.args[0].loc),) + tuple(v.args[1:])

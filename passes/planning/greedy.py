@@ -349,6 +349,7 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
             insort(blocks, (hi - lo) * K + lo)
         k = bisect_left(blocks, z * K)
         nb = len(blocks)
+        bs = 0  # the loop sets it whenever a hole is found (k < nb after it)
         while k < nb:  # the tightest hole that holds it aligned
             bs, bo = divmod(blocks[k], K)
             if a == 1 or -(-bo // a) * a + z <= bo + bs:
