@@ -204,7 +204,7 @@ class ManifestAlloc(Pass):
         outs: list[Var] = []
         for leaf_name, leaf in leaves:
             storage = names.fresh(f"{leaf_name}_storage")
-            kwargs: tuple = (("align", self.align), ("scope", "global"))
+            kwargs: KwArgs = (("align", self.align), ("scope", "global"))
             storage_at[leaf_name] = start + len(out)
             leaf_types[leaf_name] = leaf
             size = sizes.get(leaf)

@@ -53,6 +53,7 @@ from relaxc.ir.diagnostics import InternalError
 from relaxc.ir.io_arena import COPY, IO_IN_ARENA, entry_functions
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
+    Arg,
     Bind,
     Call,
     CallFunc,
@@ -61,6 +62,7 @@ from relaxc.ir.nodes import (
     Expr,
     Function,
     Invoke,
+    KwArgs,
     Module,
     Project,
     Stmt,
@@ -243,7 +245,7 @@ def _copy_in(src: str, t: Type, names: NameSupply, out: list[Stmt]) -> str:
     storage = names.fresh(f"{src}_storage")
     tensor = names.fresh(f"{src}_in")
     size = round_up_dim(tensor_nbytes(t), IO_ALIGN)
-    kwargs: tuple = (("align", IO_ALIGN), ("scope", "global"))
+    kwargs: KwArgs = (("align", IO_ALIGN), ("scope", "global"))
     out.append(Bind(storage, None, Call(ALLOC_STORAGE, (size,), kwargs)))
     shape = tuple(t.shape)
     out.append(Bind(tensor, None, Call(ALLOC_TENSOR, (Var(storage), 0, shape, DType(t.dtype)))))
@@ -277,8 +279,11 @@ class _RenameVars(ExprFunctor[Expr]):
         new = self.rename.get(v.name)
         return v if new is None else Var(new, v.loc)
 
-    def args(self, args: tuple) -> tuple:
+    def args(self, args: tuple[Arg, ...]) -> tuple[Arg, ...]:
         return tuple(self.var(a) if isinstance(a, Var) else a for a in args)
+
+    def vars(self, vs: tuple[Var, ...]) -> tuple[Var, ...]:
+        return tuple(self.var(v) for v in vs)
 
     def visit_default(self, e: Expr) -> Expr:
         return e
@@ -290,16 +295,16 @@ class _RenameVars(ExprFunctor[Expr]):
         return dataclasses.replace(e, args=self.args(e.args))
 
     def visit_call_func(self, e: CallFunc) -> Expr:
-        return dataclasses.replace(e, args=self.args(tuple(e.args)))
+        return dataclasses.replace(e, args=self.vars(tuple(e.args)))
 
     def visit_invoke(self, e: Invoke) -> Expr:
         scratch = self.var(e.scratch) if e.scratch is not None else None
         return dataclasses.replace(
-            e, args=self.args(e.args), outs=self.args(e.outs), scratch=scratch
+            e, args=self.args(e.args), outs=self.vars(e.outs), scratch=scratch
         )
 
     def visit_tuple(self, e: TupleExpr) -> Expr:
-        return dataclasses.replace(e, fields=self.args(e.fields))
+        return dataclasses.replace(e, fields=self.vars(e.fields))
 
     def visit_project(self, e: Project) -> Expr:
         return dataclasses.replace(e, tuple_var=self.var(e.tuple_var))
@@ -386,7 +391,7 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
 
     body: list[Stmt] = []
     for scope, (arena, size, align) in sorted(plan.arenas.items()):
-        kwargs: tuple = (("align", align), ("scope", scope), ("arena", True))
+        kwargs: KwArgs = (("align", align), ("scope", scope), ("arena", True))
         if scope in plan.bounds:
             kwargs += (("proven_bound", plan.bounds[scope]),)
         if scope in plan.clock_stopped:

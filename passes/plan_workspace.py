@@ -142,9 +142,9 @@ class _Planner:
                     out.append(stmt)
         return out
 
-    def out_roots(self) -> list[frozenset]:
+    def out_roots(self) -> list[frozenset[str]]:
         """The roots of each output leaf, in order."""
-        out: list[frozenset] = []
+        out: list[frozenset[str]] = []
         for v in returned_vars(self.fn):
             tree = self.info.trees.get(v.name, frozenset())
             t = self.types[v.name]

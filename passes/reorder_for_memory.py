@@ -388,9 +388,9 @@ def build_model(
                 return None  # an unbounded size: leave the function as written
             size[r] = nbytes
     consumers: dict[str, list[int]] = {}
-    uses: list[frozenset] = []  # per statement: the intermediates it reads
+    uses: list[frozenset[_Root]] = []  # per statement: the intermediates it reads
     for i, s in enumerate(body):
-        u: frozenset = frozenset()
+        u: frozenset[_Root] = frozenset()
         for v in expr_vars(s.value):
             consumers.setdefault(v.name, []).append(i)
             u = u | w.roots(v.name)

@@ -32,6 +32,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, AliasInfo, Liveness, analyze_aliases, buffer_liveness
 from relaxc.ir.diagnostics import InternalError, Loc
 from relaxc.ir.nodes import (
+    Arg,
     Bind,
     Call,
     DType,
@@ -39,6 +40,7 @@ from relaxc.ir.nodes import (
     Expr,
     Function,
     Invoke,
+    KwArgs,
     Module,
     Stmt,
     Var,
@@ -74,7 +76,9 @@ class Layout:
     types: dict[str, Type]
     index: dict[str, int] = field(default_factory=dict)  # binding -> statement index
     place: dict[str, Place] = field(default_factory=dict)  # alloc_tensor / view -> its place
-    storage_args: dict[str, tuple] = field(default_factory=dict)  # alloc_storage -> (args, kw)
+    storage_args: dict[str, tuple[tuple[Arg, ...], KwArgs]] = field(
+        default_factory=dict
+    )  # alloc_storage -> (args, kw)
     tenants: dict[str, list[str]] = field(default_factory=dict)  # storage -> its tensors
     other_storage_uses: dict[str, int] = field(default_factory=dict)  # storage -> non-carving uses
     data_uses: dict[str, list[int]] = field(
