@@ -11,6 +11,7 @@ buffers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import AliasInfo, Liveness
@@ -40,7 +41,7 @@ class StorageInfo:
 def storage_info(stmt: Bind, index: int) -> StorageInfo:
     call = call_of(stmt.value, ALLOC_STORAGE)
     assert call is not None
-    attrs: dict = {
+    attrs: dict[str, Any] = {
         "size": call.args[0] if call.args else None,
         "align": 64,
         "scope": "global",

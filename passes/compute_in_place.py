@@ -104,8 +104,9 @@ class _Decider:
         if not self.layout.written_only_at(y, i):
             return False
         for k in op.inplace:
-            if k < len(inv.args) and isinstance(inv.args[k], Var):
-                x = inv.args[k].name
+            a = inv.args[k] if k < len(inv.args) else None
+            if isinstance(a, Var):
+                x = a.name
                 if self._same_type(x, y) and self._dies_here(i, inv, op, k, x, y):
                     if self._take_input(x, y) or self._move_input(i, inv, x, y):
                         return True

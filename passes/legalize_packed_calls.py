@@ -44,20 +44,23 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar, Iterable
+from typing import Any, ClassVar, Iterable, Mapping
 
 from relaxc.ir import dims as D
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
+    Arg,
     Bind,
     Call,
     DType,
     Effect,
     Function,
     Invoke,
+    KwArgs,
     Module,
     Param,
     Stmt,
+    Value,
     Var,
     call_dims,
     function_dims,
@@ -161,7 +164,7 @@ class _RunnerRewriter(FunctionRewriter):
         types = self.types
         callee, inputs = self.state.callee(inv, types)
         body: list[Stmt] = []
-        args: list = []
+        args: list[Arg] = []
         wrapped: dict[str, Var] = {}
         loc = inv.loc
         scratch = [inv.scratch] if inv.scratch is not None else []
@@ -236,7 +239,10 @@ class _State:
     def __init__(self, module: Module):
         self.module = module
         self.names = NameSupply(f.name for f in module.functions)
-        self.by_key: dict[tuple, Function] = {}
+        # (op, literal arguments, keywords, parameter types, scratch bytes) -> the function
+        self.by_key: dict[
+            tuple[str, tuple[Value, ...], KwArgs, tuple[TensorType, ...], int], Function
+        ] = {}
         self.new_functions: list[Function] = []
 
     def callee(self, inv: Invoke, types: dict[str, Type]) -> tuple[Function, tuple[Var, ...]]:
@@ -294,9 +300,9 @@ class _State:
         self,
         op_name: str,
         param_types: list[TensorType],
-        literals: tuple,
+        literals: tuple[Value, ...],
         inv: Invoke,
-        attrs: dict,
+        attrs: Mapping[str, Any],
         scratch: int,
     ) -> Function:
         op = REGISTRY.get(op_name)

@@ -193,14 +193,18 @@ class ManifestAlloc(Pass):
         if isinstance(t, TensorType):
             leaves = [(name, t)]
         elif isinstance(t, TupleType) and all(isinstance(f, TensorType) for f in t.fields):
-            leaves = [(names.fresh(f"{name}_{j}"), f) for j, f in enumerate(t.fields)]
+            leaves = [
+                (names.fresh(f"{name}_{j}"), f)
+                for j, f in enumerate(t.fields)
+                if isinstance(f, TensorType)  # all are (checked above)
+            ]
         else:
             raise PassError(f"ManifestAlloc: cannot allocate a value of this type for %{name}", loc)
         out: list[Stmt] = []
         outs: list[Var] = []
         for leaf_name, leaf in leaves:
             storage = names.fresh(f"{leaf_name}_storage")
-            kwargs: tuple = (("align", self.align), ("scope", "global"))
+            kwargs: KwArgs = (("align", self.align), ("scope", "global"))
             storage_at[leaf_name] = start + len(out)
             leaf_types[leaf_name] = leaf
             size = sizes.get(leaf)

@@ -31,12 +31,24 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping, Sequence, cast
 
 from relaxc.ir.backends import ScratchFact
 from relaxc.ir.diagnostics import RxError
 from relaxc.ir.names import NameSupply
-from relaxc.ir.nodes import Bind, Call, DType, Effect, Function, Invoke, Module, Stmt, Var
+from relaxc.ir.nodes import (
+    Arg,
+    Bind,
+    Call,
+    DType,
+    Effect,
+    Function,
+    Invoke,
+    KwArgs,
+    Module,
+    Stmt,
+    Var,
+)
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, bind_args
 from relaxc.ir.types import TensorType, Type
@@ -101,13 +113,13 @@ class _Needs:
 
     def __init__(self, fact: ScratchFact):
         self.fact = fact
-        self.memo: dict[tuple, int] = {}
+        self.memo: dict[tuple[object, ...], int] = {}
 
     def of_op(
         self,
         op_name: str,
-        args: tuple,
-        kwargs: tuple,
+        args: tuple[Arg, ...],
+        kwargs: KwArgs,
         types: Mapping[str, Type],
         outs: Sequence[TensorType],
         where: Any,
@@ -119,8 +131,8 @@ class _Needs:
             bound = bind_args(op, args, kwargs)
         except OpError as e:  # pragma: no cover - the verifier checked the call
             raise PassError(str(e), where) from None
-        ins = [types[v.name] for v in bound.inputs]
-        if not all(isinstance(t, TensorType) for t in ins):
+        ins = [t for v in bound.inputs if isinstance(t := types[v.name], TensorType)]
+        if len(ins) != len(bound.inputs):
             return 0
         key = (
             op_name,
@@ -131,7 +143,7 @@ class _Needs:
         )
         if key not in self.memo:
             try:
-                self.memo[key] = self.fact(op_name, bound.attrs, ins, outs)  # type: ignore[arg-type]
+                self.memo[key] = self.fact(op_name, bound.attrs, ins, outs)
             except RxError:
                 # The target has no kernel for it (an op on a dtype it lacks): nothing to plan;
                 # the backend refuses the call itself, at its location.
@@ -150,7 +162,7 @@ class _Needs:
                     most = max(most, self.of_op(e.op, e.args, e.kwargs, types, outs, e.loc))
             elif isinstance(e, Invoke) and not e.is_func:
                 outs = [types[v.name] for v in e.outs]
-                most = max(most, self.of_op(e.target, e.args, e.kwargs, types, outs, e.loc))  # type: ignore[arg-type]
+                most = max(most, self.of_op(e.target, e.args, e.kwargs, types, outs, e.loc))
         return most
 
 
@@ -178,8 +190,9 @@ def _give_scratch(
         if e.is_func:
             n = prim_need.get(e.target, 0)
         else:
-            outs = [types[v.name] for v in e.outs]
-            n = need.of_op(e.target, e.args, e.kwargs, types, outs, e.loc)  # type: ignore[arg-type]
+            # The outs of an invoke are tensors (the verifier holds destinations to them).
+            outs = cast(list[TensorType], [types[v.name] for v in e.outs])
+            n = need.of_op(e.target, e.args, e.kwargs, types, outs, e.loc)
         if n <= 0:
             body.append(st)
             continue

@@ -45,7 +45,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar, Literal
+from typing import Callable, ClassVar, Literal, Union, cast
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import STORAGE, AliasInfo, Liveness, analyze_aliases, buffer_liveness
@@ -53,6 +53,7 @@ from relaxc.ir.diagnostics import InternalError
 from relaxc.ir.io_arena import COPY, IO_IN_ARENA, entry_functions
 from relaxc.ir.names import NameSupply
 from relaxc.ir.nodes import (
+    Arg,
     Bind,
     Call,
     CallFunc,
@@ -61,6 +62,7 @@ from relaxc.ir.nodes import (
     Expr,
     Function,
     Invoke,
+    KwArgs,
     Module,
     Project,
     Stmt,
@@ -213,7 +215,8 @@ def io_into_storages(fn: Function) -> Function:
             rename[p.name] = _copy_in(p.name, p.type, names, prologue)
     body = prologue + [_renamed(st, rename) for st in fn.body]
     body = [_internal(st, bounds) for st in body]
-    ret = _RenameVars(rename).visit_expr(fn.ret) if rename else fn.ret
+    # Renaming keeps each node's class: a returned Var or TupleExpr stays one.
+    ret = cast(Union[Var, TupleExpr], _RenameVars(rename).visit_expr(fn.ret)) if rename else fn.ret
     return dataclasses.replace(fn.with_attrs({IO_IN_ARENA: True}), body=tuple(body), ret=ret)
 
 
@@ -242,7 +245,7 @@ def _copy_in(src: str, t: Type, names: NameSupply, out: list[Stmt]) -> str:
     storage = names.fresh(f"{src}_storage")
     tensor = names.fresh(f"{src}_in")
     size = round_up_dim(tensor_nbytes(t), IO_ALIGN)
-    kwargs: tuple = (("align", IO_ALIGN), ("scope", "global"))
+    kwargs: KwArgs = (("align", IO_ALIGN), ("scope", "global"))
     out.append(Bind(storage, None, Call(ALLOC_STORAGE, (size,), kwargs)))
     shape = tuple(t.shape)
     out.append(Bind(tensor, None, Call(ALLOC_TENSOR, (Var(storage), 0, shape, DType(t.dtype)))))
@@ -256,7 +259,10 @@ def _internal(st: Stmt, bounds: dict[str, int]) -> Stmt:
     if call is None or not dict(call.kwargs).get("external"):
         return st
     size = call.args[0] if call.args else dict(call.kwargs).get("size")
-    if size is None or (not isinstance(size, int) and D.upper_bound(size, bounds) is None):
+    # The verifier holds the size to a dim (AttrSpec "size", "dim").
+    if size is None or (
+        not isinstance(size, int) and D.upper_bound(cast(D.Dim, size), bounds) is None
+    ):
         return st  # unbounded: stays the caller's
     kwargs = tuple((k, v) for k, v in call.kwargs if k != "external")
     assert isinstance(st, Bind)
@@ -273,8 +279,11 @@ class _RenameVars(ExprFunctor[Expr]):
         new = self.rename.get(v.name)
         return v if new is None else Var(new, v.loc)
 
-    def args(self, args: tuple) -> tuple:
+    def args(self, args: tuple[Arg, ...]) -> tuple[Arg, ...]:
         return tuple(self.var(a) if isinstance(a, Var) else a for a in args)
+
+    def vars(self, vs: tuple[Var, ...]) -> tuple[Var, ...]:
+        return tuple(self.var(v) for v in vs)
 
     def visit_default(self, e: Expr) -> Expr:
         return e
@@ -286,16 +295,16 @@ class _RenameVars(ExprFunctor[Expr]):
         return dataclasses.replace(e, args=self.args(e.args))
 
     def visit_call_func(self, e: CallFunc) -> Expr:
-        return dataclasses.replace(e, args=self.args(tuple(e.args)))
+        return dataclasses.replace(e, args=self.vars(tuple(e.args)))
 
     def visit_invoke(self, e: Invoke) -> Expr:
         scratch = self.var(e.scratch) if e.scratch is not None else None
         return dataclasses.replace(
-            e, args=self.args(e.args), outs=self.args(e.outs), scratch=scratch
+            e, args=self.args(e.args), outs=self.vars(e.outs), scratch=scratch
         )
 
     def visit_tuple(self, e: TupleExpr) -> Expr:
-        return dataclasses.replace(e, fields=self.args(e.fields))
+        return dataclasses.replace(e, fields=self.vars(e.fields))
 
     def visit_project(self, e: Project) -> Expr:
         return dataclasses.replace(e, tuple_var=self.var(e.tuple_var))
@@ -382,7 +391,7 @@ def _rewrite(fn: Function, plan: FunctionPlan, info: AliasInfo, live: Liveness) 
 
     body: list[Stmt] = []
     for scope, (arena, size, align) in sorted(plan.arenas.items()):
-        kwargs: tuple = (("align", align), ("scope", scope), ("arena", True))
+        kwargs: KwArgs = (("align", align), ("scope", scope), ("arena", True))
         if scope in plan.bounds:
             kwargs += (("proven_bound", plan.bounds[scope]),)
         if scope in plan.clock_stopped:
@@ -435,7 +444,8 @@ def _carve_from_plan(
     if src in placed:
         arena, off = placed[src]
         offset = v.args[1] if len(v.args) > 1 else dict(v.kwargs).get("offset", 0)
-        new_off = D.add(off, offset) if not isinstance(offset, int) else off + offset
+        # The verifier holds the offset to a dim (AttrSpec "offset", "dim").
+        new_off = D.add(off, cast(D.Dim, offset)) if not isinstance(offset, int) else off + offset
         args = (Var(arena, v.args[0].loc), new_off) + tuple(v.args[2:])
     elif src in moved:
         args = (Var(moved[src], v.args[0].loc),) + tuple(v.args[1:])

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Sequence, cast
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import FRESH, analyze_aliases, buffer_liveness, flatten
@@ -142,9 +142,9 @@ class _Planner:
                     out.append(stmt)
         return out
 
-    def out_roots(self) -> list[frozenset]:
+    def out_roots(self) -> list[frozenset[str]]:
         """The roots of each output leaf, in order."""
-        out: list[frozenset] = []
+        out: list[frozenset[str]] = []
         for v in returned_vars(self.fn):
             tree = self.info.trees.get(v.name, frozenset())
             t = self.types[v.name]
@@ -257,14 +257,14 @@ class _Planner:
                 # The placement checker takes a value filling all of an output for the
                 # output itself, live from its first write to the end: nothing smaller may
                 # come after one (or after the result) in that output's bytes.
-                whole = self._fits_exactly(t, out)
-                if not whole and exact_from.get(k, d) < d:
+                fills = self._fits_exactly(t, out)
+                if not fills and exact_from.get(k, d) < d:
                     continue
                 live = active[k] = [occ for occ in active[k] if occ[2] >= d]
                 if all(self._disjoint((stmt.name, d, u), occ) for occ in live):
                     occupants[k].append((stmt.name, d, u))
                     live.append((stmt.name, d, u))
-                    if whole:
+                    if fills:
                         exact_from[k] = min(exact_from.get(k, d), d)
                     slots[stmt.name] = Slot("out", k, 0)
                     break
@@ -441,9 +441,9 @@ def _lower(
         elif isinstance(stmt, Bind) and stmt.name in placement.slots:
             e = stmt.value
             assert isinstance(e, Call)
-            t = types[stmt.name]
-            assert isinstance(t, TensorType)
-            body.append(slot_binding(stmt.name, t, stmt.loc))
+            vt = types[stmt.name]
+            assert isinstance(vt, TensorType)
+            body.append(slot_binding(stmt.name, vt, stmt.loc))
             body.append(
                 Effect(
                     Invoke(e.op, False, e.args, e.kwargs, (Var(stmt.name, stmt.loc),), e.loc),
@@ -576,7 +576,10 @@ class _WorkspaceArgs(FunctionRewriter, ExprFunctor[Sequence[Stmt]]):
         if is_int(ws) and ws == 0:
             return (stmt,)
         arg_types = [self.types[a.name] for a in e.args if isinstance(a, Var)]
-        size = D.simplify(D.substitute(ws, call_dims(self.originals[e.target], arg_types)))
+        # _lower set the attribute: the placement's workspace, a dim.
+        size = D.simplify(
+            D.substitute(cast(D.Dim, ws), call_dims(self.originals[e.target], arg_types))
+        )
         if D.free_vars(size) - set(fn.upper_bounds()) - _function_dim_names(fn):
             raise PassError(
                 f"PlanWorkspace: the workspace of @{e.target} ({D.dim_to_str(size)} bytes) "

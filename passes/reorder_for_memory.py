@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import ClassVar, Mapping
+from typing import Callable, ClassVar, Mapping, Union, cast
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import flatten, param_aliases_of_result
@@ -96,7 +96,7 @@ class _Callees:
         return _Callees(module.by_name, {})
 
 
-def _has_effects(fn: Function, functions: dict[str, Function], memo: dict[str, bool]) -> bool:
+def _has_effects(fn: Function, functions: Mapping[str, Function], memo: dict[str, bool]) -> bool:
     """True if ``fn`` (or a function it calls) has an expression statement or an effectful
     or runtime op: its call must keep its place among the other barriers. Callees are
     decided first, with an explicit stack (a chain of thousands of calls is no deeper)."""
@@ -126,7 +126,7 @@ def _has_effects(fn: Function, functions: dict[str, Function], memo: dict[str, b
     return memo[fn.name]
 
 
-def _own_effects(fn: Function, functions: dict[str, Function], memo: dict[str, bool]) -> bool:
+def _own_effects(fn: Function, functions: Mapping[str, Function], memo: dict[str, bool]) -> bool:
     """``fn`` has effects itself or calls a function that has (callees already in ``memo``;
     a callee missing from it is on the current call path: recursion, assume the worst)."""
     effectful = _Effectful(functions, memo)
@@ -158,7 +158,12 @@ def _is_barrier_op(op: OpDef | None) -> bool:
     return op is None or op.effectful or op.category in ("runtime", "memory")
 
 
-def _size(t: TensorType, bounds: dict[str, int], align: int, cache: dict) -> int | None:
+def _size(
+    t: TensorType,
+    bounds: dict[str, int],
+    align: int,
+    cache: dict[tuple[TensorType, int], int | None],
+) -> int | None:
     key = (t, align)
     if key not in cache:
         nbytes = round_up_dim(tensor_nbytes(t), align)
@@ -177,7 +182,19 @@ def _same_type(a: Type | None, b: Type | None) -> bool:
     )
 
 
-def _split_is_view(op, e: Call, args: list[Var], name: str | None, types: dict[str, Type]) -> bool:
+_Root = Union[str, tuple[str, int]]
+"""A buffer: the value's name, or (name, field index) for a field of a kernel's tuple result."""
+
+_Tree = Union[frozenset[_Root], tuple["_Tree", ...]]
+"""A value's buffers, as :data:`relaxc.ir.alias.Tree` (a tuple of trees for a tuple value)."""
+
+# ir.alias.flatten only unions the sets, whatever their roots: these trees hold field roots too.
+_flatten = cast(Callable[[_Tree], "frozenset[_Root]"], flatten)
+
+
+def _split_is_view(
+    op: OpDef, e: Call, args: list[Var], name: str | None, types: dict[str, Type]
+) -> bool:
     """ElideConcatSplit makes this split's outputs views of its input: static shapes, and
     every dim of the input before the axis is 1 (each output one run of its bytes)."""
     t = types.get(args[0].name) if args else None
@@ -193,7 +210,7 @@ def _split_is_view(op, e: Call, args: list[Var], name: str | None, types: dict[s
     return 0 <= axis < len(t.shape) and all(d == 1 for d in t.shape[:axis])
 
 
-class _Walk(StmtVisitor, ExprFunctor[tuple[str, object]]):
+class _Walk(StmtVisitor, ExprFunctor[tuple[str, _Tree]]):
     """One walk over a function's body: what kind of statement each is, the buffers (alias
     roots) each value may refer to, and the buffers kernels make.
 
@@ -208,17 +225,17 @@ class _Walk(StmtVisitor, ExprFunctor[tuple[str, object]]):
         self.functions = callees.functions
         self.effects_memo = callees.effects
         self.kind: list[str] = []
-        self.trees: dict[str, object] = {p.name: frozenset() for p in fn.params}  # no buffer
+        self.trees: dict[str, _Tree] = {p.name: frozenset() for p in fn.params}  # no buffer
         self.defined_at: dict[str, int] = {}
         self.made: dict[object, tuple[int, TensorType]] = {}  # root -> (statement, type)
-        self.escaping: set = set()
+        self.escaping: set[_Root] = set()
         self.kernel_op_results: set[str] = set()  # one tensor computed by a kernel op
         self.supported = True
         self.name: str | None = None  # the name the statement in hand binds
         self.visit_function(fn)
 
-    def roots(self, name: str) -> frozenset:
-        return flatten(self.trees.get(name, frozenset()))
+    def roots(self, name: str) -> frozenset[_Root]:
+        return _flatten(self.trees.get(name, frozenset()))
 
     # -- statements ---------------------------------------------------------------------
     def visit_bind(self, s: Bind) -> None:
@@ -234,21 +251,22 @@ class _Walk(StmtVisitor, ExprFunctor[tuple[str, object]]):
         self.kind.append(_BARRIER)  # written for its effect: it keeps its place
 
     # -- expressions --------------------------------------------------------------------
-    def visit_invoke(self, e: Invoke) -> tuple[str, object]:
+    def visit_invoke(self, e: Invoke) -> tuple[str, _Tree]:
         return _BARRIER, frozenset()
 
-    def visit_var(self, e: Var) -> tuple[str, object]:
+    def visit_var(self, e: Var) -> tuple[str, _Tree]:
         return _FREE, self.trees.get(e.name, frozenset())
 
-    def visit_tuple(self, e: TupleExpr) -> tuple[str, object]:
+    def visit_tuple(self, e: TupleExpr) -> tuple[str, _Tree]:
         return _FREE, tuple(self.trees.get(v.name, frozenset()) for v in e.fields)
 
-    def visit_project(self, e: Project) -> tuple[str, object]:
+    def visit_project(self, e: Project) -> tuple[str, _Tree]:
         src = self.trees.get(e.tuple_var.name, frozenset())
-        ok = isinstance(src, tuple) and e.index < len(src)
-        return _FREE, src[e.index] if ok else flatten(src)
+        if isinstance(src, tuple) and e.index < len(src):
+            return _FREE, src[e.index]
+        return _FREE, _flatten(src)
 
-    def visit_call(self, e: Call) -> tuple[str, object]:
+    def visit_call(self, e: Call) -> tuple[str, _Tree]:
         name = self.name
         op = REGISTRY.get(e.op)
         args = [a for a in e.args if isinstance(a, Var)]
@@ -269,7 +287,7 @@ class _Walk(StmtVisitor, ExprFunctor[tuple[str, object]]):
             return _FREE, tuple(self.roots(args[0].name) for _ in range(n_out))  # views
         return _KERNEL, frozenset()
 
-    def visit_call_func(self, e: CallFunc) -> tuple[str, object]:
+    def visit_call_func(self, e: CallFunc) -> tuple[str, _Tree]:
         callee = self.functions.get(e.func)
         if callee is None or (
             not callee.is_primitive and _has_effects(callee, self.functions, self.effects_memo)
@@ -283,7 +301,7 @@ class _Walk(StmtVisitor, ExprFunctor[tuple[str, object]]):
             *(self.roots(a.name) for j, a in enumerate(e.args) if j in aliased)
         )
 
-    def _kernel_result(self, i: int, s: Bind) -> object:
+    def _kernel_result(self, i: int, s: Bind) -> _Tree:
         """The buffers a kernel's result is: one per tensor (per field of a tuple)."""
         name = s.name
         t = self.types.get(name)
@@ -360,7 +378,8 @@ def build_model(
     body, kind = fn.body, w.kind
     ret_vars = list(expr_vars(fn.ret))
     returned = frozenset().union(*(w.roots(v.name) for v in ret_vars))
-    bounds, cache = fn.upper_bounds(), {}
+    bounds = fn.upper_bounds()
+    cache: dict[tuple[TensorType, int], int | None] = {}
     size: dict[object, int] = {}  # intermediate -> its bytes
     for r, (_, t) in w.made.items():
         if r not in returned and r not in w.escaping:
@@ -369,16 +388,18 @@ def build_model(
                 return None  # an unbounded size: leave the function as written
             size[r] = nbytes
     consumers: dict[str, list[int]] = {}
-    uses: list[frozenset] = []  # per statement: the intermediates it reads
+    uses: list[frozenset[_Root]] = []  # per statement: the intermediates it reads
     for i, s in enumerate(body):
-        u: frozenset = frozenset()
+        u: frozenset[_Root] = frozenset()
         for v in expr_vars(s.value):
             consumers.setdefault(v.name, []).append(i)
             u = u | w.roots(v.name)
         uses.append(frozenset(r for r in u if r in size))
     # Left out of the search: allocates nothing, and a consumer reads all it reads later.
     free = [
-        kind[i] == _FREE and (not uses[i] or (uses[i] <= w.roots(s.name) and s.name in consumers))
+        kind[i] == _FREE  # a binding: an effect is a barrier
+        and isinstance(s, Bind)
+        and (not uses[i] or (uses[i] <= w.roots(s.name) and s.name in consumers))
         for i, s in enumerate(body)
     ]
     stmt_of = [i for i in range(len(body)) if not free[i]]

@@ -26,18 +26,21 @@ This module gives them:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Sequence, cast
 
 from relaxc.ir import dims as D
 from relaxc.ir.alias import TENSOR, AliasInfo, Liveness, analyze_aliases, buffer_liveness
-from relaxc.ir.diagnostics import InternalError
+from relaxc.ir.diagnostics import InternalError, Loc
 from relaxc.ir.nodes import (
+    Arg,
     Bind,
     Call,
     DType,
     Effect,
+    Expr,
     Function,
     Invoke,
+    KwArgs,
     Module,
     Stmt,
     Var,
@@ -73,7 +76,9 @@ class Layout:
     types: dict[str, Type]
     index: dict[str, int] = field(default_factory=dict)  # binding -> statement index
     place: dict[str, Place] = field(default_factory=dict)  # alloc_tensor / view -> its place
-    storage_args: dict[str, tuple] = field(default_factory=dict)  # alloc_storage -> (args, kw)
+    storage_args: dict[str, tuple[tuple[Arg, ...], KwArgs]] = field(
+        default_factory=dict
+    )  # alloc_storage -> (args, kw)
     tenants: dict[str, list[str]] = field(default_factory=dict)  # storage -> its tensors
     other_storage_uses: dict[str, int] = field(default_factory=dict)  # storage -> non-carving uses
     data_uses: dict[str, list[int]] = field(
@@ -214,7 +219,7 @@ class Layout:
         return place_lazily(body, [p.name for p in self.fn.params], self.fn.ret)
 
 
-def view_call(p: Place, loc=None) -> Call:
+def view_call(p: Place, loc: Loc | None = None) -> Call:
     return Call(
         MEMORY_VIEW, (Var(p.source), p.offset, tuple(p.type.shape), DType(p.type.dtype)), (), loc
     )
@@ -232,7 +237,8 @@ def _tensor_place(c: Call, is_view: bool) -> Place | None:
         return None
     if not isinstance(shape, tuple) or not isinstance(dtype, DType):
         return None
-    return Place(src.name, offset, TensorType(tuple(shape), dtype.name), is_view)
+    # The verifier holds the offset to a dim (AttrSpec "offset", "dim" on both ops).
+    return Place(src.name, cast(D.Dim, offset), TensorType(tuple(shape), dtype.name), is_view)
 
 
 class Groups:
@@ -286,7 +292,7 @@ def has_kills(fn: Function) -> bool:
 
 
 def place_lazily(
-    body: Sequence[Stmt], params: Sequence[str], ret: object = None
+    body: Sequence[Stmt], params: Sequence[str], ret: Expr | None = None
 ) -> tuple[Stmt, ...]:
     """``body`` with every memory binding (``alloc_storage``, ``alloc_tensor``,
     ``memory.view``) that something uses moved to just before the first statement using it

@@ -108,7 +108,7 @@ def solve(
     if hi_u < lo_u:
         return CpsatResult("INFEASIBLE", None, lb, None, 0.0)
     m = cp_model.CpModel()
-    height = m.NewIntVar(lo_u, hi_u, "H")
+    height = m.new_int_var(lo_u, hi_u, "H")
     offsets: dict[int, cp_model.IntVar] = {}
     ys: dict[int, cp_model.IntervalVar] = {}
     use_hint = hint is not None and all(
@@ -119,36 +119,36 @@ def solve(
         z = b.size // g
         step = max(1, b.align) // math.gcd(max(1, b.align), g)  # offsets: multiples of this
         if step > 1:
-            k = m.NewIntVar(0, (hi_u - z) // step, f"k{i}")
-            off = m.NewIntVar(0, hi_u - z, f"o{i}")
-            m.Add(off == step * k)
+            k = m.new_int_var(0, (hi_u - z) // step, f"k{i}")
+            off = m.new_int_var(0, hi_u - z, f"o{i}")
+            m.add(off == step * k)
         else:
-            off = m.NewIntVar(0, hi_u - z, f"o{i}")
-        m.Add(off + z <= height)
-        ys[i] = m.NewFixedSizeIntervalVar(off, z, f"m{i}")
+            off = m.new_int_var(0, hi_u - z, f"o{i}")
+        m.add(off + z <= height)
+        ys[i] = m.new_fixed_size_interval_var(off, z, f"m{i}")
         offsets[i] = off
-        if use_hint:
-            m.AddHint(off, hint[i] // g)  # type: ignore[index]
-    if use_hint:
-        m.AddHint(height, max(-(-(hint[i] + buffers[i].size) // g) for i in live))  # type: ignore[index]
+        if use_hint and hint is not None:
+            m.add_hint(off, hint[i] // g)
+    if use_hint and hint is not None:
+        m.add_hint(height, max(-(-(hint[i] + buffers[i].size) // g) for i in live))
     if model == "sections":
         for sec in sections(buffers, live):
-            m.AddNoOverlap([ys[i] for i in sec])
+            m.add_no_overlap([ys[i] for i in sec])
     else:
         xs = [
-            m.NewFixedSizeIntervalVar(buffers[i].start, buffers[i].end - buffers[i].start, "")
+            m.new_fixed_size_interval_var(buffers[i].start, buffers[i].end - buffers[i].start, "")
             for i in live
         ]
-        m.AddNoOverlap2D(xs, [ys[i] for i in live])
+        m.add_no_overlap_2d(xs, [ys[i] for i in live])
     # Identical buffers (lifetime, size, alignment) in index order: any plan can swap them.
     seen: dict[tuple[int, int, int, int], int] = {}
     for i in live:
         b = buffers[i]
         key = (b.start, b.end, b.size, max(1, b.align))
         if key in seen:
-            m.Add(offsets[seen[key]] + b.size // g <= offsets[i])
+            m.add(offsets[seen[key]] + b.size // g <= offsets[i])
         seen[key] = i
-    m.Minimize(height)
+    m.minimize(height)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = workers
     solver.parameters.max_time_in_seconds = time_limit

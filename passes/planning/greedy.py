@@ -33,7 +33,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 from operator import add
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -144,7 +144,9 @@ def scan(inst: Instance) -> Scan:
 
 def _scan_numpy(inst: Instance) -> Scan:
     n = inst.n
-    st, en, sz, _ = inst.arrays()  # type: ignore[misc]
+    arrays = inst.arrays()
+    assert arrays is not None  # _scan calls this only when the instance has them
+    st, en, sz, _ = arrays
     order = np.argsort(st, kind="stable")
     s_sorted = st[order]
     reach = np.maximum.accumulate(en[order])
@@ -349,6 +351,7 @@ def sweep_place(inst: Instance, births: Sequence[int], off: list[int]) -> None:
             insort(blocks, (hi - lo) * K + lo)
         k = bisect_left(blocks, z * K)
         nb = len(blocks)
+        bs = 0  # the loop sets it whenever a hole is found (k < nb after it)
         while k < nb:  # the tightest hole that holds it aligned
             bs, bo = divmod(blocks[k], K)
             if a == 1 or -(-bo // a) * a + z <= bo + bs:
@@ -493,7 +496,7 @@ def greedy(
     else:
         st, sz = arrays[0][idx], arrays[2][idx]
     if method == "greedy-size":
-        keys: tuple = (idx, -sz, st)
+        keys: tuple[Any, ...] = (idx, -sz, st)
     else:
         w = np.array(conflict_weights(inst), dtype=kind)[idx]
         keys = (idx, -sz, -w, st)

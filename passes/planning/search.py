@@ -673,6 +673,7 @@ def minimize(
             early = main is not None and main.work < budget * MAIN_FIRST
             turns = 0 if main is None else MAIN_TURNS if early else 1
             for _ in range(turns):
+                assert main is not None  # no turns without a main probe
                 before = main.work
                 # No more than the budget left: a turn of the main probe is SLICE work
                 # for each of its shares.
@@ -680,6 +681,7 @@ def minimize(
                 used += main.work - before
                 if status == "found":
                     _note(trace, main, inst)
+                    assert main.result is not None  # "found": the probe holds a plan
                     return Outcome(main.result, inst.height(main.result), used, goal)
                 if status == "infeasible":
                     _note(trace, main, inst)
@@ -710,7 +712,7 @@ def minimize(
             before = probe.work
             # The side probe gets SIDE_PART of what the main probe gets per round (all of
             # it once the main probe is done), whatever the number of decisions in each.
-            side_turns = (
+            side_turns: float = (
                 1
                 if main is None
                 else max(
@@ -734,6 +736,7 @@ def minimize(
                 side_work += probe.work - before
             if status == "found":
                 _note(trace, probe, inst)
+                assert probe.result is not None  # "found": the probe holds a plan
                 found, best = probe.result, inst.height(probe.result)
                 improved = True
             elif status == "infeasible" or probe.work >= most:
