@@ -128,7 +128,8 @@ def emit_c(
     if fn.attr("planned") is not True:
         raise RxError(
             f"the C target needs planned memory, but @{entry} was not planned; build with the c "
-            f"pipeline (ManifestAlloc,PlanMemory,LegalizePackedCalls) or include PlanMemory"
+            f"pipeline (-p c, the default of --target c) or include ManifestAlloc, PlanWorkspace "
+            f"and PlanMemory"
         )
     m = ModuleEmitter(module, types, weights or {}, prefix, constants, progress)
     runner = RunnerEmitter(m, fn)

@@ -228,8 +228,11 @@ def test_unplanned_ir_is_refused() -> None:
     m = parse_module((SAMPLES_DIR / "relay_memory.rx").read_text(), "r.rx")
     with pytest.raises(
         RxError, match="the C target needs planned memory, but @main was not planned"
-    ):
+    ) as info:
         emit_c(compile_module(m, passes="ManifestAlloc"))
+    # the hint names the c pipeline and every pass the C target needs before it
+    assert "-p c" in info.value.message
+    assert all(p in info.value.message for p in ("ManifestAlloc", "PlanWorkspace", "PlanMemory"))
     with pytest.raises(RxError, match="needs planned memory"):
         emit_c(m)
 
