@@ -14,13 +14,22 @@ from typing import Mapping
 
 from . import dims as D
 from .dims import Dim
-from .types import TensorType, dtype_nbytes
+from .types import TensorType, Type, dtype_nbytes, tensor_leaves
 
 
 def tensor_nbytes(t: TensorType) -> Dim:
     """Bytes of a tensor of type ``t``, as a simplified dim expression (an int when the shape
     is static)."""
     return D.mul(D.product(t.shape), dtype_nbytes(t.dtype))
+
+
+def value_nbytes(t: Type) -> Dim:
+    """Bytes of every tensor in a value of type ``t`` (each field of a tuple, nested tuples
+    included; objects and storages hold none), as a dim expression."""
+    total: Dim = 0
+    for leaf in tensor_leaves(t):
+        total = D.add(total, tensor_nbytes(leaf))
+    return total
 
 
 def tensor_nbytes_bound(t: TensorType, bounds: Mapping[str, int]) -> int | None:

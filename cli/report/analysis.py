@@ -26,8 +26,8 @@ from relaxc.ir.call_graph import called, callees_first
 from relaxc.ir.alias import TENSOR, AliasInfo, analyze_aliases, buffer_liveness
 from relaxc.ir.io_arena import arena_inputs, is_io_in_arena
 from relaxc.ir.nodes import Bind, Call, CallFunc, Effect, Function, Invoke, Module, TupleExpr, Var
-from relaxc.ir.sizes import round_up
-from relaxc.ir.types import TensorType, Type, dtype_nbytes, tensor_leaves
+from relaxc.ir.sizes import round_up, value_nbytes
+from relaxc.ir.types import TensorType, Type, tensor_leaves
 from relaxc.ir.verifier import verify_module
 from relaxc.ir.vocab import (
     ALLOC_TENSOR,
@@ -210,17 +210,9 @@ class FunctionReport:
         return 1 - held / base
 
 
-def _size_dim(t: Type) -> D.Dim:
-    """Bytes of every tensor in ``t``, as a dim expression."""
-    total: D.Dim = 0
-    for leaf in tensor_leaves(t):
-        total = D.add(total, D.mul(D.product(leaf.shape), dtype_nbytes(leaf.dtype)))
-    return total
-
-
 def _bytes(t: Type, bounds: dict[str, int]) -> int | str:
     """Bytes of every tensor in ``t`` at the upper bound, or the size expression if unbounded."""
-    size = Size.of(_size_dim(t), bounds)
+    size = Size.of(value_nbytes(t), bounds)
     return size.bound if size.bound is not None else size.expr
 
 
@@ -255,9 +247,9 @@ def function_report(
     arenas = {s.name: s for s in all_storages if s.arena}
     in_total: D.Dim = 0
     for p in fn.params:
-        in_total = D.add(in_total, _size_dim(p.type))
+        in_total = D.add(in_total, value_nbytes(p.type))
     rep.input_bytes = Size.of(in_total, bounds)
-    rep.output_bytes = Size.of(_size_dim(fn.ret_type), bounds)
+    rep.output_bytes = Size.of(value_nbytes(fn.ret_type), bounds)
     if is_io_in_arena(fn):
         rep.io_in_arena = True
         for a in arena_inputs(fn):

@@ -27,23 +27,17 @@ value without one makes the baseline unknown (None).
 from __future__ import annotations
 
 from relaxc.ir import dims as D
+from relaxc.ir.sizes import value_nbytes
 from relaxc.ir.call_graph import callees_first
 from relaxc.ir.nodes import Bind, Call, CallFunc, Function, Invoke, Module, Var, call_dims
 from relaxc.ir.ops import REGISTRY
-from relaxc.ir.types import Type, dtype_nbytes, tensor_leaves
+from relaxc.ir.types import Type
 from relaxc.ir.verifier import ModuleTypes
 from relaxc.ir.vocab import MEMORY_VIEW, call_of
 
 
 CONCAT = "concat"
 """The op a joined value is made by (ElideConcatSplit's producers write its slices)."""
-
-
-def _value_dim(t: Type) -> D.Dim:
-    total: D.Dim = 0
-    for leaf in tensor_leaves(t):
-        total = D.add(total, D.mul(D.product(leaf.shape), dtype_nbytes(leaf.dtype)))
-    return total
 
 
 def _is_kernel_value(e: object) -> bool:
@@ -69,12 +63,12 @@ def baselines(module: Module, types: ModuleTypes) -> dict[str, int | None]:
         for s in fn.body:
             e = s.value
             if isinstance(s, Bind) and _is_kernel_value(e) and s.name in fn_types:
-                total = D.add(total, _value_dim(fn_types[s.name]))
+                total = D.add(total, value_nbytes(fn_types[s.name]))
             elif isinstance(e, Invoke):
                 for v in e.outs:
                     if v.name not in written and v.name in fn_types:
                         written.add(v.name)
-                        total = D.add(total, _value_dim(fn_types[v.name]))
+                        total = D.add(total, value_nbytes(fn_types[v.name]))
             elif isinstance(e, CallFunc) and (callee := module.get(e.func)) is not None:
                 inner = (
                     _primitive_values(callee, types.get(callee.name, {}))
@@ -91,7 +85,7 @@ def baselines(module: Module, types: ModuleTypes) -> dict[str, int | None]:
         for name in [*joined, *parts]:
             if name not in written and name in fn_types:
                 written.add(name)
-                total = D.add(total, _value_dim(fn_types[name]))
+                total = D.add(total, value_nbytes(fn_types[name]))
         return total if known else None
 
     for fn in callees_first(module):  # callees before callers: no recursion here
@@ -135,7 +129,7 @@ def _primitive_values(fn: Function, fn_types: dict[str, Type]) -> D.Dim:
     total: D.Dim = 0
     for s in fn.body:
         if isinstance(s, Bind) and _is_kernel_value(s.value) and s.name in fn_types:
-            total = D.add(total, _value_dim(fn_types[s.name]))
+            total = D.add(total, value_nbytes(fn_types[s.name]))
     return total
 
 

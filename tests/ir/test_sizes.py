@@ -8,8 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relaxc.ir import dims as D
-from relaxc.ir.sizes import round_up, round_up_dim, tensor_nbytes, tensor_nbytes_bound
-from relaxc.ir.types import DTYPES, TensorType
+from relaxc.ir.sizes import (
+    round_up,
+    round_up_dim,
+    tensor_nbytes,
+    tensor_nbytes_bound,
+    value_nbytes,
+)
+from relaxc.ir.types import DTYPES, TensorType, TupleType, tensor_leaves
 
 NAMES = ("n", "m")
 
@@ -92,3 +98,18 @@ def test_round_up_edges() -> None:
 def test_round_up_dim_agrees_with_the_int_form_at_every_value(t, align, env) -> None:
     dim = round_up_dim(tensor_nbytes(t), align)
     assert D.evaluate(dim, env) == round_up(D.evaluate(tensor_nbytes(t), env), align)
+
+
+tuple_types = st.recursive(
+    tensor_types,
+    lambda ch: st.lists(ch, max_size=3).map(lambda fs: TupleType(tuple(fs))),
+    max_leaves=6,
+)
+
+
+@given(tuple_types, bounds_st)
+def test_a_value_holds_the_bytes_of_every_tensor_leaf(t, env) -> None:
+    """value_nbytes of a tensor or a (nested) tuple is the sum of its leaves' bytes, at
+    every point."""
+    want = sum(D.evaluate(tensor_nbytes(leaf), env) for leaf in tensor_leaves(t))
+    assert D.evaluate(value_nbytes(t), env) == want
