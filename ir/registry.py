@@ -31,8 +31,8 @@ Adding an op (``tests/ir/test_op_coverage.py`` checks that each step is done):
    kernel op has one or the other, and that the formulas agree with the records.
 4. A fuzz recipe in ``tests/fuzz/gen.py`` if the generic one cannot draw valid inputs.
 5. Regenerate the op list of ``docs/c.md`` (``relaxc.backend.c.op_list_markdown()``).
-6. Tests of its inference and kernel in ``tests/ir/test_ops.py`` and of its C in
-   ``tests/backend/c/test_ops.py``.
+6. Tests of its inference and kernel in ``tests/ir/test_ops*.py`` and of its C in
+   ``tests/backend/c/test_ops*.py`` (``test_ops.py``, or the family's ``test_ops_<family>.py``).
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ relaxc.ir.registry asks, checked op by op.
 
 For every kernel op: a numpy kernel; a C generator or an explicit refusal; a fuzz recipe in
 tests/fuzz/gen.py, or the generic one, that draws valid inputs for it; its row in the op
-list of docs/c.md (generated from the registry); tests of it in tests/ir/test_ops.py and
-tests/backend/c/test_ops.py. The facts on the record are checked against what the op
+list of docs/c.md (generated from the registry); tests of it in tests/ir/test_ops*.py and
+tests/backend/c/test_ops*.py (one file per family of ops: test_ops.py, test_ops_<family>.py). The facts on the record are checked against what the op
 computes (float_only against its inference, scalar against its numpy kernel, inplace
 against its inputs). And the checks fail when a backend forgets an op.
 """
@@ -120,15 +120,20 @@ def test_the_c_table_covers_the_registry_exactly():
 
 @pytest.mark.parametrize("op", KERNEL_OPS, ids=_ids(KERNEL_OPS))
 def test_every_kernel_op_has_tests(op):
-    ir_tests = (ROOT / "tests/ir/test_ops.py").read_text()
-    c_tests = (ROOT / "tests/backend/c/test_ops.py").read_text()
+    ir_tests = _test_text("tests/ir")
+    c_tests = _test_text("tests/backend/c")
     assert f"{op.name}(" in ir_tests or f'"{op.name}"' in ir_tests, (
-        f"{op.name}: not in tests/ir/test_ops.py"
+        f"{op.name}: not in tests/ir/test_ops*.py"
     )
     if kernels.C_KERNELS.get(op.name) is not None:
         assert f"{op.name}(" in c_tests, (
-            f"{op.name}: the C target computes it, but tests/backend/c/test_ops.py does not"
+            f"{op.name}: the C target computes it, but no tests/backend/c/test_ops*.py does"
         )
+
+
+def _test_text(folder: str) -> str:
+    """The text of every ``test_ops*.py`` of ``folder`` (the op tests, one file per family)."""
+    return "\n".join(p.read_text() for p in sorted((ROOT / folder).glob("test_ops*.py")))
 
 
 # ---------------------------------------------------------------------------------------
