@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     onnx = None  # type: ignore[assignment]
 
 MIN_OPSET = 7
-MAX_OPSET = 21
+MAX_OPSET = 24
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
 # ONNX TensorProto element type -> relaxc dtype
@@ -105,7 +105,7 @@ def load_model(source: "str | Path | bytes | Any") -> Any:
 
 
 def default_opset(model: Any) -> int:
-    """The version of the default operator set the model imports (checked to be 7..21)."""
+    """The version of the default operator set the model imports (checked to be MIN_OPSET..MAX_OPSET: 7..24)."""
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         if model.opset_import:
