@@ -103,14 +103,6 @@ def convert_leaky_relu(ctx: NodeContext) -> list:
     return [ctx.emit("leaky_relu", [ctx.input(0)], {"alpha": float(ctx.attr("alpha", 0.01))})]
 
 
-def convert_gelu(ctx: NodeContext) -> list:
-    if ctx.attr("approximate", "none") != "none":
-        raise ctx.fail(
-            f"approximate='{ctx.attr('approximate')}' is not supported (only the exact erf form)"
-        )
-    return [ctx.emit("gelu", [ctx.input(0)])]
-
-
 def convert_clip(ctx: NodeContext) -> list:
     x = ctx.input(0)
     if ctx.opset < 11:
@@ -176,7 +168,6 @@ def table() -> dict[str, Converter]:
     out.update(
         {
             "LeakyRelu": convert_leaky_relu,
-            "Gelu": convert_gelu,
             "Clip": convert_clip,
             "Cast": convert_cast,
         }

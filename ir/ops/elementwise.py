@@ -7,8 +7,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from relaxc.ir.registry import AttrSpec, InferFn, KernelFn, OpDef, Registry
-from relaxc.ir.types import TensorType, Type
+from relaxc.ir.registry import AttrSpec, InferFn, KernelFn, OpDef, OpError, Registry
+from relaxc.ir.types import DTYPES, TensorType, Type
 
 from .checks import as_contiguous, require_numeric
 from .common import broadcast_shapes, require_computable, require_float, same_dtype, tensors
@@ -16,7 +16,7 @@ from .common import broadcast_shapes, require_computable, require_float, same_dt
 
 # On bool, numpy's kernels of these ops do not give bool (subtract and negative raise, divide
 # gives float64, power int8): they need a numeric tensor. The others are logic on bool.
-NOT_ON_BOOL = frozenset({"subtract", "divide", "power", "negative"})
+NOT_ON_BOOL = frozenset({"subtract", "divide", "power", "negative", "sign", "prelu"})
 
 
 def _binary_infer(name: str, float_only: bool = False) -> InferFn:
@@ -161,6 +161,189 @@ UNARY: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray], bool]] = {
 }
 
 
+def in_double(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """``fn`` computed in float64 and rounded once to x's dtype (f16 and f32 included): what
+    the C kernels compute, in double."""
+
+    def run(x: np.ndarray) -> np.ndarray:
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(x.astype(np.float64))).astype(x.dtype)
+
+    return run
+
+
+def softplus(d: np.ndarray) -> np.ndarray:
+    """log(1 + e ** d) without overflow: d + log1p(e ** -d) for d > 0."""
+    return np.where(d > 0, d + np.log1p(np.exp(-np.abs(d))), np.log1p(np.exp(np.minimum(d, 0))))
+
+
+GELU_TANH_SCALE = math.sqrt(2.0 / math.pi)
+"""sqrt(2 / pi), the tanh form of gelu's scale (0.7978845608028654)."""
+
+
+# Unary float math, each computed in float64 and rounded once (name -> summary, kernel).
+FLOAT_MATH: dict[str, tuple[str, Callable[[np.ndarray], np.ndarray]]] = {
+    "reciprocal": ("1 / x", lambda d: 1.0 / d),
+    "floor": ("largest integer <= x", np.floor),
+    "ceil": ("smallest integer >= x", np.ceil),
+    "round": ("nearest integer, halves to even", np.rint),
+    "sin": ("sine", np.sin),
+    "cos": ("cosine", np.cos),
+    "tan": ("tangent", np.tan),
+    "asin": ("arcsine", np.arcsin),
+    "acos": ("arccosine", np.arccos),
+    "atan": ("arctangent", np.arctan),
+    "sinh": ("hyperbolic sine", np.sinh),
+    "cosh": ("hyperbolic cosine", np.cosh),
+    "asinh": ("inverse hyperbolic sine", np.arcsinh),
+    "acosh": ("inverse hyperbolic cosine", np.arccosh),
+    "atanh": ("inverse hyperbolic tangent", np.arctanh),
+    "softplus": ("log(1 + e ** x) (ONNX Softplus)", softplus),
+    "softsign": ("x / (1 + |x|) (ONNX Softsign)", lambda d: d / (1.0 + np.abs(d))),
+    "mish": ("x * tanh(softplus(x)) (ONNX Mish)", lambda d: d * np.tanh(softplus(d))),
+    "gelu_tanh": (
+        "0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x ** 3))) (ONNX Gelu, approximate='tanh')",
+        lambda d: 0.5 * d * (1.0 + np.tanh(GELU_TANH_SCALE * (d + 0.044715 * d * d * d))),
+    ),
+}
+
+
+def _elu(d: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
+    return np.where(d < 0, a["alpha"] * np.expm1(d), d)
+
+
+def _selu(d: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
+    return a["gamma"] * np.where(d > 0, d, a["alpha"] * np.expm1(d))
+
+
+def _celu(d: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
+    """max(0, x) + min(0, alpha (e ** (x / alpha) - 1)), NaN kept (fmax and fmin drop it)."""
+    alpha = a["alpha"]
+    y = np.fmax(0.0, d) + np.fmin(0.0, alpha * np.expm1(d / alpha))
+    return np.where(np.isnan(d), d, y)
+
+
+def _thresholded_relu(d: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
+    return np.where(d > a["alpha"], d, 0.0)
+
+
+def _shrink(d: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
+    lambd, bias = a["lambd"], a["bias"]
+    return np.where(d < -lambd, d + bias, np.where(d > lambd, d - bias, 0.0))
+
+
+ActivationFn = Callable[[np.ndarray, Mapping[str, Any]], np.ndarray]
+
+# Activations with attributes, computed in float64 and rounded once to x's dtype:
+# name -> (summary, attributes, kernel over float64, whether integers are allowed).
+ACTIVATIONS: dict[str, tuple[str, tuple[AttrSpec, ...], ActivationFn, bool]] = {
+    "elu": (
+        "x if x >= 0 else alpha (e ** x - 1) (ONNX Elu)",
+        (AttrSpec("alpha", "float", 1.0, "scale of the negative part"),),
+        _elu,
+        False,
+    ),
+    "selu": (
+        "gamma (x if x > 0 else alpha (e ** x - 1)) (ONNX Selu)",
+        (
+            AttrSpec("alpha", "float", 1.67326319217681884765625, "scale of the negative part"),
+            AttrSpec("gamma", "float", 1.05070102214813232421875, "scale of the result"),
+        ),
+        _selu,
+        False,
+    ),
+    "celu": (
+        "max(0, x) + min(0, alpha (e ** (x / alpha) - 1)) (ONNX Celu)",
+        (AttrSpec("alpha", "float", 1.0, "the negative part's scale and steepness"),),
+        _celu,
+        False,
+    ),
+    "thresholded_relu": (
+        "x if x > alpha else 0 (ONNX ThresholdedRelu)",
+        (AttrSpec("alpha", "float", 1.0, "the threshold"),),
+        _thresholded_relu,
+        False,
+    ),
+    "shrink": (
+        "x + bias if x < -lambd, x - bias if x > lambd, else 0 (ONNX Shrink; integers "
+        "truncate the result)",
+        (
+            AttrSpec("bias", "float", 0.0, "added below -lambd, subtracted above lambd"),
+            AttrSpec("lambd", "float", 0.5, "the half width of the band set to 0"),
+        ),
+        _shrink,
+        True,
+    ),
+}
+
+
+def _activation_infer(name: str, ints: bool) -> InferFn:
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        (a,) = tensors(inputs, name)
+        require_numeric(a.dtype, name)
+        if not ints:
+            require_float(a.dtype, name)
+        if name == "celu" and attrs["alpha"] == 0:
+            raise OpError("celu: alpha must not be 0 (it divides x)")
+        return a
+
+    return infer
+
+
+def _activation_kernel(fn: ActivationFn) -> KernelFn:
+    def kernel(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        x = xs[0]
+        with np.errstate(all="ignore"):
+            y = np.asarray(fn(x.astype(np.float64), attrs), dtype=np.float64)
+        if x.dtype.kind in "iu":
+            return float_to_int(y, x.dtype)
+        return y.astype(x.dtype)
+
+    return kernel
+
+
+def _sign_kernel(x: np.ndarray) -> np.ndarray:
+    """-1, 0 or 1 in x's dtype; NaN stays NaN and -0 gives 0 (numpy's sign)."""
+    return np.sign(x)
+
+
+def _prelu(x: np.ndarray, slope: np.ndarray) -> np.ndarray:
+    """x where x >= 0 (NaN too), else x * slope in x's dtype (integers wrap)."""
+    with np.errstate(all="ignore"):
+        return as_contiguous(np.where(x < 0, x * slope, x), x.dtype)
+
+
+def _int_infer(name: str) -> InferFn:
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        (a,) = tensors(inputs, name)
+        if DTYPES[a.dtype].kind not in ("int", "uint"):
+            raise OpError(f"{name}: needs an integer tensor, got {a.dtype}")
+        return a
+
+    return infer
+
+
+def _mod_infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    a, b = tensors(inputs, "mod")
+    dtype = same_dtype([a, b], "mod")
+    require_numeric(dtype, "mod")
+    if DTYPES[dtype].kind == "float" and not attrs["fmod"]:
+        raise OpError(
+            "mod: on floats the remainder takes the dividend's sign (fmod=true); "
+            "the divisor's sign (fmod=false) is for integers"
+        )
+    return TensorType(broadcast_shapes([a.shape, b.shape], "mod"), dtype)
+
+
+def _mod(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """The remainder of a / b: with the divisor's sign (Python's %, fmod false) or the
+    dividend's (C's fmod, fmod true); an integer remainder by 0 is 0, a float one NaN."""
+    a, b = xs
+    with np.errstate(all="ignore"):
+        r = np.fmod(a, b) if attrs["fmod"] else np.mod(a, b)
+    return as_contiguous(r, a.dtype)
+
+
 def _binary_kernel(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> KernelFn:
     return lambda xs, attrs: fn(xs[0], xs[1])
 
@@ -273,5 +456,87 @@ def register_all(reg: Registry) -> None:
             attrs=(AttrSpec("alpha", "float", 0.01, "slope for x < 0"),),
             inplace=(0,),
             float_only=True,
+        )
+    )
+    for name, (summary, math_fn) in FLOAT_MATH.items():
+        reg.register(
+            OpDef(
+                name,
+                summary + " (computed in float64, rounded once)",
+                "kernel",
+                _unary_infer(name, True),
+                kernel=_unary_kernel(in_double(math_fn)),
+                elementwise=True,
+                input_names=("x",),
+                inplace=(0,),
+                float_only=True,
+            )
+        )
+    for name, (summary, specs, act, ints) in ACTIVATIONS.items():
+        reg.register(
+            OpDef(
+                name,
+                summary,
+                "kernel",
+                _activation_infer(name, ints),
+                kernel=_activation_kernel(act),
+                elementwise=True,
+                input_names=("x",),
+                attrs=specs,
+                inplace=(0,),
+                float_only=not ints,
+            )
+        )
+    reg.register(
+        OpDef(
+            "sign",
+            "-1, 0 or 1 by the sign of x (NaN stays NaN)",
+            "kernel",
+            _unary_infer("sign", False),
+            kernel=_unary_kernel(_sign_kernel),
+            elementwise=True,
+            input_names=("x",),
+            inplace=(0,),
+        )
+    )
+    reg.register(
+        OpDef(
+            "bitwise_not",
+            "~x, the bits of an integer flipped",
+            "kernel",
+            _int_infer("bitwise_not"),
+            kernel=_unary_kernel(np.invert),
+            elementwise=True,
+            input_names=("x",),
+            inplace=(0,),
+        )
+    )
+    reg.register(
+        OpDef(
+            "prelu",
+            "x if x >= 0 else x * slope, slope broadcast (ONNX PRelu)",
+            "kernel",
+            _binary_infer("prelu"),
+            min_inputs=2,
+            max_inputs=2,
+            kernel=_binary_kernel(_prelu),
+            elementwise=True,
+            input_names=("x", "slope"),
+            inplace=(0, 1),
+        )
+    )
+    reg.register(
+        OpDef(
+            "mod",
+            "remainder of a / b, with b's sign (fmod false, integers) or a's (fmod true)",
+            "kernel",
+            _mod_infer,
+            min_inputs=2,
+            max_inputs=2,
+            kernel=_mod,
+            elementwise=True,
+            input_names=("lhs", "rhs"),
+            attrs=(AttrSpec("fmod", "bool", False, "the remainder takes the dividend's sign"),),
+            inplace=(0, 1),
         )
     )

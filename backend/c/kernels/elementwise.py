@@ -38,17 +38,20 @@ operands' elements (each already in the compute domain: f16 as float)."""
 @dataclass(frozen=True, slots=True)
 class CFormula:
     """The C of one plain elementwise op (no attributes, one or two inputs): its expression
-    on floating-point elements and on integer ones; None where the C target does not
-    compute the op on that kind (the user's error says so). No op computes on bools."""
+    on floating-point elements, on integer ones and on bools (stored as 0 or 1); None where
+    the C target does not compute the op on that kind (the user's error says so)."""
 
     on_float: Formula | None
     on_int: Formula | None
+    on_bool: Formula | None = None
 
     def expression(self, g: Gen, dtype: str, xs: Sequence[str]) -> str:
         """The C of one element of ``g``'s op on ``dtype`` (RxError where it has none)."""
         k = T.kind(dtype)
         if k == "bool":
-            raise unsupported(g.spec, "bool arithmetic", g.loc)
+            if self.on_bool is None:
+                raise unsupported(g.spec, "bool arithmetic", g.loc)
+            return self.on_bool(g, dtype, xs)
         formula = self.on_float if k == "float" else self.on_int
         if formula is None:
             raise unsupported(g.spec, loc=g.loc)
@@ -151,6 +154,104 @@ def power_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
     return to_int(g, dtype, f"pow((double){xs[0]}, (double){xs[1]})")
 
 
+def rounded_once(dtype: str, double_expr: str) -> str:
+    """A double's value in the compute domain of ``dtype``; f16 stays a double, which the
+    store rounds to f16 once (numpy: float64, rounded once to the dtype)."""
+    return double_expr if dtype == "f16" else f"({ctype_of_domain(dtype)})({double_expr})"
+
+
+def double_formula(expr: str) -> Formula:
+    """``expr`` over ``d`` (the operand as a double), rounded once (:func:`rounded_once`)."""
+    return lambda g, dtype, xs: rounded_once(dtype, expr.format(d=f"((double){xs[0]})"))
+
+
+SOFTPLUS = "({d} > 0 ? {d} + log1p(exp(-{d})) : log1p(exp({d})))"
+"""log(1 + e ** d) without overflow (the numpy kernel's form)."""
+
+GELU_TANH = "0.5 * {d} * (1.0 + tanh(0.7978845608028654 * ({d} + 0.044715 * {d} * {d} * {d})))"
+
+
+def sign_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """numpy's sign: NaN stays NaN, -0 gives +0."""
+    x, ct = xs[0], ctype_of_domain(dtype)
+    return f"({x} > 0 ? ({ct})1 : ({x} < 0 ? ({ct})-1 : ({x} == 0 ? ({ct})0 : {x})))"
+
+
+def sign_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    x, ct = xs[0], T.c_type(dtype)
+    if T.kind(dtype) == "uint":
+        return f"({ct})({x} > 0)"
+    return f"({ct})(({x} > 0) - ({x} < 0))"
+
+
+def bitwise_not_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    return int_wrap(dtype, f"~(uint64_t){xs[0]}")
+
+
+def prelu_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """x * slope in the compute domain where x < 0 (f16: the product of two halves is exact
+    in float, rounded once by the store)."""
+    return f"({xs[0]} < 0 ? {xs[0]} * {xs[1]} : {xs[0]})"
+
+
+def prelu_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    if T.kind(dtype) == "uint":  # never below 0 (the slope is read, for the compiler)
+        return f"((void){xs[1]}, {xs[0]})"
+    product = int_wrap(dtype, f"(uint64_t){xs[0]} * (uint64_t){xs[1]}")
+    return f"({xs[0]} < 0 ? {product} : {xs[0]})"
+
+
+def infix(op: str) -> Formula:
+    """``(a op b)``: a comparison (a bool), or logic on bools."""
+    return lambda g, dtype, xs: f"({xs[0]} {op} {xs[1]})"
+
+
+def bitwise(op: str) -> Formula:
+    """``a op b`` on the integers' bits (in unsigned 64 bits, truncated)."""
+    return lambda g, dtype, xs: int_wrap(dtype, f"(uint64_t){xs[0]} {op} (uint64_t){xs[1]}")
+
+
+def not_bool(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    return f"(uint8_t)!{xs[0]}"
+
+
+def isnan_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    return f"({xs[0]} != {xs[0]})"
+
+
+COMPARE = {
+    "equal": "==",
+    "less": "<",
+    "greater": ">",
+    "less_equal": "<=",
+    "greater_equal": ">=",
+}
+
+FLOAT_MATH = {
+    "reciprocal": "1.0 / {d}",
+    "floor": "floor({d})",
+    "ceil": "ceil({d})",
+    "round": "rint({d})",
+    "sin": "sin({d})",
+    "cos": "cos({d})",
+    "tan": "tan({d})",
+    "asin": "asin({d})",
+    "acos": "acos({d})",
+    "atan": "atan({d})",
+    "sinh": "sinh({d})",
+    "cosh": "cosh({d})",
+    "asinh": "asinh({d})",
+    "acosh": "acosh({d})",
+    "atanh": "atanh({d})",
+    "softplus": SOFTPLUS,
+    "softsign": "{d} / (1.0 + fabs({d}))",
+    "mish": "{d} * tanh(" + SOFTPLUS + ")",
+    "gelu_tanh": GELU_TANH,
+}
+"""The C of each unary float op of :data:`relaxc.ir.ops.elementwise.FLOAT_MATH` over the
+operand ``{d}`` as a double."""
+
+
 C_FORMULAS: dict[str, CFormula] = {
     # unary
     "negative": CFormula(record_on_float, negate_int),
@@ -173,6 +274,19 @@ C_FORMULAS: dict[str, CFormula] = {
     "maximum": CFormula(nan_extremum("fmaxnan"), compare_pick(">")),
     "minimum": CFormula(nan_extremum("fminnan"), compare_pick("<")),
     "power": CFormula(power_float, power_int),
+    "prelu": CFormula(prelu_float, prelu_int),
+    "sign": CFormula(sign_float, sign_int),
+    "bitwise_not": CFormula(None, bitwise_not_int),
+    "logical_not": CFormula(None, None, not_bool),
+    "isnan": CFormula(isnan_float, None),
+    "logical_and": CFormula(None, None, infix("&&")),
+    "logical_or": CFormula(None, None, infix("||")),
+    "logical_xor": CFormula(None, None, infix("!=")),
+    "bitwise_and": CFormula(None, bitwise("&")),
+    "bitwise_or": CFormula(None, bitwise("|")),
+    "bitwise_xor": CFormula(None, bitwise("^")),
+    **{name: CFormula(infix(op), infix(op), infix(op)) for name, op in COMPARE.items()},
+    **{name: CFormula(double_formula(expr), None) for name, expr in FLOAT_MATH.items()},
 }
 """The C formula of every plain elementwise op of the registry (:func:`plain_elementwise`),
 registered in the C kernel table as a :class:`FormulaKernel` each; an op with a ``scalar``
@@ -358,6 +472,101 @@ def gen_leaky_relu(g: Gen) -> list[str]:
     alpha = T.float_literal(a, lit)
     zero = "0.0" if lit == "f64" else "0.0f"
     return gen_elementwise(g, lambda v: f"({v[0]} >= {zero} ? {v[0]} : {v[0]} * {alpha})")
+
+
+def _double_attr(g: Gen, name: str) -> str:
+    return T.float_literal(float(g.spec.attr[name]), "f64")
+
+
+def _activation(expr: Callable[[Gen], str]) -> Callable[[Gen], list[str]]:
+    """The generator of an activation with attributes: ``expr(g)`` over ``{d}`` (the operand
+    as a double), rounded once to a float dtype, or truncated to an integer one as the numpy
+    kernel's float_to_int does (shrink)."""
+
+    def gen(g: Gen) -> list[str]:
+        dtype = g.spec.ins[0].dtype
+        e = expr(g)
+
+        def value(v: list[str]) -> str:
+            d = e.format(d=f"((double){v[0]})")
+            return rounded_once(dtype, d) if T.kind(dtype) == "float" else to_int(g, dtype, d)
+
+        return gen_elementwise(g, value)
+
+    return gen
+
+
+gen_elu = _activation(lambda g: f"({{d}} < 0 ? {_double_attr(g, 'alpha')} * expm1({{d}}) : {{d}})")
+gen_selu = _activation(
+    lambda g: (
+        f"{_double_attr(g, 'gamma')} * ({{d}} > 0 ? {{d}} : "
+        f"{_double_attr(g, 'alpha')} * expm1({{d}}))"
+    )
+)
+gen_celu = _activation(
+    lambda g: (
+        f"({{d}} != {{d}} ? {{d}} : fmax(0.0, {{d}}) + fmin(0.0, "
+        f"{_double_attr(g, 'alpha')} * expm1({{d}} / {_double_attr(g, 'alpha')})))"
+    )
+)
+gen_thresholded_relu = _activation(lambda g: f"({{d}} > {_double_attr(g, 'alpha')} ? {{d}} : 0.0)")
+gen_shrink = _activation(
+    lambda g: (
+        f"({{d}} < -{_double_attr(g, 'lambd')} ? {{d}} + {_double_attr(g, 'bias')} : "
+        f"({{d}} > {_double_attr(g, 'lambd')} ? {{d}} - {_double_attr(g, 'bias')} : 0.0))"
+    )
+)
+
+
+def gen_isinf(g: Gen) -> list[str]:
+    pos, neg = g.spec.attr["detect_positive"], g.spec.attr["detect_negative"]
+
+    def value(v: list[str]) -> str:
+        x = f"(double){v[0]}"
+        tests = ([f"{x} == INFINITY"] if pos else []) + ([f"{x} == -INFINITY"] if neg else [])
+        return f"({' || '.join(tests)})" if tests else f"((void){v[0]}, 0)"  # (reads x)
+
+    return gen_elementwise(g, value)
+
+
+def gen_mod(g: Gen) -> list[str]:
+    """numpy's fmod (the dividend's sign) or mod (the divisor's); an integer remainder by 0
+    (or by -1, which C leaves undefined at the minimum) is 0."""
+    dtype = g.spec.ins[0].dtype
+    fmod = g.spec.attr["fmod"]
+    k = T.kind(dtype)
+    ct = T.c_type(dtype)
+    if k == "bool":
+        raise unsupported(g.spec, loc=g.loc)
+    if k == "float":
+        return gen_elementwise(
+            g, lambda v: rounded_once(dtype, f"fmod((double){v[0]}, (double){v[1]})")
+        )
+
+    def value(v: list[str]) -> str:
+        a, b = v
+        if k == "uint":
+            return f"({b} == 0 ? ({ct})0 : ({ct})({a} % {b}))"
+        r = f"({a} % {b})"
+        if not fmod:  # the divisor's sign: a remainder of the other sign moves by b
+            r = f"({r} != 0 && (({r} < 0) != ({b} < 0)) ? {r} + {b} : {r})"
+        return f"({b} == 0 || {b} == -1 ? ({ct})0 : ({ct}){r})"
+
+    return gen_elementwise(g, value)
+
+
+def gen_bit_shift(g: Gen) -> list[str]:
+    """x << s or x >> s in unsigned 64 bits, truncated; a shift by the width or more is 0."""
+    dtype = g.spec.ins[0].dtype
+    bits = 8 * T.nbytes(dtype)
+    op = "<<" if g.spec.attr["direction"] == "left" else ">>"
+    ct = T.c_type(dtype)
+    return gen_elementwise(
+        g,
+        lambda v: (
+            f"({v[1]} >= {bits} ? ({ct})0 : {int_wrap(dtype, f'(uint64_t){v[0]} {op} {v[1]}')})"
+        ),
+    )
 
 
 def gen_clip(g: Gen) -> list[str]:
