@@ -451,6 +451,19 @@ def _factory(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [], attrs)
 
 
+@recipe("arange")
+def _arange(b: FnBuilder, op: OpDef) -> Val:
+    dtype = b.ch.choice([d for d in b.ctx.dtypes if d != "bool"] + ["i64"])
+    unsigned = DTYPES[dtype].kind == "uint"
+    start = b.ch.int(0, 3) if unsigned else b.ch.int(-3, 3)
+    delta = b.ch.int(1, 2) if unsigned else b.ch.choice([-2, -1, 1, 2])
+    if DTYPES[dtype].kind == "float" and b.ch.bool():
+        start, delta = start + 0.5, delta * 0.25
+    return b.apply(
+        op, [], {"start": start, "delta": delta, "length": b.size(), "dtype": DType(dtype)}
+    )
+
+
 @recipe("transpose")
 def _transpose(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor()

@@ -69,6 +69,7 @@ from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_ta
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
+from .scan import gen_arange
 
 # ---------------------------------------------------------------------------------------
 # The table.
@@ -111,6 +112,7 @@ GENERATORS: dict[str, Generator] = {
     "rms_norm": gen_norm,
     "softmax": gen_softmax,
     "lrn": gen_lrn,
+    "arange": gen_arange,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""
