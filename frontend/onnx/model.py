@@ -105,7 +105,7 @@ def load_model(source: "str | Path | bytes | Any") -> Any:
 
 
 def default_opset(model: Any) -> int:
-    """The version of the default operator set the model imports (checked to be MIN_OPSET..MAX_OPSET: 7..24)."""
+    """The version of the default operator set the model imports (checked to be 7..24)."""
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         if model.opset_import:

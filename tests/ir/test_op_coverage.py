@@ -4,9 +4,10 @@ relaxc.ir.registry asks, checked op by op.
 For every kernel op: a numpy kernel; a C generator or an explicit refusal; a fuzz recipe in
 tests/fuzz/gen.py, or the generic one, that draws valid inputs for it; its row in the op
 list of docs/c.md (generated from the registry); tests of it in tests/ir/test_ops*.py and
-tests/backend/c/test_ops*.py (one file per family of ops: test_ops.py, test_ops_<family>.py). The facts on the record are checked against what the op
-computes (float_only against its inference, scalar against its numpy kernel, inplace
-against its inputs). And the checks fail when a backend forgets an op.
+tests/backend/c/test_ops*.py (one file per family of ops: test_ops.py, test_ops_<family>.py).
+The facts on the record are checked against what the op computes (float_only against its
+inference, scalar against its numpy kernel, inplace against its inputs). And the checks fail
+when a backend forgets an op.
 """
 
 from __future__ import annotations
