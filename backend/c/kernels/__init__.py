@@ -56,6 +56,7 @@ from .elementwise import (
     gen_where,
     plain_elementwise,
 )
+from .attention import gen_attention, gen_rotary_embedding
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
@@ -95,6 +96,8 @@ GENERATORS: dict[str, Generator] = {
     "rms_norm": gen_norm,
     "softmax": gen_softmax,
     "lrn": gen_lrn,
+    "attention": gen_attention,
+    "rotary_embedding": gen_rotary_embedding,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""
