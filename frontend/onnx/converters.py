@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import convert_elementwise, convert_math, convert_nn, convert_reduce, convert_shape
+from . import (
+    convert_attention,
+    convert_elementwise,
+    convert_math,
+    convert_nn,
+    convert_reduce,
+    convert_shape,
+)
 from .context import NodeContext
 
 Converter = Callable[[NodeContext], list]
@@ -12,7 +19,14 @@ Converter = Callable[[NodeContext], list]
 
 def _build() -> dict[str, Converter]:
     table: dict[str, Converter] = {}
-    for module in (convert_math, convert_elementwise, convert_nn, convert_shape, convert_reduce):
+    for module in (
+        convert_math,
+        convert_elementwise,
+        convert_nn,
+        convert_shape,
+        convert_reduce,
+        convert_attention,
+    ):
         table.update(module.table())
     return table
 

@@ -749,6 +749,19 @@ def _norm(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x] + params, attrs)
 
 
+@recipe("rotary_embedding")
+def _rotary_embedding(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim == 4 and _float(t))
+    seq_axis = b.ch.choice([1, 2])
+    batch, seq, head = x.type.shape[0], x.type.shape[seq_axis], x.type.shape[3]
+    if not isinstance(head, int) or head < 2:
+        raise Reject()
+    half = b.ch.int(1, head // 2)
+    ct = TensorType((batch if b.ch.bool() else 1, seq, half), x.type.dtype)
+    attrs = {"seq_axis": seq_axis, "interleaved": b.ch.bool()}
+    return b.apply(op, [x, b.new_input(ct), b.new_input(ct)], attrs)
+
+
 @recipe("softmax")
 def _softmax(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))

@@ -64,6 +64,7 @@ from .elementwise import (
     gen_where,
     plain_elementwise,
 )
+from .attention import gen_attention, gen_rotary_embedding
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
@@ -113,6 +114,8 @@ GENERATORS: dict[str, Generator] = {
     "softmax": gen_softmax,
     "lrn": gen_lrn,
     "arange": gen_arange,
+    "attention": gen_attention,
+    "rotary_embedding": gen_rotary_embedding,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""

@@ -33,15 +33,17 @@ an upper bound on 32-bit ones (the generated file checks ``sizeof(void *) <= 8``
 
 
 def scratch_place(end: int, ctype: str, count: int) -> tuple[int, int]:
-    """Where an array of ``count`` elements of ``ctype`` (``float`` or a pointer type) goes
-    in a scratch whose arrays so far end at ``end``: (its offset, the new end). The one
+    """Where an array of ``count`` elements of ``ctype`` (``float``, ``double`` or a pointer
+    type) goes in a scratch whose arrays so far end at ``end``: (its offset, the new end). The one
     layout :meth:`Gen.scratch_array` carves, and that a kernel's planner may compute ahead."""
     if ctype == "float":
         size = 4
+    elif ctype == "double":
+        size = 8
     elif ctype.endswith("*"):
         size = POINTER_BYTES
     else:
-        raise ValueError(f"scratch arrays hold floats or pointers, not {ctype}")
+        raise ValueError(f"scratch arrays hold floats, doubles or pointers, not {ctype}")
     offset = round_up(end, SCRATCH_ALIGN)
     return offset, offset + size * count
 

@@ -1,0 +1,170 @@
+"""Transformer kernels: attention (fused, one query row at a time) and rotary_embedding."""
+
+from __future__ import annotations
+
+from relaxc.ir.types import TensorType
+
+from .. import dtypes as T
+from .base import Gen, broadcast_index, unsupported
+
+
+def gen_attention(g: Gen) -> list[str]:
+    """For each batch, query head and query row: the row's ``Skv`` scores in a scratch of
+    doubles (``scale * q . k`` summed in double, softcapped, plus the bias and the causal and
+    padding masks), then the softmax over them in place, then each output feature as the
+    probabilities' dot product with a column of v (or the scores themselves for a
+    qk_matmul_output ``result``). A row with no allowed key is zeros, as in the numpy kernel.
+    The only memory beyond the output is that scratch row: no ``Sq x Skv`` matrix."""
+    s = g.spec
+    q, k, v = s.ins[0], s.ins[1], s.ins[2]
+    out = s.outs[0]
+    result = s.attr["result"]
+    B, Hq, Sq, Dq = g.shape(q)
+    Hkv, Skv = g.shape(k)[1], g.shape(k)[2]
+    Dv = g.shape(v)[3]
+    skv = k.shape[2]
+    if not isinstance(skv, int):
+        raise unsupported(s, "the key sequence length must be static (it sizes the scratch row)")
+    g.restrict = True
+    scale = T.float_literal(float(s.attr["scale"]), "f64")
+    cap = float(s.attr["softcap"])
+    ld = lambda t, e: f"(double){g.load(t.dtype, e)}"  # noqa: E731
+    full = TensorType((q.shape[0], q.shape[1], q.shape[2], skv), q.dtype)
+    decls = [
+        "int64_t b, h, hk, i, j, t;",
+        "double acc, sc, bv, mx, tot;",
+        "int open;",
+    ]
+    raw = result in ("qk", "qk_softcap")  # scores before the bias: no row, no v, no bias
+    if raw:
+        decls += [f"(void)x{n};" for n in range(2, len(s.ins))]
+    else:
+        decls.append(g.scratch_array("double", "row", max(skv, 1)))
+        if result != "y":
+            decls.append("(void)x2;")
+    qrow = f"((b * {Hq} + h) * {Sq} + i) * {Dq}"
+    krow = f"((b * {Hkv} + hk) * {Skv} + j)"
+    with g.loop("b", B):
+        with g.loop("h", Hq):
+            g.emit(f"hk = h / ({Hq} / {Hkv});")
+            with g.loop("i", Sq):
+                g.emit("open = 0;")
+                with g.loop("j", Skv):
+                    g.emit("acc = 0;")
+                    with g.loop("t", Dq):
+                        qv, kv = ld(q, f"x0[{qrow} + t]"), ld(k, f"x1[{krow} * {Dq} + t]")
+                        g.emit(f"acc += {qv} * {kv};")
+                    g.emit(f"sc = acc * {scale};")
+                    if result != "qk" and cap > 0:
+                        c = T.float_literal(cap, "f64")
+                        g.emit(f"sc = {c} * tanh(sc / {c});")
+                    if raw:
+                        at = f"((b * {Hq} + h) * {Sq} + i) * {Skv} + j"
+                        g.emit(f"y0[{at}] = {g.store(out.dtype, 'sc')};")
+                    else:
+                        _bias(g, full)
+                        g.emit("if (bv != -INFINITY) open = 1;")
+                        g.emit("row[j] = sc + bv;")
+                if not raw:
+                    _softmax_row(g, Skv, Sq, Hq, out.dtype, result, v, Dv, Hkv)
+    g.emit("(void)open; (void)mx; (void)tot; (void)bv; (void)hk;")
+    return decls
+
+
+def _bias(g: Gen, full: TensorType) -> None:
+    """``bv``: the bias at (b, h, i, j), -INFINITY where the causal or padding rule forbids."""
+    s = g.spec
+    if len(s.ins) > 3:
+        idx = broadcast_index(g, s.ins[3], full, ["b", "h", "i", "j"])
+        g.emit(f"bv = (double){g.load(s.ins[3].dtype, f'x3[{idx}]')};")
+    else:
+        g.emit("bv = 0;")
+    Sq = g.shape(s.ins[0])[2]
+    rules = []
+    if len(s.ins) > 4:
+        rules.append("j >= x4[b]")
+        if s.attr["causal"]:
+            rules.append(f"j > i + (x4[b] - {Sq})")
+    elif s.attr["causal"]:
+        rules.append(f"j > i + {int(s.attr['offset'])}")
+    if rules:
+        g.emit(f"if ({' || '.join(rules)}) bv = -INFINITY;")
+
+
+def _softmax_row(
+    g: Gen, Skv: str, Sq: str, Hq: str, dtype: str, result: str, v: TensorType, Dv: str, Hkv: str
+) -> None:
+    srow = f"((b * {Hq} + h) * {Sq} + i) * {Skv}"
+    if result == "qk_bias":
+        with g.loop("j", Skv):
+            g.emit(f"y0[{srow} + j] = {g.store(dtype, 'row[j]')};")
+        return
+    g.emit("mx = -INFINITY;")
+    with g.loop("j", Skv):  # numpy's max: a NaN wins
+        g.emit(
+            "if (row[j] != row[j] || mx != mx) mx = row[j] != row[j] ? row[j] : mx; "
+            "else if (row[j] > mx) mx = row[j];"
+        )
+    g.emit("if (mx == -INFINITY) mx = 0;")
+    g.emit("tot = 0;")
+    with g.loop("j", Skv):
+        g.emit("row[j] = exp(row[j] - mx);")
+        g.emit("tot += row[j];")
+    g.emit("if (tot == 0) tot = 1;")
+    with g.loop("j", Skv):
+        g.emit("row[j] = open ? row[j] / tot : 0.0;")
+    if result == "probs":
+        with g.loop("j", Skv):
+            g.emit(f"y0[{srow} + j] = {g.store(dtype, 'row[j]')};")
+        return
+    yrow = f"((b * {Hq} + h) * {Sq} + i) * {Dv}"
+    vcol = f"((b * {Hkv} + hk) * {Skv} + j) * {Dv} + t"
+    with g.loop("t", Dv):
+        g.emit("acc = 0;")
+        with g.loop("j", Skv):
+            g.emit(f"acc += row[j] * (double){g.load(v.dtype, f'x2[{vcol}]')};")
+        g.emit(f"y0[{yrow} + t] = {g.store(dtype, 'acc')};")
+
+
+def gen_rotary_embedding(g: Gen) -> list[str]:
+    """Each pair of rotated features read (both) before it is written, then the features
+    past the rotary dim copied: safe over x (``OpDef.inplace``)."""
+    s = g.spec
+    x, cos = s.ins[0], s.ins[1]
+    out = s.outs[0]
+    B, A1, A2, D = g.shape(x)
+    seq_axis = int(s.attr["seq_axis"])
+    S, H = (A1, A2) if seq_axis == 1 else (A2, A1)
+    half = cos.shape[2]
+    assert isinstance(half, int)
+    interleaved = bool(s.attr["interleaved"])
+    cb = "0" if cos.shape[0] == 1 and x.shape[0] != 1 else "b"
+    base = (
+        f"((b * {S} + p) * {H} + hh) * {D}"
+        if seq_axis == 1
+        else f"((b * {H} + hh) * {S} + p) * {D}"
+    )
+    ld = lambda e: f"(double){g.load(x.dtype, e)}"  # noqa: E731
+    with g.loop("b", B):
+        with g.loop("p", S):
+            with g.loop("hh", H):
+                g.emit(f"at = {base};")
+                with g.loop("f", str(half)):
+                    g.emit(
+                        f"cs = (double){g.load(cos.dtype, f'x1[({cb} * {S} + p) * {half} + f]')};"
+                    )
+                    g.emit(
+                        f"sn = (double){g.load(cos.dtype, f'x2[({cb} * {S} + p) * {half} + f]')};"
+                    )
+                    ia, ib = (
+                        ("at + 2 * f", "at + 2 * f + 1")
+                        if interleaved
+                        else ("at + f", f"at + f + {half}")
+                    )
+                    g.emit(f"a = {ld(f'x0[{ia}]')};")
+                    g.emit(f"c = {ld(f'x0[{ib}]')};")
+                    g.emit(f"y0[{ia}] = {g.store(out.dtype, 'a * cs - c * sn')};")
+                    g.emit(f"y0[{ib}] = {g.store(out.dtype, 'a * sn + c * cs')};")
+                with g.loop("f", D, start=str(2 * half)):
+                    g.emit("y0[at + f] = x0[at + f];")
+    return ["int64_t b, p, hh, f, at;", "double cs, sn, a, c;"]
