@@ -34,6 +34,7 @@ from .model import (
     load_model,
     node_attrs,
     node_label,
+    node_title,
     tensor_array,
     value_info_type,
 )
@@ -178,7 +179,7 @@ def import_onnx(
     for index, node in _topological(graph, set(env)):
         if index in folded_away:
             continue  # its Conv computed it (below)
-        label = node_label(node, index)
+        label = node_title(node, index)
         origins += [""] * (len(builder.body) - len(origins))
         inputs = [env[name] if name else None for name in node.input]
         pair = candidates.get(index)
@@ -194,9 +195,9 @@ def import_onnx(
         try:
             outs = CONVERTERS[node.op_type](ctx)
         except ConversionError as e:
-            raise RxError(f"node {label} ({node.op_type}): {e}") from None
+            raise RxError(f"node {label}: {e}") from None
         except RxError as e:
-            raise RxError(f"node {label} ({node.op_type}): {e.message}") from None
+            raise RxError(f"node {label}: {e.message}") from None
         if pair is not None:
             env[graph.node[pair.batch_norm].output[0]] = outs[0]
         origins += [_origin(node, index)] * (len(builder.body) - len(origins))
@@ -208,7 +209,7 @@ def import_onnx(
             elif name in used:
                 what = EXTRA_OUTPUTS.get(node.op_type, f"output {k}")
                 raise RxError(
-                    f"node {label} ({node.op_type}): its output '{name}' ({what}) is used, "
+                    f"node {label}: its output '{name}' ({what}) is used, "
                     "but relaxc imports only inference outputs"
                 )
 
@@ -349,7 +350,7 @@ def _topological(graph: Any, known: set[str]) -> list[tuple[int, Any]]:
             index, node = rest[0]
             missing = next(n for n in node.input if n and n not in defined)
             raise RxError(
-                f"node {node_label(node, index)} ({node.op_type}) uses '{missing}', which no "
+                f"node {node_title(node, index)} uses '{missing}', which no "
                 "input, initializer or node defines (or the graph has a cycle)"
             )
         pending = rest

@@ -105,11 +105,25 @@ def load_model(source: "str | Path | bytes | Any") -> Any:
 
 
 def default_opset(model: Any) -> int:
-    """The version of the default operator set the model imports (checked to be MIN_OPSET..MAX_OPSET: 7..24)."""
+    """The version of the default operator set the model imports (MIN_OPSET..MAX_OPSET)."""
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         if model.opset_import:
-            raise RxError("the model imports no version of the default ONNX operator set")
+            others = ", ".join(sorted({o.domain for o in model.opset_import}))
+            raise RxError(
+                f"the model's operators are of the domain {others}, not of the default ONNX "
+                "domain (ai.onnx), the only one relaxc imports"
+                + (
+                    " (the ai.onnx.ml domain of classical ML operators is out of scope)"
+                    if "ai.onnx.ml" in others
+                    else ""
+                )
+                + (
+                    " (training operators are out of scope: relaxc compiles inference)"
+                    if "training" in others
+                    else ""
+                )
+            )
         return MIN_OPSET  # IR version 1/2 models list none; treat as the oldest supported
     version = max(versions)
     if version < MIN_OPSET:
@@ -247,5 +261,11 @@ def _f32(v: float) -> float:
 
 
 def node_label(node: Any, index: int) -> str:
-    """How an error names a node: its name, or its position when it has none."""
-    return f"'{node.name}'" if node.name else f"#{index} ({node.op_type})"
+    """How a list of nodes names one: its name, or its position when it has none."""
+    return f"'{node.name}'" if node.name else f"#{index}"
+
+
+def node_title(node: Any, index: int) -> str:
+    """How an error about one node starts: ``'name' (Op)``, or ``#index (Op)`` without a
+    name (the op named once)."""
+    return f"'{node.name}' ({node.op_type})" if node.name else f"#{index} ({node.op_type})"
