@@ -299,7 +299,27 @@ def convert_gather(ctx: NodeContext) -> list:
             picked = tuple(data.dims[int(i)] for i in idx.reshape(-1))
             return [ShapeValue(picked, scalar=idx.ndim == 0)]
         indices = Folded(idx.astype(np.int64), getattr(indices, "name", ctx.hint()) or ctx.hint())
+    elif indices.type.dtype not in ("i32", "i64"):
+        raise ctx.fail(f"the indices must be int32 or int64, got {indices.type.dtype}")
+    elif D.is_static(dim):
+        indices = _wrapped_indices(ctx, indices, int(dim))  # type: ignore[arg-type]
+    else:
+        raise ctx.fail(
+            f"run-time indices into the symbolic dim {D.dim_to_str(dim)} are not supported "
+            "(a negative index could not be wrapped)"
+        )
     return [ctx.emit("take", [data, indices], {"axis": axis})]
+
+
+def _wrapped_indices(ctx: NodeContext, indices: Value, dim: int) -> Value:
+    """Run-time ``indices`` in [-dim, dim) as ONNX reads them, wrapped into [0, dim):
+    ``table[indices + dim]`` with ``table = [0 .. dim-1, 0 .. dim-1]`` (exact, one temporary
+    the size of the indices)."""
+    dtype = numpy_dtype(indices.type.dtype)
+    table = Folded(np.tile(np.arange(dim, dtype=dtype), 2), f"{ctx.hint()}_wrap")
+    shift = Folded(np.array(dim, dtype=dtype), f"{ctx.hint()}_dim")
+    shifted = ctx.emit("add", [indices, shift])
+    return ctx.emit("take", [table, shifted], {"axis": 0})  # type: ignore[no-any-return]
 
 
 def convert_slice(ctx: NodeContext) -> list:

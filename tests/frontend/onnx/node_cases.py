@@ -40,6 +40,16 @@ import numpy as np
 RTOL, ATOL = 1e-4, 1e-5
 STATUSES = ("passed", "wrong", "refused", "error")
 
+LOOSER = {
+    "test_averagepool_2d_ceil_last_window_starts_on_pad": (
+        1e-3,
+        "its expected output is written to 4 decimals (0.1511 for 0.151056, which onnxruntime "
+        "and onnx's reference implementation compute, as relaxc does)",
+    ),
+}
+"""Cases compared at a larger rtol than RTOL: case -> (rtol, why). onnx's own runner compares
+every case at rtol 1e-3."""
+
 IMPORT_TIME = "must be known when the model is imported"
 """The importer's words for a value it needs as a constant (ctx.folded): the refusal that
 :func:`run_case` retries with :func:`bind_inputs`."""
@@ -86,10 +96,20 @@ def tested_op(case: Any) -> str:
     return ops[0] if len(ops) == 1 else _op_from_name(case)
 
 
+_ABBREVIATIONS = {
+    "mvn": "MeanVarianceNormalization",
+    "nllloss": "NegativeLogLikelihoodLoss",
+    "sce": "SoftmaxCrossEntropyLoss",
+}
+"""Case names that spell their op short."""
+
+
 def _op_from_name(case: Any) -> str:
     from onnx import defs
 
     words = case.name.removeprefix("test_").split("_")
+    if words[0] in _ABBREVIATIONS:
+        return _ABBREVIATIONS[words[0]]
     names = {s.name.lower(): s.name for s in defs.get_all_schemas_with_history()}
     for k in range(len(words), 0, -1):
         key = "".join(words[:k])
@@ -98,7 +118,9 @@ def _op_from_name(case: Any) -> str:
     return words[0]
 
 
-def compare(got: Sequence[np.ndarray], want: Sequence[Any], what: str) -> str | None:
+def compare(
+    got: Sequence[np.ndarray], want: Sequence[Any], what: str, rtol: float = RTOL
+) -> str | None:
     """None when ``got`` matches ``want``; otherwise what differs, in a sentence."""
     if len(got) != len(want):
         return f"{what}: {len(got)} outputs, expected {len(want)}"
@@ -110,7 +132,7 @@ def compare(got: Sequence[np.ndarray], want: Sequence[Any], what: str) -> str | 
         if g.dtype != w.dtype:
             return f"{what} output {i}: dtype {g.dtype}, expected {w.dtype}"
         if w.dtype.kind in "fc":
-            ok = np.isclose(g, w, rtol=RTOL, atol=ATOL, equal_nan=True)
+            ok = np.isclose(g, w, rtol=rtol, atol=ATOL, equal_nan=True)
             if not ok.all():
                 at = tuple(int(x) for x in np.argwhere(~ok)[0])
                 return f"{what} output {i}: {g[at]} at {at}, expected {w[at]}"
@@ -176,7 +198,8 @@ def _guarded(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with np.errstate(all="ignore"):
-                status, message = _run(model, data_sets, backends)
+                rtol = LOOSER.get(case.name, (RTOL, ""))[0]
+                status, message = _run(model, data_sets, backends, rtol)
     except RxError as e:
         status, message = "refused", str(e).splitlines()[0].removeprefix("error: ")
     except Exception as e:  # noqa: BLE001 - the point is to catch internal errors
@@ -185,7 +208,9 @@ def _guarded(
     return Outcome(case.name, op, status, message, ran, bound)
 
 
-def _run(model: Any, data_sets: Any, backends: tuple[str, ...]) -> tuple[str, str]:
+def _run(
+    model: Any, data_sets: Any, backends: tuple[str, ...], rtol: float = RTOL
+) -> tuple[str, str]:
     from relaxc.frontend.onnx import import_onnx
 
     if not data_sets:
@@ -198,7 +223,7 @@ def _run(model: Any, data_sets: Any, backends: tuple[str, ...]) -> tuple[str, st
         dims = _dims(result, args)
         for backend in backends:
             got = RUNNERS[backend](result, args, dims)
-            wrong = compare(got, want, backend)
+            wrong = compare(got, want, backend, rtol)
             if wrong is not None:
                 return "wrong", wrong
     return "passed", ""
