@@ -22,7 +22,8 @@ CONVERTERS: dict[str, Converter] = _build()
 
 # Outputs beyond the first that a converter cannot produce: refused if anything uses them.
 EXTRA_OUTPUTS = {
-    "Dropout": "the dropout mask",
+    "Dropout": "the dropout mask, whose value before opset 12 ONNX leaves undefined outside "
+    "training",
     "MaxPool": "the argmax indices",
     "BatchNormalization": "training statistics",
     "LayerNormalization": "the mean and inverse standard deviation",

@@ -191,7 +191,7 @@ def import_onnx(
             else:
                 inputs[1:] = folded
                 folded_away.add(pair.batch_norm)
-        ctx = NodeContext(node, node_attrs(node), opset, builder, inputs)
+        ctx = NodeContext(node, node_attrs(node, index), opset, builder, inputs)
         try:
             outs = CONVERTERS[node.op_type](ctx)
         except ConversionError as e:

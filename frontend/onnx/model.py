@@ -62,7 +62,29 @@ DTYPE_NAMES: dict[int, str] = {
     14: "COMPLEX64",
     15: "COMPLEX128",
     16: "BFLOAT16",
+    17: "FLOAT8E4M3FN",
+    18: "FLOAT8E4M3FNUZ",
+    19: "FLOAT8E5M2",
+    20: "FLOAT8E5M2FNUZ",
+    21: "UINT4",
+    22: "INT4",
+    23: "FLOAT4E2M1",
+    24: "FLOAT8E8M0",
+    25: "UINT2",
+    26: "INT2",
+    27: "FLOAT6E2M3",
+    28: "FLOAT6E3M2",
 }
+UNSUPPORTED_WHY: dict[int, str] = {
+    8: "strings are out of scope: relaxc computes on numbers",
+    13: "relaxc has no 64-bit unsigned integer type",
+    14: "complex numbers are out of scope",
+    15: "complex numbers are out of scope",
+    **{k: "8-bit floats are out of scope" for k in (17, 18, 19, 20, 24)},
+    **{k: "sub-byte integers are out of scope" for k in (21, 22, 25, 26)},
+    **{k: "4- and 6-bit floats are out of scope" for k in (23, 27, 28)},
+}
+"""Why relaxc has no dtype for an ONNX element type (the end of the refusal)."""
 
 
 def require_onnx() -> Any:
@@ -144,7 +166,11 @@ def relax_dtype(elem_type: int, what: str) -> str:
     dtype = DTYPES.get(elem_type)
     if dtype is None:
         kind = DTYPE_NAMES.get(elem_type, str(elem_type))
-        raise RxError(f"{what} has element type {kind}, which relaxc does not support")
+        why = UNSUPPORTED_WHY.get(elem_type)
+        raise RxError(
+            f"{what} has element type {kind}, which relaxc does not support"
+            + (f" ({why})" if why else "")
+        )
     return dtype
 
 
@@ -233,12 +259,16 @@ def _dim(v: int | str, what: str) -> D.Dim:
     return int(v)
 
 
-def node_attrs(node: Any) -> dict[str, Any]:
+def node_attrs(node: Any, index: int = 0) -> dict[str, Any]:
     """A node's attributes as Python values (tensors as numpy arrays, strings decoded)."""
     out: dict[str, Any] = {}
     for a in node.attribute:
         if a.type == onnx.AttributeProto.TENSOR:
-            out[a.name] = tensor_array(a.t, f"attribute '{a.name}' of node '{node.name}'")
+            out[a.name] = tensor_array(
+                a.t, f"attribute '{a.name}' of node {node_title(node, index)}"
+            )
+        elif a.type in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS):
+            out[a.name] = a  # refused by the converters that meet it (Constant's sparse_value)
         elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             out[a.name] = a  # subgraphs: only If/Loop/Scan carry them, and those are unsupported
         else:

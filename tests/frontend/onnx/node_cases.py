@@ -15,8 +15,8 @@ A model that feeds an integer tensor the importer needs at import time (Reduce a
 starts, Split sizes, Pad pads, a Reshape target) as a graph input is refused as it stands
 ("... must be known when the model is imported"); exported models hold these as constants.
 :func:`run_case` then imports it once more with those inputs bound to the value every data
-set gives them (:func:`bind_inputs`: the integer inputs of rank 0 or 1 that are not the first
-input of a node), as a model exported with constant axes has them, and the outcome names
+set gives them (:func:`bind_inputs`: the integer or bool inputs of rank 0 or 1 that are not
+the first input of a node), as a model exported with constant axes has them, and the outcome names
 them (``Outcome.bound``). Only a refusal of that kind is retried.
 
 ``python -m tests.frontend.onnx.node_cases [--c] [-v] NAME_OR_OP ...`` runs the cases whose
@@ -125,7 +125,7 @@ def compare(
     if len(got) != len(want):
         return f"{what}: {len(got)} outputs, expected {len(want)}"
     for i, (g, w) in enumerate(zip(got, want)):
-        w = np.asarray(w)
+        w = _array(w) if _array(w) is not None else np.asarray(w)
         g = np.asarray(g)
         if g.shape != w.shape:
             return f"{what} output {i}: shape {g.shape}, expected {w.shape}"
@@ -148,14 +148,34 @@ def _flatten(v: Any) -> list[np.ndarray]:
     return [np.asarray(v)]
 
 
+def _array(x: Any) -> np.ndarray | None:
+    """A data set's value as an array: numpy arrays and scalars as they are, a TensorProto
+    (how the cases write bfloat16, float8 and 4-bit data) read when numpy holds its type;
+    None for a sequence, an optional or a type numpy does not hold."""
+    if isinstance(x, np.ndarray):
+        return x
+    if isinstance(x, np.generic):
+        return np.asarray(x)
+    if type(x).__name__ == "TensorProto":
+        from onnx import numpy_helper
+
+        try:
+            a = np.asarray(numpy_helper.to_array(x))
+        except Exception:  # noqa: BLE001 - a type numpy does not hold
+            return None
+        return a if a.dtype.kind in "biuf" and a.dtype.itemsize in (1, 2, 4, 8) else None
+    return None
+
+
 def _feeds(model: Any, inputs: Sequence[Any]) -> list[np.ndarray] | None:
     """The data set's inputs in the order of the model's graph inputs (None: a sequence or an
     optional, which relaxc does not take)."""
     out = []
     for x in inputs:
-        if not isinstance(x, np.ndarray):
+        a = _array(x)
+        if a is None:
             return None
-        out.append(x)
+        out.append(a)
     return out
 
 
@@ -233,13 +253,14 @@ def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
     """``case``'s model with its import-time inputs made initializers, the data sets without
     them, and their names; None when it has none or the data sets disagree on a value.
 
-    An import-time input is an integer graph input of rank 0 or 1 that is never the first
-    input of a node (the first is the data; axes, pads, sizes and shapes come after it)."""
+    An import-time input is an integer (or bool) graph input of rank 0 or 1 that is never the
+    first input of a node (the first is the data; axes, pads, sizes, shapes and Dropout's
+    training_mode come after it)."""
     from onnx import TensorProto, numpy_helper
 
     graph = case.model.graph
     firsts = {n.input[0] for n in graph.node if n.input}
-    ints = {TensorProto.INT64, TensorProto.INT32}
+    ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}  # bool: training_mode
     pick = []
     for k, info in enumerate(graph.input):
         t = info.type.tensor_type if info.type.HasField("tensor_type") else None

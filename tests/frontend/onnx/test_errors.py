@@ -88,7 +88,8 @@ def test_a_used_dropout_mask_is_refused() -> None:
         helper.make_node("Dropout", ["x"], ["y", "mask"], name="drop"),
         helper.make_node("Cast", ["mask"], ["m"], to=1),
     ]
-    model = make_model(nodes, [("x", F32, [3])], [("y", F32, None), ("m", F32, None)], opset=13)
+    # before opset 12 the mask has no value ONNX defines outside training
+    model = make_model(nodes, [("x", F32, [3])], [("y", F32, None), ("m", F32, None)], opset=11)
     refused(model, "node 'drop' (Dropout)", "'mask'", "dropout mask")
 
 
@@ -108,7 +109,7 @@ def test_a_reshape_to_a_computed_shape_names_the_node() -> None:
         helper.make_node("Reshape", ["x", "si"], ["y"], name="reshape_it"),
     ]
     model = make_model(nodes, [("x", F32, [6]), ("s", F32, [2])], [("y", F32, None)])
-    refused(model, "node 'reshape_it' (Reshape)", "must be known when importing")
+    refused(model, "node 'reshape_it' (Reshape)", "must be known when the model is imported")
 
 
 def test_unknown_input_dims_need_a_shape_option() -> None:
