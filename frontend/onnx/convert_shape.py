@@ -301,7 +301,8 @@ def convert_split(ctx: NodeContext) -> list:
     sizes = ctx.ints(ctx.optional(1), "the split input") if ctx.opset >= 13 else ctx.attr("split")
     dim = shape[axis]
     if sizes is None and ctx.opset >= 18 and ctx.attr("num_outputs") is not None:
-        n = int(ctx.attr("num_outputs"))
+        if int(ctx.attr("num_outputs")) != n:
+            raise ctx.fail(f"num_outputs={ctx.attr('num_outputs')}, but the node has {n} outputs")
         if D.is_static(dim) and int(dim) % n:  # type: ignore[arg-type]
             chunk = -(-int(dim) // n)  # type: ignore[arg-type]
             sizes = [chunk] * (n - 1) + [int(dim) - chunk * (n - 1)]  # type: ignore[arg-type]

@@ -160,3 +160,26 @@ def test_the_benchmark_table_and_json_are_deterministic(tmp_path: Path) -> None:
     assert "| Xor | 1 | 0 | 0 | 0 | 1 | 0 | no converter for Xor |" in text
     first = bench.to_json(outcomes, rows, 0)
     assert first == bench.to_json(bench.run_suite(cases, 0), rows, 0)
+
+
+def test_docs_import_md_lists_the_converter_table() -> None:
+    from relaxc.frontend.onnx.converters import (
+        OPERATORS_BEGIN,
+        OPERATORS_END,
+        operator_list_markdown,
+    )
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "import.md").read_text()
+    assert docs.count(OPERATORS_BEGIN) == 1 and docs.count(OPERATORS_END) == 1
+    listed = docs[docs.index(OPERATORS_BEGIN) : docs.index(OPERATORS_END) + len(OPERATORS_END)]
+    assert listed + "\n" == operator_list_markdown(), (
+        "docs/import.md's operator list is stale: replace it with "
+        "relaxc.frontend.onnx.converters.operator_list_markdown()"
+    )
+
+
+def test_the_operator_list_is_every_converter_in_order() -> None:
+    from relaxc.frontend.onnx.converters import operator_list_markdown
+
+    text = operator_list_markdown({"Relu": print, "Add": print})
+    assert text.splitlines()[1] == "Add, Relu."
