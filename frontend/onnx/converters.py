@@ -21,6 +21,50 @@ def _build() -> dict[str, Converter]:
 CONVERTERS: dict[str, Converter] = _build()
 """Every supported operator of the default ONNX domain (read-only after import)."""
 
+_SEQUENCES = "sequences are out of scope: relaxc programs take and give tensors"
+_STRINGS = "strings are out of scope: relaxc computes on numbers"
+_SUBGRAPHS = "control flow with subgraphs is not supported"
+_RANDOM = "random-number operators are not supported: their results cannot be reproduced"
+OUT_OF_SCOPE: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "ConcatFromSequence",
+            "SequenceAt",
+            "SequenceConstruct",
+            "SequenceEmpty",
+            "SequenceErase",
+            "SequenceInsert",
+            "SequenceLength",
+            "SequenceMap",
+            "SplitToSequence",
+        ),
+        _SEQUENCES,
+    ),
+    **dict.fromkeys(
+        ("Optional", "OptionalGetElement", "OptionalHasElement"),
+        "optionals are out of scope: relaxc programs take and give tensors",
+    ),
+    **dict.fromkeys(
+        ("RegexFullMatch", "StringConcat", "StringNormalizer", "StringSplit", "TfIdfVectorizer"),
+        _STRINGS,
+    ),
+    **dict.fromkeys(("If", "Loop", "Scan"), _SUBGRAPHS),
+    **dict.fromkeys(
+        (
+            "Bernoulli",
+            "Multinomial",
+            "RandomNormal",
+            "RandomNormalLike",
+            "RandomUniform",
+            "RandomUniformLike",
+        ),
+        _RANDOM,
+    ),
+    "ImageDecoder": "decoding image files is out of scope",
+}
+"""Operators of the default domain relaxc does not import by design -> why, in the words the
+refusal ends with (every other operator without a converter is only not done yet)."""
+
 # Outputs beyond the first that a converter cannot produce: refused if anything uses them.
 EXTRA_OUTPUTS = {
     "Dropout": "the dropout mask, whose value before opset 12 ONNX leaves undefined outside "

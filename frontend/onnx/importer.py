@@ -25,7 +25,7 @@ from relaxc.ir.verifier import verify_module
 
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
-from .converters import CONVERTERS, EXTRA_OUTPUTS
+from .converters import CONVERTERS, EXTRA_OUTPUTS, OUT_OF_SCOPE
 from .fold_batch_norm import fold_inputs, foldable_pairs
 from .model import (
     DEFAULT_DOMAINS,
@@ -305,7 +305,9 @@ def _check_operators(graph: Any) -> None:
             shown = ", ".join(labels[:5]) + (
                 f" and {len(labels) - 5} more" if len(labels) > 5 else ""
             )
-            parts.append(f"{op} (node{'s' if len(labels) > 1 else ''} {shown})")
+            why = OUT_OF_SCOPE.get(op)
+            where = f"node{'s' if len(labels) > 1 else ''} {shown}"
+            parts.append(f"{op} ({why}; {where})" if why else f"{op} ({where})")
         raise RxError(
             f"the model uses {len(missing)} operator{'s' if len(missing) > 1 else ''} relaxc "
             f"cannot import, in {count} node{'s' if count > 1 else ''}: " + "; ".join(parts),

@@ -307,8 +307,14 @@ def refusal_reason(message: str) -> str:
     reads ``no converter for A, B``; quoted names read ``'…'`` and positions ``(…)``."""
     m = _MISSING.match(message)
     if m:
-        ops = sorted({part.split(" (node")[0].strip() for part in m.group(1).split("; ")})
-        return "no converter for " + ", ".join(ops)
+        ops, whys = set(), set()
+        for part in re.split(r"; (?=[A-Za-z.]+ \()", m.group(1)):
+            op, _, rest = part.partition(" (")
+            ops.add(op.strip())
+            if not rest.startswith("node"):
+                whys.add(rest.split("; node")[0])
+        why = f" ({'; '.join(sorted(whys))})" if whys else ""
+        return "no converter for " + ", ".join(sorted(ops)) + why
     m = _NODE.match(message)
     if m:
         message = f"{m.group(1)}: {message[m.end() :]}"

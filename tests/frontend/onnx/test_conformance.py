@@ -183,3 +183,10 @@ def test_the_operator_list_is_every_converter_in_order() -> None:
 
     text = operator_list_markdown({"Relu": print, "Add": print})
     assert text.splitlines()[1] == "Add, Relu."
+
+
+def test_an_out_of_scope_operator_is_refused_saying_why() -> None:
+    outcome = run_case(_cases()["test_if"], ("interp",))
+    assert outcome.status == "refused"
+    assert "If (control flow with subgraphs is not supported; node #0)" in outcome.message
+    assert outcome.reason == "no converter for If (control flow with subgraphs is not supported)"

@@ -166,11 +166,14 @@ def test_conversion_errors_name_the_node_and_the_reason() -> None:
         numpy_helper.from_array(np.ones((4, 3), F32), "b")
     )  # breaks broadcasting
     refused(model, "node 'bad_add' (Add)", "add")
-    nodes = [
-        helper.make_node("MaxPool", ["x"], ["y"], kernel_shape=[2, 2], storage_order=1, name="mp")
-    ]
-    model = make_model(nodes, [("x", F32, [1, 1, 4, 4])], [("y", F32, None)])
-    refused(model, "node 'mp' (MaxPool)", "storage_order")
+    # storage_order orders only the indices: fine without them, refused with them
+    mp = helper.make_node(
+        "MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], storage_order=1, name="mp"
+    )
+    model = make_model([mp], [("x", F32, [1, 1, 4, 4])], [("y", F32, None)])
+    assert import_onnx(model).module.functions[0].body[0].value.op == "max_pool2d"
+    model = make_model([mp], [("x", F32, [1, 1, 4, 4])], [("y", F32, None), ("i", np.int64, None)])
+    refused(model, "node 'mp' (MaxPool)", "argmax indices (in either storage_order)")
 
 
 def test_unnamed_nodes_are_named_by_position() -> None:
