@@ -65,6 +65,11 @@ OUT_OF_SCOPE: dict[str, str] = {
 """Operators of the default domain relaxc does not import by design -> why, in the words the
 refusal ends with (every other operator without a converter is only not done yet)."""
 
+REVIEWED_VERSIONS: dict[str, int] = {}
+"""op -> the newest version (after opset 24's) its converter follows, for a version
+model.newer_version_problem would refuse (one that changes more than types): add an entry
+when a converter handles it."""
+
 # Outputs beyond the first that a converter cannot produce: refused if anything uses them.
 EXTRA_OUTPUTS = {
     "Dropout": "the dropout mask, whose value before opset 12 ONNX leaves undefined outside "

@@ -25,13 +25,15 @@ from relaxc.ir.verifier import verify_module
 
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
-from .converters import CONVERTERS, EXTRA_OUTPUTS, OUT_OF_SCOPE
+from .converters import CONVERTERS, EXTRA_OUTPUTS, OUT_OF_SCOPE, REVIEWED_VERSIONS
 from .fold_batch_norm import fold_inputs, foldable_pairs
 from .model import (
     DEFAULT_DOMAINS,
+    REVIEWED_OPSET,
     default_opset,
     dim_symbol,
     load_model,
+    newer_version_problem,
     node_attrs,
     node_label,
     node_title,
@@ -191,6 +193,10 @@ def import_onnx(
             else:
                 inputs[1:] = folded
                 folded_away.add(pair.batch_norm)
+        if opset > REVIEWED_OPSET:
+            problem = newer_version_problem(node.op_type, opset, REVIEWED_VERSIONS)
+            if problem is not None:
+                raise RxError(f"node {label}: {problem}")
         ctx = NodeContext(node, node_attrs(node, index), opset, builder, inputs)
         try:
             outs = CONVERTERS[node.op_type](ctx)

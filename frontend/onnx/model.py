@@ -26,7 +26,12 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     onnx = None  # type: ignore[assignment]
 
 MIN_OPSET = 7
-MAX_OPSET = 24
+MAX_OPSET = 28
+REVIEWED_OPSET = 24
+"""The converters follow every version of their op up to this opset. A model of a later
+opset (up to MAX_OPSET) is read too, node by node: an op whose version at the model's opset
+is newer than at REVIEWED_OPSET is converted only if :func:`newer_version_problem` finds
+nothing new in it that relaxc could read wrongly."""
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
 # ONNX TensorProto element type -> relaxc dtype
@@ -159,6 +164,91 @@ def default_opset(model: Any) -> int:
             f"{MAX_OPSET} (onnx.version_converter can convert it down)"
         )
     return version
+
+
+_NOT_COMPUTED = "bf16"
+"""A dtype relaxc stores but does not compute with (as good as lacking, for new versions)."""
+
+
+def _types_relaxc_lacks() -> frozenset[str]:
+    have = {n for k, n in DTYPE_NAMES.items() if DTYPES.get(k) not in (None, _NOT_COMPUTED)}
+    return frozenset(
+        f"tensor({n.lower()})" for n in set(DTYPE_NAMES.values()) - have - {"UNDEFINED"}
+    )
+
+
+def _signature(schema: Any) -> tuple:
+    attrs = tuple(
+        sorted((a.name, int(a.type), bool(a.required)) for a in schema.attributes.values())
+    )
+    ins = tuple((i.name, i.type_str, int(i.option)) for i in schema.inputs)
+    outs = tuple((o.name, o.type_str, int(o.option)) for o in schema.outputs)
+    return ins, outs, attrs
+
+
+_VERSION_PROBLEMS: dict[tuple[str, int, tuple[tuple[str, int], ...]], str | None] = {}
+
+
+def newer_version_problem(op: str, opset: int, reviewed: Mapping[str, int]) -> str | None:
+    """Why ``op`` at ``opset`` (above REVIEWED_OPSET) cannot be read by its converter, or None.
+
+    Each version of the op after its version at REVIEWED_OPSET (or after ``reviewed[op]``,
+    the version its converter says it follows) must only add element types relaxc does not
+    have (int2, 4-bit and 8-bit types, bf16, ...): the same inputs, outputs and attributes,
+    the same types and more. A version that changes anything else, or only its text (a
+    change of semantics), is refused naming it."""
+    key = (op, opset, tuple(sorted(reviewed.items())))
+    if key not in _VERSION_PROBLEMS:
+        _VERSION_PROBLEMS[key] = _newer_version_problem(op, opset, reviewed)
+    return _VERSION_PROBLEMS[key]
+
+
+def _newer_version_problem(op: str, opset: int, reviewed: Mapping[str, int]) -> str | None:
+    defs = require_onnx().defs
+    try:
+        schema = defs.get_schema(op, opset)
+        base = defs.get_schema(op, REVIEWED_OPSET)
+    except Exception:  # noqa: BLE001 - SchemaError: unknown here
+        return None  # an op this onnx does not know at that opset: the converter decides
+    known = max(base.since_version, reviewed.get(op, 0))
+    if schema.since_version <= known:
+        return None
+    lacks = _types_relaxc_lacks()
+    versions = sorted(
+        {
+            s.since_version
+            for s in defs.get_all_schemas_with_history()
+            if s.name == op and s.domain == "" and known < s.since_version <= opset
+        }
+    )
+    before = defs.get_schema(op, known)
+    for v in versions:
+        after = defs.get_schema(op, v)
+        why = _what_changed(before, after, lacks)
+        if why is not None:
+            return (
+                f"opset {opset} has {op} version {v}, which {why}; relaxc's converter reads "
+                f"{op} up to version {known} (onnx.version_converter can convert the model "
+                f"down to opset {REVIEWED_OPSET})"
+            )
+        before = after
+    return None
+
+
+def _what_changed(before: Any, after: Any, lacks: frozenset[str]) -> str | None:
+    if _signature(before) != _signature(after):
+        return "changes its inputs, outputs or attributes"
+    old = {t.type_param_str: set(t.allowed_type_strs) for t in before.type_constraints}
+    new = {t.type_param_str: set(t.allowed_type_strs) for t in after.type_constraints}
+    if set(old) != set(new) or any(not old[k] <= new[k] for k in old):
+        return "changes its types"
+    added = set().union(*(new[k] - old[k] for k in new)) if new else set()
+    if not added:
+        return "changes its definition (with the same signature)"
+    usable = sorted(added - lacks)
+    if usable:
+        return f"adds the types {', '.join(usable)}"
+    return None
 
 
 def relax_dtype(elem_type: int, what: str) -> str:

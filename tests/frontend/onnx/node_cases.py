@@ -249,17 +249,21 @@ def _run(
     return "passed", ""
 
 
+SIZES_FIRST = frozenset({"ConstantOfShape", "Range"})
+"""Ops whose first input is a size (a shape, a range's start), not data."""
+
+
 def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
     """``case``'s model with its import-time inputs made initializers, the data sets without
     them, and their names; None when it has none or the data sets disagree on a value.
 
     An import-time input is an integer (or bool) graph input of rank 0 or 1 that is never the
     first input of a node (the first is the data; axes, pads, sizes, shapes and Dropout's
-    training_mode come after it)."""
+    training_mode come after it), except of the ops of :data:`SIZES_FIRST`."""
     from onnx import TensorProto, numpy_helper
 
     graph = case.model.graph
-    firsts = {n.input[0] for n in graph.node if n.input}
+    firsts = {n.input[0] for n in graph.node if n.input and n.op_type not in SIZES_FIRST}
     ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}  # bool: training_mode
     pick = []
     for k, info in enumerate(graph.input):

@@ -28,6 +28,21 @@ SAMPLE = (
     "test_averagepool_2d_pads_count_include_pad",
     "test_basic_conv_with_padding",
     "test_batchnorm_epsilon",
+    "test_cast_FLOAT_to_DOUBLE",
+    "test_castlike_FLOAT_to_DOUBLE",
+    "test_clip_min_greater_than_max",
+    "test_constantofshape_int_zeros",
+    "test_dropout_default_mask",
+    "test_expand_dim_changed",
+    "test_gather_negative_indices",
+    "test_identity",
+    "test_reduce_max_empty_set",
+    "test_reshape_zero_dim",
+    "test_shape_start_1",
+    "test_size",
+    "test_squeeze_negative_axes",
+    "test_transpose_default",
+    "test_unsqueeze_two_axes",
     "test_clip_default_int8_inbounds",
     "test_concat_3d_axis_negative_1",
     "test_conv_with_autopad_same",
@@ -59,9 +74,12 @@ SAMPLE = (
     "test_sub_bcast",
     "test_sum_one_input",
 )
-"""Cases that pass on the interpreter and the VM (a test of each op the importer had first)."""
+"""Cases that pass on the interpreter and the VM (a test of each op the importer had first,
+and of the versions and edge cases the converters follow)."""
 
 SAMPLE_C = (
+    "test_castlike_FLOAT_to_DOUBLE",
+    "test_expand_dim_changed",
     "test_averagepool_2d_pads_count_include_pad",
     "test_gemm_all_attributes",
     "test_maxpool_2d_same_upper",

@@ -1,4 +1,5 @@
-"""The converters' per-version semantics (opsets 7 to 24) against onnxruntime: Clip's bounds
+"""The converters' per-version semantics (opsets 7 to 24, and later ones where an op only
+gained types relaxc lacks) against onnxruntime: Clip's bounds
 as attributes, constant inputs and run-time inputs; CastLike; Size; Dropout's mask; Expand
 of bool; reductions over an empty axis; Gather's negative run-time indices; Identity's edge
 cases; and the refusals of what relaxc does not do, each a sentence naming it."""
@@ -229,3 +230,50 @@ def test_dropout_mask_of_a_symbolic_input_is_computed_at_run_time() -> None:
     )
     result = import_and_compare(model, {"x": randn(2, 3)}, dims={"b": 2})
     assert [b.value.op for b in result.module.functions[0].body] == ["full"]
+
+
+def test_an_op_unchanged_since_opset_24_reads_at_a_later_opset() -> None:
+    model = make_model(
+        [helper.make_node("Relu", ["x"], ["y"])], [("x", F32, [3])], [("y", F32, None)]
+    )
+    model.opset_import[0].version = 28  # Relu is still version 14 there
+    result = import_onnx(model)
+    assert result.opset == 28
+
+
+@pytest.mark.parametrize(
+    ("op", "opset", "verdict"),
+    [
+        ("Reshape", 25, None),  # version 25 adds int2/uint2 only: relaxc has neither
+        ("Cast", 28, None),  # version 28 adds the 6-bit floats only
+        ("Range", 27, "changes its inputs, outputs or attributes"),  # stash_type
+        ("Mod", 28, "changes its definition (with the same signature)"),
+        ("Celu", 28, "adds the types tensor(double), tensor(float16)"),
+    ],
+)
+def test_a_newer_version_reads_only_if_it_adds_nothing_relaxc_has(
+    op: str, opset: int, verdict: str | None
+) -> None:
+    from relaxc.frontend.onnx.model import newer_version_problem
+
+    problem = newer_version_problem(op, opset, {})
+    if verdict is None:
+        assert problem is None
+    else:
+        assert problem is not None and verdict in problem and f"{op} version {opset}" in problem
+        assert newer_version_problem(op, opset, {op: opset}) is None  # reviewed: read
+
+
+def test_a_node_whose_op_changed_after_opset_24_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from relaxc.frontend.onnx import converters, importer
+
+    node = helper.make_node("Mod", ["x", "x"], ["y"], name="r")
+    model = make_model([node], [("x", I64, [3])], [("y", I64, None)], opset=13)
+    model.opset_import[0].version = 28
+    # whatever converter Mod has (or a stand-in), as if it followed Mod only to version 13
+    monkeypatch.setitem(converters.CONVERTERS, "Mod", converters.CONVERTERS["Add"])
+    monkeypatch.setattr(importer, "REVIEWED_VERSIONS", {})
+    with pytest.raises(RxError, match=r"node 'r' \(Mod\): opset 28 has Mod version 28"):
+        import_onnx(model)
