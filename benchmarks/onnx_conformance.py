@@ -17,9 +17,10 @@ import-time integer inputs (axes, pads, sizes) come as graph inputs is run with 
 their data set's values (the "bound" column; node_cases.bind_inputs).
 
     python benchmarks/onnx_conformance.py [--c-every 4] [--op NAME ...] [--json OUT]
-                                          [--markdown] [--reasons 3]
+                                          [--markdown [--docs docs/import.md]] [--reasons 3]
 
-``--markdown`` prints the table for docs/import.md (between its markers). The JSON
+``--markdown`` prints the table for docs/import.md (between its markers); with ``--docs
+FILE`` it replaces the table in FILE instead. The JSON
 (``--json``) is deterministic: the same code and onnx give the same bytes (no times in it).
 The wall time is printed last (stderr with ``--markdown``).
 """
@@ -142,7 +143,8 @@ def markdown(rows: Sequence[OpRow], n_reasons: int, command: str) -> str:
         "",
         f"`{command}` (onnx {_onnx_version()}, {total.cases:,} cases): "
         f"**{c['passed']:,} passed** on the interpreter and the VM "
-        f"({total.c_checked:,} of them on C too), {c['wrong']} wrong, "
+        f"({total.c_checked:,} of them on C too; {total.bound} with import-time inputs bound), "
+        f"{c['wrong']} wrong, "
         f"{c['refused']:,} refused, {c['error']} internal errors.",
         "",
         "| op | cases | passed | on C | wrong | refused | error | why not passed (cases) |",
@@ -160,6 +162,14 @@ def markdown(rows: Sequence[OpRow], n_reasons: int, command: str) -> str:
     )
     lines += ["", END]
     return "\n".join(lines) + "\n"
+
+
+def replace_table(text: str, table: str) -> str:
+    """``text`` (a markdown file) with its conformance table (markers included) replaced."""
+    if text.count(BEGIN) != 1 or text.count(END) != 1:
+        raise SystemExit(f"the file must hold the markers once:\n{BEGIN}\n{END}")
+    start, end = text.index(BEGIN), text.index(END) + len(END) + 1
+    return text[:start] + table + text[end:]
 
 
 def text_table(rows: Sequence[OpRow], n_reasons: int) -> str:
@@ -224,6 +234,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, help="write every outcome and the table as JSON")
     ap.add_argument("--markdown", action="store_true", help="print the table for the docs")
     ap.add_argument("--reasons", type=int, default=3, help="refusal reasons shown per op")
+    ap.add_argument(
+        "--docs", type=Path, help="with --markdown: replace the table between the markers of DOCS"
+    )
     ns = ap.parse_args(argv)
     start = time.perf_counter()
     cases = all_cases()
@@ -233,8 +246,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     outcomes = run_suite(cases, ns.c_every, progress=not ns.markdown)
     rows = tabulate(outcomes)
     if ns.markdown:
-        argv_shown = " ".join(["python benchmarks/onnx_conformance.py", *(argv or sys.argv[1:])])
-        print(markdown(rows, ns.reasons, argv_shown), end="")
+        table = markdown(rows, ns.reasons, "python benchmarks/onnx_conformance.py --markdown")
+        if ns.docs:
+            ns.docs.write_text(replace_table(ns.docs.read_text(), table))
+        else:
+            print(table, end="")
     else:
         print(text_table(rows, ns.reasons))
     if ns.json:
