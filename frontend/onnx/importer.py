@@ -29,11 +29,13 @@ from .converters import CONVERTERS, EXTRA_OUTPUTS, OUT_OF_SCOPE, REVIEWED_VERSIO
 from .fold_batch_norm import fold_inputs, foldable_pairs
 from .model import (
     DEFAULT_DOMAINS,
+    MIN_OPSET,
     REVIEWED_OPSET,
     default_opset,
     dim_symbol,
     load_model,
     newer_version_problem,
+    older_version_problem,
     node_attrs,
     node_label,
     node_title,
@@ -175,7 +177,7 @@ def import_onnx(
     attrs.append((ONNX_INPUTS, names_attr(onnx_inputs)))
     attrs.append((ONNX_OUTPUTS, names_attr([o.name for o in graph.output])))
     used = _used_names(graph)
-    candidates = foldable_pairs(graph, opset) if fold_batch_norm else {}
+    candidates = foldable_pairs(graph, opset) if fold_batch_norm and opset >= MIN_OPSET else {}
     folded_away: set[int] = set()  # the BatchNormalization nodes their Conv computed
     origins: list[str] = []
     for index, node in _topological(graph, set(env)):
@@ -193,11 +195,11 @@ def import_onnx(
             else:
                 inputs[1:] = folded
                 folded_away.add(pair.batch_norm)
-        if opset > REVIEWED_OPSET:
-            problem = newer_version_problem(node.op_type, opset, REVIEWED_VERSIONS)
-            if problem is not None:
-                raise RxError(f"node {label}: {problem}")
-        ctx = NodeContext(node, node_attrs(node, index), opset, builder, inputs)
+        problem = _version_problem(node.op_type, opset)
+        if problem is not None:
+            raise RxError(f"node {label}: {problem}")
+        # below MIN_OPSET every op is as at MIN_OPSET (checked): its converter reads it so
+        ctx = NodeContext(node, node_attrs(node, index), max(opset, MIN_OPSET), builder, inputs)
         try:
             outs = CONVERTERS[node.op_type](ctx)
         except ConversionError as e:
@@ -253,6 +255,15 @@ def import_onnx(
     return ImportResult(
         module, builder.weights, opset, _producer(model), notes, tuple(origins), dim_origins
     )
+
+
+def _version_problem(op: str, opset: int) -> str | None:
+    """Why the converter of ``op`` cannot read its version at ``opset``, or None."""
+    if opset > REVIEWED_OPSET:
+        return newer_version_problem(op, opset, REVIEWED_VERSIONS)
+    if opset < MIN_OPSET:
+        return older_version_problem(op, opset)
+    return None
 
 
 def _origin(node: Any, index: int) -> str:

@@ -132,7 +132,8 @@ def load_model(source: "str | Path | bytes | Any") -> Any:
 
 
 def default_opset(model: Any) -> int:
-    """The version of the default operator set the model imports (MIN_OPSET..MAX_OPSET)."""
+    """The version of the default operator set the model imports (1..MAX_OPSET: below
+    MIN_OPSET, each node's op must be as it is at MIN_OPSET, :func:`older_version_problem`)."""
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         if model.opset_import:
@@ -153,17 +154,32 @@ def default_opset(model: Any) -> int:
             )
         return MIN_OPSET  # IR version 1/2 models list none; treat as the oldest supported
     version = max(versions)
-    if version < MIN_OPSET:
-        raise RxError(
-            f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
-            f"{MAX_OPSET} (onnx.version_converter can upgrade it)"
-        )
+    if version < 1:
+        raise RxError(f"the model imports the default ONNX operator set at version {version}")
     if version > MAX_OPSET:
         raise RxError(
             f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
             f"{MAX_OPSET} (onnx.version_converter can convert it down)"
         )
     return version
+
+
+def older_version_problem(op: str, opset: int) -> str | None:
+    """Why ``op`` at ``opset`` (below MIN_OPSET) cannot be read, or None when it is the same
+    version as at MIN_OPSET (``Not``, ``Relu``-6 at opset 6)."""
+    defs = require_onnx().defs
+    try:
+        version = defs.get_schema(op, opset).since_version
+        current = defs.get_schema(op, MIN_OPSET).since_version
+    except Exception:  # noqa: BLE001 - SchemaError: an op this onnx does not know there
+        return None
+    if version == current:
+        return None
+    return (
+        f"opset {opset} has {op} version {version}, older than the versions relaxc's "
+        f"converters read (those of opsets {MIN_OPSET} to {MAX_OPSET}; onnx.version_converter "
+        "can upgrade the model)"
+    )
 
 
 _NOT_COMPUTED = "bf16"
