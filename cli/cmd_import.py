@@ -64,7 +64,7 @@ def import_cmd(
     fold_batch_norm: bool,
     quiet: bool,
 ) -> None:
-    """Import FILE, an ONNX model (opsets 7 to 24), as an .rx program with its weights.
+    """Import FILE, an ONNX model (opsets 7 to 28), as an .rx program with its weights.
 
     Initializers and everything computed only from constants are folded into named weights
     (FILE.npz beside the .rx); a symbolic input dim (an ONNX dim_param) stays symbolic.

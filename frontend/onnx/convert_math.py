@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import DType
+from relaxc.ir.types import numpy_dtype
 
-from .context import NodeContext, norm_axis, rank_of
+from .context import NodeContext, norm_axis, rank_of, shape_of
 from .model import relax_dtype
-from .values import Folded, ShapeValue, Value
+from .values import Folded, Runtime, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
 
@@ -103,41 +106,80 @@ def convert_leaky_relu(ctx: NodeContext) -> list:
     return [ctx.emit("leaky_relu", [ctx.input(0)], {"alpha": float(ctx.attr("alpha", 0.01))})]
 
 
+_FLT_MAX = float(np.finfo(np.float32).max)
+
+
 def convert_clip(ctx: NodeContext) -> list:
+    """Clip-6 takes its bounds as attributes (default the float range), Clip-11 on as
+    optional inputs (Clip-12 adds integer types). A bound known at import time is an
+    attribute of ``clip`` (floats) or a folded scalar of the input's dtype (integers, exact);
+    one computed at run time is a ``maximum``/``minimum`` with it. ONNX clips to ``min``
+    first and then to ``max``, so a min above the max gives the max everywhere."""
     x = ctx.input(0)
     if ctx.opset < 11:
-        lo, hi = ctx.attr("min"), ctx.attr("max")
+        lo: Value | float | None = float(ctx.attr("min", -_FLT_MAX))
+        hi: Value | float | None = float(ctx.attr("max", _FLT_MAX))
     else:
-        lo, hi = (
-            ctx.scalar(ctx.optional(1), "the min input"),
-            ctx.scalar(ctx.optional(2), "the max input"),
-        )
-    if lo is None and hi is None:
-        return [x]
-    return [
-        ctx.emit(
-            "clip",
-            [x],
-            {
-                "a_min": float("-inf") if lo is None else float(lo),
-                "a_max": float("inf") if hi is None else float(hi),
-            },
-        )
-    ]
+        lo, hi = _clip_bound(ctx, 1, "min"), _clip_bound(ctx, 2, "max")
+    dtype = numpy_dtype(x.type.dtype)
+    if dtype.kind == "f" and not isinstance(lo, Runtime) and not isinstance(hi, Runtime):
+        if lo is None and hi is None:
+            return [x]
+        attrs = {
+            "a_min": float("-inf") if lo is None else float(lo),  # type: ignore[arg-type]
+            "a_max": float("inf") if hi is None else float(hi),  # type: ignore[arg-type]
+        }
+        if attrs["a_min"] <= attrs["a_max"]:
+            return [ctx.emit("clip", [x], attrs)]
+    y = x
+    for bound, op in ((lo, "maximum"), (hi, "minimum")):
+        if bound is None:
+            continue
+        if not isinstance(bound, Runtime):
+            bound = Folded(np.array(bound, dtype=dtype), f"{ctx.hint()}_{op}")
+        y = ctx.emit(op, [y, bound])
+    return [y]
 
 
-def convert_cast(ctx: NodeContext) -> list:
-    x = ctx.input(0)
-    to = relax_dtype(int(ctx.attr("to")), f"the target of Cast {ctx.hint()}")
+def _clip_bound(ctx: NodeContext, i: int, what: str) -> Value | float | None:
+    v = ctx.optional(i)
+    if v is None:
+        return None
+    if v.type.dtype != ctx.input(0).type.dtype:
+        raise ctx.fail(f"the {what} input is {v.type.dtype}; it must have the input's dtype")
+    if D.product(v.type.shape) != 1:
+        raise ctx.fail(f"the {what} input must be a single value, got shape {v.type.shape}")
+    if isinstance(v, Runtime):
+        return v if not v.type.shape else ctx.emit("reshape", [v], {"newshape": ()})
+    return ctx.folded(v, f"the {what} input").reshape(-1)[0].item()  # type: ignore[no-any-return]
+
+
+def _cast_to(ctx: NodeContext, x: Value, to: str) -> list:
+    # saturate (opset 19) and round_mode (24) concern only casts to the 8-bit floats, which
+    # relaxc refuses by dtype: for every cast relaxc does they change nothing
     if isinstance(x, ShapeValue) and to in ("i32", "i64"):
         return [x]  # dims stay dims
     if x.type.dtype == to:
         return [x]
-    if to == "bf16":
+    if to == "bf16" or x.type.dtype == "bf16":
         raise ctx.fail(
-            "casting to bfloat16 is not supported (relaxc stores bf16 but cannot compute with it)"
+            "casting to or from bfloat16 is not supported (relaxc stores bf16 but cannot "
+            "compute with it)"
         )
     return [ctx.emit("cast", [x], {"dtype": DType(to)})]
+
+
+def convert_cast(ctx: NodeContext) -> list:
+    """Cast (every version: 19 adds ``saturate`` and 24 ``round_mode``, which concern only
+    the 8-bit float types relaxc does not have; 21-24 add 4-bit and 8-bit types, refused
+    by name)."""
+    to = relax_dtype(int(ctx.attr("to")), "the target of the Cast")
+    return _cast_to(ctx, ctx.input(0), to)
+
+
+def convert_cast_like(ctx: NodeContext) -> list:
+    """CastLike (opset 15 on): Cast to the dtype of the second input."""
+    return _cast_to(ctx, ctx.input(0), ctx.input(1, "target_type").type.dtype)
 
 
 def _reduce(op: str, axes_input_since: int) -> Converter:
@@ -154,9 +196,41 @@ def _reduce(op: str, axes_input_since: int) -> Converter:
                 return [x]
             axes = list(range(rank))
         normalized = tuple(sorted({norm_axis(a, rank, ctx, "reduction axis") for a in axes}))
+        empty = _empty_reduction(ctx, op, x, normalized, keepdims)
+        if empty is not None:
+            return [empty]
         return [ctx.emit(op, [x], {"axes": normalized, "keepdims": keepdims})]
 
     return convert
+
+
+EMPTY_REDUCTION = {"sum": "zero", "max": "lowest"}
+"""What ONNX defines a reduction over no values to be (ReduceMean's is undefined)."""
+
+
+def _empty_reduction(
+    ctx: NodeContext, op: str, x: Value, axes: tuple[int, ...], keepdims: bool
+) -> Folded | None:
+    """The result of reducing an axis of length 0 (ReduceSum: 0; ReduceMax: -inf, or the
+    dtype's minimum, or False), as a folded splat; None when no reduced axis is empty."""
+    shape = shape_of(x)
+    if not any(D.is_static(shape[a]) and int(shape[a]) == 0 for a in axes):  # type: ignore[arg-type]
+        return None
+    if op not in EMPTY_REDUCTION:
+        raise ctx.fail(f"{ctx.op_type} over an empty axis is undefined in ONNX")
+    out = [1 if i in axes else d for i, d in enumerate(shape) if keepdims or i not in axes]
+    if not all(D.is_static(d) for d in out):
+        raise ctx.fail("a reduction over an empty axis needs the other dims static")
+    dtype = numpy_dtype(x.type.dtype)
+    if op == "sum":
+        fill = np.zeros((), dtype)
+    elif dtype.kind == "f":
+        fill = np.array(-np.inf, dtype)
+    elif dtype.kind == "b":
+        fill = np.array(False)
+    else:
+        fill = np.array(np.iinfo(dtype).min, dtype)
+    return Folded(np.broadcast_to(fill, [int(d) for d in out]), ctx.hint())  # type: ignore[arg-type]
 
 
 def table() -> dict[str, Converter]:
@@ -170,6 +244,7 @@ def table() -> dict[str, Converter]:
             "LeakyRelu": convert_leaky_relu,
             "Clip": convert_clip,
             "Cast": convert_cast,
+            "CastLike": convert_cast_like,
         }
     )
     return out

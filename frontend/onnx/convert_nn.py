@@ -102,9 +102,8 @@ def _pool_common(ctx: NodeContext, x: Value) -> dict:
 
 
 def convert_max_pool(ctx: NodeContext) -> list:
+    # storage_order (opset 8 on) orders only the Indices output, which is refused if used
     x = ctx.input(0)
-    if ctx.attr("storage_order", 0):
-        raise ctx.fail("storage_order=1 (column-major indices) is not supported")
     return [ctx.emit("max_pool2d", [x], _pool_common(ctx, x))]
 
 
@@ -143,6 +142,8 @@ def convert_batch_norm(ctx: NodeContext) -> list:
 
 
 def convert_lrn(ctx: NodeContext) -> list:
+    if ctx.attr("size") is None:
+        raise ctx.fail("it has no size attribute (the number of channels to sum over)")
     attrs = {
         "size": int(ctx.attr("size")),
         "axis": 1,

@@ -39,11 +39,36 @@ def convert_identity(ctx: NodeContext) -> list:
 
 
 def convert_dropout(ctx: NodeContext) -> list:
+    """Inference Dropout is the identity, whatever its ratio (an attribute before opset 12,
+    an input from 12); its mask is all true from opset 12 (``output = scale * data * mask``).
+    Before opset 12 the mask has no value ONNX defines outside training (onnxruntime gives
+    false, onnx's reference true): refused if used. ``training_mode`` (an input from 12) must be a
+    constant false."""
+    x = ctx.input(0)
     if ctx.opset >= 12:
         mode = ctx.optional(2)
-        if mode is not None and ctx.scalar(mode, "training_mode"):
-            raise ctx.fail("training_mode=true is not supported (relaxc compiles inference)")
-    return [ctx.input(0)]  # inference: identity (the mask output is refused if used)
+        if mode is not None:
+            if not isinstance(mode, Folded):
+                raise ctx.fail(
+                    "its training_mode input is computed at run time; relaxc compiles "
+                    "inference, so training_mode must be a constant false (it must be known "
+                    "when the model is imported)"
+                )
+            if ctx.scalar(mode, "training_mode"):
+                raise ctx.fail(
+                    "training_mode=true (random dropout) is not supported: relaxc compiles "
+                    "inference"
+                )
+    if len(ctx.node.output) < 2 or not ctx.node.output[1]:
+        return [x]
+    if ctx.opset < 12:
+        return [x]  # the mask before opset 12 is refused if used (converters.EXTRA_OUTPUTS)
+    shape = shape_of(x)
+    if not all(D.is_static(d) for d in shape):
+        filler = {"shape": shape, "fill_value": 1.0, "dtype": DType("bool")}
+        return [x, ctx.emit("full", [], filler, k=1)]
+    ones = np.broadcast_to(np.ones((), bool), [int(d) for d in shape])  # type: ignore[arg-type]
+    return [x, Folded(ones, ctx.hint(1))]
 
 
 def convert_constant(ctx: NodeContext) -> list:
@@ -59,16 +84,28 @@ def convert_constant(ctx: NodeContext) -> list:
         if key in ctx.attrs:
             arr = np.array(ctx.attrs[key], dtype=dtype)
             return [Folded(arr.reshape(-1) if vector else arr.reshape(()), name)]
-    raise ctx.fail(
-        f"a Constant given by {', '.join(ctx.attrs) or 'nothing'} is not supported "
-        "(only numeric values)"
-    )
+    for key, what in (
+        ("value_string", "a string (strings are out of scope: relaxc computes on numbers)"),
+        ("value_strings", "strings (strings are out of scope: relaxc computes on numbers)"),
+        ("sparse_value", "a sparse tensor, which relaxc does not read"),
+    ):
+        if key in ctx.attrs:
+            raise ctx.fail(f"its value ({key}) is {what}")
+    raise ctx.fail("it has no value attribute (value, value_float(s) or value_int(s))")
+
+
+def convert_size(ctx: NodeContext) -> list:
+    """Size: the number of elements, an int64 scalar (a symbolic dim when the shape is)."""
+    return [ShapeValue((D.simplify(D.product(shape_of(ctx.input(0)))),), scalar=True)]
 
 
 def convert_constant_of_shape(ctx: NodeContext) -> list:
     shape = _as_shape_value(ctx.input(0))
     if shape is None:
-        raise ctx.fail("its shape input must be known when importing (a constant or a Shape)")
+        raise ctx.fail(
+            "its shape input must be known when the model is imported (a constant or shape "
+            "arithmetic), but it is computed at run time"
+        )
     fill = ctx.attr("value")
     fill = np.zeros(1, np.float32) if fill is None else fill
     if fill.size != 1:
@@ -160,7 +197,8 @@ def convert_reshape(ctx: NodeContext) -> list:
         sv = _as_shape_value(ctx.input(1, "shape"))
         if sv is None:
             raise ctx.fail(
-                "the target shape must be known when importing (a constant or shape arithmetic)"
+                "the target shape must be known when the model is imported (a constant or "
+                "shape arithmetic), but it is computed at run time"
             )
         target = list(sv.dims)
     if isinstance(x, ShapeValue):
@@ -263,7 +301,8 @@ def convert_split(ctx: NodeContext) -> list:
     sizes = ctx.ints(ctx.optional(1), "the split input") if ctx.opset >= 13 else ctx.attr("split")
     dim = shape[axis]
     if sizes is None and ctx.opset >= 18 and ctx.attr("num_outputs") is not None:
-        n = int(ctx.attr("num_outputs"))
+        if int(ctx.attr("num_outputs")) != n:
+            raise ctx.fail(f"num_outputs={ctx.attr('num_outputs')}, but the node has {n} outputs")
         if D.is_static(dim) and int(dim) % n:  # type: ignore[arg-type]
             chunk = -(-int(dim) // n)  # type: ignore[arg-type]
             sizes = [chunk] * (n - 1) + [int(dim) - chunk * (n - 1)]  # type: ignore[arg-type]
@@ -299,7 +338,27 @@ def convert_gather(ctx: NodeContext) -> list:
             picked = tuple(data.dims[int(i)] for i in idx.reshape(-1))
             return [ShapeValue(picked, scalar=idx.ndim == 0)]
         indices = Folded(idx.astype(np.int64), getattr(indices, "name", ctx.hint()) or ctx.hint())
+    elif indices.type.dtype not in ("i32", "i64"):
+        raise ctx.fail(f"the indices must be int32 or int64, got {indices.type.dtype}")
+    elif D.is_static(dim):
+        indices = _wrapped_indices(ctx, indices, int(dim))  # type: ignore[arg-type]
+    else:
+        raise ctx.fail(
+            f"run-time indices into the symbolic dim {D.dim_to_str(dim)} are not supported "
+            "(a negative index could not be wrapped)"
+        )
     return [ctx.emit("take", [data, indices], {"axis": axis})]
+
+
+def _wrapped_indices(ctx: NodeContext, indices: Value, dim: int) -> Value:
+    """Run-time ``indices`` in [-dim, dim) as ONNX reads them, wrapped into [0, dim):
+    ``table[indices + dim]`` with ``table = [0 .. dim-1, 0 .. dim-1]`` (exact, one temporary
+    the size of the indices)."""
+    dtype = numpy_dtype(indices.type.dtype)
+    table = Folded(np.tile(np.arange(dim, dtype=dtype), 2), f"{ctx.hint()}_wrap")
+    shift = Folded(np.array(dim, dtype=dtype), f"{ctx.hint()}_dim")
+    shifted = ctx.emit("add", [indices, shift])
+    return ctx.emit("take", [table, shifted], {"axis": 0})  # type: ignore[no-any-return]
 
 
 def convert_slice(ctx: NodeContext) -> list:
@@ -354,18 +413,26 @@ def convert_expand(ctx: NodeContext) -> list:
     x = ctx.input(0)
     target = _as_shape_value(ctx.input(1, "shape"))
     if target is None:
-        raise ctx.fail("the target shape must be known when importing")
+        raise ctx.fail(
+            "the target shape must be known when the model is imported (a constant or shape "
+            "arithmetic), but it is computed at run time"
+        )
     dtype = x.type.dtype
-    if dtype == "bool":
-        raise ctx.fail("Expand of a bool tensor is not supported")
     ones = ShapeValue(target.dims)
     if ones.static:
-        base = Folded(
-            np.ones([int(d) for d in ones.dims], dtype=numpy_dtype(dtype)), f"{ctx.hint()}_ones"
-        )  # type: ignore[arg-type]
-        return [ctx.emit("multiply", [x, base])]
-    filler = ctx.emit("full", [], {"shape": ones.dims, "fill_value": 1.0, "dtype": DType(dtype)})
-    return [ctx.emit("multiply", [x, filler])]
+        base: Value = Folded(
+            np.broadcast_to(np.ones((), numpy_dtype(dtype)), [int(d) for d in ones.dims]),  # type: ignore[arg-type]
+            f"{ctx.hint()}_ones",
+        )
+    else:
+        base = ctx.emit("full", [], {"shape": ones.dims, "fill_value": 1.0, "dtype": DType(dtype)})
+    if dtype == "bool":  # x where true, else false: x broadcast to the target
+        return [ctx.emit("where", [x, base, _false()])]
+    return [ctx.emit("multiply", [x, base])]
+
+
+def _false() -> Folded:
+    return Folded(np.array(False), "false")
 
 
 def table() -> dict[str, Converter]:
@@ -375,6 +442,7 @@ def table() -> dict[str, Converter]:
         "Constant": convert_constant,
         "ConstantOfShape": convert_constant_of_shape,
         "Shape": convert_shape,
+        "Size": convert_size,
         "Reshape": convert_reshape,
         "Flatten": convert_flatten,
         "Transpose": convert_transpose,

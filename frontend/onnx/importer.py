@@ -25,15 +25,20 @@ from relaxc.ir.verifier import verify_module
 
 from .builder import ConversionError, ProgramBuilder
 from .context import NodeContext
-from .converters import CONVERTERS, EXTRA_OUTPUTS
+from .converters import CONVERTERS, EXTRA_OUTPUTS, OUT_OF_SCOPE, REVIEWED_VERSIONS
 from .fold_batch_norm import fold_inputs, foldable_pairs
 from .model import (
     DEFAULT_DOMAINS,
+    MIN_OPSET,
+    REVIEWED_OPSET,
     default_opset,
     dim_symbol,
     load_model,
+    newer_version_problem,
+    older_version_problem,
     node_attrs,
     node_label,
+    node_title,
     tensor_array,
     value_info_type,
 )
@@ -172,13 +177,13 @@ def import_onnx(
     attrs.append((ONNX_INPUTS, names_attr(onnx_inputs)))
     attrs.append((ONNX_OUTPUTS, names_attr([o.name for o in graph.output])))
     used = _used_names(graph)
-    candidates = foldable_pairs(graph, opset) if fold_batch_norm else {}
+    candidates = foldable_pairs(graph, opset) if fold_batch_norm and opset >= MIN_OPSET else {}
     folded_away: set[int] = set()  # the BatchNormalization nodes their Conv computed
     origins: list[str] = []
     for index, node in _topological(graph, set(env)):
         if index in folded_away:
             continue  # its Conv computed it (below)
-        label = node_label(node, index)
+        label = node_title(node, index)
         origins += [""] * (len(builder.body) - len(origins))
         inputs = [env[name] if name else None for name in node.input]
         pair = candidates.get(index)
@@ -190,13 +195,17 @@ def import_onnx(
             else:
                 inputs[1:] = folded
                 folded_away.add(pair.batch_norm)
-        ctx = NodeContext(node, node_attrs(node), opset, builder, inputs)
+        problem = _version_problem(node.op_type, opset)
+        if problem is not None:
+            raise RxError(f"node {label}: {problem}")
+        # below MIN_OPSET every op is as at MIN_OPSET (checked): its converter reads it so
+        ctx = NodeContext(node, node_attrs(node, index), max(opset, MIN_OPSET), builder, inputs)
         try:
             outs = CONVERTERS[node.op_type](ctx)
         except ConversionError as e:
-            raise RxError(f"node {label} ({node.op_type}): {e}") from None
+            raise RxError(f"node {label}: {e}") from None
         except RxError as e:
-            raise RxError(f"node {label} ({node.op_type}): {e.message}") from None
+            raise RxError(f"node {label}: {e.message}") from None
         if pair is not None:
             env[graph.node[pair.batch_norm].output[0]] = outs[0]
         origins += [_origin(node, index)] * (len(builder.body) - len(origins))
@@ -208,7 +217,7 @@ def import_onnx(
             elif name in used:
                 what = EXTRA_OUTPUTS.get(node.op_type, f"output {k}")
                 raise RxError(
-                    f"node {label} ({node.op_type}): its output '{name}' ({what}) is used, "
+                    f"node {label}: its output '{name}' ({what}) is used, "
                     "but relaxc imports only inference outputs"
                 )
 
@@ -246,6 +255,15 @@ def import_onnx(
     return ImportResult(
         module, builder.weights, opset, _producer(model), notes, tuple(origins), dim_origins
     )
+
+
+def _version_problem(op: str, opset: int) -> str | None:
+    """Why the converter of ``op`` cannot read its version at ``opset``, or None."""
+    if opset > REVIEWED_OPSET:
+        return newer_version_problem(op, opset, REVIEWED_VERSIONS)
+    if opset < MIN_OPSET:
+        return older_version_problem(op, opset)
+    return None
 
 
 def _origin(node: Any, index: int) -> str:
@@ -304,7 +322,9 @@ def _check_operators(graph: Any) -> None:
             shown = ", ".join(labels[:5]) + (
                 f" and {len(labels) - 5} more" if len(labels) > 5 else ""
             )
-            parts.append(f"{op} (node{'s' if len(labels) > 1 else ''} {shown})")
+            why = OUT_OF_SCOPE.get(op)
+            where = f"node{'s' if len(labels) > 1 else ''} {shown}"
+            parts.append(f"{op} ({why}; {where})" if why else f"{op} ({where})")
         raise RxError(
             f"the model uses {len(missing)} operator{'s' if len(missing) > 1 else ''} relaxc "
             f"cannot import, in {count} node{'s' if count > 1 else ''}: " + "; ".join(parts),
@@ -349,7 +369,7 @@ def _topological(graph: Any, known: set[str]) -> list[tuple[int, Any]]:
             index, node = rest[0]
             missing = next(n for n in node.input if n and n not in defined)
             raise RxError(
-                f"node {node_label(node, index)} ({node.op_type}) uses '{missing}', which no "
+                f"node {node_title(node, index)} uses '{missing}', which no "
                 "input, initializer or node defines (or the graph has a cycle)"
             )
         pending = rest

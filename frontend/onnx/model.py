@@ -26,7 +26,12 @@ except ImportError:  # pragma: no cover - exercised only without the extra
     onnx = None  # type: ignore[assignment]
 
 MIN_OPSET = 7
-MAX_OPSET = 24
+MAX_OPSET = 28
+REVIEWED_OPSET = 24
+"""The converters follow every version of their op up to this opset. A model of a later
+opset (up to MAX_OPSET) is read too, node by node: an op whose version at the model's opset
+is newer than at REVIEWED_OPSET is converted only if :func:`newer_version_problem` finds
+nothing new in it that relaxc could read wrongly."""
 DEFAULT_DOMAINS = ("", "ai.onnx")
 
 # ONNX TensorProto element type -> relaxc dtype
@@ -62,7 +67,29 @@ DTYPE_NAMES: dict[int, str] = {
     14: "COMPLEX64",
     15: "COMPLEX128",
     16: "BFLOAT16",
+    17: "FLOAT8E4M3FN",
+    18: "FLOAT8E4M3FNUZ",
+    19: "FLOAT8E5M2",
+    20: "FLOAT8E5M2FNUZ",
+    21: "UINT4",
+    22: "INT4",
+    23: "FLOAT4E2M1",
+    24: "FLOAT8E8M0",
+    25: "UINT2",
+    26: "INT2",
+    27: "FLOAT6E2M3",
+    28: "FLOAT6E3M2",
 }
+UNSUPPORTED_WHY: dict[int, str] = {
+    8: "strings are out of scope: relaxc computes on numbers",
+    13: "relaxc has no 64-bit unsigned integer type",
+    14: "complex numbers are out of scope",
+    15: "complex numbers are out of scope",
+    **{k: "8-bit floats are out of scope" for k in (17, 18, 19, 20, 24)},
+    **{k: "sub-byte integers are out of scope" for k in (21, 22, 25, 26)},
+    **{k: "4- and 6-bit floats are out of scope" for k in (23, 27, 28)},
+}
+"""Why relaxc has no dtype for an ONNX element type (the end of the refusal)."""
 
 
 def require_onnx() -> Any:
@@ -105,18 +132,30 @@ def load_model(source: "str | Path | bytes | Any") -> Any:
 
 
 def default_opset(model: Any) -> int:
-    """The version of the default operator set the model imports (checked to be 7..24)."""
+    """The version of the default operator set the model imports (1..MAX_OPSET: below
+    MIN_OPSET, each node's op must be as it is at MIN_OPSET, :func:`older_version_problem`)."""
     versions = [o.version for o in model.opset_import if o.domain in DEFAULT_DOMAINS]
     if not versions:
         if model.opset_import:
-            raise RxError("the model imports no version of the default ONNX operator set")
+            others = ", ".join(sorted({o.domain for o in model.opset_import}))
+            raise RxError(
+                f"the model's operators are of the domain {others}, not of the default ONNX "
+                "domain (ai.onnx), the only one relaxc imports"
+                + (
+                    " (the ai.onnx.ml domain of classical ML operators is out of scope)"
+                    if "ai.onnx.ml" in others
+                    else ""
+                )
+                + (
+                    " (training operators are out of scope: relaxc compiles inference)"
+                    if "training" in others
+                    else ""
+                )
+            )
         return MIN_OPSET  # IR version 1/2 models list none; treat as the oldest supported
     version = max(versions)
-    if version < MIN_OPSET:
-        raise RxError(
-            f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
-            f"{MAX_OPSET} (onnx.version_converter can upgrade it)"
-        )
+    if version < 1:
+        raise RxError(f"the model imports the default ONNX operator set at version {version}")
     if version > MAX_OPSET:
         raise RxError(
             f"the model uses ONNX opset {version}; relaxc imports opsets {MIN_OPSET} to "
@@ -125,12 +164,119 @@ def default_opset(model: Any) -> int:
     return version
 
 
+def older_version_problem(op: str, opset: int) -> str | None:
+    """Why ``op`` at ``opset`` (below MIN_OPSET) cannot be read, or None when it is the same
+    version as at MIN_OPSET (``Not``, ``Relu``-6 at opset 6)."""
+    defs = require_onnx().defs
+    try:
+        version = defs.get_schema(op, opset).since_version
+        current = defs.get_schema(op, MIN_OPSET).since_version
+    except Exception:  # noqa: BLE001 - SchemaError: an op this onnx does not know there
+        return None
+    if version == current:
+        return None
+    return (
+        f"opset {opset} has {op} version {version}, older than the versions relaxc's "
+        f"converters read (those of opsets {MIN_OPSET} to {MAX_OPSET}; onnx.version_converter "
+        "can upgrade the model)"
+    )
+
+
+_NOT_COMPUTED = "bf16"
+"""A dtype relaxc stores but does not compute with (as good as lacking, for new versions)."""
+
+
+def _types_relaxc_lacks() -> frozenset[str]:
+    have = {n for k, n in DTYPE_NAMES.items() if DTYPES.get(k) not in (None, _NOT_COMPUTED)}
+    return frozenset(
+        f"tensor({n.lower()})" for n in set(DTYPE_NAMES.values()) - have - {"UNDEFINED"}
+    )
+
+
+def _signature(schema: Any) -> tuple:
+    attrs = tuple(
+        sorted((a.name, int(a.type), bool(a.required)) for a in schema.attributes.values())
+    )
+    ins = tuple((i.name, i.type_str, int(i.option)) for i in schema.inputs)
+    outs = tuple((o.name, o.type_str, int(o.option)) for o in schema.outputs)
+    return ins, outs, attrs
+
+
+_VERSION_PROBLEMS: dict[tuple[str, int, tuple[tuple[str, int], ...]], str | None] = {}
+
+
+def newer_version_problem(op: str, opset: int, reviewed: Mapping[str, int]) -> str | None:
+    """Why ``op`` at ``opset`` (above REVIEWED_OPSET) cannot be read by its converter, or None.
+
+    Each version of the op after its version at REVIEWED_OPSET (or after ``reviewed[op]``,
+    the version its converter says it follows) must only add element types relaxc does not
+    have (int2, 4-bit and 8-bit types, bf16, ...): the same inputs, outputs and attributes,
+    the same types and more. A version that changes anything else, or only its text (a
+    change of semantics), is refused naming it."""
+    key = (op, opset, tuple(sorted(reviewed.items())))
+    if key not in _VERSION_PROBLEMS:
+        _VERSION_PROBLEMS[key] = _newer_version_problem(op, opset, reviewed)
+    return _VERSION_PROBLEMS[key]
+
+
+def _newer_version_problem(op: str, opset: int, reviewed: Mapping[str, int]) -> str | None:
+    defs = require_onnx().defs
+    try:
+        schema = defs.get_schema(op, opset)
+        base = defs.get_schema(op, REVIEWED_OPSET)
+    except Exception:  # noqa: BLE001 - SchemaError: unknown here
+        return None  # an op this onnx does not know at that opset: the converter decides
+    known = max(base.since_version, reviewed.get(op, 0))
+    if schema.since_version <= known:
+        return None
+    lacks = _types_relaxc_lacks()
+    versions = sorted(
+        {
+            s.since_version
+            for s in defs.get_all_schemas_with_history()
+            if s.name == op and s.domain == "" and known < s.since_version <= opset
+        }
+    )
+    before = defs.get_schema(op, known)
+    for v in versions:
+        after = defs.get_schema(op, v)
+        why = _what_changed(before, after, lacks)
+        if why is not None:
+            return (
+                f"opset {opset} has {op} version {v}, which {why}; relaxc's converter reads "
+                f"{op} up to version {known} (onnx.version_converter can convert the model "
+                f"down to opset {REVIEWED_OPSET})"
+            )
+        before = after
+    return None
+
+
+def _what_changed(before: Any, after: Any, lacks: frozenset[str]) -> str | None:
+    if _signature(before) != _signature(after):
+        return "changes its inputs, outputs or attributes"
+    old = {t.type_param_str: set(t.allowed_type_strs) for t in before.type_constraints}
+    new = {t.type_param_str: set(t.allowed_type_strs) for t in after.type_constraints}
+    if set(old) != set(new) or any(not old[k] <= new[k] for k in old):
+        return "changes its types"
+    added = set().union(*(new[k] - old[k] for k in new)) if new else set()
+    if not added:
+        return "changes its definition (with the same signature)"
+    usable = sorted(added - lacks)
+    if usable:
+        return f"adds the types {', '.join(usable)}"
+    return None
+
+
 def relax_dtype(elem_type: int, what: str) -> str:
     """The relaxc dtype of an ONNX element type, or a plain error naming ``what``."""
     dtype = DTYPES.get(elem_type)
     if dtype is None:
         kind = DTYPE_NAMES.get(elem_type, str(elem_type))
-        raise RxError(f"{what} has element type {kind}, which relaxc does not support")
+        why = UNSUPPORTED_WHY.get(elem_type)
+        raise RxError(
+            f"{what} has element type {kind}, which relaxc does not support"
+            + (f" ({why})" if why else "")
+        )
     return dtype
 
 
@@ -219,12 +365,16 @@ def _dim(v: int | str, what: str) -> D.Dim:
     return int(v)
 
 
-def node_attrs(node: Any) -> dict[str, Any]:
+def node_attrs(node: Any, index: int = 0) -> dict[str, Any]:
     """A node's attributes as Python values (tensors as numpy arrays, strings decoded)."""
     out: dict[str, Any] = {}
     for a in node.attribute:
         if a.type == onnx.AttributeProto.TENSOR:
-            out[a.name] = tensor_array(a.t, f"attribute '{a.name}' of node '{node.name}'")
+            out[a.name] = tensor_array(
+                a.t, f"attribute '{a.name}' of node {node_title(node, index)}"
+            )
+        elif a.type in (onnx.AttributeProto.SPARSE_TENSOR, onnx.AttributeProto.SPARSE_TENSORS):
+            out[a.name] = a  # refused by the converters that meet it (Constant's sparse_value)
         elif a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS):
             out[a.name] = a  # subgraphs: only If/Loop/Scan carry them, and those are unsupported
         else:
@@ -247,5 +397,11 @@ def _f32(v: float) -> float:
 
 
 def node_label(node: Any, index: int) -> str:
-    """How an error names a node: its name, or its position when it has none."""
-    return f"'{node.name}'" if node.name else f"#{index} ({node.op_type})"
+    """How a list of nodes names one: its name, or its position when it has none."""
+    return f"'{node.name}'" if node.name else f"#{index}"
+
+
+def node_title(node: Any, index: int) -> str:
+    """How an error about one node starts: ``'name' (Op)``, or ``#index (Op)`` without a
+    name (the op named once)."""
+    return f"'{node.name}' ({node.op_type})" if node.name else f"#{index} ({node.op_type})"
