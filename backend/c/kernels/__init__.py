@@ -52,15 +52,18 @@ from .elementwise import (
     formula_problems,
     gen_cast,
     gen_clip,
+    gen_hard_sigmoid,
     gen_leaky_relu,
     gen_where,
     plain_elementwise,
 )
+from .conv_transpose import gen_conv2d_transpose
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
+from .resize import gen_resize
 
 # ---------------------------------------------------------------------------------------
 # The table.
@@ -70,6 +73,7 @@ Generator = Callable[[Gen], list[str]]
 
 GENERATORS: dict[str, Generator] = {
     "leaky_relu": gen_leaky_relu,
+    "hard_sigmoid": gen_hard_sigmoid,
     "clip": gen_clip,
     "cast": gen_cast,
     "where": gen_where,
@@ -87,6 +91,7 @@ GENERATORS: dict[str, Generator] = {
     "matmul": gen_matmul,
     "dense": gen_dense,
     "conv2d": gen_conv2d,
+    "conv2d_transpose": gen_conv2d_transpose,
     "max_pool2d": gen_pool,
     "avg_pool2d": gen_pool,
     "global_avg_pool2d": gen_global_avg_pool2d,
@@ -95,6 +100,7 @@ GENERATORS: dict[str, Generator] = {
     "rms_norm": gen_norm,
     "softmax": gen_softmax,
     "lrn": gen_lrn,
+    "resize": gen_resize,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""
