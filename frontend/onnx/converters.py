@@ -9,6 +9,7 @@ from . import (
     convert_attention,
     convert_elementwise,
     convert_math,
+    convert_models,
     convert_nn,
     convert_reduce,
     convert_shape,
@@ -27,6 +28,7 @@ def _build() -> dict[str, Converter]:
         convert_shape,
         convert_reduce,
         convert_attention,
+        convert_models,
     ):
         table.update(module.table())
     return table

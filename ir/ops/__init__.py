@@ -4,13 +4,37 @@ from __future__ import annotations
 
 from relaxc.ir.registry import Registry
 
-from . import attention, compare, elementwise, memory, misc, nn, reduce, scan, transform
+from . import (
+    attention,
+    compare,
+    conv_transpose,
+    elementwise,
+    memory,
+    misc,
+    nn,
+    reduce,
+    resize,
+    scan,
+    transform,
+)
 
 
 def build_registry() -> Registry:
     """A fresh registry holding every op relaxc knows."""
     reg = Registry()
-    for module in (elementwise, compare, memory, misc, nn, reduce, transform, scan, attention):
+    for module in (
+        elementwise,
+        compare,
+        memory,
+        misc,
+        nn,
+        reduce,
+        transform,
+        scan,
+        attention,
+        conv_transpose,
+        resize,
+    ):
         module.register_all(reg)
     return reg
 

@@ -408,6 +408,76 @@ _RELU_BLOCK = 16384
 """Elements per vector maximum of relu (a 64 KiB block of f32 zeros, made per call)."""
 
 
+# -- hard_sigmoid and hard_swish (ONNX HardSigmoid, HardSwish) ---------------------------------
+
+
+def _compute_dtype(dt: np.dtype) -> np.dtype:
+    """The dtype an activation with float constants computes in: f16 in f32 (rounded once
+    to f16 at the end, as the C backend does), the others in their own."""
+    return np.dtype(np.float32) if dt == np.float16 else dt
+
+
+def _clamp01(t: np.ndarray) -> np.ndarray:
+    """``t`` clamped to [0, 1], NaN staying NaN (C's ternaries ``t < 0 ? 0 : ...``)."""
+    zero, one = t.dtype.type(0), t.dtype.type(1)
+    return np.where(t < zero, zero, np.where(t > one, one, t))
+
+
+def hard_sigmoid_of(x: np.ndarray, alpha: float, beta: float) -> np.ndarray:
+    """max(0, min(1, alpha * x + beta)) in the compute dtype, alpha and beta rounded to it."""
+    ct = _compute_dtype(x.dtype)
+    with np.errstate(all="ignore"):
+        xc = x.astype(ct, copy=False)
+        return _clamp01(xc * ct.type(alpha) + ct.type(beta))
+
+
+def _hard_sigmoid(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x = xs[0]
+    return as_contiguous(hard_sigmoid_of(x, attrs["alpha"], attrs["beta"]), x.dtype)
+
+
+def _hard_swish(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """x * hard_sigmoid(x) with alpha 1/6 and beta 0.5 (ONNX HardSwish)."""
+    x = xs[0]
+    ct = _compute_dtype(x.dtype)
+    with np.errstate(all="ignore"):
+        y = x.astype(ct, copy=False) * hard_sigmoid_of(x, 1.0 / 6.0, 0.5)
+    return as_contiguous(y, x.dtype)
+
+
+def _register_hard_activations(reg: Registry) -> None:
+    reg.register(
+        OpDef(
+            "hard_sigmoid",
+            "max(0, min(1, alpha * x + beta)) (ONNX HardSigmoid; f16 computes in f32)",
+            "kernel",
+            _unary_infer("hard_sigmoid", True),
+            kernel=_hard_sigmoid,
+            elementwise=True,
+            input_names=("x",),
+            attrs=(
+                AttrSpec("alpha", "float", 0.2, "slope"),
+                AttrSpec("beta", "float", 0.5, "offset"),
+            ),
+            inplace=(0,),
+            float_only=True,
+        )
+    )
+    reg.register(
+        OpDef(
+            "hard_swish",
+            "x * max(0, min(1, x / 6 + 0.5)) (ONNX HardSwish; f16 computes in f32)",
+            "kernel",
+            _unary_infer("hard_swish", True),
+            kernel=_hard_swish,
+            elementwise=True,
+            input_names=("x",),
+            inplace=(0,),
+            float_only=True,
+        )
+    )
+
+
 def register_all(reg: Registry) -> None:
     # Every elementwise op may write its output over an input of the output's type: the
     # element at a position is read before the output element there is written.
@@ -540,3 +610,4 @@ def register_all(reg: Registry) -> None:
             inplace=(0, 1),
         )
     )
+    _register_hard_activations(reg)

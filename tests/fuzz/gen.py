@@ -697,6 +697,77 @@ def _conv2d(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, args, attrs)
 
 
+@recipe("conv2d_transpose")
+def _conv2d_transpose(b: FnBuilder, op: OpDef) -> Val:
+    x = _rank4(b, _numeric)
+    c = x.type.shape[1]
+    if not isinstance(c, int):
+        raise Reject()
+    groups = b.ch.choice([g for g in (1, 2, 3) if c % g == 0])
+    og = b.ch.int(1, 2)
+    kh, kw = b.ch.int(1, 3), b.ch.int(1, 3)
+    w = b.new_input(TensorType((c, og, kh, kw), x.type.dtype))
+    args = [x, w]
+    if b.ch.bool():
+        args.append(b.new_input(TensorType((og * groups,), x.type.dtype)))
+    attrs: dict[str, Any] = {}
+    if groups > 1:
+        attrs["groups"] = groups
+    if b.ch.bool():
+        attrs["strides"] = b.ch.choice([2, (1, 2), (3, 1)])
+    if b.ch.bool():
+        attrs["padding"] = b.ch.choice([(0, 0, 0, 0), (0, 1, 0, 0), (1, 0, 0, 1)])
+    if b.ch.int(0, 3) == 0:
+        attrs["dilation"] = b.ch.choice([2, (2, 1)])
+    if b.ch.int(0, 3) == 0:
+        attrs["output_padding"] = (1, 0)
+    return b.apply(op, args, attrs)
+
+
+@recipe("resize")
+def _resize(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: 1 <= t.ndim <= 4 and t.dtype != "bf16")
+    float_x = _float(x.type)
+    mode = b.ch.choice(["nearest", "linear", "cubic"] if float_x else ["nearest"])
+    coord = b.ch.choice(
+        [
+            "half_pixel",
+            "pytorch_half_pixel",
+            "align_corners",
+            "asymmetric",
+            "half_pixel_symmetric",
+            "tf_half_pixel_for_nn",
+            "tf_crop_and_resize",
+        ]
+    )
+    sizes = list(x.type.shape)
+    scales: list[float] | None = [1.0] * x.type.ndim if b.ch.bool() else None
+    for a, d in enumerate(x.type.shape):
+        if isinstance(d, int) and d > 0 and b.ch.bool():
+            sizes[a] = b.ch.int(1, 7)
+            if scales is not None:
+                scales[a] = b.ch.choice([sizes[a] / d, 0.5, 1.5, 2.0])
+    attrs: dict[str, Any] = {
+        "sizes": tuple(sizes),
+        "mode": mode,
+        "coordinate_transformation_mode": coord,
+        "nearest_mode": b.ch.choice(["round_prefer_floor", "round_prefer_ceil", "floor", "ceil"]),
+    }
+    if scales is not None:
+        attrs["scales"] = tuple(scales)
+    if coord == "tf_crop_and_resize":
+        n = x.type.ndim
+        attrs["roi"] = (
+            tuple([0.0] * n + [1.0] * n) if b.ch.bool() else tuple([-0.25] * n + [0.75] * n)
+        )
+        attrs["extrapolation_value"] = 2.5
+    if mode != "nearest" and b.ch.bool():
+        attrs["exclude_outside"] = True
+    if mode != "nearest" and b.ch.bool():
+        attrs["antialias"] = True
+    return b.apply(op, [x], attrs)
+
+
 @recipe("max_pool2d", "avg_pool2d")
 def _pool(b: FnBuilder, op: OpDef) -> Val:
     x = _rank4(b, _numeric if op.name == "max_pool2d" else _float)

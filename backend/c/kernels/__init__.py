@@ -56,6 +56,7 @@ from .elementwise import (
     gen_clip,
     gen_elu,
     gen_isinf,
+    gen_hard_sigmoid,
     gen_leaky_relu,
     gen_mod,
     gen_selu,
@@ -65,12 +66,14 @@ from .elementwise import (
     plain_elementwise,
 )
 from .attention import gen_attention, gen_rotary_embedding
+from .conv_transpose import gen_conv2d_transpose
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
 from .scan import gen_arange
+from .resize import gen_resize
 
 # ---------------------------------------------------------------------------------------
 # The table.
@@ -88,6 +91,7 @@ GENERATORS: dict[str, Generator] = {
     "isinf": gen_isinf,
     "mod": gen_mod,
     "bit_shift": gen_bit_shift,
+    "hard_sigmoid": gen_hard_sigmoid,
     "clip": gen_clip,
     "cast": gen_cast,
     "where": gen_where,
@@ -105,6 +109,7 @@ GENERATORS: dict[str, Generator] = {
     "matmul": gen_matmul,
     "dense": gen_dense,
     "conv2d": gen_conv2d,
+    "conv2d_transpose": gen_conv2d_transpose,
     "max_pool2d": gen_pool,
     "avg_pool2d": gen_pool,
     "global_avg_pool2d": gen_global_avg_pool2d,
@@ -116,6 +121,7 @@ GENERATORS: dict[str, Generator] = {
     "arange": gen_arange,
     "attention": gen_attention,
     "rotary_embedding": gen_rotary_embedding,
+    "resize": gen_resize,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""

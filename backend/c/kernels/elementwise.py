@@ -293,6 +293,58 @@ registered in the C kernel table as a :class:`FormulaKernel` each; an op with a 
 formula on its record takes it from there (:func:`record_on_float`, :func:`record_on_int`)."""
 
 
+# -- hard_sigmoid and hard_swish ------------------------------------------------------------
+
+
+def _register_clamp01() -> None:
+    from ..helpers import HELPERS
+
+    for name, ct, zero, one in (
+        ("clamp01f", "float", "0.0f", "1.0f"),
+        ("clamp01d", "double", "0.0", "1.0"),
+    ):
+        HELPERS[name] = (
+            (),
+            f"""\
+/* t clamped to [0, 1]; NaN stays NaN (the numpy kernels' where(t < 0, 0, where(t > 1, 1, t))). */
+static {ct} {{p}}_{name}({ct} t)
+{{{{
+    return t < {zero} ? {zero} : (t > {one} ? {one} : t);
+}}}}""",
+        )
+
+
+_register_clamp01()
+
+
+def _hard_sigmoid_expr(g: Gen, dtype: str, x: str, alpha: float, beta: float) -> str:
+    """clamp01(x * alpha + beta) in the compute domain (f16 as float), alpha and beta
+    rounded to it (the numpy kernel's :func:`relaxc.ir.ops.elementwise.hard_sigmoid_of`)."""
+    lit = "f64" if dtype == "f64" else "f32"
+    with np.errstate(over="ignore"):
+        a = float(alpha) if lit == "f64" else float(np.float32(alpha))
+        b = float(beta) if lit == "f64" else float(np.float32(beta))
+    clamp = g.h.use("clamp01d" if lit == "f64" else "clamp01f")
+    return f"{clamp}({x} * {T.float_literal(a, lit)} + {T.float_literal(b, lit)})"
+
+
+def gen_hard_sigmoid(g: Gen) -> list[str]:
+    dtype = g.spec.ins[0].dtype
+    a = g.spec.attr
+    return gen_elementwise(g, lambda v: _hard_sigmoid_expr(g, dtype, v[0], a["alpha"], a["beta"]))
+
+
+def hard_swish_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
+    """x * hard_sigmoid(x; 1/6, 0.5) in the compute domain."""
+    return f"({xs[0]} * {_hard_sigmoid_expr(g, dtype, xs[0], 1.0 / 6.0, 0.5)})"
+
+
+HARD_FORMULAS: dict[str, CFormula] = {"hard_swish": CFormula(hard_swish_float, None)}
+"""The C formulas of the hard activations without attributes (merged into C_FORMULAS)."""
+
+C_FORMULAS.update(HARD_FORMULAS)
+
+
 def formula_problems(registry: Registry, formulas: Mapping[str, CFormula]) -> list[str]:
     """Where ``formulas`` and the records of ``registry`` disagree: an entry for an op that is
     not a plain elementwise op; an op whose record has a ``scalar`` formula its entry does
