@@ -50,6 +50,12 @@ LOOSER = {
 """Cases compared at a larger rtol than RTOL: case -> (rtol, why). onnx's own runner compares
 every case at rtol 1e-3."""
 
+HALF_ULPS = 2
+"""float16 outputs compare at this many of float16's epsilon (2 ** -10) relative, and as many
+of its ulp at 1 absolute near zero: rtol 1e-4 is a tenth of float16's ulp, so a case computed
+in float16 (its expanded form rounds after every op, as onnxruntime does) cannot meet it, and
+the expected outputs were rounded to float16 from a float32 or float64 computation."""
+
 IMPORT_TIME = "must be known when the model is imported"
 """The importer's words for a value it needs as a constant (ctx.folded): the refusal that
 :func:`run_case` retries with :func:`bind_inputs`."""
@@ -132,7 +138,8 @@ def compare(
         if g.dtype != w.dtype:
             return f"{what} output {i}: dtype {g.dtype}, expected {w.dtype}"
         if w.dtype.kind in "fc":
-            ok = np.isclose(g, w, rtol=rtol, atol=ATOL, equal_nan=True)
+            r, a = (rtol, ATOL) if w.dtype != np.float16 else _half_tolerance(rtol)
+            ok = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
             if not ok.all():
                 at = tuple(int(x) for x in np.argwhere(~ok)[0])
                 return f"{what} output {i}: {g[at]} at {at}, expected {w[at]}"
@@ -140,6 +147,11 @@ def compare(
             at = tuple(int(x) for x in np.argwhere(g != w)[0]) if g.shape else ()
             return f"{what} output {i}: {g[at]} at {at}, expected {w[at]}"
     return None
+
+
+def _half_tolerance(rtol: float) -> tuple[float, float]:
+    eps = float(np.finfo(np.float16).eps)
+    return max(rtol, HALF_ULPS * eps), HALF_ULPS * eps * 2**-4
 
 
 def _flatten(v: Any) -> list[np.ndarray]:
