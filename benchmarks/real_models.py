@@ -301,7 +301,8 @@ def measure_peers(
         capture_output=True,
         text=True,
     )
-    why = (r.stderr.strip().splitlines() or ["failed"])[-1]  # the exception's line
+    lines = r.stderr.strip().splitlines() or ["failed"]
+    why = ([ln for ln in lines if "Error" in ln] or lines)[-1]  # the exception's line
     out["tvm"] = int(r.stdout.split()[-1]) if r.returncode == 0 else why
     out["iree"] = _iree(python.parent, path, input_name, shape, work, want)
     return out
