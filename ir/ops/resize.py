@@ -158,6 +158,8 @@ def _filter_taps(
 
 def axis_taps(n_in: int, n_out: int, axis: int, rank: int, attrs: Mapping[str, Any]) -> AxisTaps:
     """The taps of a resized axis of ``n_in`` positions resized to ``n_out``."""
+    if n_out == 0:  # no position: no taps (and no scale to divide by)
+        return AxisTaps(np.zeros((0, 1), np.int64), np.zeros((0, 1)), None)
     scale = _scale_of(attrs, axis, n_in, n_out)
     coord_mode = attrs["coordinate_transformation_mode"]
     roi = _roi_of(attrs, axis, rank)

@@ -41,6 +41,8 @@ def gen_resize(g: Gen) -> list[str]:
     attrs = g.spec.attr
     rank = len(out.shape)
     if any(isinstance(d, int) and d == 0 for d in out.shape):
+        g.emit("(void)x0;")
+        g.emit("(void)y0;")
         return []
     taps = resize_taps(x.shape, out.shape, attrs)
     nearest = attrs["mode"] == "nearest"

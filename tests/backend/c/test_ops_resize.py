@@ -71,3 +71,21 @@ def test_resize_and_hard_activations_match_the_reference(tmp_path: Path, dtype: 
     if dtype.startswith("f"):
         code = built.sources.files[f"rz_{dtype}.c"]
         assert "static const double rw" in code and "static const int32_t ri" in code
+
+
+def test_resize_to_no_position_compiles_strict(tmp_path: Path) -> None:
+    """Regression (the fuzzer, seed 155): a resize to an empty output wrote a kernel whose
+    parameters went unused, which -Werror refused."""
+    text = """
+fn @main(%x: Tensor[(5,), f32]) -> Tuple[Tensor[(0,), f32], Tensor[(2,), f32]] {
+  %e = resize(%x, sizes=(0,), mode="linear", antialias=true)
+  %y = resize(%x, sizes=(2,), mode="linear")
+  return (%e, %y)
+}
+"""
+    built = build(text, tmp_path, prefix="rz_empty")
+    x = np.arange(5, dtype=np.float32)
+    want = Interpreter(parse_module(text, "t.rx")).run("main", [x])
+    got = run_c(built, [x])
+    assert got[0].shape == (0,)
+    assert_close(got, want, "empty resize")

@@ -39,8 +39,8 @@ def test_every_unsupported_operator_is_listed_at_once() -> None:
     nodes = [
         helper.make_node("Relu", ["x"], ["a"], name="ok"),
         helper.make_node("TopK", ["a", "k"], ["v", "i"], name="topk_1", axis=1),
-        helper.make_node("Resize", ["v", "", "sc"], ["r"], name="up_1"),
-        helper.make_node("Resize", ["r", "", "sc"], ["r2"], name="up_2"),
+        helper.make_node("RoiAlign", ["v", "sc", "k"], ["r"], name="up_1"),
+        helper.make_node("RoiAlign", ["r", "sc", "k"], ["r2"], name="up_2"),
         helper.make_node("FancyOp", ["r2"], ["y"], name="mine", domain="com.example"),
     ]
     model = raw_model(
@@ -57,7 +57,7 @@ def test_every_unsupported_operator_is_listed_at_once() -> None:
         model,
         "3 operators",
         "4 nodes",
-        "Resize (nodes 'up_1', 'up_2')",
+        "RoiAlign (nodes 'up_1', 'up_2')",
         "TopK (node 'topk_1')",
         "com.example.FancyOp (node 'mine')",
     )
