@@ -184,8 +184,18 @@ def _pool(ctx: NodeContext, op2d: str, opnd: str, extra: dict) -> list:
 
 
 def convert_max_pool(ctx: NodeContext) -> list:
-    # storage_order only orders the Indices output, which the importer refuses when used.
-    return _pool(ctx, "max_pool2d", "max_pool_nd", {})
+    """Y, and where the node names it, Indices (storage_order orders only those)."""
+    outs = _pool(ctx, "max_pool2d", "max_pool_nd", {})
+    names = list(ctx.node.output)
+    if len(names) > 1 and names[1]:
+        order = int(ctx.attr("storage_order", 0))
+        if order not in (0, 1):
+            raise ctx.fail(f"storage_order must be 0 or 1, got {order}")
+        x = ctx.input(0)
+        _, attrs = _window(ctx, x)
+        attrs["storage_order"] = order
+        outs.append(ctx.emit("max_pool_indices", [x], attrs, k=1))
+    return outs
 
 
 def convert_average_pool(ctx: NodeContext) -> list:

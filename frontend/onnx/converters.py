@@ -23,6 +23,5 @@ CONVERTERS: dict[str, Converter] = _build()
 # Outputs beyond the first that a converter cannot produce: refused if anything uses them.
 EXTRA_OUTPUTS = {
     "Dropout": "the dropout mask",
-    "MaxPool": "the argmax indices",
     "BatchNormalization": "training statistics",
 }

@@ -204,7 +204,7 @@ def _pool_geometry(op: str, attrs: Mapping[str, Any]) -> Geometry:
 def _pool_infer(op: str) -> InferFn:
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         (x,) = tensors(inputs, op)
-        if op == "max_pool_nd":
+        if op in ("max_pool_nd", "max_pool_indices"):
             require_numeric(x.dtype, op)
         else:
             require_float_math(x.dtype, op)
@@ -235,6 +235,57 @@ def _max_pool_nd(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarr
     for tap in g.taps():
         np.maximum(res, xp[g.tap_slices(tap, out)], out=res)
     return res
+
+
+def _infer_max_pool_indices(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    t = _pool_infer("max_pool_indices")(inputs, attrs)
+    assert isinstance(t, TensorType)
+    if attrs["storage_order"] not in (0, 1):
+        raise OpError(
+            f"max_pool_indices: storage_order must be 0 or 1, got {attrs['storage_order']}"
+        )
+    return TensorType(t.shape, "i64")
+
+
+def _flat_index(x: np.ndarray, column_major: bool) -> np.ndarray:
+    """Each cell's index in ``x`` flattened (N * C images, each row-major or, with
+    ``column_major``, column-major over the spatial axes), int64."""
+    n, c, *spatial = x.shape
+    steps = [1] * len(spatial)
+    if column_major:
+        for i in range(1, len(spatial)):
+            steps[i] = steps[i - 1] * spatial[i - 1]
+    else:
+        for i in range(len(spatial) - 2, -1, -1):
+            steps[i] = steps[i + 1] * spatial[i + 1]
+    image = int(np.prod(spatial))
+    idx = np.zeros(x.shape, dtype=np.int64)
+    idx += (np.arange(n * c, dtype=np.int64) * image).reshape(n, c, *([1] * len(spatial)))
+    for i, (size, step) in enumerate(zip(spatial, steps)):
+        shape = [1] * x.ndim
+        shape[i + 2] = size
+        idx += (np.arange(size, dtype=np.int64) * step).reshape(shape)
+    return idx
+
+
+def _max_pool_indices(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """The flat index of each window's maximum (ONNX MaxPool's Indices): the first of its
+    taps inside the input, in tap order, whose value is greater than every tap before it."""
+    x = xs[0]
+    g = _pool_geometry("max_pool_indices", attrs)
+    out = g.concrete_out(x.shape[2:])
+    best = np.zeros(x.shape[:2] + out, dtype=x.dtype)
+    idx = np.full(x.shape[:2] + out, -1, dtype=np.int64)
+    if idx.size == 0:
+        return idx
+    xp = g.padded(x, out, 0, x.dtype)
+    ip = g.padded(_flat_index(x, attrs["storage_order"] == 1), out, -1, np.int64)
+    for tap in g.taps():
+        v, vi = xp[g.tap_slices(tap, out)], ip[g.tap_slices(tap, out)]
+        take = (vi >= 0) & ((idx < 0) | (v > best))
+        np.copyto(best, v, where=take)
+        np.copyto(idx, vi, where=take)
+    return idx
 
 
 def _counted(g: Geometry, sizes: Sequence[int], out: Sequence[int], include: bool) -> np.ndarray:
@@ -325,7 +376,7 @@ def _group_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
     x, scale, bias = xs
     n, c = x.shape[:2]
     groups = attrs["num_groups"]
-    x64 = x.astype(np.float64).reshape(n, groups, -1)
+    x64 = x.astype(np.float64).reshape(n, groups, c // groups * int(np.prod(x.shape[2:])))
     with np.errstate(all="ignore"):
         mean = quiet_mean(x64, 2, True)
         var = quiet_mean((x64 - mean) ** 2, 2, True)
@@ -393,18 +444,23 @@ def _window_attrs() -> tuple[AttrSpec, ...]:
 
 
 def _reg_pool(
-    reg: Registry, name: str, summary: str, kernel: Any, extra: tuple[AttrSpec, ...]
+    reg: Registry,
+    name: str,
+    summary: str,
+    kernel: Any,
+    extra: tuple[AttrSpec, ...],
+    infer: InferFn | None = None,
 ) -> None:
     reg.register(
         OpDef(
             name,
             summary,
             "kernel",
-            _pool_infer(name),
+            infer or _pool_infer(name),
             family="pooling",
             kernel=kernel,
             input_names=("data",),
-            float_only=name != "max_pool_nd",
+            float_only=name not in ("max_pool_nd", "max_pool_indices"),
             attrs=(
                 AttrSpec("pool_size", "ints", doc="the window, per spatial axis"),
                 *_window_attrs(),
@@ -432,6 +488,14 @@ def register_all(reg: Registry) -> None:
         )
     )
     _reg_pool(reg, "max_pool_nd", "max pooling over N, C, S... (padding is -inf)", _max_pool_nd, ())
+    _reg_pool(
+        reg,
+        "max_pool_indices",
+        "the flat input index of each max-pooling window's maximum (int64; ONNX MaxPool's Indices)",
+        _max_pool_indices,
+        (AttrSpec("storage_order", "int", 0, "0: row-major, 1: column-major spatial index"),),
+        _infer_max_pool_indices,
+    )
     _reg_pool(
         reg,
         "avg_pool_nd",

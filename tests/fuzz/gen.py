@@ -792,9 +792,9 @@ def _conv_nd(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, args, attrs)
 
 
-@recipe("max_pool_nd", "avg_pool_nd", "lp_pool_nd")
+@recipe("max_pool_nd", "avg_pool_nd", "lp_pool_nd", "max_pool_indices")
 def _pool_nd(b: FnBuilder, op: OpDef) -> Val:
-    x = _spatial(b, _numeric if op.name == "max_pool_nd" else _float)
+    x = _spatial(b, _numeric if op.name.startswith("max_pool") else _float)
     r = x.type.ndim - 2
     attrs = _window_attrs(b, r)
     attrs["pool_size"] = tuple(b.ch.int(2, 3) for _ in range(r))
@@ -804,6 +804,8 @@ def _pool_nd(b: FnBuilder, op: OpDef) -> Val:
         attrs["count_include_pad"] = True
     if op.name == "lp_pool_nd":
         attrs["p"] = b.ch.choice([1.0, 2.0, 3.0])
+    if op.name == "max_pool_indices" and b.ch.bool():
+        attrs["storage_order"] = 1
     return b.apply(op, [x], attrs)
 
 
@@ -937,6 +939,17 @@ def _overwrite(b: FnBuilder, op: OpDef, x: Val) -> Val:
             attrs = {"axis": ch.int(-xt.ndim, xt.ndim - 1)}
         elif op.name == "leaky_relu" and ch.bool():
             attrs = {"alpha": 0.25}
+        elif op.name == "mean_variance_norm":
+            if xt.ndim == 0:
+                raise Reject()
+            attrs = {"axes": tuple(range(ch.int(0, xt.ndim - 1), xt.ndim))}
+    elif op.name == "group_norm":
+        c = xt.shape[1] if xt.ndim >= 2 else None
+        if not isinstance(c, int) or not _float(xt):
+            raise Reject()
+        vt = TensorType((c,), xt.dtype)
+        inputs = [x, b.new_input(vt), b.new_input(vt)]
+        attrs = {"num_groups": ch.choice([g for g in (1, 2, 3) if c % g == 0])}
     elif op.name == "where":
         if xt.dtype == "bool" and ch.bool():
             inputs = [x, _partner(b, x), _partner(b, x)]  # x is the condition

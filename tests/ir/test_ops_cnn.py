@@ -255,3 +255,38 @@ def test_group_norm_with_one_channel_per_group_is_instance_norm() -> None:
     mean, var = x.mean(axis=(2, 3), keepdims=True), x.var(axis=(2, 3), keepdims=True)
     want = (x - mean) / np.sqrt(var + 1e-5) * s[None, :, None, None] + b[None, :, None, None]
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("order", [0, 1])
+def test_max_pool_indices_match_onnx_reference(order: int) -> None:
+    from onnx import helper as h
+    from onnx.reference import ReferenceEvaluator
+
+    x = RNG.standard_normal((2, 3, 5, 6)).astype(np.float32)
+    node = h.make_node(
+        "MaxPool",
+        ["x"],
+        ["y", "i"],
+        kernel_shape=[3, 2],
+        strides=[2, 2],
+        pads=[1, 0, 1, 1],
+        storage_order=order,
+    )
+    graph = h.make_graph(
+        [node],
+        "g",
+        [h.make_tensor_value_info("x", 1, None)],
+        [h.make_tensor_value_info("y", 1, None), h.make_tensor_value_info("i", 7, None)],
+    )
+    model = h.make_model(graph, opset_imports=[h.make_opsetid("", 12)])
+    want = ReferenceEvaluator(model).run(None, {"x": x})[1]
+    got = run(
+        "max_pool_indices",
+        [x],
+        pool_size=(3, 2),
+        strides=(2, 2),
+        padding=(1, 0, 1, 1),
+        storage_order=order,
+    )
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)

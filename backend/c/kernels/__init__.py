@@ -56,7 +56,13 @@ from .elementwise import (
     gen_where,
     plain_elementwise,
 )
-from .cnn import gen_axes_norm, gen_conv_nd, gen_group_norm, gen_pool_nd
+from .cnn import (
+    gen_axes_norm,
+    gen_conv_nd,
+    gen_group_norm,
+    gen_max_pool_indices,
+    gen_pool_nd,
+)
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
@@ -98,6 +104,7 @@ GENERATORS: dict[str, Generator] = {
     "lrn": gen_lrn,
     "conv_nd": gen_conv_nd,
     "max_pool_nd": gen_pool_nd,
+    "max_pool_indices": gen_max_pool_indices,
     "avg_pool_nd": gen_pool_nd,
     "lp_pool_nd": gen_pool_nd,
     "group_norm": gen_group_norm,

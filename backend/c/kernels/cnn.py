@@ -160,6 +160,46 @@ def gen_pool_nd(g: Gen) -> list[str]:
     return decls
 
 
+def gen_max_pool_indices(g: Gen) -> list[str]:
+    """max_pool_indices: per window, the flat index of the first tap inside the input whose
+    value beats every tap before it (the index row-major, or column-major over the spatial
+    axes with storage_order=1)."""
+    g.restrict = True
+    x = g.spec.ins[0]
+    a = g.spec.attr
+    if T.kind(x.dtype) == "bool":
+        raise unsupported(g.spec, loc=g.loc)
+    geo = Geometry("max_pool_indices", a["pool_size"], a)
+    xs, ys = g.shape(x), g.shape(g.spec.outs[0])
+    sizes, osz = xs[2:], ys[2:]
+    outs = [f"o{i}" for i in range(geo.r)]
+    image = g.prod(sizes)
+    ct = "double" if T.kind(x.dtype) == "float" else T.c_type(x.dtype)
+
+    def spatial_index(idx: list[str]) -> str:
+        if a["storage_order"] == 1:
+            return horner(idx[::-1], sizes[::-1])
+        return horner(idx, sizes)
+
+    def per_output() -> None:
+        g.emit(f"{ct} best = 0;")
+        g.emit("int64_t at = -1;")
+
+        def visit(idx: list[str]) -> None:
+            cell = f"x0[nc * {image} + {horner(idx, sizes)}]"
+            g.emit(f"const {ct} v = ({ct}){g.load(x.dtype, cell)};")
+            with g.block("if (at < 0 || v > best)"):
+                g.emit("best = v;")
+                g.emit(f"at = nc * {image} + {spatial_index(idx)};")
+
+        _taps(g, geo, outs, sizes, visit)
+        g.emit(f"y0[{horner(['nc', *outs], ['0', *osz])}] = at;")
+
+    with g.loop("nc", g.prod(xs[:2])):
+        _nest(g, outs, osz, per_output)
+    return [f"int64_t nc, {', '.join(outs)}, {', '.join(f't{i}' for i in range(geo.r))};"]
+
+
 def _power(v: str, p: float) -> str:
     if p == 1.0:
         return v
@@ -266,4 +306,10 @@ def gen_group_norm(g: Gen) -> list[str]:
     return ["int64_t n, gi, c, i;", "double mean, var, d, scale;"]
 
 
-__all__ = ["gen_axes_norm", "gen_conv_nd", "gen_group_norm", "gen_pool_nd"]
+__all__ = [
+    "gen_axes_norm",
+    "gen_conv_nd",
+    "gen_group_norm",
+    "gen_max_pool_indices",
+    "gen_pool_nd",
+]

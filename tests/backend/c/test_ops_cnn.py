@@ -30,6 +30,9 @@ NUMERIC = """
   %conv1 = conv_nd(%x3, %w3, strides=2, padding=(1, 2))
   %maxp = max_pool_nd(%x5, pool_size=(3, 2, 3), strides=(2, 1, 2), padding=(1, 0, 1, 1, 1, 0), dilation=(1, 2, 1), ceil_mode=true)
   %maxp1 = max_pool_nd(%x3, pool_size=(2,), padding=(1,))
+  %argmax = max_pool_indices(%x5, pool_size=(3, 2, 3), strides=(2, 1, 2), padding=(1, 0, 1, 1, 1, 0), ceil_mode=true)
+  %argmaxc = max_pool_indices(%x5, pool_size=(2, 2, 2), strides=(1, 2, 1), padding=1, dilation=(2, 1, 1), storage_order=1)
+  %argmax1 = max_pool_indices(%x3, pool_size=(3,), strides=(2,), padding=(1,))
 """
 
 FLOAT_ONLY = """

@@ -166,12 +166,11 @@ def test_layer_norm_mean_and_inv_std_dev_match_onnxruntime() -> None:
     import_and_compare(model, {"x": randn(3, 4, 5)})
 
 
-def test_a_used_max_pool_indices_output_is_refused_with_a_sentence() -> None:
+def test_max_pool_indices_output_matches_onnxruntime() -> None:
     model = _node_model(
         "MaxPool", (1, 1, 4, 4), outputs=("y", ("i", np.int64, (1, 1, 3, 3))), kernel_shape=[2, 2]
     )
-    with pytest.raises(RxError, match="argmax indices"):
-        import_onnx(model)
+    import_and_compare(model, {"x": randn(1, 1, 4, 4)})
 
 
 def test_group_norm_18_parameters_computed_at_run_time_are_refused() -> None:
@@ -212,8 +211,6 @@ NOT_PASSED = {
     # training-only and the argmax indices: refused with a sentence
     "test_batchnorm_epsilon_training_mode": "refused",
     "test_batchnorm_example_training_mode": "refused",
-    "test_maxpool_with_argmax_2d_precomputed_pads": "refused",
-    "test_maxpool_with_argmax_2d_precomputed_strides": "refused",
 }
 
 
