@@ -7,6 +7,7 @@ from typing import Callable
 
 from . import (
     convert_attention,
+    convert_cnn,
     convert_elementwise,
     convert_math,
     convert_models,
@@ -29,6 +30,7 @@ def _build() -> dict[str, Converter]:
         convert_reduce,
         convert_attention,
         convert_models,
+        convert_cnn,
     ):
         table.update(module.table())
     return table
@@ -90,9 +92,7 @@ when a converter handles it."""
 EXTRA_OUTPUTS = {
     "Dropout": "the dropout mask, whose value before opset 12 ONNX leaves undefined outside "
     "training",
-    "MaxPool": "the argmax indices (in either storage_order)",
     "BatchNormalization": "training statistics",
-    "LayerNormalization": "the mean and inverse standard deviation",
 }
 
 

@@ -6,6 +6,7 @@ from relaxc.ir.registry import Registry
 
 from . import (
     attention,
+    cnn,
     compare,
     conv_transpose,
     elementwise,
@@ -34,6 +35,7 @@ def build_registry() -> Registry:
         attention,
         conv_transpose,
         resize,
+        cnn,
     ):
         module.register_all(reg)
     return reg

@@ -848,6 +848,81 @@ def _lrn(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x], attrs)
 
 
+def _spatial(b: FnBuilder, pred: Callable[[TensorType], bool]) -> Val:
+    """An (N, C, S...) input of 1 to 3 spatial axes (static channels)."""
+    cands = b.tensors(lambda t: 3 <= t.ndim <= 5 and isinstance(t.shape[1], int) and pred(t))
+    if cands and b.ch.int(0, 3):
+        return b.pick(cands)
+    r = b.ch.int(1, 3)
+    spatial = tuple(b.ch.choice([3, 4, 5]) for _ in range(r - 1)) + (b.size(),)
+    shape = (b.ch.choice([1, 2]), b.ch.choice([1, 2, 4]), *spatial)
+    dtype = b.ch.choice([d for d in b.ctx.dtypes if pred(TensorType((1, 1, 1), d))] or ["f32"])
+    return b.new_input(TensorType(shape, dtype))
+
+
+def _window_attrs(b: FnBuilder, r: int) -> dict[str, Any]:
+    attrs: dict[str, Any] = {}
+    if b.ch.bool():
+        attrs["strides"] = b.ch.choice([2, tuple(b.ch.int(1, 2) for _ in range(r))])
+    if b.ch.bool():
+        attrs["padding"] = b.ch.choice([1, tuple(b.ch.int(0, 1) for _ in range(2 * r))])
+    if b.ch.int(0, 3) == 0:
+        attrs["dilation"] = tuple(b.ch.int(1, 2) for _ in range(r))
+    return attrs
+
+
+@recipe("conv_nd")
+def _conv_nd(b: FnBuilder, op: OpDef) -> Val:
+    x = _spatial(b, _numeric)
+    c = x.type.shape[1]
+    assert isinstance(c, int)
+    r = x.type.ndim - 2
+    groups = b.ch.choice([g for g in (1, 2) if c % g == 0])
+    o = groups * b.ch.int(1, 2)
+    k = tuple(b.ch.int(1, 2) for _ in range(r))
+    args = [x, b.new_input(TensorType((o, c // groups, *k), x.type.dtype))]
+    if b.ch.bool():
+        args.append(b.new_input(TensorType((o,), x.type.dtype)))
+    attrs = _window_attrs(b, r)
+    if groups > 1:
+        attrs["groups"] = groups
+    return b.apply(op, args, attrs)
+
+
+@recipe("max_pool_nd", "avg_pool_nd", "lp_pool_nd", "max_pool_indices")
+def _pool_nd(b: FnBuilder, op: OpDef) -> Val:
+    x = _spatial(b, _numeric if op.name.startswith("max_pool") else _float)
+    r = x.type.ndim - 2
+    attrs = _window_attrs(b, r)
+    attrs["pool_size"] = tuple(b.ch.int(2, 3) for _ in range(r))
+    if b.ch.bool():
+        attrs["ceil_mode"] = True
+    if op.name == "avg_pool_nd" and b.ch.bool():
+        attrs["count_include_pad"] = True
+    if op.name == "lp_pool_nd":
+        attrs["p"] = b.ch.choice([1.0, 2.0, 3.0])
+    if op.name == "max_pool_indices" and b.ch.bool():
+        attrs["storage_order"] = 1
+    return b.apply(op, [x], attrs)
+
+
+@recipe("group_norm")
+def _group_norm(b: FnBuilder, op: OpDef) -> Val:
+    x = _spatial(b, _float)
+    c = x.type.shape[1]
+    assert isinstance(c, int)
+    groups = b.ch.choice([g for g in (1, 2, 4) if c % g == 0])
+    vec = TensorType((c,), x.type.dtype)
+    return b.apply(op, [x, b.new_input(vec), b.new_input(vec)], {"num_groups": groups})
+
+
+@recipe("mean_variance_norm", "inv_std_dev")
+def _axes_norm(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
+    axes = tuple(range(b.ch.int(0, x.type.ndim - 1), x.type.ndim))
+    return b.apply(op, [x], {"axes": axes})
+
+
 @recipe("sum", "mean", "max")
 def _reduce(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor()
@@ -961,6 +1036,17 @@ def _overwrite(b: FnBuilder, op: OpDef, x: Val) -> Val:
             attrs = {"axis": ch.int(-xt.ndim, xt.ndim - 1)}
         elif op.name == "leaky_relu" and ch.bool():
             attrs = {"alpha": 0.25}
+        elif op.name == "mean_variance_norm":
+            if xt.ndim == 0:
+                raise Reject()
+            attrs = {"axes": tuple(range(ch.int(0, xt.ndim - 1), xt.ndim))}
+    elif op.name == "group_norm":
+        c = xt.shape[1] if xt.ndim >= 2 else None
+        if not isinstance(c, int) or not _float(xt):
+            raise Reject()
+        vt = TensorType((c,), xt.dtype)
+        inputs = [x, b.new_input(vt), b.new_input(vt)]
+        attrs = {"num_groups": ch.choice([g for g in (1, 2, 3) if c % g == 0])}
     elif op.name == "where":
         if xt.dtype == "bool" and ch.bool():
             inputs = [x, _partner(b, x), _partner(b, x)]  # x is the condition

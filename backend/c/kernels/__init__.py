@@ -67,6 +67,13 @@ from .elementwise import (
 )
 from .attention import gen_attention, gen_rotary_embedding
 from .conv_transpose import gen_conv2d_transpose
+from .cnn import (
+    gen_axes_norm,
+    gen_conv_nd,
+    gen_group_norm,
+    gen_max_pool_indices,
+    gen_pool_nd,
+)
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
@@ -122,6 +129,14 @@ GENERATORS: dict[str, Generator] = {
     "attention": gen_attention,
     "rotary_embedding": gen_rotary_embedding,
     "resize": gen_resize,
+    "conv_nd": gen_conv_nd,
+    "max_pool_nd": gen_pool_nd,
+    "max_pool_indices": gen_max_pool_indices,
+    "avg_pool_nd": gen_pool_nd,
+    "lp_pool_nd": gen_pool_nd,
+    "group_norm": gen_group_norm,
+    "mean_variance_norm": gen_axes_norm,
+    "inv_std_dev": gen_axes_norm,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""
