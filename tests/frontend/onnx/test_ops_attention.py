@@ -273,3 +273,29 @@ def test_rotary_embedding_refusals() -> None:
     ]
     with pytest.raises(RxError, match="not half the rotary dim 4"):
         import_onnx(_raw_model(node, ins))
+
+
+def test_gpt_block_with_a_symbolic_sequence_on_every_backend() -> None:
+    """The block with a symbolic sequence length (bounded for C): the interpreter, the VM and
+    C (whose attention recomputes scores instead of holding a row of symbolic length)."""
+    model = _gpt_block()
+    for vi in model.graph.input:
+        if vi.name in ("x", "pos"):
+            vi.type.tensor_type.shape.dim[1].dim_param = "s"
+    del model.graph.value_info[:]
+    for out in model.graph.output:
+        out.type.tensor_type.ClearField("shape")
+    result = import_onnx(model, upper_bounds={"s": 8})
+    for seq in (5, 1):
+        feeds = {
+            "x": randn(1, seq, 16, seed=seq),
+            "pos": np.arange(3, 3 + seq, dtype=np.int64).reshape(1, seq),
+            "past_k": randn(1, 2, 3, 4, seed=4),
+            "past_v": randn(1, 2, 3, 4, seed=5),
+        }
+        want = _reference(model, feeds)
+        args = [feeds[n] for n in feed_order(model)]
+        for backend in ("interp", "vm", "c"):
+            got = node_cases.RUNNERS[backend](result, args, {"s": seq})
+            for g, w_ in zip(got, want):
+                np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-5, err_msg=backend)
