@@ -299,3 +299,43 @@ def test_gpt_block_with_a_symbolic_sequence_on_every_backend() -> None:
             got = node_cases.RUNNERS[backend](result, args, {"s": seq})
             for g, w_ in zip(got, want):
                 np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-5, err_msg=backend)
+
+
+# -- against onnxruntime ------------------------------------------------------------------------
+
+
+def _attention_model(mode: int, **attrs: Any) -> Any:
+    node = helper.make_node(
+        "Attention",
+        ["q", "k", "v", "m"],
+        ["y", "pk", "pv", "qk"],
+        qk_matmul_output_mode=mode,
+        **attrs,
+    )
+    ins = [("q", (1, 2, 3, 4)), ("k", (1, 2, 5, 4)), ("v", (1, 2, 5, 4)), ("m", (3, 5))]
+    from .util import tensor_info
+
+    graph = helper.make_graph(
+        [node],
+        "a",
+        [tensor_info(n, np.float32, s) for n, s in ins],
+        [tensor_info(n, np.float32, None) for n in ("y", "pk", "pv", "qk")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model, {n: randn(*s, seed=i) * 2 for i, (n, s) in enumerate(ins)}
+
+
+@pytest.mark.parametrize("mode", [0, 1, 3])
+@pytest.mark.parametrize("attrs", [{}, {"softcap": 2.0, "is_causal": 1}, {"scale": 0.2}])
+def test_attention_matches_onnxruntime(mode: int, attrs: dict) -> None:
+    """Y, the present K/V and qk_matmul_output against onnxruntime. With a softcap, mode 0 is
+    the scores before the softcap (the spec's words, and onnxruntime's), where onnx's reference
+    evaluator gives them after it."""
+    from .util import run_ort
+
+    model, feeds = _attention_model(mode, **attrs)
+    want = run_ort(model, feeds)
+    got = run_interpreter(import_onnx(model), [feeds[n] for n in "qkvm"])
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-5)
