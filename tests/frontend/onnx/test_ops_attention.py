@@ -339,3 +339,18 @@ def test_attention_matches_onnxruntime(mode: int, attrs: dict) -> None:
     got = run_interpreter(import_onnx(model), [feeds[n] for n in "qkvm"])
     for g, w_ in zip(got, want):
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-5)
+
+
+def test_operators_of_opset_23_are_refused_in_older_models() -> None:
+    node = helper.make_node("RMSNormalization", ["x", "s"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "t",
+        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, (2, 3)) for n in "xs"],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    with pytest.raises(
+        RxError, match="an operator of opset 23 and later; the model imports opset 22"
+    ):
+        import_onnx(model)
