@@ -274,9 +274,24 @@ def convert_attention(ctx: NodeContext) -> list:
     return outs
 
 
+def _from_opset_23(convert: Converter) -> Converter:
+    """``convert``, refusing a node of a model whose opset predates the operator (all three
+    first appear in opset 23)."""
+
+    def checked(ctx: NodeContext) -> list:
+        if ctx.opset < 23:
+            raise ctx.fail(
+                f"{ctx.op_type} is an operator of opset 23 and later; the model imports opset "
+                f"{ctx.opset}"
+            )
+        return convert(ctx)
+
+    return checked
+
+
 def table() -> dict[str, Converter]:
     return {
-        "RMSNormalization": convert_rms_normalization,
-        "RotaryEmbedding": convert_rotary_embedding,
-        "Attention": convert_attention,
+        "RMSNormalization": _from_opset_23(convert_rms_normalization),
+        "RotaryEmbedding": _from_opset_23(convert_rotary_embedding),
+        "Attention": _from_opset_23(convert_attention),
     }

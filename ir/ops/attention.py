@@ -217,7 +217,7 @@ def register_all(reg: Registry) -> None:
             "rotate feature pairs of each head by the angles of cos and sin (RoPE)",
             "kernel",
             _infer_rotary,
-            family="other",
+            family="elementwise",  # pointwise on feature pairs (not one input element each)
             min_inputs=3,
             max_inputs=3,
             kernel=_rotary,

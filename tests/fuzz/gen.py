@@ -822,7 +822,7 @@ def _norm(b: FnBuilder, op: OpDef) -> Val:
 
 @recipe("rotary_embedding")
 def _rotary_embedding(b: FnBuilder, op: OpDef) -> Val:
-    x = b.pick_tensor(lambda t: t.ndim == 4 and _float(t))
+    x = _rank4(b, _float)
     seq_axis = b.ch.choice([1, 2])
     batch, seq, head = x.type.shape[0], x.type.shape[seq_axis], x.type.shape[3]
     if not isinstance(head, int) or head < 2:
@@ -831,6 +831,32 @@ def _rotary_embedding(b: FnBuilder, op: OpDef) -> Val:
     ct = TensorType((batch if b.ch.bool() else 1, seq, half), x.type.dtype)
     attrs = {"seq_axis": seq_axis, "interleaved": b.ch.bool()}
     return b.apply(op, [x, b.new_input(ct), b.new_input(ct)], attrs)
+
+
+@recipe("attention")
+def _attention(b: FnBuilder, op: OpDef) -> Val:
+    q = _rank4(b, _float)
+    batch, hq, sq, d = q.type.shape
+    if not isinstance(hq, int):
+        raise Reject()
+    hkv = b.ch.choice([h for h in (1, 2, hq) if hq % h == 0])
+    skv, dv, dt = b.size(), b.ch.choice([1, 2, 3]), q.type.dtype
+    args = [q, b.new_input(TensorType((batch, hkv, skv, d), dt))]
+    args.append(b.new_input(TensorType((batch, hkv, skv, dv), dt)))
+    attrs: dict[str, Any] = {"scale": b.ch.choice([0.5, 1.0])}
+    if b.ch.bool():
+        full = (batch, hq, sq, skv)
+        args.append(b.new_input(TensorType(tuple(1 if b.ch.bool() else n for n in full), dt)))
+        if b.ch.bool() and isinstance(skv, int):
+            lens = TensorType((batch,), "i64")
+            args.append(b.new_input(lens, small_ints=skv + 1))
+    if b.ch.bool():
+        attrs["causal"] = True
+        attrs["offset"] = b.ch.int(-1, 2)
+    if b.ch.bool():
+        attrs["softcap"] = 2.0
+    attrs["result"] = b.ch.choice(["y", "y", "qk", "qk_softcap", "qk_bias", "probs"])
+    return b.apply(op, args, attrs)
 
 
 @recipe("softmax")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
@@ -9,12 +11,14 @@ from .base import Gen, broadcast_index, unsupported
 
 
 def gen_attention(g: Gen) -> list[str]:
-    """For each batch, query head and query row: the row's ``Skv`` scores in a scratch of
-    doubles (``scale * q . k`` summed in double, softcapped, plus the bias and the causal and
-    padding masks), then the softmax over them in place, then each output feature as the
-    probabilities' dot product with a column of v (or the scores themselves for a
-    qk_matmul_output ``result``). A row with no allowed key is zeros, as in the numpy kernel.
-    The only memory beyond the output is that scratch row: no ``Sq x Skv`` matrix."""
+    """For each batch, query head and query row: the row's ``Skv`` scores (``scale * q . k``
+    summed in double, softcapped, plus the bias and the causal and padding masks), their
+    softmax, then each output feature as the probabilities' dot product with a column of v
+    (or the scores themselves for a qk_matmul_output ``result``). A row with no allowed key
+    is zeros, as in the numpy kernel. With a static ``Skv`` the row's scores sit in a scratch
+    of ``Skv`` doubles; with a symbolic one the scores are recomputed in each of the
+    softmax's passes (max, sum, output) and only the output row's ``Dv`` sums are scratch.
+    Either way no ``Sq x Skv`` matrix is planned."""
     s = g.spec
     q, k, v = s.ins[0], s.ins[1], s.ins[2]
     out = s.outs[0]
@@ -22,53 +26,104 @@ def gen_attention(g: Gen) -> list[str]:
     B, Hq, Sq, Dq = g.shape(q)
     Hkv, Skv = g.shape(k)[1], g.shape(k)[2]
     Dv = g.shape(v)[3]
-    skv = k.shape[2]
-    if not isinstance(skv, int):
-        raise unsupported(s, "the key sequence length must be static (it sizes the scratch row)")
+    skv, dv = k.shape[2], v.shape[3]
     g.restrict = True
-    scale = T.float_literal(float(s.attr["scale"]), "f64")
-    cap = float(s.attr["softcap"])
-    ld = lambda t, e: f"(double){g.load(t.dtype, e)}"  # noqa: E731
-    full = TensorType((q.shape[0], q.shape[1], q.shape[2], skv), q.dtype)
-    decls = [
-        "int64_t b, h, hk, i, j, t;",
-        "double acc, sc, bv, mx, tot;",
-        "int open;",
-    ]
+    full = TensorType((q.shape[0], q.shape[1], q.shape[2], k.shape[2]), q.dtype)
+    decls = ["int64_t b, h, hk, i, j, t;", "double acc, sc, bv, mx, tot, z;", "int open;"]
     raw = result in ("qk", "qk_softcap")  # scores before the bias: no row, no v, no bias
+    stored = isinstance(skv, int)
     if raw:
         decls += [f"(void)x{n};" for n in range(2, len(s.ins))]
-    else:
+    elif result == "qk_bias":
+        pass  # one pass writing the scores: no working memory
+    elif isinstance(skv, int):
         decls.append(g.scratch_array("double", "row", max(skv, 1)))
-        if result != "y":
-            decls.append("(void)x2;")
-    qrow = f"((b * {Hq} + h) * {Sq} + i) * {Dq}"
-    krow = f"((b * {Hkv} + hk) * {Skv} + j)"
+    elif result == "y":
+        if not isinstance(dv, int):
+            raise unsupported(s, "a symbolic key sequence length needs a static value head size")
+        decls.append(g.scratch_array("double", "out", max(dv, 1)))
+    if not raw and result != "y":
+        decls.append("(void)x2;")
+    srow = f"((b * {Hq} + h) * {Sq} + i) * {Skv}"
+
+    def score() -> None:
+        """``sc`` (and, past the raw results, ``bv`` and ``z = sc + bv``) for key j."""
+        qrow, krow = f"((b * {Hq} + h) * {Sq} + i) * {Dq}", f"((b * {Hkv} + hk) * {Skv} + j)"
+        g.emit("acc = 0;")
+        with g.loop("t", Dq):
+            qv = f"(double){g.load(q.dtype, f'x0[{qrow} + t]')}"
+            kv = f"(double){g.load(k.dtype, f'x1[{krow} * {Dq} + t]')}"
+            g.emit(f"acc += {qv} * {kv};")
+        g.emit(f"sc = acc * {T.float_literal(float(s.attr['scale']), 'f64')};")
+        cap = float(s.attr["softcap"])
+        if result != "qk" and cap > 0:
+            c = T.float_literal(cap, "f64")
+            g.emit(f"sc = {c} * tanh(sc / {c});")
+        if not raw:
+            _bias(g, full)
+            g.emit("z = sc + bv;")
+
     with g.loop("b", B):
         with g.loop("h", Hq):
             g.emit(f"hk = h / ({Hq} / {Hkv});")
             with g.loop("i", Sq):
                 g.emit("open = 0;")
-                with g.loop("j", Skv):
-                    g.emit("acc = 0;")
-                    with g.loop("t", Dq):
-                        qv, kv = ld(q, f"x0[{qrow} + t]"), ld(k, f"x1[{krow} * {Dq} + t]")
-                        g.emit(f"acc += {qv} * {kv};")
-                    g.emit(f"sc = acc * {scale};")
-                    if result != "qk" and cap > 0:
-                        c = T.float_literal(cap, "f64")
-                        g.emit(f"sc = {c} * tanh(sc / {c});")
-                    if raw:
-                        at = f"((b * {Hq} + h) * {Sq} + i) * {Skv} + j"
-                        g.emit(f"y0[{at}] = {g.store(out.dtype, 'sc')};")
-                    else:
-                        _bias(g, full)
+                if raw or result == "qk_bias":
+                    with g.loop("j", Skv):
+                        score()
+                        g.emit(f"y0[{srow} + j] = {g.store(out.dtype, 'sc' if raw else 'z')};")
+                elif stored:
+                    with g.loop("j", Skv):
+                        score()
                         g.emit("if (bv != -INFINITY) open = 1;")
-                        g.emit("row[j] = sc + bv;")
-                if not raw:
+                        g.emit("row[j] = z;")
                     _softmax_row(g, Skv, Sq, Hq, out.dtype, result, v, Dv, Hkv)
-    g.emit("(void)open; (void)mx; (void)tot; (void)bv; (void)hk;")
+                else:
+                    yrow = f"((b * {Hq} + h) * {Sq} + i) * {Dv}"
+                    _recomputed_row(g, score, (srow, yrow), out.dtype, result, v, (Dv, Hkv, Skv))
+    g.emit("(void)open; (void)mx; (void)tot; (void)bv; (void)hk; (void)z;")
     return decls
+
+
+def _recomputed_row(
+    g: Gen,
+    score: Callable[[], None],
+    rows: tuple[str, str],
+    dtype: str,
+    result: str,
+    v: TensorType,
+    dims: tuple[str, str, str],
+) -> None:
+    """The softmax of one row whose scores are computed again in each pass (no row buffer):
+    ``rows`` are the row's first index in the scores and in y, ``dims`` are (Dv, Hkv, Skv)."""
+    srow, yrow = rows
+    Dv, Hkv, Skv = dims
+    g.emit("mx = -INFINITY;")
+    with g.loop("j", Skv):  # numpy's max: a NaN wins
+        score()
+        g.emit("if (bv != -INFINITY) open = 1;")
+        g.emit("if (z != z || mx != mx) mx = z != z ? z : mx; else if (z > mx) mx = z;")
+    g.emit("if (mx == -INFINITY) mx = 0;")
+    g.emit("tot = 0;")
+    with g.loop("j", Skv):
+        score()
+        g.emit("tot += exp(z - mx);")
+    g.emit("if (tot == 0) tot = 1;")
+    if result == "probs":
+        with g.loop("j", Skv):
+            score()
+            g.emit(f"y0[{srow} + j] = {g.store(dtype, 'open ? exp(z - mx) / tot : 0.0')};")
+        return
+    with g.loop("t", Dv):
+        g.emit("out[t] = 0;")
+    with g.loop("j", Skv):
+        score()
+        g.emit("z = open ? exp(z - mx) / tot : 0.0;")
+        vrow = f"((b * {Hkv} + hk) * {Skv} + j) * {Dv}"
+        with g.loop("t", Dv):
+            g.emit(f"out[t] += z * (double){g.load(v.dtype, f'x2[{vrow} + t]')};")
+    with g.loop("t", Dv):
+        g.emit(f"y0[{yrow} + t] = {g.store(dtype, 'out[t]')};")
 
 
 def _bias(g: Gen, full: TensorType) -> None:
@@ -95,10 +150,6 @@ def _softmax_row(
     g: Gen, Skv: str, Sq: str, Hq: str, dtype: str, result: str, v: TensorType, Dv: str, Hkv: str
 ) -> None:
     srow = f"((b * {Hq} + h) * {Sq} + i) * {Skv}"
-    if result == "qk_bias":
-        with g.loop("j", Skv):
-            g.emit(f"y0[{srow} + j] = {g.store(dtype, 'row[j]')};")
-        return
     g.emit("mx = -INFINITY;")
     with g.loop("j", Skv):  # numpy's max: a NaN wins
         g.emit(

@@ -58,3 +58,32 @@ def test_attention_and_rotary_match_the_interpreter(tmp_path: Path, dtype: str) 
         got = run_c(built, args)
         assert_close(got, want, f"{dtype} lens={list(lens)}")
         assert not np.isnan(got[2]).any()
+
+
+SYMBOLIC = """
+fn @main(%q: Tensor[(2, 4, n, 4), f32], %k: Tensor[(2, 2, m, 4), f32],
+         %v: Tensor[(2, 2, m, 3), f32], %bias: Tensor[(1, 1, n, m), f32],
+         %lens: Tensor[(2,), i64])
+    -> Tuple[Tensor[(2, 4, n, 3), f32], Tensor[(2, 4, n, m), f32], Tensor[(2, 4, n, 3), f32]] {
+  %y = attention(%q, %k, %v, %bias, scale=0.5, softcap=3.0, causal=true, offset=2)
+  %pr = attention(%q, %k, %v, %bias, %lens, scale=0.5, causal=true, result="probs")
+  %yl = attention(%q, %k, %v, %bias, %lens, scale=0.5, causal=true)
+  return (%y, %pr, %yl)
+}
+"""
+
+
+def test_attention_with_a_symbolic_key_length_recomputes_the_scores(tmp_path: Path) -> None:
+    """A symbolic Skv cannot size a scratch row: the kernel recomputes each row's scores in
+    the softmax's passes, and only the Dv output sums of a Y row are scratch."""
+    module = parse_module(SYMBOLIC, "s.rx")
+    built = build(SYMBOLIC, tmp_path, prefix="attn_sym")
+    code = built.sources.files["attn_sym.c"]
+    assert "double *out = " in code and "double *row" not in code
+    for n, m in ((3, 5), (1, 1), (4, 2)):
+        dims = {"n": n, "m": m}
+        args = random_inputs(module.get("main"), dims, n + m)
+        args[3][..., 0, 0] = -np.inf
+        args[4] = np.array([m, 1])
+        want = Interpreter(module).run("main", list(args), dims)
+        assert_close(run_c(built, args, dims), want, f"n={n} m={m}")

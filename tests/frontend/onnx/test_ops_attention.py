@@ -273,3 +273,84 @@ def test_rotary_embedding_refusals() -> None:
     ]
     with pytest.raises(RxError, match="not half the rotary dim 4"):
         import_onnx(_raw_model(node, ins))
+
+
+def test_gpt_block_with_a_symbolic_sequence_on_every_backend() -> None:
+    """The block with a symbolic sequence length (bounded for C): the interpreter, the VM and
+    C (whose attention recomputes scores instead of holding a row of symbolic length)."""
+    model = _gpt_block()
+    for vi in model.graph.input:
+        if vi.name in ("x", "pos"):
+            vi.type.tensor_type.shape.dim[1].dim_param = "s"
+    del model.graph.value_info[:]
+    for out in model.graph.output:
+        out.type.tensor_type.ClearField("shape")
+    result = import_onnx(model, upper_bounds={"s": 8})
+    for seq in (5, 1):
+        feeds = {
+            "x": randn(1, seq, 16, seed=seq),
+            "pos": np.arange(3, 3 + seq, dtype=np.int64).reshape(1, seq),
+            "past_k": randn(1, 2, 3, 4, seed=4),
+            "past_v": randn(1, 2, 3, 4, seed=5),
+        }
+        want = _reference(model, feeds)
+        args = [feeds[n] for n in feed_order(model)]
+        for backend in ("interp", "vm", "c"):
+            got = node_cases.RUNNERS[backend](result, args, {"s": seq})
+            for g, w_ in zip(got, want):
+                np.testing.assert_allclose(g, w_, rtol=1e-4, atol=1e-5, err_msg=backend)
+
+
+# -- against onnxruntime ------------------------------------------------------------------------
+
+
+def _attention_model(mode: int, **attrs: Any) -> Any:
+    node = helper.make_node(
+        "Attention",
+        ["q", "k", "v", "m"],
+        ["y", "pk", "pv", "qk"],
+        qk_matmul_output_mode=mode,
+        **attrs,
+    )
+    ins = [("q", (1, 2, 3, 4)), ("k", (1, 2, 5, 4)), ("v", (1, 2, 5, 4)), ("m", (3, 5))]
+    from .util import tensor_info
+
+    graph = helper.make_graph(
+        [node],
+        "a",
+        [tensor_info(n, np.float32, s) for n, s in ins],
+        [tensor_info(n, np.float32, None) for n in ("y", "pk", "pv", "qk")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+    model.ir_version = 10
+    return model, {n: randn(*s, seed=i) * 2 for i, (n, s) in enumerate(ins)}
+
+
+@pytest.mark.parametrize("mode", [0, 1, 3])
+@pytest.mark.parametrize("attrs", [{}, {"softcap": 2.0, "is_causal": 1}, {"scale": 0.2}])
+def test_attention_matches_onnxruntime(mode: int, attrs: dict) -> None:
+    """Y, the present K/V and qk_matmul_output against onnxruntime. With a softcap, mode 0 is
+    the scores before the softcap (the spec's words, and onnxruntime's), where onnx's reference
+    evaluator gives them after it."""
+    from .util import run_ort
+
+    model, feeds = _attention_model(mode, **attrs)
+    want = run_ort(model, feeds)
+    got = run_interpreter(import_onnx(model), [feeds[n] for n in "qkvm"])
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-5)
+
+
+def test_operators_of_opset_23_are_refused_in_older_models() -> None:
+    node = helper.make_node("RMSNormalization", ["x", "s"], ["y"])
+    graph = helper.make_graph(
+        [node],
+        "t",
+        [helper.make_tensor_value_info(n, onnx.TensorProto.FLOAT, (2, 3)) for n in "xs"],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)])
+    with pytest.raises(
+        RxError, match="an operator of opset 23 and later; the model imports opset 22"
+    ):
+        import_onnx(model)
