@@ -104,7 +104,7 @@ def _isinf(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     pos = np.isposinf(x) if attrs["detect_positive"] else np.zeros(x.shape, bool)
     neg = np.isneginf(x) if attrs["detect_negative"] else np.zeros(x.shape, bool)
-    return np.ascontiguousarray(pos | neg)
+    return as_contiguous(pos | neg, np.dtype(bool))
 
 
 def _not_infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -164,7 +164,7 @@ def register_all(reg: Registry) -> None:
             "not x (bools)",
             "kernel",
             _not_infer,
-            kernel=lambda xs, attrs: np.logical_not(xs[0]),
+            kernel=lambda xs, attrs: as_contiguous(np.logical_not(xs[0]), np.dtype(bool)),
             elementwise=True,
             input_names=("x",),
             inplace=(0,),
@@ -176,7 +176,7 @@ def register_all(reg: Registry) -> None:
             "x is NaN (a bool)",
             "kernel",
             _isnan_infer,
-            kernel=lambda xs, attrs: np.isnan(xs[0]),
+            kernel=lambda xs, attrs: as_contiguous(np.isnan(xs[0]), np.dtype(bool)),
             elementwise=True,
             input_names=("x",),
             inplace=(0,),

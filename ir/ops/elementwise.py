@@ -304,7 +304,7 @@ def _activation_kernel(fn: ActivationFn) -> KernelFn:
 
 def _sign_kernel(x: np.ndarray) -> np.ndarray:
     """-1, 0 or 1 in x's dtype; NaN stays NaN and -0 gives 0 (numpy's sign)."""
-    return np.sign(x)
+    return as_contiguous(np.sign(x), x.dtype)
 
 
 def _prelu(x: np.ndarray, slope: np.ndarray) -> np.ndarray:
@@ -575,7 +575,7 @@ def register_all(reg: Registry) -> None:
             "~x, the bits of an integer flipped",
             "kernel",
             _int_infer("bitwise_not"),
-            kernel=_unary_kernel(np.invert),
+            kernel=_unary_kernel(lambda x: as_contiguous(np.invert(x), x.dtype)),
             elementwise=True,
             input_names=("x",),
             inplace=(0,),

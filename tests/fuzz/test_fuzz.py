@@ -42,7 +42,10 @@ from .run_campaign import Found, Report, run_campaign, seed_items
 
 FIXED_SEEDS = 300
 LEGACY = 30
-SANITIZE_EVERY = 5
+SANITIZE_EVERY = 4
+"""Every 4th program is also built sanitized (when it is built for C): at every 5th, the
+50 sanitized programs the run checks for were the expected count, met or missed by chance
+(49 once issue 30's ops changed the draws)."""
 
 pytestmark = needs_cc
 
@@ -89,6 +92,8 @@ KNOWN_BUGS: dict[str, str] = {
     # program (or, until it is minimized, its entry in docs/fuzzing.md). The fixed-seed run
     # reports these as warnings instead of failing; when the bug is fixed, its regression
     # XPASSes (a failure) and the entry goes with the mark.
+    r"^VM vm/greedy-size, input set 0 \(dims \{'n': 5\}\): working peak 9408 is below the "
+    r"promise 9600$": "docs/fuzzing.md, Not fixed yet: seed 263 of the fixed-seed run",
 }
 
 

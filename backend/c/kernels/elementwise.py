@@ -527,7 +527,7 @@ def gen_leaky_relu(g: Gen) -> list[str]:
 
 
 def _double_attr(g: Gen, name: str) -> str:
-    return T.float_literal(float(g.spec.attr[name]), "f64")
+    return f"({T.float_literal(float(g.spec.attr[name]), 'f64')})"
 
 
 def _activation(expr: Callable[[Gen], str]) -> Callable[[Gen], list[str]]:

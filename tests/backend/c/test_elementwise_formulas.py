@@ -64,12 +64,22 @@ def test_the_kernel_table_computes_each_op_through_its_formula(name):
 
 @pytest.mark.parametrize("name", PLAIN)
 def test_the_formulas_agree_with_the_records(name):
-    """A record's scalar formula is what the C computes floats with; an op without an
-    integer formula is one whose record says float_only."""
+    """A record's scalar formula is what the C computes floats with; an op has a formula for
+    floats, integers and bools exactly when its inference takes them (float_only: no integer
+    one)."""
     op, f = REGISTRY.get(name), C_FORMULAS[name]
     assert (op.scalar is not None) == (f.on_float is record_on_float)
-    assert f.on_float is not None
-    assert (f.on_int is None) == op.float_only
+    for dtype, formula in (("f32", f.on_float), ("i32", f.on_int), ("bool", f.on_bool)):
+        try:
+            op.infer([TensorType((3,), dtype)] * op.min_inputs, {})
+            takes = True
+        except OpError:
+            takes = False
+        if dtype != "bool":
+            assert takes == (formula is not None), (name, dtype)
+        elif formula is not None:
+            assert takes, name
+    assert (f.on_int is None) <= (op.float_only or f.on_float is None)
     assert formula_problems(REGISTRY, C_FORMULAS) == []
 
 
@@ -84,14 +94,15 @@ def _generate(name: str, dtype: str) -> str:
 @pytest.mark.parametrize("name", PLAIN)
 @pytest.mark.parametrize("dtype", sorted(DTYPES))
 def test_every_dtype_inference_accepts_has_c_or_a_bool_refusal(name, dtype):
-    """Every call the op's inference accepts is computed in C, but bool arithmetic, which the
-    C target refuses with a sentence (no traceback, no guess)."""
+    """Every call the op's inference accepts is computed in C, but bool arithmetic (an op
+    with no bool formula: not the comparisons and logic), which the C target refuses with a
+    sentence (no traceback, no guess)."""
     op = REGISTRY.get(name)
     try:
         op.infer([TensorType((3, 5), dtype)] * op.min_inputs, {})
     except OpError:
         return
-    if DTYPES[dtype].kind == "bool":
+    if DTYPES[dtype].kind == "bool" and C_FORMULAS[name].on_bool is None:
         with pytest.raises(RxError, match=f"does not support {name} on bool: bool arithmetic"):
             _generate(name, dtype)
         return

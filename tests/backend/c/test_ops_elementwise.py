@@ -40,6 +40,7 @@ NUMERIC = """
   %prelu2 = prelu(%a, %b)
   %shrink = shrink(%a)
   %shrink2 = shrink(%a, bias=1.5, lambd=2.0)
+  %shrink3 = shrink(%a, bias=-1.0, lambd=-0.5)
   %modf = mod(%a, %b, fmod=true)
 """
 
