@@ -764,9 +764,20 @@ def _lrn(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x], attrs)
 
 
-@recipe("sum", "mean", "max")
+@recipe(
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "sum_square",
+    "l1_norm",
+    "l2_norm",
+    "log_sum",
+    "log_sum_exp",
+)
 def _reduce(b: FnBuilder, op: OpDef) -> Val:
-    x = b.pick_tensor()
+    x = b.pick_tensor(_float if op.float_only else lambda t: True)
     attrs: dict[str, Any] = {}
     axes = random_attr(b, "axes", x.type)
     if axes is not None:
