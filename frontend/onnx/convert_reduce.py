@@ -140,7 +140,27 @@ def _reduce(op: str) -> Converter:
     return convert
 
 
+def _arg(op: str) -> Converter:
+    def convert(ctx: NodeContext) -> list:
+        x = ctx.input(0)
+        rank = rank_of(x)
+        if rank == 0:
+            raise ctx.fail("its input is a scalar; it needs a tensor of rank 1 or more")
+        attrs = {
+            "axis": norm_axis(int(ctx.attr("axis", 0)), rank, ctx),
+            "keepdims": bool(ctx.attr("keepdims", 1)),
+            "select_last_index": bool(ctx.attr("select_last_index", 0)),
+        }
+        return [ctx.emit(op, [x], attrs)]
+
+    return convert
+
+
 def table() -> dict[str, Converter]:
-    out: dict[str, Converter] = {"Range": convert_range}
+    out: dict[str, Converter] = {
+        "Range": convert_range,
+        "ArgMax": _arg("argmax"),
+        "ArgMin": _arg("argmin"),
+    }
     out.update({k: _reduce(v) for k, v in REDUCE.items()})
     return out

@@ -464,6 +464,17 @@ def _arange(b: FnBuilder, op: OpDef) -> Val:
     )
 
 
+@recipe("argmax", "argmin")
+def _arg(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and t.dtype != "bf16")
+    attrs = {
+        "axis": b.ch.int(-x.type.ndim, x.type.ndim - 1),
+        "keepdims": b.ch.bool(),
+        "select_last_index": b.ch.bool(),
+    }
+    return b.apply(op, [x], attrs)
+
+
 @recipe("transpose")
 def _transpose(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor()

@@ -186,3 +186,44 @@ def test_l2_norm_squared_is_sum_square_and_lse_bounds_max(shape: list[int], data
     mx = call("max", [x], axes=axes)[1]
     count = int(np.prod([shape[a] for a in axes]))
     assert (mx <= lse + 1e-9).all() and (lse <= mx + np.log(count) + 1e-9).all()
+
+
+# -- argmax / argmin -----------------------------------------------------------------------
+
+
+def test_argmax_argmin_first_or_last_index_and_keepdims() -> None:
+    x = np.array([[1, 3, 3], [5, 0, 0]], np.int32)
+    t, y = call("argmax", [x], axis=1, keepdims=False)
+    assert t == T((2,), "i64") and y.tolist() == [1, 0]
+    assert call("argmax", [x], axis=1, select_last_index=True)[1].tolist() == [[2], [0]]
+    assert call("argmin", [x], axis=-1, select_last_index=True)[1].tolist() == [[0], [2]]
+    assert call("argmin", [x], axis=0)[1].tolist() == [[0, 1, 1]]
+
+
+def test_arg_nan_counts_as_the_extreme() -> None:
+    x = np.array([1.0, np.nan, 5.0, np.nan], np.float32)
+    assert call("argmax", [x], keepdims=False)[1].tolist() == 1
+    assert call("argmin", [x], keepdims=False, select_last_index=True)[1].tolist() == 3
+
+
+def test_arg_of_an_empty_axis_or_a_scalar_is_refused() -> None:
+    with pytest.raises(OpError, match="axis 0 has length 0"):
+        call("argmax", [np.zeros((0, 2), np.float32)])
+    with pytest.raises(OpError, match="rank 1 or more"):
+        call("argmin", [np.zeros((), np.float32)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.integers(-3, 3), min_size=1, max_size=12),
+    last=st.booleans(),
+)
+def test_argmax_picks_an_extreme_at_the_tie_rule(values: list[int], last: bool) -> None:
+    """The index holds the maximum; no earlier (later, with select_last_index) index does."""
+    x = np.array(values, np.int16)
+    i = int(call("argmax", [x], keepdims=False, select_last_index=last)[1])
+    assert x[i] == x.max()
+    others = x[i + 1 :] if last else x[:i]
+    assert (others < x.max()).all()
+    j = int(call("argmin", [-x], keepdims=False, select_last_index=last)[1])
+    assert j == i

@@ -61,7 +61,7 @@ from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_ta
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
-from .scan import gen_arange
+from .scan import gen_arange, gen_arg
 
 # ---------------------------------------------------------------------------------------
 # The table.
@@ -104,6 +104,8 @@ GENERATORS: dict[str, Generator] = {
     "softmax": gen_softmax,
     "lrn": gen_lrn,
     "arange": gen_arange,
+    "argmax": gen_arg,
+    "argmin": gen_arg,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""

@@ -117,3 +117,24 @@ def test_reductions_over_an_empty_axis_give_the_identity(tmp_path: Path, dtype: 
         with np.errstate(all="ignore"):
             want = Interpreter(module).run("main", args, {"n": n})
         assert_close(run_c(built, args, {"n": n}), want, f"n={n}")
+
+
+ARG = """
+  %amax = argmax(%x, axis=1)
+  %amaxl = argmax(%x, axis=-1, keepdims=false, select_last_index=true)
+  %amin = argmin(%x, axis=0, keepdims=false)
+  %aminl = argmin(%x, axis=2, select_last_index=true)
+"""
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "f64", "i8", "u8", "i64", "bool"])
+def test_argmax_argmin(tmp_path: Path, dtype: str) -> None:
+    check(tmp_path, f"%x: Tensor[(2, 3, 4), {dtype}]", ARG)
+
+
+def test_argmax_ties_and_nan(tmp_path: Path) -> None:
+    text = program("%x: Tensor[(2, 4), f32]", ARG.replace("axis=2", "axis=1"))
+    module = parse_module(text, "t.rx")
+    built = build(text, tmp_path)
+    x = np.array([[1, 3, 3, 1], [np.nan, 2, np.nan, -1]], np.float32)
+    assert_close(run_c(built, [x]), Interpreter(module).run("main", [x]))

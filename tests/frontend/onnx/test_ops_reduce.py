@@ -166,8 +166,8 @@ def test_reduction_axes_at_run_time_are_refused_naming_the_node() -> None:
 
 # -- the onnx package's node tests --------------------------------------------------------
 
-NODE_OPS = REDUCE_OPS
-OUT_OF_SCOPE = ("relaxc imports opsets 7 to", "CastLike")
+NODE_OPS = REDUCE_OPS + ["ArgMax", "ArgMin"]
+OUT_OF_SCOPE = ("relaxc imports opsets 7 to", "CastLike", "(MaxPool)")
 """Refusals that are not this family's: opsets above 24 (onnx writes its newest), and an
 operator of another family that an expanded function uses."""
 C_SAMPLE = (
@@ -177,6 +177,8 @@ C_SAMPLE = (
     "test_reduce_log_sum_exp_empty_set",
     "test_reduce_sum_square_negative_axes_keepdims_random",
     "test_reduce_l1_default_axes_keepdims_example",
+    "test_argmax_negative_axis_keepdims_random_select_last_index",
+    "test_argmin_no_keepdims_example",
 )
 
 
@@ -193,7 +195,7 @@ def test_node_tests_pass_on_the_interpreter_and_the_vm() -> None:
         if o.status != "passed" and not any(r in o.message for r in OUT_OF_SCOPE)
     ]
     assert bad == []
-    assert sum(o.status == "passed" for o in outcomes) >= 64
+    assert sum(o.status == "passed" for o in outcomes) >= 64 + ARG_CASES_PASSED
 
 
 @pytest.mark.parametrize("name", C_SAMPLE)
@@ -203,3 +205,21 @@ def test_node_tests_pass_in_c(name: str) -> None:
         pytest.skip(f"the installed onnx has no {name}")
     outcome = run_case(case, ("interp", "vm", "c"))
     assert outcome.status == "passed" or any(r in outcome.message for r in OUT_OF_SCOPE), outcome
+
+
+# -- ArgMax / ArgMin -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("opset", [11, 13])
+def test_arg_matches_onnxruntime(op: str, opset: int) -> None:
+    x = np.random.default_rng(4).integers(0, 3, size=(3, 4, 5)).astype(F32)  # ties
+    for attrs in ({}, {"axis": -1, "keepdims": 0}, {"axis": 1, "select_last_index": 1}):
+        if opset < 12 and "select_last_index" in attrs:
+            continue
+        node = helper.make_node(op, ["x"], ["y"], **attrs)
+        model = make_model([node], [("x", F32, x.shape)], [("y", np.int64, None)], opset=opset)
+        _everywhere(model, {"x": x}, {}, c=opset == 13)
+
+
+ARG_CASES_PASSED = 32
