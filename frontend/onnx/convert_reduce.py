@@ -11,7 +11,7 @@ from relaxc.ir import dims as D
 from relaxc.ir.nodes import DType
 from relaxc.ir.ops.scan import arange_values, range_length
 
-from .context import NodeContext
+from .context import NodeContext, norm_axis, rank_of
 from .values import Folded, Runtime, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
@@ -85,5 +85,82 @@ def convert_range(ctx: NodeContext) -> list:
     ]
 
 
+# -- reductions ---------------------------------------------------------------------------
+
+REDUCE = {
+    "ReduceMin": "min",
+    "ReduceProd": "prod",
+    "ReduceL1": "l1_norm",
+    "ReduceL2": "l2_norm",
+    "ReduceLogSum": "log_sum",
+    "ReduceLogSumExp": "log_sum_exp",
+    "ReduceSumSquare": "sum_square",
+}
+"""ONNX reduction -> relaxc op. Each takes its axes as an attribute before opset 18 and as
+its second input since (with noop_with_empty_axes)."""
+
+AXES_INPUT_SINCE = 18
+FLOAT_ONLY = ("l2_norm", "log_sum", "log_sum_exp")
+"""Ops relaxc computes on floats only: ONNX's integer forms are computed in f64 and cast back
+(truncated), as onnxruntime computes them in the integer's own type and truncates each step
+no differently for these non-negative (L2) or logarithmic results."""
+
+
+def reduction_axes(ctx: NodeContext, rank: int) -> tuple[int, ...] | None:
+    """The axes a Reduce* node reduces, normalized: None for every axis, ``()`` for none
+    (noop_with_empty_axes with no axes given)."""
+    if ctx.opset >= AXES_INPUT_SINCE:
+        axes = ctx.ints(ctx.optional(1), "the axes input")
+    else:
+        axes = ctx.attr("axes")
+    if not axes:
+        return () if ctx.opset >= AXES_INPUT_SINCE and ctx.attr("noop_with_empty_axes", 0) else None
+    normalized = {norm_axis(int(a), rank, ctx, "reduction axis") for a in axes}
+    if len(normalized) != len(axes):
+        raise ctx.fail(f"its axes {list(axes)} name an axis twice")
+    return tuple(sorted(normalized))
+
+
+def _reduce(op: str) -> Converter:
+    def convert(ctx: NodeContext) -> list:
+        x = ctx.input(0)
+        rank = rank_of(x)
+        axes = reduction_axes(ctx, rank)
+        keepdims = bool(ctx.attr("keepdims", 1))
+        if axes == () and op in ("min", "prod"):
+            return [x]  # the reduction of each element alone is the element
+        attrs = {"axes": tuple(range(rank)) if axes is None else axes, "keepdims": keepdims}
+        dtype = x.type.dtype
+        if op in FLOAT_ONLY and dtype not in ("f16", "f32", "f64"):
+            wide = ctx.emit("cast", [x], {"dtype": DType("f64")})
+            y = ctx.emit(op, [wide], attrs)
+            return [ctx.emit("cast", [y], {"dtype": DType(dtype)})]
+        return [ctx.emit(op, [x], attrs)]
+
+    return convert
+
+
+def _arg(op: str) -> Converter:
+    def convert(ctx: NodeContext) -> list:
+        x = ctx.input(0)
+        rank = rank_of(x)
+        if rank == 0:
+            raise ctx.fail("its input is a scalar; it needs a tensor of rank 1 or more")
+        attrs = {
+            "axis": norm_axis(int(ctx.attr("axis", 0)), rank, ctx),
+            "keepdims": bool(ctx.attr("keepdims", 1)),
+            "select_last_index": bool(ctx.attr("select_last_index", 0)),
+        }
+        return [ctx.emit(op, [x], attrs)]
+
+    return convert
+
+
 def table() -> dict[str, Converter]:
-    return {"Range": convert_range}
+    out: dict[str, Converter] = {
+        "Range": convert_range,
+        "ArgMax": _arg("argmax"),
+        "ArgMin": _arg("argmin"),
+    }
+    out.update({k: _reduce(v) for k, v in REDUCE.items()})
+    return out

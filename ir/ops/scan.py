@@ -1,4 +1,5 @@
-"""Ops along one axis or producing indices: arange (a 1-D sequence start + i * delta)."""
+"""Ops along one axis or producing indices: arange (a 1-D sequence start + i * delta),
+argmax and argmin (i64 indices; NaN counts as the largest and the smallest, as numpy)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,10 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relaxc.ir import dims as D
-from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
+from relaxc.ir.registry import AttrSpec, InferFn, KernelFn, OpDef, OpError, Registry
 from relaxc.ir.types import DTYPES, TensorType, Type
 
-from .common import np_dtype
+from .common import norm_axis, np_dtype, require_computable, tensors
 
 # -- arange ------------------------------------------------------------------------------
 
@@ -70,7 +71,65 @@ def _non_negative(d: D.Dim) -> bool:
     return low >= 0
 
 
+# -- argmax / argmin -----------------------------------------------------------------------
+
+
+def _arg_infer(name: str) -> InferFn:
+    def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+        (x,) = tensors(inputs, name)
+        require_computable(x.dtype, name)
+        if x.ndim == 0:
+            raise OpError(f"{name}: needs a tensor of rank 1 or more")
+        axis = norm_axis(attrs["axis"], x.ndim, name)
+        if isinstance(x.shape[axis], int) and x.shape[axis] == 0:
+            raise OpError(f"{name}: axis {axis} has length 0, so it has no {name[3:]}imum")
+        shape = tuple(
+            (1 if attrs["keepdims"] else None) if i == axis else d for i, d in enumerate(x.shape)
+        )
+        return TensorType(tuple(d for d in shape if d is not None), "i64")
+
+    return infer
+
+
+def _arg_kernel(largest: bool) -> KernelFn:
+    def kernel(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+        x = xs[0]
+        name = "argmax" if largest else "argmin"
+        axis = norm_axis(attrs["axis"], x.ndim, name)
+        n = x.shape[axis]
+        if n == 0:
+            raise OpError(f"{name}: axis {axis} has length 0, so it has no {name[3:]}imum")
+        fn = np.argmax if largest else np.argmin
+        if attrs["select_last_index"]:
+            idx = n - 1 - fn(np.flip(x, axis=axis), axis=axis)
+        else:
+            idx = fn(x, axis=axis)
+        if attrs["keepdims"]:
+            idx = np.expand_dims(idx, axis)
+        return np.asarray(idx, dtype=np.int64, order="C")
+
+    return kernel
+
+
 def register_all(reg: Registry) -> None:
+    for name, largest in (("argmax", True), ("argmin", False)):
+        reg.register(
+            OpDef(
+                name,
+                f"the i64 index of the {'largest' if largest else 'smallest'} element along axis "
+                "(the first one, or with select_last_index the last)",
+                "kernel",
+                _arg_infer(name),
+                family="reduction",
+                kernel=_arg_kernel(largest),
+                input_names=("x",),
+                attrs=(
+                    AttrSpec("axis", "int", 0, "the axis searched"),
+                    AttrSpec("keepdims", "bool", True, "keep the axis with length 1"),
+                    AttrSpec("select_last_index", "bool", False, "the last index on a tie"),
+                ),
+            )
+        )
     reg.register(
         OpDef(
             "arange",

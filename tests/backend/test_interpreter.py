@@ -283,15 +283,6 @@ fn @main(%x: Tensor[(1, 2, n, 3), f32]) -> Tensor[(1, 2, n - 1, 2), f32] {
         ),
         (
             """
-fn @main(%x: Tensor[(n, 3), f32]) -> Tensor[(3,), f32] {
-  %m = max(%x, axes=0)
-  return %m
-}""",
-            {"n": 0},
-            "max: axis 0 has length 0 and a maximum of nothing is undefined",
-        ),
-        (
-            """
 fn @main(%x: Tensor[(n, 3), f32], %i: Tensor[(2,), i32]) -> Tensor[(2, 3), f32] {
   %t = take(%x, %i, axis=0)
   return %t

@@ -528,6 +528,17 @@ def _arange(b: FnBuilder, op: OpDef) -> Val:
     )
 
 
+@recipe("argmax", "argmin")
+def _arg(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and t.dtype != "bf16")
+    attrs = {
+        "axis": b.ch.int(-x.type.ndim, x.type.ndim - 1),
+        "keepdims": b.ch.bool(),
+        "select_last_index": b.ch.bool(),
+    }
+    return b.apply(op, [x], attrs)
+
+
 @recipe("transpose")
 def _transpose(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor()
@@ -1013,9 +1024,20 @@ def _axes_norm(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x], {"axes": axes})
 
 
-@recipe("sum", "mean", "max")
+@recipe(
+    "sum",
+    "mean",
+    "max",
+    "min",
+    "prod",
+    "sum_square",
+    "l1_norm",
+    "l2_norm",
+    "log_sum",
+    "log_sum_exp",
+)
 def _reduce(b: FnBuilder, op: OpDef) -> Val:
-    x = b.pick_tensor()
+    x = b.pick_tensor(_float if op.float_only else lambda t: True)
     attrs: dict[str, Any] = {}
     axes = random_attr(b, "axes", x.type)
     if axes is not None:

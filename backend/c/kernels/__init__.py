@@ -79,8 +79,8 @@ from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_ta
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
-from .scan import gen_arange
 from .resize import gen_resize
+from .scan import gen_arange, gen_arg
 
 # ---------------------------------------------------------------------------------------
 # The table.
@@ -113,6 +113,13 @@ GENERATORS: dict[str, Generator] = {
     "sum": gen_reduce,
     "mean": gen_reduce,
     "max": gen_reduce,
+    "min": gen_reduce,
+    "prod": gen_reduce,
+    "sum_square": gen_reduce,
+    "l1_norm": gen_reduce,
+    "l2_norm": gen_reduce,
+    "log_sum": gen_reduce,
+    "log_sum_exp": gen_reduce,
     "matmul": gen_matmul,
     "dense": gen_dense,
     "conv2d": gen_conv2d,
@@ -137,6 +144,8 @@ GENERATORS: dict[str, Generator] = {
     "group_norm": gen_group_norm,
     "mean_variance_norm": gen_axes_norm,
     "inv_std_dev": gen_axes_norm,
+    "argmax": gen_arg,
+    "argmin": gen_arg,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""
