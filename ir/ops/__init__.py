@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from relaxc.ir.registry import Registry
 
-from . import elementwise, memory, misc, nn, reduce, transform
+from . import elementwise, memory, misc, movement, nn, reduce, transform
 
 
 def build_registry() -> Registry:
     """A fresh registry holding every op relaxc knows."""
     reg = Registry()
-    for module in (elementwise, memory, misc, nn, reduce, transform):
+    for module in (elementwise, memory, misc, movement, nn, reduce, transform):
         module.register_all(reg)
     return reg
 
