@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from . import convert_math, convert_nn, convert_shape
+from . import convert_math, convert_movement, convert_nn, convert_shape
 from .context import NodeContext
 
 Converter = Callable[[NodeContext], list]
@@ -12,7 +12,7 @@ Converter = Callable[[NodeContext], list]
 
 def _build() -> dict[str, Converter]:
     table: dict[str, Converter] = {}
-    for module in (convert_math, convert_nn, convert_shape):
+    for module in (convert_math, convert_movement, convert_nn, convert_shape):
         table.update(module.table())
     return table
 
