@@ -11,6 +11,7 @@ from . import (
     convert_elementwise,
     convert_math,
     convert_models,
+    convert_movement,
     convert_nn,
     convert_reduce,
     convert_shape,
@@ -31,6 +32,7 @@ def _build() -> dict[str, Converter]:
         convert_attention,
         convert_models,
         convert_cnn,
+        convert_movement,
     ):
         table.update(module.table())
     return table

@@ -12,6 +12,7 @@ from . import (
     elementwise,
     memory,
     misc,
+    movement,
     nn,
     reduce,
     resize,
@@ -36,6 +37,7 @@ def build_registry() -> Registry:
         conv_transpose,
         resize,
         cnn,
+        movement,
     ):
         module.register_all(reg)
     return reg

@@ -697,6 +697,95 @@ def _take(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x, idx], {"axis": axis})
 
 
+def _static_tensor(b: FnBuilder, pred: Callable[[TensorType], bool] = lambda t: True) -> Val:
+    """A tensor of rank 1 to 3 with static dims, from the pool or new."""
+    cands = b.tensors(lambda t: 1 <= t.ndim <= 3 and t.is_static() and pred(t))
+    if cands and b.ch.bool():
+        return b.pick(cands)
+    shape = tuple(b.ch.int(1, 4) for _ in range(b.ch.int(1, 3)))
+    dtype = b.ch.choice([d for d in b.ctx.dtypes if pred(TensorType((1,), d))] or ["f32"])
+    return b.new_input(TensorType(shape, dtype))
+
+
+def _indices(b: FnBuilder, shape: tuple[int, ...], hi: int) -> Val:
+    """Index values in [-1, hi + 1]: negatives wrap, the largest clip."""
+    return b.new_input(TensorType(shape, b.ch.choice(INDEX_DTYPES)), small_ints=hi)
+
+
+@recipe("pad")
+def _pad(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1)
+    mode = b.ch.choice(["constant", "reflect", "edge", "wrap"])
+    pads = []
+    for i in range(2 * x.type.ndim):
+        d = x.type.shape[i % x.type.ndim]
+        crop = -1 if isinstance(d, int) and d >= 3 and b.ch.int(0, 3) == 0 else 0
+        pads.append(crop or b.ch.int(0, 3))
+    if mode != "constant" and not x.type.is_static():
+        mode = "constant"
+    attrs: dict[str, Any] = {"pads": tuple(pads), "mode": mode}
+    if mode == "constant" and b.ch.bool():
+        attrs["value"] = b.ch.choice(FLOAT_LITERALS)
+    return b.apply(op, [x], attrs)
+
+
+@recipe("tile")
+def _tile(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: 1 <= t.ndim <= 3)
+    return b.apply(op, [x], {"repeats": tuple(b.ch.int(1, 3) for _ in range(x.type.ndim))})
+
+
+@recipe("gather_elements", "scatter_elements")
+def _elements(b: FnBuilder, op: OpDef) -> Val:
+    x = _static_tensor(b, lambda t: op.name == "gather_elements" or t.dtype != "bool")
+    shape = tuple(int(d) for d in x.type.shape)
+    axis = b.ch.int(0, len(shape) - 1)
+    ishape = tuple(b.ch.int(1, d) for d in shape)
+    if op.name == "gather_elements":
+        ishape = tuple(b.ch.int(1, 3) if i == axis else d for i, d in enumerate(ishape))
+    idx = _indices(b, ishape, shape[axis])
+    attrs: dict[str, Any] = {"axis": axis - len(shape) if b.ch.bool() else axis}
+    if op.name == "gather_elements":
+        return b.apply(op, [x, idx], attrs)
+    upd = b.new_input(TensorType(ishape, x.type.dtype))
+    attrs["reduction"] = b.ch.choice(["none", "add", "mul", "max", "min"])
+    return b.apply(op, [x, idx, upd], attrs)
+
+
+@recipe("gather_nd", "scatter_nd")
+def _nd(b: FnBuilder, op: OpDef) -> Val:
+    x = _static_tensor(b, lambda t: op.name == "gather_nd" or t.dtype != "bool")
+    shape = tuple(int(d) for d in x.type.shape)
+    batch = b.ch.int(0, len(shape) - 1) if op.name == "gather_nd" else 0
+    k = b.ch.int(1, len(shape) - batch)
+    lead = shape[:batch] + tuple(b.ch.int(1, 3) for _ in range(b.ch.int(0, 1)))
+    idx = b.new_input(
+        TensorType(lead + (k,), b.ch.choice(INDEX_DTYPES)), small_ints=max(shape[batch : batch + k])
+    )
+    if op.name == "gather_nd":
+        return b.apply(op, [x, idx], {"batch_dims": batch})
+    upd = b.new_input(TensorType(lead + shape[k:], x.type.dtype))
+    reduction = b.ch.choice(["none", "add", "mul", "max", "min"])
+    return b.apply(op, [x, idx, upd], {"reduction": reduction})
+
+
+@recipe("one_hot")
+def _one_hot(b: FnBuilder, op: OpDef) -> Val:
+    depth = b.ch.int(1, 4)
+    shape = tuple(b.ch.int(1, 3) for _ in range(b.ch.int(0, 2)))
+    idx = _indices(b, shape, depth)
+    dtype = b.ch.choice(list(b.ctx.dtypes) or ["f32"])
+    values = b.new_input(TensorType((2,), dtype))
+    axis = b.ch.int(-len(shape) - 1, len(shape))
+    return b.apply(op, [idx, values], {"depth": depth, "axis": axis})
+
+
+@recipe("trilu")
+def _trilu(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 2)
+    return b.apply(op, [x], {"k": b.ch.int(-2, 2), "upper": b.ch.bool()})
+
+
 @recipe("matmul")
 def _matmul(b: FnBuilder, op: OpDef) -> Val:
     a = b.pick_tensor(lambda t: t.ndim >= 1 and t.dtype != "bool")

@@ -74,6 +74,16 @@ from .cnn import (
     gen_max_pool_indices,
     gen_pool_nd,
 )
+from .gather import (
+    gen_gather_elements,
+    gen_gather_nd,
+    gen_one_hot,
+    gen_pad,
+    gen_scatter_elements,
+    gen_scatter_nd,
+    gen_tile,
+    gen_trilu,
+)
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
@@ -110,6 +120,14 @@ GENERATORS: dict[str, Generator] = {
     "transpose": gen_transpose,
     "strided_slice": gen_strided_slice,
     "take": gen_take,
+    "pad": gen_pad,
+    "tile": gen_tile,
+    "gather_elements": gen_gather_elements,
+    "gather_nd": gen_gather_nd,
+    "scatter_nd": gen_scatter_nd,
+    "scatter_elements": gen_scatter_elements,
+    "one_hot": gen_one_hot,
+    "trilu": gen_trilu,
     "sum": gen_reduce,
     "mean": gen_reduce,
     "max": gen_reduce,
