@@ -90,6 +90,12 @@ SAMPLE_C = (
 """Of those, the ones also built and run with the C backend."""
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_worker() -> None:
+    """The module's tests share the cached cases and outcomes below: a module-scoped fixture
+    puts them on one xdist worker (tests/conftest.py), so they are collected and run once."""
+
+
 @functools.lru_cache(maxsize=1)
 def _cases() -> dict[str, Any]:
     return {c.name: c for c in all_cases()}

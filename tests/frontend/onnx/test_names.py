@@ -237,8 +237,9 @@ ONNX_TESTS = Path(onnx.__file__).parent / "backend" / "test" / "data" / "pytorch
 @pytest.mark.skipif(not (ONNX_TESTS / "test_ReLU").is_dir(), reason="no onnx test data")
 def test_the_onnx_packages_printable_relu_is_read_as_a_model(tmp_path: Path) -> None:
     r = invoke("import", ONNX_TESTS / "test_ReLU" / "model.onnx", "-o", tmp_path / "r.rx")
-    assert r.exit_code == 1  # it is a model: of opset 6, which relaxc does not import
-    assert "the model uses ONNX opset 6" in r.stderr and "text" not in r.stderr
+    # it is a model (of opset 6, whose Relu is Relu-6, the version of opset 7 too)
+    assert r.exit_code == 0, r.output
+    assert "text" not in r.stderr and (tmp_path / "r.rx").exists()
 
 
 CC = __import__("shutil").which("cc")
