@@ -206,6 +206,9 @@ PACKED_REFUSALS = (
     # LegalizePackedCalls refuses, by design (docs/c.md), ops whose attributes carry a
     # symbolic dim no tensor argument carries; the unpacked build still runs.
     r"has symbolic dims in its attributes",
+    # resize's `sizes` attribute carries the output's dims; the packed kernel sees the input's
+    # as fresh dims (d0, ...) and cannot tell a symbolic axis is kept, so it needs static ones.
+    r"resize: axis \d+ is resized \(.*\) and needs static lengths",
 )
 
 
