@@ -57,8 +57,6 @@ def _binary_infer(name: str, kinds: tuple[str, ...] | None, what: str, out: str 
         if kinds is not None:
             _require_kind(dtype, kinds, what, name)
         if name == "bit_shift":
-            if dtype not in UNSIGNED:
-                raise OpError(f"bit_shift: needs an unsigned integer tensor, got {dtype}")
             if attrs["direction"] not in ("left", "right"):
                 raise OpError(
                     f"bit_shift: direction must be 'left' or 'right', got {attrs['direction']!r}"
@@ -78,12 +76,21 @@ def _kernel(fn: Binary) -> KernelFn:
 
 
 def _bit_shift(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    """x shifted by s bits (left or right); a shift by the width or more gives 0."""
+    """x shifted by s bits (ONNX BitShift-28): left shifts drop the bits past the width (into
+    and past a signed type's sign bit); right shifts of signed integers are arithmetic. A
+    shift that is negative or by the width or more gives what the sign extension alone
+    gives: -1 for a right shift of a negative x, else 0."""
     x, s = xs
     bits = 8 * x.dtype.itemsize
-    fn = np.left_shift if attrs["direction"] == "left" else np.right_shift
-    shifted = fn(x, np.minimum(s, s.dtype.type(bits - 1)))
-    return as_contiguous(np.where(s >= bits, x.dtype.type(0), shifted), x.dtype)
+    left = attrs["direction"] == "left"
+    fn = np.left_shift if left else np.right_shift
+    with np.errstate(all="ignore"):
+        shifted = fn(x, np.clip(s, 0, bits - 1).astype(s.dtype))
+    out_of_range = (s < 0) | (s >= bits) if s.dtype.kind == "i" else s >= bits
+    fill = np.zeros((), x.dtype)
+    if not left and x.dtype.kind == "i":
+        fill = np.where(x < 0, x.dtype.type(-1), x.dtype.type(0))
+    return as_contiguous(np.where(out_of_range, fill, shifted), x.dtype)
 
 
 def _isnan_infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
@@ -146,9 +153,10 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "bit_shift",
-            "x << s or x >> s (unsigned integers; a shift by the width or more gives 0)",
+            "x << s or x >> s (arithmetic on signed integers; a shift out of [0, width) gives "
+            "the sign extension: -1 right of a negative x, else 0)",
             "kernel",
-            _binary_infer("bit_shift", ("uint",), "unsigned integer tensors", None),
+            _binary_infer("bit_shift", ("int", "uint"), "integer tensors", None),
             min_inputs=2,
             max_inputs=2,
             kernel=_bit_shift,

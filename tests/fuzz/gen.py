@@ -488,8 +488,8 @@ def _float_test(b: FnBuilder, op: OpDef) -> Val:
 
 @recipe("bit_shift")
 def _bit_shift(b: FnBuilder, op: OpDef) -> Val:
-    """An unsigned tensor shifted by small amounts (up to a little past its width)."""
-    x = _as_dtype(b, b.ch.choice(("u8", "u16", "u32")))
+    """An integer tensor shifted by small amounts (up to a little past its width)."""
+    x = _as_dtype(b, b.ch.choice(("u8", "u16", "u32", "i8", "i16", "i32", "i64")))
     xt = x.type
     assert isinstance(xt, TensorType)
     bits = 8 * np.dtype(numpy_dtype(xt.dtype)).itemsize

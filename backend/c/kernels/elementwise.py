@@ -608,17 +608,29 @@ def gen_mod(g: Gen) -> list[str]:
 
 
 def gen_bit_shift(g: Gen) -> list[str]:
-    """x << s or x >> s in unsigned 64 bits, truncated; a shift by the width or more is 0."""
+    """x << s or x >> s as the numpy kernel: a left shift in unsigned 64 bits, truncated; a
+    right shift of a signed x through its complement (``~(~x >> s)`` for a negative x: only
+    non-negative values are shifted right, which C defines); a shift out of [0, width) is
+    the sign extension (-1 right of a negative x, else 0)."""
     dtype = g.spec.ins[0].dtype
     bits = 8 * T.nbytes(dtype)
-    op = "<<" if g.spec.attr["direction"] == "left" else ">>"
+    left = g.spec.attr["direction"] == "left"
     ct = T.c_type(dtype)
-    return gen_elementwise(
-        g,
-        lambda v: (
-            f"({v[1]} >= {bits} ? ({ct})0 : {int_wrap(dtype, f'(uint64_t){v[0]} {op} {v[1]}')})"
-        ),
-    )
+    signed = T.DTYPES[dtype].numpy is not None and np.dtype(T.DTYPES[dtype].numpy).kind == "i"
+
+    def element(v: Sequence[str]) -> str:
+        x, s = v
+        out = f"{s} >= {bits}" + (f" || {s} < 0" if signed else "")
+        if left:
+            return f"(({out}) ? ({ct})0 : {int_wrap(dtype, f'(uint64_t){x} << {s}')})"
+        if not signed:
+            return f"(({out}) ? ({ct})0 : ({ct})({x} >> {s}))"
+        fill = f"({x} < 0 ? ({ct})-1 : ({ct})0)"
+        wide = f"(int64_t){x}"
+        shifted = f"({x} < 0 ? ~(~{wide} >> {s}) : {wide} >> {s})"
+        return f"(({out}) ? {fill} : ({ct}){shifted})"
+
+    return gen_elementwise(g, element)
 
 
 def gen_clip(g: Gen) -> list[str]:

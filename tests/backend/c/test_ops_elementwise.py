@@ -51,9 +51,6 @@ INT_ONLY = """
   %bor = bitwise_or(%a, %v)
   %bxor = bitwise_xor(%a, %b)
   %bnot = bitwise_not(%a)
-"""
-
-UNSIGNED_ONLY = """
   %shl = bit_shift(%a, %b)
   %shr = bit_shift(%a, %v, direction="right")
 """
@@ -107,8 +104,6 @@ def body_of(dtype: str) -> str:
         body += NUMERIC
     if dtype in INTS:
         body += INT_ONLY
-    if dtype.startswith("u"):
-        body += UNSIGNED_ONLY
     if dtype in FLOATS:
         body += FLOAT_ONLY
     if dtype == "bool":

@@ -206,8 +206,6 @@ OPS = (
 )
 
 NOT_PASSED = {
-    # its expected output is written to 4 digits (0.1511 for 0.151056): off by 3e-4 relative
-    "test_averagepool_2d_ceil_last_window_starts_on_pad": "wrong",
     # training-only and the argmax indices: refused with a sentence
     "test_batchnorm_epsilon_training_mode": "refused",
     "test_batchnorm_example_training_mode": "refused",

@@ -172,11 +172,12 @@ def test_where_on_bools_broadcasts() -> None:
 # The onnx package's node tests.
 
 OUT_OF_SCOPE = (
-    "relaxc imports opsets 7 to 24",  # the importer's range: opset 28 cases, Not at opset 1
+    # Mod-28 defines fmod=0 on floats (relaxc's mod follows Mod-13): refused naming the version
+    "opset 28 has Mod version 28",
     "element type UINT64",
     "element type STRING",
-    "BFLOAT16",
-    "cannot import, in",  # the expanded functions' CastLike, another family's op
+    "bf16",  # bf16 is computed on the interpreter and the VM only through ml_dtypes
+    "bfloat16",
 )
 
 
