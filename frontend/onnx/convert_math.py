@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from relaxc.ir import bf16
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import DType
 
@@ -141,10 +142,8 @@ def convert_cast(ctx: NodeContext) -> list:
         return [x]  # dims stay dims
     if x.type.dtype == to:
         return [x]
-    if to == "bf16":
-        raise ctx.fail(
-            "casting to bfloat16 is not supported (relaxc stores bf16 but cannot compute with it)"
-        )
+    if to == "bf16" and not bf16.available():
+        raise ctx.fail("casting to bfloat16 needs ml_dtypes installed (pip install 'relaxc[onnx]')")
     return [ctx.emit("cast", [x], {"dtype": DType(to)})]
 
 
