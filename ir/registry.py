@@ -37,11 +37,12 @@ Adding an op (``tests/ir/test_op_coverage.py`` checks that each step is done):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from . import bf16
 from .nodes import DictLit, DType, ListLit, Var
 from .types import Type
 from .vocab import is_dim, is_int
@@ -191,6 +192,7 @@ class Registry:
         for a in op.attrs:
             if a.kind not in ATTR_KINDS:
                 raise ValueError(f"op {op.name}: attribute {a.name} has unknown kind {a.kind}")
+        op = _computing_bf16(op)
         self._ops[op.name] = op
         return op
 
@@ -205,6 +207,31 @@ class Registry:
 
     def ops(self) -> list[OpDef]:
         return [self._ops[n] for n in sorted(self._ops)]
+
+
+def _computing_bf16(op: OpDef) -> OpDef:
+    """``op`` with its kernels taking bf16 through float32 (ir/bf16.py), when numpy has bf16."""
+    if not bf16.available() or op.kernel is None:
+        return op
+    into = op.kernel_into
+    prepare = op.prepare_into
+    return replace(
+        op,
+        kernel=bf16.via_f32(op.kernel),
+        kernel_into=None if into is None else bf16.into_declining_bf16(into),
+        prepare_into=None if prepare is None else _prepare_declining_bf16(prepare),
+    )
+
+
+def _prepare_declining_bf16(prepare: PrepareIntoFn) -> PrepareIntoFn:
+    def run(
+        shapes: Sequence[tuple[int, ...]], dtypes: Sequence[np.dtype], attrs: Mapping[str, Any]
+    ) -> PreparedIntoFn | None:
+        if any(d == bf16.BF16 for d in dtypes):
+            return None
+        return prepare(shapes, dtypes, attrs)
+
+    return run
 
 
 # ---------------------------------------------------------------------------------------

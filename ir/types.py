@@ -1,8 +1,9 @@
 """Types of IR values: tensors (shape + dtype), tuples, storages and opaque objects.
 
 Dtypes are short canonical names (``f32``, ``i64``, ``bool`` …). TVM's long spellings
-(``float32``) are accepted on input and mapped to the short ones. ``bf16`` is storage-only:
-it has a size and can be allocated, but no numpy kernel computes with it.
+(``float32``) are accepted on input and mapped to the short ones. ``bf16`` is computed
+(through float32, ``ir/bf16.py``) when ml_dtypes is installed, else storage-only: it has a
+size and can be allocated, but no numpy kernel computes with it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,14 @@ import numpy as np
 
 from . import dims as D
 from .dims import Dim
+
+
+try:  # ml_dtypes (the onnx extra) gives numpy a bfloat16: see ir/bf16.py
+    import ml_dtypes  # noqa: F401
+
+    _HAVE_BF16 = True
+except ImportError:  # pragma: no cover - ml_dtypes comes with onnx
+    _HAVE_BF16 = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +47,7 @@ DTYPES: dict[str, DTypeInfo] = {
         DTypeInfo("u16", 2, "uint16", "uint"),
         DTypeInfo("u32", 4, "uint32", "uint"),
         DTypeInfo("f16", 2, "float16", "float"),
-        DTypeInfo("bf16", 2, None, "float"),
+        DTypeInfo("bf16", 2, "bfloat16" if _HAVE_BF16 else None, "float"),
         DTypeInfo("f32", 4, "float32", "float"),
         DTypeInfo("f64", 8, "float64", "float"),
     )

@@ -114,7 +114,8 @@ class _Constants:
         for d in arr.shape:
             w.u64(d)
         w.u64(data.nbytes)
-        w.buf += memoryview(data).cast("B") if data.nbytes else b""  # no intermediate bytes copy
+        # as bytes without an intermediate copy (a uint8 view: buffers refuse bf16)
+        w.buf += memoryview(data.reshape(-1).view(np.uint8)) if data.nbytes else b""
         self.count += 1
         return self.count - 1
 

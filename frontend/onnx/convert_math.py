@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 
+from relaxc.ir import bf16
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import DType
 from relaxc.ir.types import numpy_dtype
@@ -161,10 +162,9 @@ def _cast_to(ctx: NodeContext, x: Value, to: str) -> list:
         return [x]  # dims stay dims
     if x.type.dtype == to:
         return [x]
-    if to == "bf16" or x.type.dtype == "bf16":
+    if "bf16" in (to, x.type.dtype) and not bf16.available():
         raise ctx.fail(
-            "casting to or from bfloat16 is not supported (relaxc stores bf16 but cannot "
-            "compute with it)"
+            "casting to or from bfloat16 needs ml_dtypes installed (pip install 'relaxc[onnx]')"
         )
     return [ctx.emit("cast", [x], {"dtype": DType(to)})]
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.diagnostics import RxError
+from relaxc.ir import bf16
 from relaxc.ir.types import DTYPE_ALIASES, TensorType
 from relaxc.ir.types import DTYPES as DTYPE_TABLE
 
@@ -283,9 +284,10 @@ def relax_dtype(elem_type: int, what: str) -> str:
 def tensor_array(proto: Any, what: str) -> np.ndarray:
     """A TensorProto (initializer or Constant value) as a numpy array relaxc can hold."""
     relax_dtype(proto.data_type, what)
-    if proto.data_type == 16:
+    if proto.data_type == 16 and not bf16.available():
         raise RxError(
-            f"{what} is a BFLOAT16 constant; relaxc cannot hold bf16 data (storage-only dtype)"
+            f"{what} is a BFLOAT16 constant; relaxc holds bf16 data only with ml_dtypes "
+            "installed (pip install 'relaxc[onnx]')"
         )
     try:
         array = numpy_helper.to_array(proto)
