@@ -51,10 +51,11 @@ LOOSER = {
 every case at rtol 1e-3."""
 
 HALF_ULPS = 2
-"""float16 outputs compare at this many of float16's epsilon (2 ** -10) relative, and as many
-of its ulp at 1 absolute near zero: rtol 1e-4 is a tenth of float16's ulp, so a case computed
-in float16 (its expanded form rounds after every op, as onnxruntime does) cannot meet it, and
-the expected outputs were rounded to float16 from a float32 or float64 computation."""
+"""float16 and bfloat16 outputs compare at this many of their epsilon (2 ** -10, 2 ** -7)
+relative, and as many of its ulp at 1 absolute near zero: rtol 1e-4 is a tenth of float16's
+ulp, so a case computed in float16 (its expanded form rounds after every op, as onnxruntime
+does) cannot meet it, and the expected outputs were rounded to float16 from a float32 or
+float64 computation."""
 
 IMPORT_TIME = "must be known when the model is imported"
 """The importer's words for a value it needs as a constant (ctx.folded): the refusal that
@@ -137,8 +138,15 @@ def compare(
             return f"{what} output {i}: shape {g.shape}, expected {w.shape}"
         if g.dtype != w.dtype:
             return f"{what} output {i}: dtype {g.dtype}, expected {w.dtype}"
-        if w.dtype.kind in "fc":
-            r, a = (rtol, ATOL) if w.dtype != np.float16 else _half_tolerance(rtol)
+        if w.dtype.name == "bfloat16":  # ml_dtypes' type: compared as the float32 it widens to
+            g, w = g.astype(np.float32), w.astype(np.float32)
+            r, a = _half_tolerance(rtol, np.dtype("V2"))
+            ok = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
+            if not ok.all():
+                at = tuple(int(x) for x in np.argwhere(~ok)[0])
+                return f"{what} output {i}: {g[at]} at {at}, expected {w[at]}"
+        elif w.dtype.kind in "fc":
+            r, a = _half_tolerance(rtol, w.dtype) if w.dtype.itemsize == 2 else (rtol, ATOL)
             ok = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
             if not ok.all():
                 at = tuple(int(x) for x in np.argwhere(~ok)[0])
@@ -149,8 +157,9 @@ def compare(
     return None
 
 
-def _half_tolerance(rtol: float) -> tuple[float, float]:
-    eps = float(np.finfo(np.float16).eps)
+def _half_tolerance(rtol: float, dtype: np.dtype) -> tuple[float, float]:
+    """float16 (and bfloat16, epsilon 2 ** -7) at HALF_ULPS of the type's epsilon."""
+    eps = float(np.finfo(np.float16).eps) if dtype == np.float16 else 2.0**-7
     return max(rtol, HALF_ULPS * eps), HALF_ULPS * eps * 2**-4
 
 
@@ -175,6 +184,8 @@ def _array(x: Any) -> np.ndarray | None:
             a = np.asarray(numpy_helper.to_array(x))
         except Exception:  # noqa: BLE001 - a type numpy does not hold
             return None
+        if a.dtype.name == "bfloat16":
+            return a
         return a if a.dtype.kind in "biuf" and a.dtype.itemsize in (1, 2, 4, 8) else None
     return None
 
