@@ -1023,7 +1023,7 @@ def _attention(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, args, attrs)
 
 
-@recipe("softmax")
+@recipe("softmax", "log_softmax")
 def _softmax(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
     return b.apply(op, [x], {"axis": b.ch.int(-x.type.ndim, x.type.ndim - 1)})
@@ -1231,7 +1231,7 @@ def _overwrite(b: FnBuilder, op: OpDef, x: Val) -> Val:
         if op.name == "clip":
             lo, hi = sorted([ch.choice(FLOAT_LITERALS), ch.choice(FLOAT_LITERALS)])
             attrs = {"a_min": lo, "a_max": hi}
-        elif op.name == "softmax":
+        elif op.name in ("softmax", "log_softmax"):
             if xt.ndim == 0:
                 raise Reject()
             attrs = {"axis": ch.int(-xt.ndim, xt.ndim - 1)}

@@ -149,6 +149,7 @@ GENERATORS: dict[str, Generator] = {
     "layer_norm": gen_norm,
     "rms_norm": gen_norm,
     "softmax": gen_softmax,
+    "log_softmax": gen_softmax,
     "lrn": gen_lrn,
     "arange": gen_arange,
     "attention": gen_attention,

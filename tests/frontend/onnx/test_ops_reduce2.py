@@ -1,0 +1,75 @@
+"""LogSoftmax and Hardmax: against onnxruntime, and the onnx package's node tests through
+the interpreter and the VM (C for a sample)."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pytest
+
+from relaxc.frontend.onnx import import_onnx
+from relaxc.ir.diagnostics import RxError
+
+from .bound_cases import bound
+from .node_cases import all_cases, run_case, select
+from .test_ops_reduce import _everywhere
+from .util import helper, make_model, randn
+
+F32 = np.float32
+
+
+def _axis_model(op: str, shape: tuple[int, ...], opset: int, **attrs: Any) -> Any:
+    node = helper.make_node(op, ["x"], ["y"], **attrs)
+    return make_model([node], [("x", F32, list(shape))], [("y", F32, None)], opset=opset)
+
+
+@pytest.mark.parametrize("op", ["LogSoftmax", "Hardmax"])
+@pytest.mark.parametrize(("opset", "axis"), [(11, 1), (11, 0), (11, None), (13, 1), (13, None)])
+def test_axis_ops_match_onnxruntime(op: str, opset: int, axis: int | None) -> None:
+    attrs = {} if axis is None else {"axis": axis}
+    x = randn(2, 3, 4)
+    if op == "Hardmax":  # a tie: the first max wins
+        x[0, 0, :2] = 5.0
+        x[0, 1:, :] = 5.0
+    _everywhere(_axis_model(op, x.shape, opset, **attrs), {"x": x}, {}, c=opset == 11)
+
+
+def test_hardmax_over_a_symbolic_axis_is_refused_naming_the_node() -> None:
+    node = helper.make_node("Hardmax", ["x"], ["y"], name="hm", axis=-1)
+    model = make_model([node], [("x", F32, [2, "W"])], [("y", F32, None)], opset=13)
+    with pytest.raises(RxError, match=r"node 'hm' \(Hardmax\): the length of its axis \(W\)"):
+        import_onnx(model)
+
+
+# -- the onnx package's node tests --------------------------------------------------------
+
+NODE_OPS = ["LogSoftmax", "Hardmax"]
+C_SAMPLE = (
+    "test_logsoftmax_axis_0",
+    "test_logsoftmax_large_number",
+    "test_logsoftmax_default_axis_expanded",
+    "test_hardmax_one_hot",
+    "test_hardmax_axis_1",
+)
+
+
+@functools.lru_cache(maxsize=1)
+def _cases() -> dict[str, Any]:
+    return {c.name: bound(c) for c in select(all_cases(), NODE_OPS)}
+
+
+def test_node_tests_pass_on_the_interpreter_and_the_vm() -> None:
+    outcomes = [run_case(c) for c in _cases().values()]
+    assert [o for o in outcomes if o.status != "passed"] == []
+    assert len(outcomes) >= 28
+
+
+@pytest.mark.parametrize("name", C_SAMPLE)
+def test_node_tests_pass_in_c(name: str) -> None:
+    case = _cases().get(name)
+    if case is None:
+        pytest.skip(f"the installed onnx has no {name}")
+    outcome = run_case(case, ("interp", "vm", "c"))
+    assert outcome.status == "passed", outcome
