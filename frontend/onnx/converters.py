@@ -14,6 +14,7 @@ from . import (
     convert_movement,
     convert_nn,
     convert_reduce,
+    convert_reduce2,
     convert_shape,
 )
 from .context import NodeContext
@@ -29,6 +30,7 @@ def _build() -> dict[str, Converter]:
         convert_nn,
         convert_shape,
         convert_reduce,
+        convert_reduce2,
         convert_attention,
         convert_models,
         convert_cnn,
@@ -85,7 +87,7 @@ OUT_OF_SCOPE: dict[str, str] = {
 """Operators of the default domain relaxc does not import by design -> why, in the words the
 refusal ends with (every other operator without a converter is only not done yet)."""
 
-REVIEWED_VERSIONS: dict[str, int] = {}
+REVIEWED_VERSIONS: dict[str, int] = {"CumProd": 26}
 """op -> the newest version (after opset 24's) its converter follows, for a version
 model.newer_version_problem would refuse (one that changes more than types): add an entry
 when a converter handles it."""

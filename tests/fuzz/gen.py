@@ -1029,6 +1029,17 @@ def _softmax(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x], {"axis": b.ch.int(-x.type.ndim, x.type.ndim - 1)})
 
 
+@recipe("cumsum", "cumprod")
+def _cumulative(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and t.dtype not in ("bool", "bf16"))
+    attrs = {
+        "axis": b.ch.int(-x.type.ndim, x.type.ndim - 1),
+        "exclusive": b.ch.bool(),
+        "reverse": b.ch.bool(),
+    }
+    return b.apply(op, [x], attrs)
+
+
 @recipe("lrn")
 def _lrn(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))

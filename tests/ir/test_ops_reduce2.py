@@ -89,3 +89,68 @@ def test_log_softmax_is_the_log_of_softmax(x: np.ndarray, axis: int) -> None:
     # the exp of each row sums to 1 and no entry is positive
     np.testing.assert_allclose(np.exp(y).sum(axis=axis), 1.0, rtol=1e-9)
     assert (y <= 1e-12).all()
+
+
+# -- cumsum / cumprod ----------------------------------------------------------------------
+
+
+def test_cumulative_ops_infer_x_type_and_check_it() -> None:
+    for op in ("cumsum", "cumprod"):
+        assert infer(op, [T((n, 5), "i32")], axis=1) == T((n, 5), "i32")
+        with pytest.raises(OpError, match=f"{op}: axis 2 is out of range"):
+            infer(op, [T((n, 5))], axis=2)
+        with pytest.raises(OpError, match=f"{op}: needs a number tensor, got bool"):
+            infer(op, [T((2,), "bool")])
+        with pytest.raises(OpError, match=f"{op}: input must have rank at least 1"):
+            infer(op, [T(())])
+
+
+@pytest.mark.parametrize(
+    ("exclusive", "reverse", "sums", "products"),
+    [
+        (False, False, [1, 3, 6, 10], [1, 2, 6, 24]),
+        (True, False, [0, 1, 3, 6], [1, 1, 2, 6]),
+        (False, True, [10, 9, 7, 4], [24, 24, 12, 4]),
+        (True, True, [9, 7, 4, 0], [24, 12, 4, 1]),
+    ],
+)
+def test_cumulative_modes(exclusive: bool, reverse: bool, sums: list, products: list) -> None:
+    x = np.array([1, 2, 3, 4], np.int32)
+    modes = {"axis": 0, "exclusive": exclusive, "reverse": reverse}
+    s = kernel("cumsum", [x], **modes)
+    p = kernel("cumprod", [x.astype(np.float32)], **modes)
+    assert s.dtype == np.int32 and p.dtype == np.float32
+    assert s.tolist() == sums and p.tolist() == products
+
+
+def test_integer_cumsum_wraps_in_its_width() -> None:
+    x = np.array([2**31 - 1, 1, 1], np.int32)
+    assert kernel("cumsum", [x], axis=0).tolist() == [2**31 - 1, -(2**31), -(2**31) + 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hnp.arrays(
+        np.int64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4), elements=st.integers(-9, 9)
+    ),
+    st.integers(0, 2),
+    st.booleans(),
+    st.booleans(),
+)
+def test_cumsum_is_a_sum_of_a_range(
+    x: np.ndarray, axis: int, exclusive: bool, reverse: bool
+) -> None:
+    axis %= x.ndim
+    y = kernel("cumsum", [x], axis=axis, exclusive=exclusive, reverse=reverse)
+    L = x.shape[axis]
+    for j in range(L):
+        lo, hi = (j + exclusive, L) if reverse else (0, j + 1 - exclusive)
+        want = np.take(x, range(lo, hi), axis=axis).sum(axis=axis)
+        np.testing.assert_array_equal(np.take(y, j, axis=axis), want)
+
+
+def test_cumsum_and_cumprod_of_a_matrix_along_its_rows() -> None:
+    x = np.array([[1.5, 2.0], [3.0, -1.0]], np.float64)
+    # cumsum(x, axis=1) and cumprod(x, axis=0)
+    assert kernel("cumsum", [x], axis=1).tolist() == [[1.5, 3.5], [3.0, 2.0]]
+    assert kernel("cumprod", [x], axis=0).tolist() == [[1.5, 2.0], [4.5, -2.0]]

@@ -1,4 +1,4 @@
-"""LogSoftmax and Hardmax: against onnxruntime, and the onnx package's node tests through
+"""LogSoftmax, Hardmax, CumSum and CumProd: against onnxruntime, and the onnx package's node tests through
 the interpreter and the VM (C for a sample)."""
 
 from __future__ import annotations
@@ -43,15 +43,37 @@ def test_hardmax_over_a_symbolic_axis_is_refused_naming_the_node() -> None:
         import_onnx(model)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.int64])
+@pytest.mark.parametrize(("exclusive", "reverse"), [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_cumsum_matches_onnxruntime(dtype: Any, exclusive: int, reverse: int) -> None:
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], exclusive=exclusive, reverse=reverse)
+    init = {"axis": np.array(-2, np.int64)}
+    model = make_model([node], [("x", dtype, [2, 3, 4])], [("y", dtype, None)], init, opset=14)
+    x = (randn(2, 3, 4) * 5).astype(dtype)
+    _everywhere(model, {"x": x}, {}, c=exclusive == reverse)
+
+
+def test_cumsum_with_a_runtime_axis_is_refused_naming_the_node() -> None:
+    node = helper.make_node("CumSum", ["x", "axis"], ["y"], name="cs")
+    ins = [("x", F32, [2, 3]), ("axis", np.int64, [])]
+    model = make_model([node], ins, [("y", F32, None)], opset=14)
+    with pytest.raises(RxError, match=r"node 'cs' \(CumSum\): the axis input must be known"):
+        import_onnx(model)
+
+
 # -- the onnx package's node tests --------------------------------------------------------
 
-NODE_OPS = ["LogSoftmax", "Hardmax"]
+NODE_OPS = ["LogSoftmax", "Hardmax", "CumSum", "CumProd"]
 C_SAMPLE = (
     "test_logsoftmax_axis_0",
     "test_logsoftmax_large_number",
     "test_logsoftmax_default_axis_expanded",
     "test_hardmax_one_hot",
     "test_hardmax_axis_1",
+    "test_cumsum_2d_axis_1",
+    "test_cumsum_1d_reverse_exclusive",
+    "test_cumprod_1d_int32_exclusive",
+    "test_cumprod_2d_axis_0",
 )
 
 
@@ -63,7 +85,7 @@ def _cases() -> dict[str, Any]:
 def test_node_tests_pass_on_the_interpreter_and_the_vm() -> None:
     outcomes = [run_case(c) for c in _cases().values()]
     assert [o for o in outcomes if o.status != "passed"] == []
-    assert len(outcomes) >= 28
+    assert len(outcomes) >= 28 + 18
 
 
 @pytest.mark.parametrize("name", C_SAMPLE)
