@@ -1,5 +1,5 @@
-"""LogSoftmax, Hardmax, CumSum and CumProd: against onnxruntime, and the onnx package's node tests through
-the interpreter and the VM (C for a sample)."""
+"""LogSoftmax, Hardmax, CumSum and CumProd: against onnxruntime, and the onnx package's
+node tests through the interpreter and the VM (C for a sample)."""
 
 from __future__ import annotations
 
