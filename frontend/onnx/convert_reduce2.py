@@ -1,11 +1,16 @@
-"""Converters of the second reduction family: CumSum and CumProd (LogSoftmax and Hardmax
-are next to Softmax in convert_nn)."""
+"""Converters of the second reduction family: CumSum, CumProd and LpNormalization
+(LogSoftmax and Hardmax are next to Softmax in convert_nn)."""
 
 from __future__ import annotations
 
 from typing import Callable
 
+import numpy as np
+
+from relaxc.ir.types import numpy_dtype
+
 from .context import NodeContext, norm_axis, rank_of
+from .values import Folded
 
 Converter = Callable[[NodeContext], list]
 
@@ -33,5 +38,29 @@ def _cumulative(op: str) -> Converter:
     return convert
 
 
+def convert_lp_normalization(ctx: NodeContext) -> list:
+    """x / ||x||_p along axis (p 1 or 2): the norm is a reduction with keepdims (1/L of x),
+    divided in by broadcasting. Where the norm is 0 (x is 0 along the axis) the result is 0,
+    as ONNX's reference: the norm is replaced by 1 there (on the small norm tensor)."""
+    x = ctx.input(0)
+    rank = rank_of(x)
+    if rank == 0:
+        raise ctx.fail("its input is a scalar; it needs a tensor of rank 1 or more")
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.fail(f"p must be 1 or 2, got {p}")
+    axis = norm_axis(int(ctx.attr("axis", -1)), rank, ctx)
+    norm = ctx.emit(f"l{p}_norm", [x], {"axes": (axis,), "keepdims": True})
+    np_dtype = numpy_dtype(x.type.dtype)
+    zero = Folded(np.zeros((), np_dtype), f"{ctx.hint()}_zero")
+    one = Folded(np.ones((), np_dtype), f"{ctx.hint()}_one")
+    safe = ctx.emit("where", [ctx.emit("equal", [norm, zero]), one, norm])
+    return [ctx.emit("divide", [x, safe])]
+
+
 def table() -> dict[str, Converter]:
-    return {"CumSum": _cumulative("cumsum"), "CumProd": _cumulative("cumprod")}
+    return {
+        "CumSum": _cumulative("cumsum"),
+        "CumProd": _cumulative("cumprod"),
+        "LpNormalization": convert_lp_normalization,
+    }

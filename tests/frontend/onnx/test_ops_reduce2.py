@@ -1,5 +1,5 @@
-"""LogSoftmax, Hardmax, CumSum and CumProd: against onnxruntime, and the onnx package's
-node tests through the interpreter and the VM (C for a sample)."""
+"""LogSoftmax, Hardmax, CumSum, CumProd and LpNormalization: against onnxruntime, and the
+onnx package's node tests through the interpreter and the VM (C for a sample)."""
 
 from __future__ import annotations
 
@@ -61,9 +61,30 @@ def test_cumsum_with_a_runtime_axis_is_refused_naming_the_node() -> None:
         import_onnx(model)
 
 
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_lp_normalization_matches_onnxruntime(p: int, axis: int) -> None:
+    model = _axis_model("LpNormalization", (3, 4), 17, p=p, axis=axis)
+    _everywhere(model, {"x": randn(3, 4)}, {}, c=axis == 0)
+
+
+def test_lp_normalization_of_zeros_is_zero() -> None:
+    model = _axis_model("LpNormalization", (2, 3), 17, p=2, axis=1)
+    x = randn(2, 3)
+    x[1] = 0.0
+    _everywhere(model, {"x": x}, {})
+
+
+def test_lp_normalization_with_p_3_is_refused_naming_the_node() -> None:
+    node = helper.make_node("LpNormalization", ["x"], ["y"], name="lp", p=3)
+    model = make_model([node], [("x", F32, [2, 3])], [("y", F32, None)], opset=17)
+    with pytest.raises(RxError, match=r"node 'lp' \(LpNormalization\): p must be 1 or 2, got 3"):
+        import_onnx(model)
+
+
 # -- the onnx package's node tests --------------------------------------------------------
 
-NODE_OPS = ["LogSoftmax", "Hardmax", "CumSum", "CumProd"]
+NODE_OPS = ["LogSoftmax", "Hardmax", "CumSum", "CumProd", "LpNormalization"]
 C_SAMPLE = (
     "test_logsoftmax_axis_0",
     "test_logsoftmax_large_number",
@@ -74,6 +95,8 @@ C_SAMPLE = (
     "test_cumsum_1d_reverse_exclusive",
     "test_cumprod_1d_int32_exclusive",
     "test_cumprod_2d_axis_0",
+    "test_l2normalization_axis_0",
+    "test_l1normalization_axis_last",
 )
 
 
@@ -85,7 +108,7 @@ def _cases() -> dict[str, Any]:
 def test_node_tests_pass_on_the_interpreter_and_the_vm() -> None:
     outcomes = [run_case(c) for c in _cases().values()]
     assert [o for o in outcomes if o.status != "passed"] == []
-    assert len(outcomes) >= 28 + 18
+    assert len(outcomes) >= 28 + 18 + 6
 
 
 @pytest.mark.parametrize("name", C_SAMPLE)
