@@ -1,5 +1,5 @@
-"""Converters of the second reduction family: CumSum, CumProd and LpNormalization
-(LogSoftmax and Hardmax are next to Softmax in convert_nn)."""
+"""Converters of the second reduction family: CumSum, CumProd, LpNormalization and
+TopK (LogSoftmax and Hardmax are next to Softmax in convert_nn)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 
 from relaxc.ir.types import numpy_dtype
 
-from .context import NodeContext, norm_axis, rank_of
+from .context import NodeContext, norm_axis, rank_of, shape_of
 from .values import Folded
 
 Converter = Callable[[NodeContext], list]
@@ -58,9 +58,36 @@ def convert_lp_normalization(ctx: NodeContext) -> list:
     return [ctx.emit("divide", [x, safe])]
 
 
+def convert_topk(ctx: NodeContext) -> list:
+    """TopK (opsets 1, 10, 11, 24): k an attribute before 10, a constant input since; the
+    indices by topk_indices (always sorted, which sorted=0 allows), the values gathered
+    with them (k/L of x)."""
+    x = ctx.input(0)
+    rank = rank_of(x)
+    if rank == 0:
+        raise ctx.fail("its input is a scalar; it needs a tensor of rank 1 or more")
+    if ctx.opset < 10:
+        k = int(ctx.attr("k", -1))
+    else:
+        ks = ctx.ints(ctx.input(1, "K"), "the K input")
+        assert ks is not None
+        if len(ks) != 1:
+            raise ctx.fail(f"the K input must be a single integer, got {len(ks)} values")
+        k = ks[0]
+    axis = norm_axis(int(ctx.attr("axis", -1)), rank, ctx)
+    length = shape_of(x)[axis]
+    if k < 0 or (isinstance(length, int) and k > length):
+        raise ctx.fail(f"k is {k}; it must be in [0, the axis length {length}]")
+    largest = bool(ctx.attr("largest", 1))
+    idx = ctx.emit("topk_indices", [x], {"k": k, "axis": axis, "largest": largest}, k=1)
+    values = ctx.emit("gather_elements", [x, idx], {"axis": axis})
+    return [values, idx]
+
+
 def table() -> dict[str, Converter]:
     return {
         "CumSum": _cumulative("cumsum"),
         "CumProd": _cumulative("cumprod"),
         "LpNormalization": convert_lp_normalization,
+        "TopK": convert_topk,
     }

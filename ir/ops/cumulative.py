@@ -1,6 +1,10 @@
 """Running totals along one axis: cumsum (ONNX CumSum) and cumprod (ONNX CumProd), each
 inclusive or exclusive (the identity first), forward or reverse. Floats accumulate in
-float64 and each output is rounded once; integers wrap in their own width."""
+float64 and each output is rounded once; integers wrap in their own width.
+
+topk_indices (ONNX TopK's indices; its values are gather_elements of them): the i64
+indices of the k largest (or smallest) elements along axis, best first, ties by the lower
+index, NaN ranked after every number."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relaxc.ir.registry import AttrSpec, InferFn, KernelFn, OpDef, OpError, Registry
-from relaxc.ir.types import DTYPES, Type
+from relaxc.ir import dims as D
+from relaxc.ir.types import DTYPES, TensorType, Type
 
 from .checks import as_contiguous
 from .common import norm_axis, require_computable, tensors
@@ -50,7 +55,53 @@ def _cumulative_kernel(product: bool) -> KernelFn:
     return kernel
 
 
+def _infer_topk_indices(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
+    (x,) = tensors(inputs, "topk_indices")
+    require_computable(x.dtype, "topk_indices")
+    if DTYPES[x.dtype].kind not in ("float", "int", "uint"):
+        raise OpError(f"topk_indices: needs a number tensor, got {x.dtype}")
+    if x.ndim == 0:
+        raise OpError("topk_indices: input must have rank at least 1")
+    axis = norm_axis(attrs["axis"], x.ndim, "topk_indices")
+    k, length = attrs["k"], x.shape[axis]
+    if k < 0 or (isinstance(length, int) and k > length):
+        raise OpError(f"topk_indices: k {k} is not in [0, {D.dim_to_str(length)}]")
+    shape = list(x.shape)
+    shape[axis] = k
+    return TensorType(tuple(shape), "i64")
+
+
+def _topk_indices(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x = xs[0]
+    axis = norm_axis(attrs["axis"], x.ndim, "topk_indices")
+    if x.shape[axis] < attrs["k"]:
+        raise OpError(f"topk_indices: k {attrs['k']} is more than the axis length {x.shape[axis]}")
+    if x.dtype.kind == "f":
+        key = -x.astype(np.float64) if attrs["largest"] else x.astype(np.float64)
+    else:
+        key = np.invert(x) if attrs["largest"] else x  # ~ reverses the order exactly
+    order = np.argsort(key, axis=axis, kind="stable")  # NaN last, ties by index
+    return np.ascontiguousarray(np.take(order, range(attrs["k"]), axis=axis), dtype=np.int64)
+
+
 def register_all(reg: Registry) -> None:
+    reg.register(
+        OpDef(
+            "topk_indices",
+            "the i64 indices of the k largest (or smallest) along axis, best first, ties by "
+            "the lower index, NaN last",
+            "kernel",
+            _infer_topk_indices,
+            family="reduction",
+            kernel=_topk_indices,
+            input_names=("x",),
+            attrs=(
+                AttrSpec("k", "int", doc="how many"),
+                AttrSpec("axis", "int", -1, "the axis searched"),
+                AttrSpec("largest", "bool", True, "the largest (else the smallest)"),
+            ),
+        )
+    )
     for name, product in (("cumsum", False), ("cumprod", True)):
         what = "product" if product else "sum"
         reg.register(

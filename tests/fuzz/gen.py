@@ -1040,6 +1040,20 @@ def _cumulative(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x], attrs)
 
 
+@recipe("topk_indices")
+def _topk_indices(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(
+        lambda t: (
+            t.ndim >= 1
+            and t.dtype not in ("bool", "bf16")
+            and isinstance(t.shape[-1], int)
+            and t.shape[-1] >= 1
+        )
+    )
+    k = b.ch.int(0, min(3, int(x.type.shape[-1])))
+    return b.apply(op, [x], {"k": k, "largest": b.ch.bool()})
+
+
 @recipe("lrn")
 def _lrn(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))

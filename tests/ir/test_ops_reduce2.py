@@ -154,3 +154,41 @@ def test_cumsum_and_cumprod_of_a_matrix_along_its_rows() -> None:
     # cumsum(x, axis=1) and cumprod(x, axis=0)
     assert kernel("cumsum", [x], axis=1).tolist() == [[1.5, 3.5], [3.0, 2.0]]
     assert kernel("cumprod", [x], axis=0).tolist() == [[1.5, 2.0], [4.5, -2.0]]
+
+
+# -- topk_indices --------------------------------------------------------------------------
+
+
+def test_topk_indices_infers_k_along_the_axis_and_checks_k() -> None:
+    assert infer("topk_indices", [T((n, 5))], k=3, axis=1) == T((n, 3), "i64")
+    assert infer("topk_indices", [T((n, 5), "u8")], k=0) == T((n, 0), "i64")
+    with pytest.raises(OpError, match=r"topk_indices: k 6 is not in \[0, 5\]"):
+        infer("topk_indices", [T((n, 5))], k=6)
+    with pytest.raises(OpError, match="topk_indices: needs a number tensor, got bool"):
+        infer("topk_indices", [T((5,), "bool")], k=1)
+
+
+def test_topk_indices_breaks_ties_by_the_lower_index_and_ranks_nan_last() -> None:
+    x = np.array([3.0, np.nan, 5.0, 3.0, 5.0, -1.0], np.float32)
+    # topk_indices(x, k=6, largest=...)
+    assert kernel("topk_indices", [x], k=6, largest=True).tolist() == [2, 4, 0, 3, 5, 1]
+    assert kernel("topk_indices", [x], k=6, largest=False).tolist() == [5, 0, 3, 2, 4, 1]
+    i = np.array([[-128, 127, 0, 127]], np.int8)
+    assert kernel("topk_indices", [i], k=2, axis=1).tolist() == [[1, 3]]
+    assert kernel("topk_indices", [i], k=2, axis=1, largest=False).tolist() == [[0, 2]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    hnp.arrays(
+        np.int32, st.tuples(st.integers(1, 4), st.integers(1, 6)), elements=st.integers(-3, 3)
+    ),
+    st.booleans(),
+)
+def test_topk_values_are_the_sorted_ends(x: np.ndarray, largest: bool) -> None:
+    k = x.shape[1] // 2 + 1
+    idx = kernel("topk_indices", [x], k=k, axis=1, largest=largest)
+    got = np.take_along_axis(x, idx, axis=1)
+    s = np.sort(x, axis=1)
+    np.testing.assert_array_equal(got, s[:, ::-1][:, :k] if largest else s[:, :k])
+    assert all(len(set(row)) == k for row in idx.tolist())

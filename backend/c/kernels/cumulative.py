@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import dtypes as T
 
-from .base import Gen, int_wrap, outer_inner
+from .base import Gen, ctype_of_domain, int_wrap, outer_inner
 
 
 def gen_cumulative(g: Gen) -> list[str]:
@@ -44,3 +44,32 @@ def gen_cumulative(g: Gen) -> list[str]:
 
 def _out(g: Gen, dtype: str, isfloat: bool) -> str:
     return g.store(dtype, "acc") if isfloat else int_wrap(dtype, "acc")
+
+
+def gen_topk_indices(g: Gen) -> list[str]:
+    """The index of each element whose rank (how many elements beat it: a better value, or
+    an equal one at a lower index; NaN beaten by every number) is below k goes to output
+    position rank: O(L^2) compares per row and no scratch memory."""
+    x = g.spec.ins[0]
+    a = g.spec.attr
+    axis = a["axis"] % len(x.shape)
+    outer, L, inner = outer_inner(g, x, axis)
+    k = a["k"]
+    isfloat = T.kind(x.dtype) == "float"
+    cmp = ">" if a["largest"] else "<"
+    acc_t = "double" if isfloat else ctype_of_domain(x.dtype)
+    ld = lambda e: f"({acc_t}){g.load(x.dtype, e)}"  # noqa: E731
+    if isfloat:
+        beats = f"(b != b && u == u) || u {cmp} b || ((u == b || (u != u && b != b)) && q < j)"
+    else:
+        beats = f"u {cmp} b || (u == b && q < j)"
+    with g.loop("o", outer):
+        with g.loop("i", inner):
+            with g.loop("j", L):
+                g.emit(f"b = {ld(f'x0[(o * {L} + j) * {inner} + i]')};")
+                g.emit("rank = 0;")
+                with g.loop("q", L):
+                    g.emit(f"u = {ld(f'x0[(o * {L} + q) * {inner} + i]')};")
+                    g.emit(f"if ({beats}) rank++;")
+                g.emit(f"if (rank < {k}) y0[(o * {k} + rank) * {inner} + i] = j;")
+    return ["int64_t o, i, j, q, rank;", f"{acc_t} b, u;"]
