@@ -196,20 +196,49 @@ def _broadcast_param(ctx: NodeContext, v: Value, shape: tuple, what: str) -> Val
     )
 
 
-def convert_softmax(ctx: NodeContext) -> list:
-    x = ctx.input(0)
+def _rows_at_axis(ctx: NodeContext, x: Value, emit_axis: Callable[[Value, int], Value]) -> list:
+    """Softmax, LogSoftmax and Hardmax along their axis: since opset 13 a single axis;
+    before, the input coerced to 2-D at axis (all dims from axis on as one flattened row)."""
     rank = rank_of(x)
+    if rank == 0:
+        raise ctx.fail("its input is a scalar; it needs a tensor of rank 1 or more")
     default = -1 if ctx.opset >= 13 else 1
     axis = norm_axis(int(ctx.attr("axis", default)), rank, ctx)
     if ctx.opset >= 13 or axis == rank - 1:
-        return [ctx.emit("softmax", [x], {"axis": axis})]
-    # Before opset 13 Softmax normalizes over all dims from axis on, as one flattened row.
+        return [emit_axis(x, axis)]
     shape = shape_of(x)
     rows = ctx.emit(
         "reshape", [x], {"newshape": (D.product(shape[:axis]), D.product(shape[axis:]))}
     )
-    y = ctx.emit("softmax", [rows], {"axis": 1})
+    y = emit_axis(rows, 1)
     return [ctx.emit("reshape", [y], {"newshape": tuple(shape)})]
+
+
+def _normalize_along(op: str) -> Callable[[NodeContext], list]:
+    def convert(ctx: NodeContext) -> list:
+        return _rows_at_axis(ctx, ctx.input(0), lambda v, axis: ctx.emit(op, [v], {"axis": axis}))
+
+    return convert
+
+
+def convert_hardmax(ctx: NodeContext) -> list:
+    """One-hot of the first max along the axis: argmax (first index on a tie) then one_hot
+    with x's type (no temporary beyond the index tensor, 1/L of x)."""
+    x = ctx.input(0)
+    dtype = x.type.dtype
+
+    def hardmax(v: Value, axis: int) -> Value:
+        length = shape_of(v)[axis]
+        if not isinstance(length, int):
+            raise ctx.fail(
+                f"the length of its axis ({D.dim_to_str(length)}) must be known when the "
+                "model is imported"
+            )
+        idx = ctx.emit("argmax", [v], {"axis": axis, "keepdims": False})
+        values = Folded(np.array([0, 1], numpy_dtype(dtype)), f"{ctx.hint()}_off_on")
+        return ctx.emit("one_hot", [idx, values], {"depth": length, "axis": axis})
+
+    return _rows_at_axis(ctx, x, hardmax)
 
 
 def convert_gemm(ctx: NodeContext) -> list:
@@ -270,7 +299,9 @@ def table() -> dict[str, Converter]:
         "BatchNormalization": convert_batch_norm,
         "LRN": convert_lrn,
         "LayerNormalization": convert_layer_norm,
-        "Softmax": convert_softmax,
+        "Softmax": _normalize_along("softmax"),
+        "LogSoftmax": _normalize_along("log_softmax"),
+        "Hardmax": convert_hardmax,
         "Gemm": convert_gemm,
         "MatMul": convert_matmul,
     }

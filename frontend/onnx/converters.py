@@ -14,6 +14,7 @@ from . import (
     convert_movement,
     convert_nn,
     convert_reduce,
+    convert_reduce2,
     convert_shape,
 )
 from .context import NodeContext
@@ -29,6 +30,7 @@ def _build() -> dict[str, Converter]:
         convert_nn,
         convert_shape,
         convert_reduce,
+        convert_reduce2,
         convert_attention,
         convert_models,
         convert_cnn,
@@ -91,6 +93,7 @@ REVIEWED_VERSIONS: dict[str, int] = {
     "DepthToSpace": 28,  # more types: a reshape and a transpose move any dtype
     "ReduceLogSum": 28,  # float types only (the integer ones dropped)
     "ReduceLogSumExp": 28,
+    "CumProd": 26,  # CumProd is new at opset 26: its converter follows it
 }
 """op -> the newest version (after opset 24's) its converter follows, for a version
 model.newer_version_problem would refuse (one that changes more than types): add an entry

@@ -9,6 +9,7 @@ from . import (
     cnn,
     compare,
     conv_transpose,
+    cumulative,
     elementwise,
     memory,
     misc,
@@ -38,6 +39,7 @@ def build_registry() -> Registry:
         resize,
         cnn,
         movement,
+        cumulative,
     ):
         module.register_all(reg)
     return reg

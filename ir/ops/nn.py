@@ -407,7 +407,8 @@ def _rms_norm(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
 
 
 def _axis_float_infer(op: str) -> InferFn:
-    """Inference for float ops along one axis that keep x's type (softmax, lrn)."""
+    """Inference for float ops along one axis that keep x's type (softmax, log_softmax,
+    lrn)."""
 
     def infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
         (x,) = tensors(inputs, op)
@@ -434,6 +435,18 @@ def _softmax(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     with np.errstate(all="ignore"):
         e = np.exp(x64 - np.max(x64, axis=attrs["axis"], keepdims=True))
         y = e / np.sum(e, axis=attrs["axis"], keepdims=True)
+    return as_contiguous(y, x.dtype)
+
+
+def _log_softmax(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    """x - max - log(sum(exp(x - max))) along axis, in float64, rounded once."""
+    x = xs[0]
+    if x.size == 0:  # an axis of symbolic length 0 in this run: nothing to normalize
+        return np.empty_like(x)
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        shifted = x64 - np.max(x64, axis=attrs["axis"], keepdims=True)
+        y = shifted - np.log(np.sum(np.exp(shifted), axis=attrs["axis"], keepdims=True))
     return as_contiguous(y, x.dtype)
 
 
@@ -644,6 +657,20 @@ def register_all(reg: Registry) -> None:
             _axis_float_infer("softmax"),
             family="normalization",
             kernel=_softmax,
+            input_names=("x",),
+            inplace=(0,),
+            float_only=True,
+            attrs=(AttrSpec("axis", "int", -1, "the normalized axis"),),
+        )
+    )
+    reg.register(
+        OpDef(
+            "log_softmax",
+            "x - max(x) - log(sum(exp(x - max(x)))) along axis",
+            "kernel",
+            _axis_float_infer("log_softmax"),
+            family="normalization",
+            kernel=_log_softmax,
             input_names=("x",),
             inplace=(0,),
             float_only=True,

@@ -1023,10 +1023,35 @@ def _attention(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, args, attrs)
 
 
-@recipe("softmax")
+@recipe("softmax", "log_softmax")
 def _softmax(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
     return b.apply(op, [x], {"axis": b.ch.int(-x.type.ndim, x.type.ndim - 1)})
+
+
+@recipe("cumsum", "cumprod")
+def _cumulative(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(lambda t: t.ndim >= 1 and t.dtype not in ("bool", "bf16"))
+    attrs = {
+        "axis": b.ch.int(-x.type.ndim, x.type.ndim - 1),
+        "exclusive": b.ch.bool(),
+        "reverse": b.ch.bool(),
+    }
+    return b.apply(op, [x], attrs)
+
+
+@recipe("topk_indices")
+def _topk_indices(b: FnBuilder, op: OpDef) -> Val:
+    x = b.pick_tensor(
+        lambda t: (
+            t.ndim >= 1
+            and t.dtype not in ("bool", "bf16")
+            and isinstance(t.shape[-1], int)
+            and t.shape[-1] >= 1
+        )
+    )
+    k = b.ch.int(0, min(3, int(x.type.shape[-1])))
+    return b.apply(op, [x], {"k": k, "largest": b.ch.bool()})
 
 
 @recipe("lrn")
@@ -1231,7 +1256,7 @@ def _overwrite(b: FnBuilder, op: OpDef, x: Val) -> Val:
         if op.name == "clip":
             lo, hi = sorted([ch.choice(FLOAT_LITERALS), ch.choice(FLOAT_LITERALS)])
             attrs = {"a_min": lo, "a_max": hi}
-        elif op.name == "softmax":
+        elif op.name in ("softmax", "log_softmax"):
             if xt.ndim == 0:
                 raise Reject()
             attrs = {"axis": ch.int(-xt.ndim, xt.ndim - 1)}

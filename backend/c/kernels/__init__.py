@@ -86,6 +86,7 @@ from .gather import (
 )
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
+from .cumulative import gen_cumulative, gen_topk_indices
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
@@ -149,6 +150,10 @@ GENERATORS: dict[str, Generator] = {
     "layer_norm": gen_norm,
     "rms_norm": gen_norm,
     "softmax": gen_softmax,
+    "log_softmax": gen_softmax,
+    "cumsum": gen_cumulative,
+    "cumprod": gen_cumulative,
+    "topk_indices": gen_topk_indices,
     "lrn": gen_lrn,
     "arange": gen_arange,
     "attention": gen_attention,

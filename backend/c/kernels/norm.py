@@ -1,4 +1,4 @@
-"""Normalizations and softmax: batch_norm, layer_norm, rms_norm, softmax and lrn."""
+"""Normalizations and softmax: batch_norm, layer_norm, rms_norm, softmax, log_softmax and lrn."""
 
 from __future__ import annotations
 
@@ -148,6 +148,10 @@ def gen_norm(g: Gen) -> list[str]:
 
 
 def gen_softmax(g: Gen) -> list[str]:
+    """softmax (exp(x - max) / sum) or log_softmax (x - max - log(sum)) along the axis, in
+    double: a pass for the max (NaN wins), one for the sum of exp(x - max), one for the output
+    (which may overwrite x: each position is read before it is written)."""
+    log = g.spec.op == "log_softmax"
     x, out = g.spec.ins[0], g.spec.outs[0]
     axis = g.spec.attr["axis"] % len(x.shape)
     outer, L, inner = outer_inner(g, x, axis)
@@ -162,9 +166,12 @@ def gen_softmax(g: Gen) -> list[str]:
             g.emit("sum = 0;")
             with g.loop("j", L):
                 g.emit(f"sum += exp({ld(f'x0[{at}]')} - mx);")
+            if log:
+                g.emit("sum = log(sum);")
             with g.loop("j", L):
                 xv = ld(f"x0[{at}]")
-                g.emit(f"y0[{at}] = {g.store(out.dtype, f'exp({xv} - mx) / sum')};")
+                y = f"{xv} - mx - sum" if log else f"exp({xv} - mx) / sum"
+                g.emit(f"y0[{at}] = {g.store(out.dtype, y)};")
     return ["int64_t o, i, j;", "double mx, sum, v;"]
 
 
