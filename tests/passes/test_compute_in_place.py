@@ -233,6 +233,39 @@ fn @main(%x: Tensor[(64,), f32]) -> Tensor[(64,), f32] {
     same_results_on_the_vm(text)
 
 
+@pytest.mark.parametrize("reduction", ["none", "add"])
+def test_scatter_nd_writes_its_updates_over_a_dying_data_input(reduction: str) -> None:
+    text = f"""
+fn @main(%x: Tensor[(16, 32), f32], %u: Tensor[(3, 32), f32]) -> Tensor[(16, 32), f32] {{
+  %i = const([[1], [-2], [1]], i64)
+  %a = exp(%x)
+  %s = scatter_nd(%a, %i, %u, reduction="{reduction}")
+  %r = negative(%s)
+  return %r
+}}
+"""
+    m = in_place(text)
+    assert views(m)["s"] == "a"  # the scatter's output is its data's buffer
+    assert arena(planned(text)) == 0  # all three live in the caller's output
+    assert arena(planned(text, sharing=False)) == 2 * 16 * 32 * 4
+    same_results_on_the_vm(text)
+
+
+def test_scatter_nd_keeps_its_own_buffer_while_the_data_is_still_read() -> None:
+    text = """
+fn @main(%x: Tensor[(16, 32), f32], %u: Tensor[(3, 32), f32]) -> Tensor[(16, 32), f32] {
+  %i = const([[1], [-2], [1]], i64)
+  %a = exp(%x)
+  %s = scatter_nd(%a, %i, %u)
+  %r = add(%s, %a)
+  return %r
+}
+"""
+    m = in_place(text)
+    assert views(m).get("s") != "a"  # %a is read by add after the scatter
+    same_results_on_the_vm(text)
+
+
 def test_running_twice_changes_nothing() -> None:
     once = in_place(CHAIN)
     assert print_module(ComputeInPlace()(once)) == print_module(once)
