@@ -1,9 +1,9 @@
-"""Converters of the neural-network operators: convolution, pooling, normalizations,
-Gemm/MatMul and Softmax."""
+"""Converters of GlobalAveragePool, BatchNormalization, LRN, Softmax, LogSoftmax, Hardmax,
+Gemm and MatMul, and LayerNormalization's core (convert_cnn.py adds its extra outputs).
+Convolutions and pools are in convert_cnn.py."""
 
 from __future__ import annotations
 
-import math
 from typing import Callable
 
 import numpy as np
@@ -15,103 +15,6 @@ from .context import NodeContext, norm_axis, rank_of, shape_of
 from .values import Folded, Value
 
 Converter = Callable[[NodeContext], list]
-
-
-def _require_4d(ctx: NodeContext, x: Value) -> None:
-    if rank_of(x) != 4:
-        raise ctx.fail(
-            f"only 2-D {ctx.op_type} (4-D NCHW inputs) is supported; the input has "
-            f"rank {rank_of(x)}"
-        )
-
-
-def _pair(ctx: NodeContext, name: str, default: int) -> tuple[int, int]:
-    v = ctx.attr(name)
-    if v is None:
-        return (default, default)
-    if len(v) != 2:
-        raise ctx.fail(f"{name} must have 2 values for a 2-D {ctx.op_type}, got {list(v)}")
-    return (int(v[0]), int(v[1]))
-
-
-def _padding(
-    ctx: NodeContext,
-    x: Value,
-    kernel: tuple[int, int],
-    strides: tuple[int, int],
-    dilation: tuple[int, int],
-) -> tuple[int, int, int, int]:
-    """(top, left, bottom, right) from ``pads`` or ``auto_pad``."""
-    auto = ctx.attr("auto_pad", "NOTSET")
-    if auto in ("NOTSET", ""):
-        pads = ctx.attr("pads")
-        if pads is None:
-            return (0, 0, 0, 0)
-        if len(pads) != 4:
-            raise ctx.fail(f"pads must have 4 values for a 2-D {ctx.op_type}, got {list(pads)}")
-        return (int(pads[0]), int(pads[1]), int(pads[2]), int(pads[3]))
-    if auto == "VALID":
-        return (0, 0, 0, 0)
-    if auto not in ("SAME_UPPER", "SAME_LOWER"):
-        raise ctx.fail(f"auto_pad '{auto}' is not an ONNX padding mode")
-    before, after = [], []
-    for size, k, s, d in zip(shape_of(x)[2:], kernel, strides, dilation):
-        if not D.is_static(size):
-            raise ctx.fail(
-                f"auto_pad={auto} needs static spatial sizes; this input has {D.dim_to_str(size)}"
-            )
-        out = math.ceil(int(size) / s)  # type: ignore[arg-type]
-        total = max((out - 1) * s + (k - 1) * d + 1 - int(size), 0)  # type: ignore[arg-type]
-        small, big = total // 2, total - total // 2
-        before.append(small if auto == "SAME_UPPER" else big)
-        after.append(big if auto == "SAME_UPPER" else small)
-    return (before[0], before[1], after[0], after[1])
-
-
-def convert_conv(ctx: NodeContext) -> list:
-    x, w, b = ctx.input(0, "X"), ctx.input(1, "W"), ctx.optional(2)
-    _require_4d(ctx, x)
-    if rank_of(w) != 4:
-        raise ctx.fail(f"the weight must have rank 4, got {rank_of(w)}")
-    kernel = tuple(int(d) for d in shape_of(w)[2:])  # type: ignore[arg-type]
-    strides, dilation = _pair(ctx, "strides", 1), _pair(ctx, "dilations", 1)
-    padding = _padding(ctx, x, kernel, strides, dilation)  # type: ignore[arg-type]
-    attrs = {
-        "strides": strides,
-        "padding": padding,
-        "dilation": dilation,
-        "groups": int(ctx.attr("group", 1)),
-    }
-    return [ctx.emit("conv2d", [x, w] + ([b] if b is not None else []), attrs)]
-
-
-def _pool_common(ctx: NodeContext, x: Value) -> dict:
-    _require_4d(ctx, x)
-    kernel = ctx.attr("kernel_shape")
-    if kernel is None or len(kernel) != 2:
-        raise ctx.fail(f"kernel_shape must have 2 values, got {kernel}")
-    kernel = (int(kernel[0]), int(kernel[1]))
-    strides, dilation = _pair(ctx, "strides", 1), _pair(ctx, "dilations", 1)
-    return {
-        "pool_size": kernel,
-        "strides": strides,
-        "padding": _padding(ctx, x, kernel, strides, dilation),
-        "dilation": dilation,
-        "ceil_mode": bool(ctx.attr("ceil_mode", 0)),
-    }
-
-
-def convert_max_pool(ctx: NodeContext) -> list:
-    # storage_order (opset 8 on) orders only the Indices output, which is refused if used
-    x = ctx.input(0)
-    return [ctx.emit("max_pool2d", [x], _pool_common(ctx, x))]
-
-
-def convert_average_pool(ctx: NodeContext) -> list:
-    x = ctx.input(0)
-    attrs = _pool_common(ctx, x)
-    attrs["count_include_pad"] = bool(ctx.attr("count_include_pad", 0))
-    return [ctx.emit("avg_pool2d", [x], attrs)]
 
 
 def convert_global_average_pool(ctx: NodeContext) -> list:
@@ -292,13 +195,9 @@ def convert_matmul(ctx: NodeContext) -> list:
 
 def table() -> dict[str, Converter]:
     return {
-        "Conv": convert_conv,
-        "MaxPool": convert_max_pool,
-        "AveragePool": convert_average_pool,
         "GlobalAveragePool": convert_global_average_pool,
         "BatchNormalization": convert_batch_norm,
         "LRN": convert_lrn,
-        "LayerNormalization": convert_layer_norm,
         "Softmax": _normalize_along("softmax"),
         "LogSoftmax": _normalize_along("log_softmax"),
         "Hardmax": convert_hardmax,
