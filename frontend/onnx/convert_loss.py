@@ -99,16 +99,15 @@ def _loss(ctx: NodeContext, log_prob: Value, target: Value, weight: Value | None
         return loss
     everything = {"axes": tuple(range(rank_of(loss))), "keepdims": False}
     if reduction == "sum":
-        return ctx.emit("sum", [loss], everything)  # type: ignore[no-any-return]
+        return ctx.emit("sum", [loss], everything)
     if w is None and kept is None:
-        return ctx.emit("mean", [loss], everything)  # type: ignore[no-any-return]
+        return ctx.emit("mean", [loss], everything)
     if w is None:
-        assert kept is not None
         w = ctx.emit("cast", [kept], {"dtype": DType(dtype)})
     elif kept is not None:
         w = ctx.emit("where", [kept, w, zero])
     total = ctx.emit("sum", [loss], everything)
-    return ctx.emit("divide", [total, ctx.emit("sum", [w], everything)])  # type: ignore[no-any-return]
+    return ctx.emit("divide", [total, ctx.emit("sum", [w], everything)])
 
 
 def convert_nll_loss(ctx: NodeContext) -> list:
