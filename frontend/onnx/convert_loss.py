@@ -85,12 +85,12 @@ def _loss(ctx: NodeContext, log_prob: Value, target: Value, weight: Value | None
     idx = ctx.emit("expand_dims", [target], {"axis": 1})
     picked = ctx.emit("gather_elements", [log_prob, idx], {"axis": 1})
     loss = ctx.emit("negative", [ctx.emit("squeeze", [picked], {"axes": (1,)})])
-    w = None
+    w: Value | None = None
     if weight is not None:
         w = ctx.emit("take", [weight, target], {"axis": 0})  # the weight of each target
         loss = ctx.emit("multiply", [loss, w])
     ii = _ignore_index(ctx, target)
-    kept = None
+    kept: Value | None = None
     if ii is not None:
         ignored = Folded(np.array(ii, numpy_dtype(target.type.dtype)), f"{ctx.hint()}_ignore")
         kept = ctx.emit("logical_not", [ctx.emit("equal", [target, ignored])])
@@ -100,12 +100,14 @@ def _loss(ctx: NodeContext, log_prob: Value, target: Value, weight: Value | None
     everything = {"axes": tuple(range(rank_of(loss))), "keepdims": False}
     if reduction == "sum":
         return ctx.emit("sum", [loss], everything)
-    if w is None and kept is None:
-        return ctx.emit("mean", [loss], everything)
+    if kept is not None:  # the weights of the targets not ignored (1 each without a weight)
+        w = (
+            ctx.emit("cast", [kept], {"dtype": DType(dtype)})
+            if w is None
+            else ctx.emit("where", [kept, w, zero])
+        )
     if w is None:
-        w = ctx.emit("cast", [kept], {"dtype": DType(dtype)})
-    elif kept is not None:
-        w = ctx.emit("where", [kept, w, zero])
+        return ctx.emit("mean", [loss], everything)
     total = ctx.emit("sum", [loss], everything)
     return ctx.emit("divide", [total, ctx.emit("sum", [w], everything)])
 

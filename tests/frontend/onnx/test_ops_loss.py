@@ -16,7 +16,7 @@ from relaxc.frontend.onnx import import_onnx
 from relaxc.ir.diagnostics import RxError
 
 from .node_cases import _c, _interp, _vm, all_cases, run_case, select
-from .util import ORT_TOLERANCE, helper, make_model, rng, run_ort
+from .util import ORT_TOLERANCE, helper, make_model, onnx, rng, run_ort
 
 F32 = np.float32
 NLL, SCE = "NegativeLogLikelihoodLoss", "SoftmaxCrossEntropyLoss"
@@ -112,7 +112,9 @@ def test_softmax_cross_entropy_log_prob_output(reduction: str, weight: bool) -> 
 
 
 @pytest.mark.parametrize("op", [NLL, SCE])
-@pytest.mark.parametrize(("dtype", "target_dtype"), [(np.float64, np.int32), (F32, np.int32)])
+@pytest.mark.parametrize(
+    ("dtype", "target_dtype"), [(np.float64, np.int32), (F32, np.int32), (np.float16, np.int64)]
+)
 def test_other_types_match_onnxruntime(op: str, dtype: Any, target_dtype: Any) -> None:
     x_shape = (3, 4, 2)
     model = _loss_model(
@@ -125,6 +127,35 @@ def test_other_types_match_onnxruntime(op: str, dtype: Any, target_dtype: Any) -
         ignore_index=0,
     )
     _everywhere(model, _feeds(x_shape, True, 0, dtype=dtype, target_dtype=target_dtype))
+
+
+def test_bf16_matches_the_onnx_reference_on_the_interpreter_and_the_vm() -> None:
+    """onnxruntime has no bf16 loss and C no bf16: the interpreter and the VM compute it
+    through float32, rounding to bf16 after each op (so within a few bf16 epsilons)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    from onnx.reference.ops.op_softmax_cross_entropy_loss import softmaxcrossentropy
+
+    bf16 = np.dtype(ml_dtypes.bfloat16)
+    b, i64 = onnx.TensorProto.BFLOAT16, onnx.TensorProto.INT64
+    ins = [("x", b, [3, 4, 2]), ("t", i64, [3, 2]), ("w", b, [4])]
+    node = helper.make_node(SCE, ["x", "t", "w"], ["y", "lp"], ignore_index=1)
+    graph = helper.make_graph(
+        [node],
+        "loss",
+        [helper.make_tensor_value_info(*i) for i in ins],
+        [helper.make_tensor_value_info(o, b, None) for o in ("y", "lp")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    feeds = _feeds((3, 4, 2), True, 1)
+    args = [feeds["x"].astype(bf16), feeds["t"], feeds["w"].astype(bf16)]
+    wide = [a.astype(F32) if a.dtype == bf16 else a for a in args]
+    want = softmaxcrossentropy(*wide, reduction="mean", ignore_index=1, get_log_prob=True)
+    result = import_onnx(model)
+    for run in (_interp, _vm):
+        got = run(result, args, {})
+        for g, w in zip(got, want):
+            assert g.dtype == bf16 and g.shape == w.shape, run.__name__
+            np.testing.assert_allclose(g.astype(F32), w, rtol=2**-6, atol=2**-8)
 
 
 def test_opset_12_and_22_are_read_as_13() -> None:
