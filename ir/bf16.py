@@ -40,6 +40,8 @@ def is_bf16(x: object) -> bool:
 def _round_back(result: Any) -> Any:
     if isinstance(result, np.ndarray) and result.dtype == np.float32:
         return result.astype(BF16)
+    if isinstance(result, np.float32):  # a ufunc of 0-D arrays gives a scalar
+        return np.asarray(result).astype(BF16)
     if isinstance(result, tuple):
         return tuple(_round_back(r) for r in result)
     if isinstance(result, list):

@@ -9,6 +9,7 @@ from . import (
     convert_attention,
     convert_cnn,
     convert_elementwise,
+    convert_loss,
     convert_math,
     convert_models,
     convert_movement,
@@ -35,6 +36,7 @@ def _build() -> dict[str, Converter]:
         convert_models,
         convert_cnn,
         convert_movement,
+        convert_loss,
     ):
         table.update(module.table())
     return table

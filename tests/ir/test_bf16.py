@@ -22,6 +22,15 @@ def test_add_of_bf16_is_bf16_rounded_once() -> None:
     np.testing.assert_array_equal(out.astype(np.float32), want.astype(np.float32))
 
 
+def test_a_binary_op_of_0d_bf16_is_a_0d_bf16_array() -> None:
+    """numpy's ufuncs give a scalar for 0-D operands; it is rounded back all the same."""
+    a = np.array(1.0, np.float32).astype(BF16)
+    b = np.array(3.0, np.float32).astype(BF16)
+    out = REGISTRY.get("divide").kernel([a, b], {})  # type: ignore[union-attr, misc]
+    assert isinstance(out, np.ndarray) and out.shape == () and out.dtype == BF16
+    assert float(out.astype(np.float32)) == float(np.float32(1 / 3).astype(BF16))
+
+
 def test_matmul_of_bf16_is_bf16() -> None:
     a = np.arange(6, dtype=np.float32).reshape(2, 3).astype(BF16)
     b = np.ones((3, 2), np.float32).astype(BF16)
