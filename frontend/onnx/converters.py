@@ -17,6 +17,7 @@ from . import (
     convert_reduce,
     convert_reduce2,
     convert_shape,
+    convert_spectral,
 )
 from .context import NodeContext
 
@@ -37,6 +38,7 @@ def _build() -> dict[str, Converter]:
         convert_cnn,
         convert_movement,
         convert_loss,
+        convert_spectral,
     ):
         table.update(module.table())
     return table
