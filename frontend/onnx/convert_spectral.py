@@ -30,7 +30,10 @@ import numpy as np
 from relaxc.ir import dims as D
 from relaxc.ir.nodes import DType
 
+from relaxc.ir.types import numpy_dtype
+
 from .context import NodeContext, norm_axis, rank_of, shape_of
+from .model import relax_dtype
 from .values import Folded, Value
 
 Converter = Callable[[NodeContext], list]
@@ -251,5 +254,56 @@ def convert_stft(ctx: NodeContext) -> list:
     return [_complex_out(ctx, [_narrowed(ctx, p, dtype) for p in parts])]
 
 
+def mel_weight_matrix(
+    num_mel_bins: int, dft_length: int, sample_rate: float, low_hz: float, high_hz: float
+) -> np.ndarray:
+    """The (dft_length // 2 + 1, num_mel_bins) triangular filter bank of ONNX's
+    MelWeightMatrix: num_mel_bins + 2 edges evenly spaced on the mel scale
+    (mel(f) = 2595 log10(1 + f / 700)) by a step of the span over num_mel_bins + 2, as ONNX's
+    reference and onnxruntime space them; each edge the DFT bin floor((N + 1) f / rate);
+    each band rises from 0 at its left edge to 1 at its centre and falls to 0 at its right
+    edge (a band whose left edge is its centre is 1 there)."""
+    edges_mel = np.arange(num_mel_bins + 2, dtype=np.float64)
+    low_mel = 2595.0 * np.log1p(low_hz / 700.0) / np.log(10.0)
+    high_mel = 2595.0 * np.log1p(high_hz / 700.0) / np.log(10.0)
+    edges_mel = edges_mel * ((high_mel - low_mel) / (num_mel_bins + 2)) + low_mel
+    edges_hz = 700.0 * np.expm1(edges_mel / 2595.0 * np.log(10.0))
+    edges = (((dft_length + 1) * edges_hz) // sample_rate).astype(np.int64)
+    rows = dft_length // 2 + 1
+    if edges[:-1].max() >= rows or edges[-1] > rows or edges.min() < 0:
+        raise ValueError(f"the bands' edges reach DFT bin {int(edges.max())} of {rows}")
+    out = np.zeros((rows, num_mel_bins), np.float64)
+    for band in range(num_mel_bins):
+        left, centre, right = (int(e) for e in edges[band : band + 3])
+        if centre == left:
+            out[centre, band] = 1.0
+        else:
+            j = np.arange(left, centre + 1)
+            out[j, band] = (j - left) / (centre - left)
+        if right > centre:
+            j = np.arange(centre, right)
+            out[j, band] = (right - j) / (right - centre)
+    return out
+
+
+def convert_mel_weight_matrix(ctx: NodeContext) -> list:
+    """MelWeightMatrix: a constant, computed at import from its five scalar inputs (each
+    must be known then)."""
+    names = ("num_mel_bins", "dft_length", "sample_rate", "lower_edge_hertz", "upper_edge_hertz")
+    values = [ctx.scalar(ctx.input(i, n), f"the {n} input") for i, n in enumerate(names)]
+    bins, n_fft, rate, low, high = (float(v) for v in values)  # type: ignore[arg-type]
+    if bins < 1 or n_fft < 1 or rate <= 0 or not 0 <= low <= high:
+        raise ctx.fail(
+            f"num_mel_bins {bins:g}, dft_length {n_fft:g}, sample_rate {rate:g} and the edges "
+            f"{low:g} .. {high:g} Hz do not make a filter bank"
+        )
+    try:
+        matrix = mel_weight_matrix(int(bins), int(n_fft), rate, low, high)
+    except ValueError as e:
+        raise ctx.fail(f"its upper edge lies beyond the one-sided spectrum: {e}") from None
+    dtype = relax_dtype(int(ctx.attr("output_datatype", 1)), "its output_datatype")
+    return [Folded(matrix.astype(numpy_dtype(dtype)), ctx.hint())]
+
+
 def table() -> dict[str, Converter]:
-    return {"DFT": convert_dft, "STFT": convert_stft}
+    return {"DFT": convert_dft, "STFT": convert_stft, "MelWeightMatrix": convert_mel_weight_matrix}

@@ -16,8 +16,9 @@ starts, Split sizes, Pad pads, a Reshape target) as a graph input is refused as 
 ("... must be known when the model is imported"); exported models hold these as constants.
 :func:`run_case` then imports it once more with those inputs bound to the value every data
 set gives them (:func:`bind_inputs`: the integer or bool inputs of rank 0 or 1 that are not
-the first input of a node), as a model exported with constant axes has them, and the outcome names
-them (``Outcome.bound``). Only a refusal of that kind is retried.
+the first input of a node, and every scalar setting of an op of :data:`ALL_SETTINGS`), as a
+model exported with constant axes has them, and the outcome names them (``Outcome.bound``).
+Only a refusal of that kind is retried.
 
 ``python -m tests.frontend.onnx.node_cases [--c] [-v] NAME_OR_OP ...`` runs the cases whose
 name or tested op matches and prints one line per case (benchmarks/onnx_conformance.py
@@ -272,8 +273,12 @@ def _run(
     return "passed", ""
 
 
-SIZES_FIRST = frozenset({"ConstantOfShape", "Range"})
+SIZES_FIRST = frozenset({"ConstantOfShape", "Range", "MelWeightMatrix"})
 """Ops whose first input is a size (a shape, a range's start), not data."""
+
+ALL_SETTINGS = frozenset({"MelWeightMatrix"})
+"""Ops every input of which is a setting (a size, a rate, a frequency), floats included:
+their scalar float inputs are bound too."""
 
 
 def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
@@ -287,11 +292,14 @@ def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
 
     graph = case.model.graph
     firsts = {n.input[0] for n in graph.node if n.input and n.op_type not in SIZES_FIRST}
+    settings = {i for n in graph.node if n.op_type in ALL_SETTINGS for i in n.input}
     ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}  # bool: training_mode
     pick = []
     for k, info in enumerate(graph.input):
         t = info.type.tensor_type if info.type.HasField("tensor_type") else None
-        if t is None or t.elem_type not in ints or info.name in firsts:
+        if t is None or info.name in firsts:
+            continue
+        if t.elem_type not in ints and info.name not in settings:
             continue
         if t.HasField("shape") and len(t.shape.dim) > 1:
             continue

@@ -148,12 +148,12 @@ def test_a_dft_over_a_symbolic_axis_is_refused_naming_the_length() -> None:
         import_onnx(model)
 
 
-NODE_OPS = ["DFT", "STFT"]
+NODE_OPS = ["DFT", "STFT", "MelWeightMatrix"]
 
 
 def test_node_tests_pass_on_the_interpreter_and_the_vm() -> None:
     cases = select(all_cases(), NODE_OPS)
-    assert len(cases) >= 12
+    assert len(cases) >= 13
     outcomes = {c.name: run_case(c) for c in cases}
     assert {n: o.status for n, o in outcomes.items() if o.status != "passed"} == {}
 
@@ -162,3 +162,50 @@ def test_node_tests_pass_on_the_interpreter_and_the_vm() -> None:
 def test_node_tests_pass_in_c(name: str) -> None:
     case = next(c for c in all_cases() if c.name == name)
     assert run_case(case, ("interp", "vm", "c")).status == "passed"
+
+
+def _mel_model(bins: int, n_fft: int, rate: int, low: float, high: float) -> Any:
+    inits = {
+        "bins": np.array(bins, I64),
+        "n": np.array(n_fft, I64),
+        "rate": np.array(rate, I64),
+        "low": np.array(low, F32),
+        "high": np.array(high, F32),
+    }
+    node = helper.make_node("MelWeightMatrix", list(inits), ["m"])
+    nodes = [node, helper.make_node("MatMul", ["x", "m"], ["y"])]
+    return make_model(
+        nodes,
+        [("x", F32, [3, n_fft // 2 + 1])],
+        [("y", F32, None)],
+        initializers=inits,
+        opset=17,
+    )
+
+
+@pytest.mark.parametrize(
+    ("bins", "n_fft", "rate", "low", "high"),
+    [(8, 16, 8192, 0.0, 4096.0), (10, 64, 16000, 20.0, 7600.0), (3, 9, 100, 5.0, 30.0)],
+)
+def test_mel_weight_matrix_matches_onnxruntime(bins, n_fft, rate, low, high) -> None:
+    model = _mel_model(bins, n_fft, rate, low, high)
+    _everywhere(model, {"x": randn(3, n_fft // 2 + 1)}, {})
+
+
+def test_mel_weight_matrix_is_a_constant_of_triangles_peaking_at_one() -> None:
+    from relaxc.frontend.onnx.convert_spectral import mel_weight_matrix
+
+    m = mel_weight_matrix(12, 512, 16000, 0.0, 8000.0)
+    assert m.shape == (257, 12)
+    assert m.min() == 0.0 and np.all(m.max(axis=0) == 1.0)
+    for band in m.T:  # one rise and one fall: nonzero on one run of bins
+        nz = np.nonzero(band)[0]
+        assert np.all(np.diff(nz) == 1)
+        peak = int(np.argmax(band))
+        assert np.all(np.diff(band[nz[0] : peak + 1]) > 0)
+        assert np.all(np.diff(band[peak : nz[-1] + 1]) < 0)
+
+
+def test_a_filter_bank_beyond_the_spectrum_is_refused() -> None:
+    with pytest.raises(RxError, match="upper edge lies beyond the one-sided spectrum"):
+        import_onnx(_mel_model(8, 16, 100, 0.0, 400.0))
