@@ -7,6 +7,7 @@ from typing import Callable
 
 from . import (
     convert_attention,
+    convert_blocks,
     convert_cnn,
     convert_elementwise,
     convert_loss,
@@ -39,6 +40,7 @@ def _build() -> dict[str, Converter]:
         convert_movement,
         convert_loss,
         convert_spectral,
+        convert_blocks,
     ):
         table.update(module.table())
     return table
