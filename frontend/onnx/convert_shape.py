@@ -43,7 +43,8 @@ def convert_dropout(ctx: NodeContext) -> list:
     an input from 12); its mask is all true from opset 12 (``output = scale * data * mask``).
     Before opset 12 the mask has no value ONNX defines outside training (onnxruntime gives
     false, onnx's reference true): refused if used. ``training_mode`` (an input from 12) must be a
-    constant false."""
+    constant false, or true with a constant ratio of 0 (nothing dropped: the identity, the mask
+    all true)."""
     x = ctx.input(0)
     if ctx.opset >= 12:
         mode = ctx.optional(2)
@@ -54,10 +55,14 @@ def convert_dropout(ctx: NodeContext) -> list:
                     "inference, so training_mode must be a constant false (it must be known "
                     "when the model is imported)"
                 )
-            if ctx.scalar(mode, "training_mode"):
+            ratio = ctx.optional(1)
+            if ctx.scalar(mode, "training_mode") and (
+                ratio is None or ctx.scalar(ratio, "the ratio input") != 0.0
+            ):
                 raise ctx.fail(
                     "training_mode=true (random dropout) is not supported: relaxc compiles "
-                    "inference"
+                    "inference (training with a constant ratio of 0, which drops nothing, "
+                    "is the identity and is supported)"
                 )
     if len(ctx.node.output) < 2 or not ctx.node.output[1]:
         return [x]

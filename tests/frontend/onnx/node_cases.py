@@ -16,7 +16,7 @@ starts, Split sizes, Pad pads, a Reshape target) as a graph input is refused as 
 ("... must be known when the model is imported"); exported models hold these as constants.
 :func:`run_case` then imports it once more with those inputs bound to the value every data
 set gives them (:func:`bind_inputs`: the integer or bool inputs of rank 0 or 1 that are not
-the first input of a node, and every scalar setting of an op of :data:`ALL_SETTINGS`), as a
+the first input of a node, and the float settings of :data:`FLOAT_SETTINGS`), as a
 model exported with constant axes has them, and the outcome names them (``Outcome.bound``).
 Only a refusal of that kind is retried.
 
@@ -276,9 +276,9 @@ def _run(
 SIZES_FIRST = frozenset({"ConstantOfShape", "Range", "MelWeightMatrix"})
 """Ops whose first input is a size (a shape, a range's start), not data."""
 
-ALL_SETTINGS = frozenset({"MelWeightMatrix"})
-"""Ops every input of which is a setting (a size, a rate, a frequency), floats included:
-their scalar float inputs are bound too."""
+FLOAT_SETTINGS: dict[str, tuple[int, ...] | None] = {"MelWeightMatrix": None, "Dropout": (1,)}
+"""Ops some float inputs of which are settings (a rate, a frequency, Dropout's ratio), bound
+too: the positions of those inputs (None: every input)."""
 
 
 def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
@@ -292,7 +292,13 @@ def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
 
     graph = case.model.graph
     firsts = {n.input[0] for n in graph.node if n.input and n.op_type not in SIZES_FIRST}
-    settings = {i for n in graph.node if n.op_type in ALL_SETTINGS for i in n.input}
+    settings = {
+        name
+        for n in graph.node
+        if n.op_type in FLOAT_SETTINGS
+        for k, name in enumerate(n.input)
+        if FLOAT_SETTINGS[n.op_type] is None or k in FLOAT_SETTINGS[n.op_type]  # type: ignore[operator]
+    }
     ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}  # bool: training_mode
     pick = []
     for k, info in enumerate(graph.input):

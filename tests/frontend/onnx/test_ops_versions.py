@@ -121,6 +121,14 @@ def test_dropout_training_mode_true_is_refused_as_training() -> None:
         import_onnx(model)
 
 
+def test_dropout_training_with_a_zero_ratio_is_the_identity_with_a_true_mask() -> None:
+    node = helper.make_node("Dropout", ["x", "r", "t"], ["y", "m"])
+    init = {"r": np.array(0.0, F32), "t": np.array(True)}
+    outs = [("y", F32, [2, 3]), ("m", np.bool_, [2, 3])]
+    model = make_model([node], [("x", F32, [2, 3])], outs, init, opset=13)
+    import_and_compare(model, {"x": randn(2, 3)})
+
+
 def test_expand_of_a_bool_tensor() -> None:
     node = helper.make_node("Expand", ["x", "s"], ["y"])
     model = make_model(
