@@ -15,6 +15,7 @@ from . import (
     convert_models,
     convert_movement,
     convert_nn,
+    convert_quantize,
     convert_reduce,
     convert_reduce2,
     convert_shape,
@@ -41,6 +42,7 @@ def _build() -> dict[str, Converter]:
         convert_loss,
         convert_spectral,
         convert_blocks,
+        convert_quantize,
     ):
         table.update(module.table())
     return table

@@ -1,0 +1,179 @@
+"""Converters of ONNX's linear quantization, QuantizeLinear, DequantizeLinear (opsets 10 to
+25: per tensor, per axis and blocked scales, output_dtype, precision) and
+DynamicQuantizeLinear, composed from float ops, as ONNX's reference defines them:
+
+    DequantizeLinear   y = (float32(x) - float32(zero_point)) * scale, in the scale's type
+    QuantizeLinear     y = saturate(round_half_even(x / scale) + zero_point)
+    DynamicQuantizeLinear  scale = (max(x, 0) - min(x, 0)) / 255 (1 / 255 when both are 0),
+                       zero_point = round(clip(-min(x, 0) / scale, 0, 255)), then as above
+
+The integer types (uint8, int8, uint16, int16) round in the division's type (x's and the
+scale's, or ``precision``), then add the zero point and clip in float32 (float64 for a
+float64 input), where every integer of these types is exact, then cast: the result is the
+reference's bit for bit. A scale or zero point is broadcast along ``axis`` (a vector) or
+repeated ``block_size`` times along it (a tensor of x's rank); constants are reshaped at
+import, computed ones by a reshape or a take.
+
+These are the float-level definitions; the integer kernels that run quantized models without
+float in their inner loops are the subject of issue 32.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from relaxc.ir.nodes import DType
+from relaxc.ir.types import numpy_dtype
+
+from .context import NodeContext, norm_axis, rank_of, shape_of
+from .model import relax_dtype
+from .values import Folded, Value
+
+Converter = Callable[[NodeContext], list]
+
+INTEGER_RANGES: dict[str, tuple[int, int]] = {
+    "u8": (0, 255),
+    "i8": (-128, 127),
+    "u16": (0, 65535),
+    "i16": (-32768, 32767),
+}
+_FLOATS = ("f16", "bf16", "f32", "f64")
+
+
+def _cast(ctx: NodeContext, v: Value, dtype: str) -> Value:
+    return v if v.type.dtype == dtype else ctx.emit("cast", [v], {"dtype": DType(dtype)})
+
+
+def _along_axis(ctx: NodeContext, v: Value, x: Value, axis: int, block: int, what: str) -> Value:
+    """Scale or zero point ``v`` broadcastable against ``x``: a scalar as it is, a vector
+    along ``axis``, a blocked tensor repeated ``block`` times along ``axis``."""
+    shape = shape_of(v)
+    rank = rank_of(x)
+    if len(shape) == 0:
+        return v
+    if len(shape) == 1 and shape[0] == 1 and not block:
+        return ctx.emit("reshape", [v], {"newshape": ()})
+    if not block:
+        if len(shape) != 1:
+            raise ctx.fail(f"{what} has rank {len(shape)}; without block_size it must be a vector")
+        dims = [1] * rank
+        dims[axis] = shape[0]
+        return ctx.emit("reshape", [v], {"newshape": tuple(dims)})
+    if len(shape) != rank:
+        raise ctx.fail(f"{what} has rank {len(shape)}; a blocked one needs x's rank {rank}")
+    length = shape_of(x)[axis]
+    if not isinstance(length, int) or not isinstance(shape[axis], int):
+        raise ctx.fail("blocked quantization needs the blocked axis's length at import")
+    if not (shape[axis] - 1) * block < length <= shape[axis] * block:
+        raise ctx.fail(
+            f"{what}'s {shape[axis]} blocks of {block} do not cover x's axis of {length}"
+        )
+    idx = Folded(np.arange(length, dtype=np.int64) // block, f"{ctx.hint()}_blocks")
+    return ctx.emit("take", [v, idx], {"axis": axis})
+
+
+def _axis_and_block(ctx: NodeContext, x: Value) -> tuple[int, int]:
+    rank = rank_of(x)
+    block = int(ctx.attr("block_size", 0)) if ctx.opset >= 21 else 0
+    if block < 0:
+        raise ctx.fail(f"block_size {block} must be positive")
+    axis = int(ctx.attr("axis", 1))
+    if rank <= 1 and not -rank <= axis < max(rank, 1):  # the default axis 1 of a vector
+        return 0, block
+    return norm_axis(axis, rank, ctx), block
+
+
+def convert_dequantize_linear(ctx: NodeContext) -> list:
+    x, scale, zero = ctx.input(0, "x"), ctx.input(1, "x_scale"), ctx.optional(2)
+    if scale.type.dtype not in _FLOATS:
+        raise ctx.fail(f"its scale must be a float tensor, got {scale.type.dtype}")
+    if x.type.dtype not in (*INTEGER_RANGES, "i32"):
+        raise ctx.fail(f"dequantizing {x.type.dtype} is not supported")
+    if zero is not None and zero.type.dtype != x.type.dtype:
+        raise ctx.fail(f"its zero point is {zero.type.dtype}, its input {x.type.dtype}")
+    out_code = ctx.attr("output_dtype", 0) if ctx.opset >= 23 else 0
+    out = relax_dtype(int(out_code), "its output_dtype") if out_code else scale.type.dtype
+    axis, block = _axis_and_block(ctx, x)
+    dx = _cast(ctx, x, "f32")
+    if zero is not None:
+        dx = ctx.emit(
+            "subtract",
+            [dx, _cast(ctx, _along_axis(ctx, zero, x, axis, block, "its zero point"), "f32")],
+        )
+    y = ctx.emit(
+        "multiply", [dx, _cast(ctx, _along_axis(ctx, scale, x, axis, block, "its scale"), "f32")]
+    )
+    return [_cast(ctx, y, out)]
+
+
+def _quantize(
+    ctx: NodeContext, x: Value, scale: Value, zero: Value | None, target: str, wide: str
+) -> Value:
+    """saturate(round(x / scale) + zero) as ``target``, scale and zero broadcastable."""
+    low, high = INTEGER_RANGES[target]
+    q = ctx.emit("round", [ctx.emit("divide", [x, scale])])
+    q = _cast(ctx, q, wide)
+    if zero is not None:
+        q = ctx.emit("add", [q, _cast(ctx, zero, wide)])
+    q = ctx.emit("clip", [q], {"a_min": float(low), "a_max": float(high)})
+    return _cast(ctx, q, target)
+
+
+def convert_quantize_linear(ctx: NodeContext) -> list:
+    x, scale, zero = ctx.input(0, "x"), ctx.input(1, "y_scale"), ctx.optional(2)
+    if x.type.dtype not in _FLOATS or scale.type.dtype not in _FLOATS:
+        raise ctx.fail(
+            f"it quantizes a float tensor with a float scale, got {x.type.dtype} and "
+            f"{scale.type.dtype}"
+        )
+    out_code = int(ctx.attr("output_dtype", 0)) if ctx.opset >= 21 else 0
+    target = relax_dtype(out_code, "its output_dtype") if out_code else None
+    if zero is not None:
+        if target is not None and target != zero.type.dtype:
+            raise ctx.fail(f"its output_dtype is {target}, its zero point {zero.type.dtype}")
+        target = zero.type.dtype
+    target = target or "u8"
+    if target not in INTEGER_RANGES:
+        raise ctx.fail(f"quantizing to {target} is not supported")
+    precision = int(ctx.attr("precision", 0)) if ctx.opset >= 23 else 0
+    axis, block = _axis_and_block(ctx, x)
+    s = _along_axis(ctx, scale, x, axis, block, "its scale")
+    z = None if zero is None else _along_axis(ctx, zero, x, axis, block, "its zero point")
+    if precision:
+        compute = relax_dtype(precision, "its precision")
+        x, s = _cast(ctx, x, compute), _cast(ctx, s, compute)
+    elif x.type.dtype != s.type.dtype:  # numpy's promotion of x / scale
+        compute = str(np.result_type(numpy_dtype(x.type.dtype), numpy_dtype(s.type.dtype)))
+        compute = {"float16": "f16", "float32": "f32", "float64": "f64"}.get(compute, "f32")
+        x, s = _cast(ctx, x, compute), _cast(ctx, s, compute)
+    wide = "f64" if x.type.dtype == "f64" else "f32"
+    return [_quantize(ctx, x, s, z, target, wide)]
+
+
+def convert_dynamic_quantize_linear(ctx: NodeContext) -> list:
+    x = ctx.input(0)
+    if x.type.dtype != "f32":
+        raise ctx.fail(f"its input must be float32, got {x.type.dtype}")
+    everything = {"axes": tuple(range(rank_of(x))), "keepdims": False}
+    zero = Folded(np.zeros((), np.float32), f"{ctx.hint()}_zero")
+    high = ctx.emit("maximum", [ctx.emit("max", [x], everything), zero])
+    low = ctx.emit("minimum", [ctx.emit("min", [x], everything), zero])
+    span = ctx.emit("subtract", [high, low])
+    one = Folded(np.ones((), np.float32), f"{ctx.hint()}_one")
+    span = ctx.emit("where", [ctx.emit("equal", [high, low]), one, span])
+    levels = Folded(np.array(255.0, np.float32), f"{ctx.hint()}_levels")
+    scale = ctx.emit("divide", [span, levels], k=1)
+    start = ctx.emit("negative", [ctx.emit("divide", [low, scale])])
+    zp = ctx.emit("round", [ctx.emit("clip", [start], {"a_min": 0.0, "a_max": 255.0})])
+    y = _quantize(ctx, x, scale, zp, "u8", "f32")
+    return [y, scale, _cast(ctx, zp, "u8")]
+
+
+def table() -> dict[str, Converter]:
+    return {
+        "QuantizeLinear": convert_quantize_linear,
+        "DequantizeLinear": convert_dequantize_linear,
+        "DynamicQuantizeLinear": convert_dynamic_quantize_linear,
+    }
