@@ -1,11 +1,13 @@
 """Converters of ONNX's linear quantization, QuantizeLinear, DequantizeLinear (opsets 10 to
 25: per tensor, per axis and blocked scales, output_dtype, precision) and
-DynamicQuantizeLinear, composed from float ops, as ONNX's reference defines them:
+DynamicQuantizeLinear, composed from float ops, as ONNX's reference defines them, and
+MatMulInteger and ConvInteger:
 
     DequantizeLinear   y = (float32(x) - float32(zero_point)) * scale, in the scale's type
     QuantizeLinear     y = saturate(round_half_even(x / scale) + zero_point)
     DynamicQuantizeLinear  scale = (max(x, 0) - min(x, 0)) / 255 (1 / 255 when both are 0),
                        zero_point = round(clip(-min(x, 0) / scale, 0, 255)), then as above
+    MatMulInteger, ConvInteger  int32(op(float64(a) - a_zero, float64(b) - b_zero)), exact
 
 The integer types (uint8, int8, uint16, int16) round in the division's type (x's and the
 scale's, or ``precision``), then add the zero point and clip in float32 (float64 for a
@@ -28,6 +30,8 @@ from relaxc.ir.nodes import DType
 from relaxc.ir.types import numpy_dtype
 
 from .context import NodeContext, norm_axis, rank_of, shape_of
+from .convert_cnn import convert_conv
+from .convert_nn import convert_matmul
 from .model import relax_dtype
 from .values import Folded, Value
 
@@ -171,8 +175,51 @@ def convert_dynamic_quantize_linear(ctx: NodeContext) -> list:
     return [y, scale, _cast(ctx, zp, "u8")]
 
 
+def _centred(ctx: NodeContext, v: Value, zero: Value | None, axis: int | None) -> Value:
+    """float64(v) - float64(zero): exact for every 8-bit value; ``zero`` a scalar, or a
+    vector along ``axis`` of ``v``."""
+    if v.type.dtype not in ("u8", "i8"):
+        raise ctx.fail(f"its operands must be uint8 or int8, got {v.type.dtype}")
+    wide = _cast(ctx, v, "f64")
+    if zero is None:
+        return wide
+    if zero.type.dtype != v.type.dtype:
+        raise ctx.fail(f"a zero point is {zero.type.dtype}, its operand {v.type.dtype}")
+    shape = shape_of(zero)
+    if len(shape) > 1 or (len(shape) == 1 and shape[0] != 1 and axis is None):
+        raise ctx.fail(f"a zero point of shape {tuple(shape)} is not supported here")
+    z = _cast(ctx, zero, "f64")
+    if len(shape) == 1:
+        dims = [1] * rank_of(v)
+        if shape[0] != 1:
+            assert axis is not None
+            dims[axis % rank_of(v)] = shape[0]
+        z = ctx.emit("reshape", [z], {"newshape": tuple(dims)})
+    return ctx.emit("subtract", [wide, z])
+
+
+def _integer_op(convert: Converter, zero_axes: tuple[int | None, int | None]) -> Converter:
+    """MatMulInteger / ConvInteger: the float op on the operands less their zero points, in
+    float64 (every product and sum of 8-bit values exact there), cast to int32."""
+
+    def integer(ctx: NodeContext) -> list:
+        a, b = ctx.input(0), ctx.input(1)
+        centred = [
+            _centred(ctx, a, ctx.optional(2), zero_axes[0]),
+            _centred(ctx, b, ctx.optional(3), zero_axes[1]),
+        ]
+        inner = NodeContext(ctx.node, ctx.attrs, ctx.opset, ctx.builder, centred)
+        return [_cast(ctx, y, "i32") for y in convert(inner)]
+
+    return integer
+
+
 def table() -> dict[str, Converter]:
     return {
+        # a's zero point is per row (its axis -2), b's per column (-1); x's per tensor,
+        # w's per output channel (axis 0)
+        "MatMulInteger": _integer_op(convert_matmul, (-2, -1)),
+        "ConvInteger": _integer_op(convert_conv, (None, 0)),
         "QuantizeLinear": convert_quantize_linear,
         "DequantizeLinear": convert_dequantize_linear,
         "DynamicQuantizeLinear": convert_dynamic_quantize_linear,

@@ -167,7 +167,13 @@ def test_a_zero_point_of_another_type_is_refused() -> None:
         import_onnx(model)
 
 
-NODE_OPS = ["DequantizeLinear", "QuantizeLinear", "DynamicQuantizeLinear"]
+NODE_OPS = [
+    "DequantizeLinear",
+    "QuantizeLinear",
+    "DynamicQuantizeLinear",
+    "MatMulInteger",
+    "ConvInteger",
+]
 
 
 def test_node_tests_of_the_integer_types_pass() -> None:
@@ -177,7 +183,7 @@ def test_node_tests_of_the_integer_types_pass() -> None:
         for n in outcomes
         if not any(t in n for t in ("e4m3", "e5m2", "float4", "int4", "int2", "uint4", "uint2"))
     ]
-    assert len(integer) >= 17
+    assert len(integer) >= 20
     assert {n: outcomes[n].status for n in integer if outcomes[n].status != "passed"} == {}
     assert all(o.status in ("passed", "refused") for o in outcomes.values())
 
@@ -188,3 +194,63 @@ def test_node_tests_of_the_integer_types_pass() -> None:
 def test_node_tests_pass_in_c(name: str) -> None:
     case = next(c for c in all_cases() if c.name == name)
     assert run_case(case, ("interp", "vm", "c")).status == "passed"
+
+
+@pytest.mark.parametrize(
+    ("a_type", "b_type", "zeros"),
+    [(np.uint8, np.uint8, "scalar"), (np.uint8, np.int8, "vector"), (np.int8, np.int8, None)],
+)
+def test_matmul_integer_matches_onnxruntime(a_type, b_type, zeros) -> None:
+    rng = np.random.default_rng(7)
+    a = rng.integers(np.iinfo(a_type).min, np.iinfo(a_type).max, (2, 3, 5)).astype(a_type)
+    b = rng.integers(np.iinfo(b_type).min, np.iinfo(b_type).max, (5, 4)).astype(b_type)
+    inits: dict[str, np.ndarray] = {}
+    names = ["a", "b"]
+    if zeros == "scalar":
+        inits = {"az": np.array(12, a_type), "bz": np.array(3, b_type)}
+    elif zeros == "vector":
+        inits = {"az": np.array([200], a_type), "bz": np.array([0, -5, 9, 100], b_type)}
+    node = helper.make_node("MatMulInteger", names + list(inits), ["y"])
+    model = make_model(
+        [node],
+        [("a", a_type, list(a.shape)), ("b", b_type, list(b.shape))],
+        [("y", np.int32, None)],
+        inits,
+        opset=10,
+    )
+    _exactly(model, {"a": a, "b": b}, c=zeros != "scalar")
+
+
+def test_conv_integer_matches_onnxruntime() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 255, (1, 3, 7, 6)).astype(np.uint8)
+    inits = {
+        "w": rng.integers(0, 255, (4, 3, 3, 3)).astype(np.uint8),
+        "xz": np.array(128, np.uint8),
+        "wz": np.array(100, np.uint8),
+    }
+    node = helper.make_node("ConvInteger", ["x", "w", "xz", "wz"], ["y"], pads=[1, 0, 1, 2])
+    model = make_model(
+        [node], [("x", np.uint8, list(x.shape))], [("y", np.int32, None)], inits, opset=10
+    )
+    _exactly(model, {"x": x})
+
+
+def test_matmul_integer_with_a_zero_point_per_row_of_a() -> None:
+    """Per-row zero points of a (which onnxruntime's CPU kernel does not take), against
+    the definition."""
+    rng = np.random.default_rng(9)
+    a = rng.integers(0, 255, (3, 5)).astype(np.uint8)
+    b = rng.integers(-128, 127, (5, 2)).astype(np.int8)
+    az, bz = np.array([1, 200, 7], np.uint8), np.array([3, -4], np.int8)
+    node = helper.make_node("MatMulInteger", ["a", "b", "az", "bz"], ["y"])
+    model = make_model(
+        [node],
+        [("a", np.uint8, [3, 5]), ("b", np.int8, [5, 2])],
+        [("y", np.int32, None)],
+        {"az": az, "bz": bz},
+        opset=10,
+    )
+    want = (a.astype(np.int32) - az[:, None]) @ (b.astype(np.int32) - bz[None, :])
+    for run in (_interp, _vm):
+        np.testing.assert_array_equal(run(import_onnx(model), [a, b], {})[0], want)
