@@ -8,6 +8,9 @@ MatMulInteger and ConvInteger:
     DynamicQuantizeLinear  scale = (max(x, 0) - min(x, 0)) / 255 (1 / 255 when both are 0),
                        zero_point = round(clip(-min(x, 0) / scale, 0, 255)), then as above
     MatMulInteger, ConvInteger  int32(op(float64(a) - a_zero, float64(b) - b_zero)), exact
+    QLinearMatMul, QLinearConv  saturate(round(that * float64(a_scale * b_scale / y_scale)
+                       + y_zero)), as the reference (its int32 accumulator times a float
+                       scale is a float64 product in numpy)
 
 The integer types (uint8, int8, uint16, int16) round in the division's type (x's and the
 scale's, or ``precision``), then add the zero point and clip in float32 (float64 for a
@@ -214,8 +217,89 @@ def _integer_op(convert: Converter, zero_axes: tuple[int | None, int | None]) ->
     return integer
 
 
+def _requantized(
+    ctx: NodeContext, acc: Value, factor: Value, zero: Value | None, target: str
+) -> Value:
+    """saturate(round(acc * factor + zero)) as ``target``: acc (float64, exact integers)
+    times the float64 of the scale ratio, as ONNX's reference multiplies an int32
+    accumulator by a float scale (numpy promotes the product to float64)."""
+    y = ctx.emit("multiply", [acc, _cast(ctx, factor, "f64")])
+    if zero is not None:
+        y = ctx.emit("add", [y, _cast(ctx, zero, "f64")])
+    low, high = INTEGER_RANGES[target]
+    y = ctx.emit("clip", [ctx.emit("round", [y])], {"a_min": float(low), "a_max": float(high)})
+    return _cast(ctx, y, target)
+
+
+def _scale_ratio(ctx: NodeContext, a: Value, b: Value, y: Value) -> Value:
+    """a * b / y, in the scales' own type (rounded at each step, as the reference)."""
+    for s in (a, b, y):
+        if s.type.dtype not in _FLOATS:
+            raise ctx.fail(f"its scales must be float tensors, got {s.type.dtype}")
+    return ctx.emit("divide", [ctx.emit("multiply", [a, b]), y])
+
+
+def _vector_scale(ctx: NodeContext, v: Value, rank: int, axis: int) -> Value:
+    """A scale or zero point of one value, or one per entry of ``axis`` of a rank-``rank``
+    result, made broadcastable."""
+    shape = shape_of(v)
+    if len(shape) == 0:
+        return v
+    if len(shape) == 1 and shape[0] == 1:
+        return ctx.emit("reshape", [v], {"newshape": ()})
+    if len(shape) != 1:
+        raise ctx.fail(f"a scale of shape {tuple(shape)} is not supported here")
+    dims = [1] * rank
+    dims[axis % rank] = shape[0]
+    return ctx.emit("reshape", [v], {"newshape": tuple(dims)})
+
+
+def convert_qlinear_matmul(ctx: NodeContext) -> list:
+    a, sa, za = ctx.input(0, "a"), ctx.input(1, "a_scale"), ctx.optional(2)
+    b, sb, zb = ctx.input(3, "b"), ctx.input(4, "b_scale"), ctx.optional(5)
+    sy, zy = ctx.input(6, "y_scale"), ctx.optional(7)
+    target = a.type.dtype if zy is None else zy.type.dtype
+    if target not in ("u8", "i8"):
+        raise ctx.fail(f"its result must be uint8 or int8, got {target}")
+    centred = [
+        _centred(ctx, a, za, -2),
+        _centred(ctx, b, None if zb is None else _vector_or_scalar(ctx, zb), -1),
+    ]
+    inner = NodeContext(ctx.node, ctx.attrs, ctx.opset, ctx.builder, centred)
+    (acc,) = convert_matmul(inner)
+    rank = rank_of(acc)
+    ratio = _scale_ratio(
+        ctx, _vector_scale(ctx, sa, rank, -2), _vector_scale(ctx, sb, rank, -1), sy
+    )
+    return [_requantized(ctx, acc, ratio, zy, target)]
+
+
+def _vector_or_scalar(ctx: NodeContext, v: Value) -> Value:
+    return v if rank_of(v) <= 1 else ctx.emit("reshape", [v], {"newshape": (-1,)})
+
+
+def convert_qlinear_conv(ctx: NodeContext) -> list:
+    x, sx, zx = ctx.input(0, "x"), ctx.input(1, "x_scale"), ctx.optional(2)
+    w, sw, zw = ctx.input(3, "w"), ctx.input(4, "w_scale"), ctx.optional(5)
+    sy, zy, bias = ctx.input(6, "y_scale"), ctx.optional(7), ctx.optional(8)
+    target = x.type.dtype if zy is None else zy.type.dtype
+    if target not in ("u8", "i8"):
+        raise ctx.fail(f"its result must be uint8 or int8, got {target}")
+    centred = [_centred(ctx, x, zx, None), _centred(ctx, w, zw, 0)]
+    if bias is not None:
+        if bias.type.dtype != "i32":
+            raise ctx.fail(f"its bias must be int32, got {bias.type.dtype}")
+        centred.append(_cast(ctx, bias, "f64"))
+    inner = NodeContext(ctx.node, ctx.attrs, ctx.opset, ctx.builder, centred)
+    (acc,) = convert_conv(inner)
+    ratio = _scale_ratio(ctx, sx, _vector_scale(ctx, sw, rank_of(acc), 1), sy)
+    return [_requantized(ctx, acc, ratio, zy, target)]
+
+
 def table() -> dict[str, Converter]:
     return {
+        "QLinearMatMul": convert_qlinear_matmul,
+        "QLinearConv": convert_qlinear_conv,
         # a's zero point is per row (its axis -2), b's per column (-1); x's per tensor,
         # w's per output channel (axis 0)
         "MatMulInteger": _integer_op(convert_matmul, (-2, -1)),

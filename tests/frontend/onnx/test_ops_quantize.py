@@ -173,6 +173,8 @@ NODE_OPS = [
     "DynamicQuantizeLinear",
     "MatMulInteger",
     "ConvInteger",
+    "QLinearMatMul",
+    "QLinearConv",
 ]
 
 
@@ -183,7 +185,7 @@ def test_node_tests_of_the_integer_types_pass() -> None:
         for n in outcomes
         if not any(t in n for t in ("e4m3", "e5m2", "float4", "int4", "int2", "uint4", "uint2"))
     ]
-    assert len(integer) >= 20
+    assert len(integer) >= 29
     assert {n: outcomes[n].status for n in integer if outcomes[n].status != "passed"} == {}
     assert all(o.status in ("passed", "refused") for o in outcomes.values())
 
@@ -254,3 +256,66 @@ def test_matmul_integer_with_a_zero_point_per_row_of_a() -> None:
     want = (a.astype(np.int32) - az[:, None]) @ (b.astype(np.int32) - bz[None, :])
     for run in (_interp, _vm):
         np.testing.assert_array_equal(run(import_onnx(model), [a, b], {})[0], want)
+
+
+def _qlinear_matmul_model(a_type, b_type, n_scales: int) -> Any:
+    rng = np.random.default_rng(11)
+    inits = {
+        "sa": np.array(0.02, F32),
+        "za": np.array(7, a_type),
+        "b": rng.integers(np.iinfo(b_type).min, np.iinfo(b_type).max, (6, 4)).astype(b_type),
+        "sb": (rng.random(n_scales) * 0.05 + 0.01).astype(F32).reshape(-1 if n_scales > 1 else ()),
+        "zb": np.array(0, b_type) if n_scales == 1 else np.zeros(n_scales, b_type),
+        "sy": np.array(0.03, F32),
+        "zy": np.array(5, a_type),
+    }
+    names = ["a", "sa", "za", "b", "sb", "zb", "sy", "zy"]
+    node = helper.make_node("QLinearMatMul", names, ["y"])
+    return make_model([node], [("a", a_type, [3, 6])], [("y", a_type, None)], inits, opset=21)
+
+
+def _against_the_reference_and_onnxruntime(model: Any, feeds: dict[str, np.ndarray]) -> None:
+    """Bit for bit with ONNX's reference on every backend; onnxruntime's requantization
+    (a float32 multiplier) may round a tie the other way: within 1 of it."""
+    from onnx.reference import ReferenceEvaluator
+
+    want = ReferenceEvaluator(model).run(None, feeds)[0]
+    ort = run_ort(model, feeds)[0]
+    args = [feeds[n] for n in feed_order(model)]
+    for run in (_interp, _vm, _c):
+        got = run(import_onnx(model), args, {})[0]
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want, err_msg=run.__name__)
+        assert np.abs(got.astype(np.int32) - ort.astype(np.int32)).max() <= 1
+
+
+@pytest.mark.parametrize(
+    ("a_type", "b_type", "n_scales"),
+    [(np.uint8, np.uint8, 1), (np.int8, np.int8, 1), (np.uint8, np.int8, 4)],
+)
+def test_qlinear_matmul(a_type, b_type, n_scales: int) -> None:
+    rng = np.random.default_rng(12)
+    a = rng.integers(np.iinfo(a_type).min, np.iinfo(a_type).max, (3, 6)).astype(a_type)
+    _against_the_reference_and_onnxruntime(
+        _qlinear_matmul_model(a_type, b_type, n_scales), {"a": a}
+    )
+
+
+def test_qlinear_conv_with_per_channel_scales_and_a_bias() -> None:
+    rng = np.random.default_rng(13)
+    x = rng.integers(0, 255, (1, 2, 6, 5)).astype(np.uint8)
+    inits = {
+        "sx": np.array(0.05, F32),
+        "zx": np.array(120, np.uint8),
+        "w": rng.integers(-128, 127, (3, 2, 3, 3)).astype(np.int8),
+        "sw": np.array([0.01, 0.02, 0.005], F32),
+        "zw": np.zeros(3, np.int8),
+        "sy": np.array(0.2, F32),
+        "zy": np.array(100, np.uint8),
+        "bias": np.array([50, -300, 1000], np.int32),
+    }
+    node = helper.make_node("QLinearConv", ["x", *inits], ["y"], pads=[1, 1, 1, 1], strides=[2, 1])
+    model = make_model(
+        [node], [("x", np.uint8, list(x.shape))], [("y", np.uint8, None)], inits, opset=10
+    )
+    _against_the_reference_and_onnxruntime(model, {"x": x})
