@@ -155,7 +155,8 @@ def convert_space_to_depth(ctx: NodeContext) -> list:
     hh, ww = _static(ctx, [h, w], "the spatial dims")
     if hh % b or ww % b:
         raise ctx.fail(f"the spatial size {hh}x{ww} does not divide into blocks of {b}x{b}")
-    mode = str(ctx.attr("mode", "DCR")) if ctx.opset >= 28 else "DCR"
+    mode = ctx.attr("mode", b"DCR") if ctx.opset >= 28 else "DCR"
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
     if mode not in ("DCR", "CRD"):
         raise ctx.fail(f"mode '{mode}' is not DCR or CRD")
     perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)

@@ -94,6 +94,9 @@ REVIEWED_VERSIONS: dict[str, int] = {
     "ReduceLogSum": 28,  # float types only (the integer ones dropped)
     "ReduceLogSumExp": 28,
     "CumProd": 26,  # CumProd is new at opset 26: its converter follows it
+    "Mod": 28,  # fmod=0 on floats: Python's % (the divisor's sign), as numpy's mod
+    "Range": 27,  # stash_type: f16 and bf16 ranges computed in float (or double), rounded
+    "SpaceToDepth": 28,  # mode DCR (the old order) or CRD
 }
 """op -> the newest version (after opset 24's) its converter follows, for a version
 model.newer_version_problem would refuse (one that changes more than types): add an entry

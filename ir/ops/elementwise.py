@@ -327,11 +327,6 @@ def _mod_infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     a, b = tensors(inputs, "mod")
     dtype = same_dtype([a, b], "mod")
     require_numeric(dtype, "mod")
-    if DTYPES[dtype].kind == "float" and not attrs["fmod"]:
-        raise OpError(
-            "mod: on floats the remainder takes the dividend's sign (fmod=true); "
-            "the divisor's sign (fmod=false) is for integers"
-        )
     return TensorType(broadcast_shapes([a.shape, b.shape], "mod"), dtype)
 
 
@@ -598,7 +593,7 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "mod",
-            "remainder of a / b, with b's sign (fmod false, integers) or a's (fmod true)",
+            "remainder of a / b, with b's sign (fmod false, Python's %) or a's (fmod true)",
             "kernel",
             _mod_infer,
             min_inputs=2,

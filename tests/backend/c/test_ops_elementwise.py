@@ -42,11 +42,11 @@ NUMERIC = """
   %shrink2 = shrink(%a, bias=1.5, lambd=2.0)
   %shrink3 = shrink(%a, bias=-1.0, lambd=-0.5)
   %modf = mod(%a, %b, fmod=true)
+  %mod = mod(%a, %b)
+  %modv = mod(%a, %v)
 """
 
 INT_ONLY = """
-  %mod = mod(%a, %b)
-  %modv = mod(%a, %v)
   %band = bitwise_and(%a, %b)
   %bor = bitwise_or(%a, %v)
   %bxor = bitwise_xor(%a, %b)
