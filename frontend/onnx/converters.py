@@ -10,6 +10,7 @@ from . import (
     convert_cnn,
     convert_elementwise,
     convert_math,
+    convert_misc,
     convert_models,
     convert_movement,
     convert_nn,
@@ -35,6 +36,7 @@ def _build() -> dict[str, Converter]:
         convert_models,
         convert_cnn,
         convert_movement,
+        convert_misc,
     ):
         table.update(module.table())
     return table
@@ -97,6 +99,7 @@ REVIEWED_VERSIONS: dict[str, int] = {
     "Mod": 28,  # fmod=0 on floats: Python's % (the divisor's sign), as numpy's mod
     "Range": 27,  # stash_type: f16 and bf16 ranges computed in float (or double), rounded
     "SpaceToDepth": 28,  # mode DCR (the old order) or CRD
+    "ReverseSequence": 28,  # bf16: a gather moves any dtype
 }
 """op -> the newest version (after opset 24's) its converter follows, for a version
 model.newer_version_problem would refuse (one that changes more than types): add an entry
