@@ -292,3 +292,22 @@ def test_max_unpool_to_a_smaller_output_shape_is_refused() -> None:
     )
     with pytest.raises(RxError, match=r"node 'u' \(MaxUnpool\): output_shape .* no smaller"):
         import_onnx(model)
+
+
+# -- Pad of a run-time constant_value ----------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [F32, I64])
+@pytest.mark.parametrize("pads", [[1, 0, 2, 3], [0, -1, 1, 2]])
+def test_pad_with_a_run_time_constant_value_as_onnxruntime(dtype: Any, pads: list[int]) -> None:
+    node = helper.make_node("Pad", ["x", "p", "v"], ["y"], mode="constant")
+    model = make_model(
+        [node],
+        [("x", dtype, [3, 4]), ("v", dtype, [])],
+        [("y", dtype, None)],
+        {"p": np.array(pads, I64)},
+        opset=18,
+    )
+    x = (randn(3, 4) * 5).astype(dtype)
+    result = import_and_compare(model, {"x": x, "v": np.array(7, dtype)})
+    assert "where" in str(result.module)  # the value is chosen at run time
