@@ -214,3 +214,16 @@ def test_an_out_of_scope_operator_is_refused_saying_why() -> None:
     assert outcome.status == "refused"
     assert "If (control flow with subgraphs is not supported; node #0)" in outcome.message
     assert outcome.reason == "no converter for If (control flow with subgraphs is not supported)"
+
+
+@pytest.mark.parametrize(
+    ("name", "bound"),
+    [
+        ("test_onehot_with_axis", ("depth", "values")),  # a float depth
+        ("test_range_float_type_positive_delta", ("start", "limit", "delta")),
+        ("test_hannwindow_expanded", ("x",)),  # an integer scalar size, Cast first
+    ],
+)
+def test_float_scalars_and_integer_sizes_are_bound(name: str, bound: tuple[str, ...]) -> None:
+    outcome = run_case(_cases()[name], ("interp",))
+    assert outcome.status == "passed" and outcome.bound == bound, outcome
