@@ -175,8 +175,8 @@ def convert_reverse_sequence(ctx: NodeContext) -> list:
     )
     t = ctx.emit("arange", [], {"start": 0, "delta": 1, "length": steps, "dtype": i64})
     t = ctx.emit("reshape", [t], {"newshape": (steps, 1) if time == 0 else (1, steps)})
-    if D.is_static(steps):
-        lens = ctx.emit("minimum", [lens, _scalar_const(ctx, int(steps), "i64", "steps")])
+    if isinstance(steps, int):
+        lens = ctx.emit("minimum", [lens, _scalar_const(ctx, steps, "i64", "steps")])
     one = _scalar_const(ctx, 1, "i64", "one")
     back = ctx.emit("subtract", [ctx.emit("subtract", [lens, one]), t])
     idx = ctx.emit("where", [ctx.emit("less", [t, lens]), back, t])

@@ -50,7 +50,7 @@ def _as_dim(v: Value) -> D.Dim:
     return int(v.array.reshape(-1)[0])
 
 
-_STASH = {1: np.dtype(np.float32), 11: np.dtype(np.float64)}
+_STASH: dict[int, np.dtype] = {1: np.dtype(np.float32), 11: np.dtype(np.float64)}
 
 
 def _half_range(ctx: NodeContext, s: float, d: float, n: int, dt: np.dtype) -> np.ndarray:
@@ -60,7 +60,8 @@ def _half_range(ctx: NodeContext, s: float, d: float, n: int, dt: np.dtype) -> n
     if stash not in _STASH:
         raise ctx.fail(f"stash_type must be 1 (float) or 11 (double), got {stash}")
     wide = _STASH[stash]
-    values = np.arange(wide.type(s).item(), float(s) + n * float(d), float(d), dtype=wide)
+    first = np.array(s, dtype=wide).item()
+    values = np.arange(first, float(s) + n * float(d), float(d), dtype=wide)
     return np.ascontiguousarray(values[:n].astype(dt))
 
 
