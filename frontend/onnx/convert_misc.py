@@ -5,7 +5,8 @@ MaxUnpool, composed from existing IR ops.
 Swish is ``silu`` (alpha 1) or ``x * sigmoid(alpha * x)``; SwiGLU is Swish of its first
 input times its second. EyeLike compares two aranges (a constant where the shape is
 static). The windows are constants of their size, which must be known at import (it is
-their output's length), computed in double and rounded once to the output type.
+their output's length), computed in double with onnx's formulas in their order of operations
+and rounded once to the output type.
 ReverseSequence gathers along the time axis with the indices ``L - 1 - t`` for ``t < L``
 (``t`` elsewhere), ``L`` the sequence length of each batch entry (clipped to the time axis's
 length). MaxUnpool scatters the values into zeros of the unpooled size (indices into the
@@ -120,11 +121,26 @@ def convert_eye_like(ctx: NodeContext) -> list:
 
 # -- HannWindow / HammingWindow / BlackmanWindow ---------------------------------------------
 
-_WINDOWS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    # each of the phase 2 pi n / N (N the size if periodic, else the size - 1)
-    "HannWindow": lambda p: 0.5 - 0.5 * np.cos(p),
-    "HammingWindow": lambda p: 25.0 / 46.0 - (21.0 / 46.0) * np.cos(p),
-    "BlackmanWindow": lambda p: 0.42 - 0.5 * np.cos(p) + 0.08 * np.cos(2.0 * p),
+_HAMMING_ALPHA = 25.0 / 46.0
+
+
+def _hann(n: np.ndarray, span: int) -> np.ndarray:
+    return np.sin(n * math.pi / span) ** 2
+
+
+def _hamming(n: np.ndarray, span: int) -> np.ndarray:
+    return _HAMMING_ALPHA - np.cos(n * math.pi * 2 / span) * (1 - _HAMMING_ALPHA)
+
+
+def _blackman(n: np.ndarray, span: int) -> np.ndarray:
+    return np.cos(n * (math.pi * 2) / span) * -0.5 + np.cos(n * (math.pi * 4) / span) * 0.08 + 0.42
+
+
+_WINDOWS: dict[str, Callable[[np.ndarray, int], np.ndarray]] = {
+    # onnx's formulas in its order of operations (N: the size if periodic, else size - 1)
+    "HannWindow": _hann,  # sin(pi n / N) ** 2
+    "HammingWindow": _hamming,  # 25/46 - 21/46 cos(2 pi n / N)
+    "BlackmanWindow": _blackman,  # 0.42 - 0.5 cos(2 pi n / N) + 0.08 cos(4 pi n / N)
 }
 
 
@@ -143,8 +159,7 @@ def convert_window(ctx: NodeContext) -> list:
     span = size if periodic else size - 1
     n = np.arange(size, dtype=np.float64)
     with np.errstate(all="ignore"):  # the symmetric window of 1: 0 / 0, as the reference
-        phase = 2.0 * math.pi * n / span if span else n * math.nan
-        values = _WINDOWS[ctx.op_type](phase)
+        values = _WINDOWS[ctx.op_type](n, span)
     if DTYPES[dtype].kind not in ("float", "int", "uint"):
         raise ctx.fail(f"the output_datatype must be a number type, got {dtype}")
     if DTYPES[dtype].kind != "float" and size > 0 and not span:

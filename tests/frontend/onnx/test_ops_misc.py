@@ -208,6 +208,13 @@ def test_windows_as_the_reference(op: str, periodic: int, size: int) -> None:
     _against_reference(_window(op, size, TensorProto.DOUBLE, periodic=periodic), {}, 1e-12)
 
 
+@pytest.mark.parametrize("op", WINDOWS)
+@pytest.mark.parametrize("periodic", [0, 1])
+def test_windows_of_an_integer_type_as_the_reference(op: str, periodic: int) -> None:
+    # truncated, as onnx's reference casts: 1 where the window is exactly 1, else 0
+    _against_reference(_window(op, 9, TensorProto.INT32, periodic=periodic), {})
+
+
 def test_a_window_of_a_run_time_size_is_refused() -> None:
     node = helper.make_node("HannWindow", ["n"], ["y"], name="w")
     model = _raw([node], [("n", TensorProto.INT64, [])], [("y", TensorProto.FLOAT, None)], None, 17)
