@@ -191,7 +191,11 @@ def convert_reverse_sequence(ctx: NodeContext) -> list:
     t = ctx.emit("arange", [], {"start": 0, "delta": 1, "length": steps, "dtype": i64})
     t = ctx.emit("reshape", [t], {"newshape": (steps, 1) if time == 0 else (1, steps)})
     if isinstance(steps, int):
-        lens = ctx.emit("minimum", [lens, _scalar_const(ctx, steps, "i64", "steps")])
+        limit: Value = _scalar_const(ctx, steps, "i64", "steps")
+    else:  # the symbolic length as a run-time scalar: a sum of as many ones
+        ones = ctx.emit("full", [], {"shape": (steps,), "fill_value": 1.0, "dtype": i64})
+        limit = ctx.emit("sum", [ones], {"axes": (0,)})
+    lens = ctx.emit("minimum", [lens, limit])
     one = _scalar_const(ctx, 1, "i64", "one")
     back = ctx.emit("subtract", [ctx.emit("subtract", [lens, one]), t])
     idx = ctx.emit("where", [ctx.emit("less", [t, lens]), back, t])

@@ -241,6 +241,24 @@ def test_reverse_sequence_as_onnxruntime(time: int, batch: int, tail: list[int])
     import_and_compare(model, feeds)
 
 
+def test_reverse_sequence_of_a_symbolic_time_axis() -> None:
+    model = _one(
+        "ReverseSequence",
+        [("x", F32, ["t", 3]), ("lens", I64, [3])],
+        F32,
+        10,
+        time_axis=0,
+        batch_axis=1,
+    )
+    feeds = {"x": randn(4, 3), "lens": np.array([4, 2, 1], I64)}
+    import_and_compare(model, feeds, {"t": 4})
+    # a length above the time axis's: the whole axis (onnx's reference; onnxruntime refuses)
+    got = run_interpreter(import_onnx(model), [feeds["x"], np.array([9, 0, 3], I64)], {"t": 4})
+    want = feeds["x"].copy()
+    want[:, 0], want[:3, 2] = want[::-1, 0], want[2::-1, 2]
+    np.testing.assert_array_equal(got[0], want)
+
+
 @settings(max_examples=25, derandomize=True, deadline=None)
 @given(st.lists(st.integers(0, 6), min_size=3, max_size=3))
 def test_reverse_sequence_reverses_each_prefix(lens: list[int]) -> None:
