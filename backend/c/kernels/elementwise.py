@@ -557,8 +557,8 @@ gen_selu = _activation(
 )
 gen_celu = _activation(
     lambda g: (
-        f"({{d}} != {{d}} ? {{d}} : fmax(0.0, {{d}}) + fmin(0.0, "
-        f"{_double_attr(g, 'alpha')} * expm1({{d}} / {_double_attr(g, 'alpha')})))"
+        f"({{d}} != {{d}} ? {{d}} : {{d}} > 0 ? {{d}} : 0.0 + "
+        f"{_double_attr(g, 'alpha')} * expm1({{d}} / {_double_attr(g, 'alpha')}))"
     )
 )
 gen_thresholded_relu = _activation(lambda g: f"({{d}} > {_double_attr(g, 'alpha')} ? {{d}} : 0.0)")
