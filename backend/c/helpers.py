@@ -36,6 +36,22 @@ static int64_t {p}_floormod(int64_t a, int64_t b)
     return a - {p}_floordiv(a, b) * b;
 }}""",
     ),
+    "floorfmod": (
+        (),
+        """\
+/* numpy's mod on floats (Python's %): the remainder with the divisor's sign; a zero
+ * remainder is a zero of the divisor's sign. */
+static double {p}_floorfmod(double a, double b)
+{{
+    double r = fmod(a, b);
+    if (r != 0) {{
+        if ((b < 0) != (r < 0)) r += b;
+    }} else {{
+        r = copysign(0.0, b);
+    }}
+    return r;
+}}""",
+    ),
     "max64": (
         (),
         """\

@@ -122,10 +122,10 @@ def convert_is_inf(ctx: NodeContext) -> list:
 def convert_mod(ctx: NodeContext) -> list:
     a, b = ctx.input(0), ctx.input(1)
     fmod = bool(ctx.attr("fmod", 0))
-    if not fmod and a.type.dtype.startswith("f"):
+    if not fmod and a.type.dtype.startswith("f") and ctx.opset < 28:
         raise ctx.fail(
-            f"fmod=0 on {a.type.dtype}: ONNX Mod takes floats only with fmod=1 "
-            "(the remainder with the dividend's sign)"
+            f"fmod=0 on {a.type.dtype}: ONNX Mod before version 28 takes floats only with "
+            "fmod=1 (the remainder with the dividend's sign)"
         )
     return [ctx.emit("mod", [a, b], {"fmod": fmod})]
 

@@ -20,7 +20,7 @@ from relaxc.ir.types import DTYPES
 
 from .context import NodeContext, norm_axis, rank_of, shape_of
 from .einsum import convert_einsum
-from .values import Folded, Value
+from .values import Folded, Runtime, Value
 
 Converter = Callable[[NodeContext], list]
 
@@ -41,6 +41,7 @@ def convert_pad(ctx: NodeContext) -> list:
     mode = mode.decode() if isinstance(mode, bytes) else str(mode)
     if mode not in ("constant", "reflect", "edge", "wrap") or (mode == "wrap" and ctx.opset < 19):
         raise ctx.fail(f"mode '{mode}' is not an ONNX Pad mode at opset {ctx.opset}")
+    runtime_value: Runtime | None = None
     if ctx.opset < 11:
         pads = ctx.attr("pads" if ctx.opset >= 2 else "paddings")
         if pads is None:
@@ -51,6 +52,9 @@ def convert_pad(ctx: NodeContext) -> list:
     else:
         pads = ctx.ints(ctx.input(1, "pads"), "the pads input")
         value_in = ctx.optional(2)
+        runtime_value = value_in if isinstance(value_in, Runtime) and mode == "constant" else None
+        if runtime_value is not None:
+            value_in = None
         value = ctx.scalar(value_in, "the constant_value input") or 0.0
         axes = ctx.ints(ctx.optional(3), "the axes input") if ctx.opset >= 18 else None
     assert pads is not None and value is not None
@@ -64,7 +68,26 @@ def convert_pad(ctx: NodeContext) -> list:
         full[a], full[rank + a] = pads[i], pads[len(axes) + i]
     if not any(full):
         return [x]
+    if runtime_value is not None:
+        return [_pad_with_runtime_value(ctx, x, tuple(full), runtime_value)]
     return [ctx.emit("pad", [x], {"pads": tuple(full), "mode": mode, "value": value})]
+
+
+def _pad_with_runtime_value(
+    ctx: NodeContext, x: Value, pads: tuple[int, ...], value: Runtime
+) -> Value:
+    """A constant pad whose value is computed at run time: x padded with zeros, and the
+    value where a pad of ones with falses is false (the same numbers as one pad)."""
+    if value.type.dtype != x.type.dtype:
+        raise ctx.fail(f"the constant_value is {value.type.dtype}, the data {x.type.dtype}")
+    size = D.product(value.type.shape) if value.type.shape else 1
+    if size != 1:
+        raise ctx.fail(f"the constant_value input must be a single value, got {value.type}")
+    scalar = ctx.emit("reshape", [value], {"newshape": ()}) if value.type.shape else value
+    padded = ctx.emit("pad", [x], {"pads": pads})
+    inside = ctx.emit("ones", [], {"shape": shape_of(x), "dtype": DType("bool")})
+    inside = ctx.emit("pad", [inside], {"pads": pads})
+    return ctx.emit("where", [inside, padded, scalar])
 
 
 def convert_center_crop_pad(ctx: NodeContext) -> list:
@@ -155,7 +178,8 @@ def convert_space_to_depth(ctx: NodeContext) -> list:
     hh, ww = _static(ctx, [h, w], "the spatial dims")
     if hh % b or ww % b:
         raise ctx.fail(f"the spatial size {hh}x{ww} does not divide into blocks of {b}x{b}")
-    mode = str(ctx.attr("mode", "DCR")) if ctx.opset >= 28 else "DCR"
+    mode = ctx.attr("mode", b"DCR") if ctx.opset >= 28 else "DCR"
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
     if mode not in ("DCR", "CRD"):
         raise ctx.fail(f"mode '{mode}' is not DCR or CRD")
     perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)

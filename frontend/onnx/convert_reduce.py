@@ -23,8 +23,9 @@ def _range_scalar(ctx: NodeContext, i: int) -> Value:
     v = ctx.input(i, _RANGE_INPUTS[i])
     if isinstance(v, Runtime):
         raise ctx.fail(
-            f"the output length depends on the run-time value of its {_RANGE_INPUTS[i]} input; "
-            "relaxc needs start, limit and delta constant or computed from the input shapes"
+            f"its {_RANGE_INPUTS[i]} input must be known when the model is imported (a "
+            "constant or computed from the input shapes), but it is computed at run time: "
+            "the output length depends on it"
         )
     size = v.array.size if isinstance(v, Folded) else len(v.dims)
     if size != 1:
@@ -49,6 +50,21 @@ def _as_dim(v: Value) -> D.Dim:
     return int(v.array.reshape(-1)[0])
 
 
+_STASH: dict[int, np.dtype] = {1: np.dtype(np.float32), 11: np.dtype(np.float64)}
+
+
+def _half_range(ctx: NodeContext, s: float, d: float, n: int, dt: np.dtype) -> np.ndarray:
+    """A float16 or bfloat16 range (Range 27): computed in its stash_type (float by
+    default, or double) as numpy's arange computes it, rounded to ``dt``."""
+    stash = int(ctx.attr("stash_type", 1))
+    if stash not in _STASH:
+        raise ctx.fail(f"stash_type must be 1 (float) or 11 (double), got {stash}")
+    wide = _STASH[stash]
+    first = np.array(s, dtype=wide).item()
+    values = np.arange(first, float(s) + n * float(d), float(d), dtype=wide)
+    return np.ascontiguousarray(values[:n].astype(dt))
+
+
 def convert_range(ctx: NodeContext) -> list:
     start, limit, delta = (_range_scalar(ctx, i) for i in range(3))
     folded = next((v for v in (start, limit, delta) if isinstance(v, Folded)), None)
@@ -63,6 +79,8 @@ def convert_range(ctx: NodeContext) -> list:
         n = max(int(math.ceil((float(lim) - float(s)) / float(d))), 0)
         if dt.kind in "iu":
             n = max(-((int(s) - int(lim)) // int(d)), 0)
+        if dt.itemsize == 2 and dt.kind not in "iu":
+            return [Folded(_half_range(ctx, s, d, n, dt), ctx.hint())]
         return [Folded(arange_values(s, d, n, dt), ctx.hint())]
     if s is None:
         raise ctx.fail(

@@ -12,6 +12,7 @@ from . import (
     convert_elementwise,
     convert_loss,
     convert_math,
+    convert_misc,
     convert_models,
     convert_movement,
     convert_nn,
@@ -43,6 +44,7 @@ def _build() -> dict[str, Converter]:
         convert_spectral,
         convert_blocks,
         convert_quantize,
+        convert_misc,
     ):
         table.update(module.table())
     return table
@@ -102,6 +104,10 @@ REVIEWED_VERSIONS: dict[str, int] = {
     "ReduceLogSum": 28,  # float types only (the integer ones dropped)
     "ReduceLogSumExp": 28,
     "CumProd": 26,  # CumProd is new at opset 26: its converter follows it
+    "Mod": 28,  # fmod=0 on floats: Python's % (the divisor's sign), as numpy's mod
+    "Range": 27,  # stash_type: f16 and bf16 ranges computed in float (or double), rounded
+    "SpaceToDepth": 28,  # mode DCR (the old order) or CRD
+    "ReverseSequence": 28,  # bf16: a gather moves any dtype
 }
 """op -> the newest version (after opset 24's) its converter follows, for a version
 model.newer_version_problem would refuse (one that changes more than types): add an entry

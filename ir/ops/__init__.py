@@ -6,11 +6,13 @@ from relaxc.ir.registry import Registry
 
 from . import (
     attention,
+    bits,
     cnn,
     compare,
     conv_transpose,
     cumulative,
     elementwise,
+    linalg,
     memory,
     misc,
     movement,
@@ -40,6 +42,8 @@ def build_registry() -> Registry:
         cnn,
         movement,
         cumulative,
+        bits,
+        linalg,
     ):
         module.register_all(reg)
     return reg

@@ -217,9 +217,11 @@ def _selu(d: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
 
 
 def _celu(d: np.ndarray, a: Mapping[str, Any]) -> np.ndarray:
-    """max(0, x) + min(0, alpha (e ** (x / alpha) - 1)), NaN kept (fmax and fmin drop it)."""
+    """max(0, x) + min(0, alpha (e ** (x / alpha) - 1)), NaN kept: x where x > 0, else
+    0 + alpha (e ** (x / alpha) - 1) (the same for every alpha but 0; the 0 + makes -0 +0, as
+    the max of 0 and -0 is 0 and numpy's fmax on arrays may give either zero)."""
     alpha = a["alpha"]
-    y = np.fmax(0.0, d) + np.fmin(0.0, alpha * np.expm1(d / alpha))
+    y = np.where(d > 0, d, 0.0 + alpha * np.expm1(d / alpha))
     return np.where(np.isnan(d), d, y)
 
 
@@ -327,11 +329,6 @@ def _mod_infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     a, b = tensors(inputs, "mod")
     dtype = same_dtype([a, b], "mod")
     require_numeric(dtype, "mod")
-    if DTYPES[dtype].kind == "float" and not attrs["fmod"]:
-        raise OpError(
-            "mod: on floats the remainder takes the dividend's sign (fmod=true); "
-            "the divisor's sign (fmod=false) is for integers"
-        )
     return TensorType(broadcast_shapes([a.shape, b.shape], "mod"), dtype)
 
 
@@ -598,7 +595,7 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "mod",
-            "remainder of a / b, with b's sign (fmod false, integers) or a's (fmod true)",
+            "remainder of a / b, with b's sign (fmod false, Python's %) or a's (fmod true)",
             "kernel",
             _mod_infer,
             min_inputs=2,

@@ -1054,6 +1054,36 @@ def _topk_indices(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x], {"k": k, "largest": b.ch.bool()})
 
 
+@recipe("bitcast")
+def _bitcast(b: FnBuilder, op: OpDef) -> Val:
+    """An integer tensor's bits read as another type of its width (integers only as the
+    source: a float's NaN payload may differ between backends, its bits are no result)."""
+    x = b.pick_tensor(lambda t: t.dtype in INTS)
+    width = DTYPES[x.type.dtype].nbytes
+    targets = [d for d in FLOATS + INTS if DTYPES[d].nbytes == width and d != x.type.dtype]
+    return b.apply(op, [x], {"dtype": DType(b.ch.choice(targets))})
+
+
+@recipe("det")
+def _det(b: FnBuilder, op: OpDef) -> Val:
+    """Square float matrices: one of the pool's, or a new input of 1 to 4 rows."""
+    square = b.tensors(
+        lambda t: (
+            _float(t)
+            and t.ndim >= 2
+            and isinstance(t.shape[-1], int)
+            and t.shape[-1] == t.shape[-2]
+            and t.shape[-1] <= 4
+        )
+    )
+    if square and b.ch.bool():
+        return b.apply(op, [b.pick(square)], {})
+    k = b.ch.int(1, 4)
+    lead = tuple(b.size() for _ in range(b.ch.int(0, 1)))
+    x = b.new_input(TensorType(lead + (k, k), b.ch.choice(list(FLOATS))))
+    return b.apply(op, [x], {})
+
+
 @recipe("lrn")
 def _lrn(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))

@@ -87,6 +87,8 @@ from .gather import (
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .cumulative import gen_cumulative, gen_topk_indices
+from .bits import gen_bitcast
+from .det import gen_det
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
@@ -169,6 +171,8 @@ GENERATORS: dict[str, Generator] = {
     "inv_std_dev": gen_axes_norm,
     "argmax": gen_arg,
     "argmin": gen_arg,
+    "bitcast": gen_bitcast,
+    "det": gen_det,
 }
 """The generators of the kernel ops that are not plain elementwise ones (those have a formula
 each in :data:`.elementwise.C_FORMULAS`)."""

@@ -557,8 +557,8 @@ gen_selu = _activation(
 )
 gen_celu = _activation(
     lambda g: (
-        f"({{d}} != {{d}} ? {{d}} : fmax(0.0, {{d}}) + fmin(0.0, "
-        f"{_double_attr(g, 'alpha')} * expm1({{d}} / {_double_attr(g, 'alpha')})))"
+        f"({{d}} != {{d}} ? {{d}} : {{d}} > 0 ? {{d}} : 0.0 + "
+        f"{_double_attr(g, 'alpha')} * expm1({{d}} / {_double_attr(g, 'alpha')}))"
     )
 )
 gen_thresholded_relu = _activation(lambda g: f"({{d}} > {_double_attr(g, 'alpha')} ? {{d}} : 0.0)")
@@ -582,7 +582,8 @@ def gen_isinf(g: Gen) -> list[str]:
 
 
 def gen_mod(g: Gen) -> list[str]:
-    """numpy's fmod (the dividend's sign) or mod (the divisor's); an integer remainder by 0
+    """numpy's fmod (the dividend's sign) or mod (the divisor's, on floats through the
+    floorfmod helper); an integer remainder by 0
     (or by -1, which C leaves undefined at the minimum) is 0."""
     dtype = g.spec.ins[0].dtype
     fmod = g.spec.attr["fmod"]
@@ -591,8 +592,9 @@ def gen_mod(g: Gen) -> list[str]:
     if k == "bool":
         raise unsupported(g.spec, loc=g.loc)
     if k == "float":
+        fn = "fmod" if fmod else g.h.use("floorfmod")
         return gen_elementwise(
-            g, lambda v: rounded_once(dtype, f"fmod((double){v[0]}, (double){v[1]})")
+            g, lambda v: rounded_once(dtype, f"{fn}((double){v[0]}, (double){v[1]})")
         )
 
     def value(v: list[str]) -> str:

@@ -5,6 +5,8 @@ with NaN, infinities, zeros, -1 and each integer type's extremes mixed in."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from relaxc.ir.nodes import Module
 from relaxc.ir.types import TensorType, numpy_dtype, type_to_str
 from relaxc.ir.verifier import verify_function
 
-from .cbuild import assert_close, build_all, emit, needs_cc, run_c
+from .cbuild import assert_close, build, build_all, emit, needs_cc, run_c
 
 pytestmark = needs_cc
 
@@ -42,11 +44,11 @@ NUMERIC = """
   %shrink2 = shrink(%a, bias=1.5, lambd=2.0)
   %shrink3 = shrink(%a, bias=-1.0, lambd=-0.5)
   %modf = mod(%a, %b, fmod=true)
+  %mod = mod(%a, %b)
+  %modv = mod(%a, %v)
 """
 
 INT_ONLY = """
-  %mod = mod(%a, %b)
-  %modv = mod(%a, %v)
   %band = bitwise_and(%a, %b)
   %bor = bitwise_or(%a, %v)
   %bxor = bitwise_xor(%a, %b)
@@ -205,3 +207,18 @@ def test_comparisons_give_bools_in_c(builds) -> None:
     assert eqs.dtype == np.bool_
     # x == x is false exactly at the NaN.
     assert not eqs.reshape(-1)[0] and eqs.reshape(-1)[1:].all()
+
+
+def test_celu_of_signed_zeros_is_plus_zero_as_the_interpreter(tmp_path: Path) -> None:
+    """The sign of celu(-0) reaches the result through a reciprocal (fuzzer seed 138)."""
+    text = """fn @main(%x: Tensor[(32,), f32]) -> Tensor[(32,), f32] {
+  %c = celu(%x)
+  %y = reciprocal(%c)
+  return %y
+}"""
+    module = parse_module(text, "celu.rx")
+    x = np.array([-0.0, 0.0] * 16, np.float32)
+    want = Interpreter(module).run("main", [x])
+    got = run_c(build(text, tmp_path), [x])
+    np.testing.assert_array_equal(got[0], want)
+    assert np.isposinf(got[0]).all()

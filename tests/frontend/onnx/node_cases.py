@@ -15,10 +15,10 @@ A model that feeds an integer tensor the importer needs at import time (Reduce a
 starts, Split sizes, Pad pads, a Reshape target) as a graph input is refused as it stands
 ("... must be known when the model is imported"); exported models hold these as constants.
 :func:`run_case` then imports it once more with those inputs bound to the value every data
-set gives them (:func:`bind_inputs`: the integer or bool inputs of rank 0 or 1 that are not
-the first input of a node, and the float settings of :data:`FLOAT_SETTINGS`), as a
-model exported with constant axes has them, and the outcome names them (``Outcome.bound``).
-Only a refusal of that kind is retried.
+set gives them (:func:`bind_inputs`: the number or bool inputs of rank 0 or 1 that are not
+the first input of a node: axes, sizes, a Range's bounds, a OneHot's depth, a pad value; and
+integer scalars: a window's size), as a model exported with constant axes has them, and the
+outcome names them (``Outcome.bound``). Only a refusal of that kind is retried.
 
 ``python -m tests.frontend.onnx.node_cases [--c] [-v] NAME_OR_OP ...`` runs the cases whose
 name or tested op matches and prints one line per case (benchmarks/onnx_conformance.py
@@ -276,38 +276,31 @@ def _run(
 SIZES_FIRST = frozenset({"ConstantOfShape", "Range", "MelWeightMatrix"})
 """Ops whose first input is a size (a shape, a range's start), not data."""
 
-FLOAT_SETTINGS: dict[str, tuple[int, ...] | None] = {"MelWeightMatrix": None, "Dropout": (1,)}
-"""Ops some float inputs of which are settings (a rate, a frequency, Dropout's ratio), bound
-too: the positions of those inputs (None: every input)."""
-
 
 def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
     """``case``'s model with its import-time inputs made initializers, the data sets without
     them, and their names; None when it has none or the data sets disagree on a value.
 
-    An import-time input is an integer (or bool) graph input of rank 0 or 1 that is never the
+    An import-time input is a number (or bool) graph input of rank 0 or 1 that is never the
     first input of a node (the first is the data; axes, pads, sizes, shapes and Dropout's
-    training_mode come after it), except of the ops of :data:`SIZES_FIRST`."""
+    training_mode come after it), except of the ops of :data:`SIZES_FIRST`, or an integer
+    scalar (a size, as a window op's, even where a Cast of it comes first)."""
     from onnx import TensorProto, numpy_helper
 
     graph = case.model.graph
     firsts = {n.input[0] for n in graph.node if n.input and n.op_type not in SIZES_FIRST}
-    settings = {
-        name
-        for n in graph.node
-        if n.op_type in FLOAT_SETTINGS
-        for k, name in enumerate(n.input)
-        if FLOAT_SETTINGS[n.op_type] is None or k in FLOAT_SETTINGS[n.op_type]  # type: ignore[operator]
-    }
     ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}  # bool: training_mode
+    # floats: Range's start, limit and delta, OneHot's depth, Pad's constant_value
+    ints |= {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
     pick = []
     for k, info in enumerate(graph.input):
         t = info.type.tensor_type if info.type.HasField("tensor_type") else None
-        if t is None or info.name in firsts:
+        if t is None or t.elem_type not in ints:
             continue
-        if t.elem_type not in ints and info.name not in settings:
-            continue
+        size_like = t.elem_type in (TensorProto.INT64, TensorProto.INT32)
         if t.HasField("shape") and len(t.shape.dim) > 1:
+            continue
+        if info.name in firsts and not (size_like and t.HasField("shape") and not t.shape.dim):
             continue
         pick.append(k)
     if not pick or not case.data_sets:

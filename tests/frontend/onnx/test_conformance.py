@@ -174,14 +174,14 @@ def test_the_benchmark_table_and_json_are_deterministic(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
     import onnx_conformance as bench
 
-    cases = [_cases()[n] for n in ("test_relu", "test_abs", "test_det_2d", "test_slice")]
+    cases = [_cases()[n] for n in ("test_relu", "test_abs", "test_nonzero_example", "test_slice")]
     outcomes = bench.run_suite(cases, c_every=0)
     rows = bench.tabulate(outcomes)
-    assert [r.op for r in rows] == ["Abs", "Det", "Relu", "Slice"]
+    assert [r.op for r in rows] == ["Abs", "NonZero", "Relu", "Slice"]
     text = bench.markdown(rows, 3, "cmd")
     assert text.startswith(bench.BEGIN) and text.rstrip().endswith(bench.END)
     assert "| **total** | 4 | 3 | 0 | 0 | 1 | 0 | |" in text
-    assert "| Det | 1 | 0 | 0 | 0 | 1 | 0 | no converter for Det |" in text
+    assert "| NonZero | 1 | 0 | 0 | 0 | 1 | 0 | no converter for NonZero |" in text
     first = bench.to_json(outcomes, rows, 0)
     assert first == bench.to_json(bench.run_suite(cases, 0), rows, 0)
 
@@ -214,3 +214,16 @@ def test_an_out_of_scope_operator_is_refused_saying_why() -> None:
     assert outcome.status == "refused"
     assert "If (control flow with subgraphs is not supported; node #0)" in outcome.message
     assert outcome.reason == "no converter for If (control flow with subgraphs is not supported)"
+
+
+@pytest.mark.parametrize(
+    ("name", "bound"),
+    [
+        ("test_onehot_with_axis", ("depth", "values")),  # a float depth
+        ("test_range_float_type_positive_delta", ("start", "limit", "delta")),
+        ("test_hannwindow_expanded", ("x",)),  # an integer scalar size, Cast first
+    ],
+)
+def test_float_scalars_and_integer_sizes_are_bound(name: str, bound: tuple[str, ...]) -> None:
+    outcome = run_case(_cases()[name], ("interp",))
+    assert outcome.status == "passed" and outcome.bound == bound, outcome

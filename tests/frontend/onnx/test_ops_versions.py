@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
+from onnx import numpy_helper
 
 from relaxc.frontend.onnx import import_onnx
 from relaxc.ir.diagnostics import RxError
@@ -285,3 +287,70 @@ def test_a_node_whose_op_changed_after_opset_24_is_refused_naming_it(
     monkeypatch.setattr(importer, "REVIEWED_VERSIONS", {})
     with pytest.raises(RxError, match=r"node 'r' \(Mod\): opset 28 has Mod version 28"):
         import_onnx(model)
+
+
+def _against_reference(model: Any, feeds: dict[str, np.ndarray]) -> Any:
+    """Import ``model`` (of an opset onnxruntime may not have yet) and compare the
+    interpreter with onnx's reference implementation."""
+    from onnx.reference import ReferenceEvaluator
+
+    want = [np.asarray(w) for w in ReferenceEvaluator(model).run(None, feeds)]
+    result = import_onnx(model)
+    got = run_interpreter(result, [feeds[i.name] for i in model.graph.input])
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g, w)
+    return result
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_mod28_fmod0_on_floats_is_pythons_remainder(dtype: Any) -> None:
+    node = helper.make_node("Mod", ["a", "b"], ["y"])
+    model = make_model([node], [("a", dtype, [8]), ("b", dtype, [8])], [("y", dtype, None)])
+    model.opset_import[0].version = 28
+    a = np.array([5.5, -5.5, 5.5, -5.5, 0.0, -0.0, 3.0, -1.0], dtype)
+    b = np.array([2.0, 2.0, -2.0, -2.0, -3.0, 3.0, 3.0, np.inf], dtype)
+    got = _against_reference(model, {"a": a, "b": b})
+    assert got.opset == 28
+
+
+def test_mod_fmod0_on_floats_before_version_28_is_refused() -> None:
+    node = helper.make_node("Mod", ["a", "a"], ["y"])
+    model = make_model([node], [("a", F32, [3])], [("y", F32, None)], opset=13)
+    with pytest.raises(RxError, match="before version 28 takes floats only with fmod=1"):
+        import_onnx(model)
+
+
+@pytest.mark.parametrize("stash", [None, 1, 11])
+@pytest.mark.parametrize("dtype", [np.float16, "bfloat16"])
+def test_range27_half_ranges_computed_in_their_stash_type(stash: int | None, dtype: Any) -> None:
+    import ml_dtypes
+
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    attrs = {} if stash is None else {"stash_type": stash}
+    node = helper.make_node("Range", ["s", "l", "d"], ["y"], **attrs)
+    vals = {"s": np.array(250.0, dt), "l": np.array(300.0, dt), "d": np.array(0.7, dt)}
+    graph = helper.make_graph(
+        [node],
+        "r",
+        [],
+        [helper.make_tensor_value_info("y", helper.np_dtype_to_tensor_dtype(dt), None)],
+        initializer=[numpy_helper.from_array(v, k) for k, v in vals.items()],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 27)])
+    _against_reference(model, {})
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth28_modes(mode: str) -> None:
+    node = helper.make_node("SpaceToDepth", ["x"], ["y"], blocksize=2, mode=mode)
+    graph = helper.make_graph(
+        [node],
+        "s",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 2, 4, 6])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 28)])
+    x = np.arange(48, dtype=F32).reshape(1, 2, 4, 6)
+    _against_reference(model, {"x": x})
