@@ -94,6 +94,7 @@ REVIEWED_VERSIONS: dict[str, int] = {
     "ReduceLogSum": 28,  # float types only (the integer ones dropped)
     "ReduceLogSumExp": 28,
     "CumProd": 26,  # CumProd is new at opset 26: its converter follows it
+    "Attention": 25,  # the sliding window (left_window_size, right_window_size)
 }
 """op -> the newest version (after opset 24's) its converter follows, for a version
 model.newer_version_problem would refuse (one that changes more than types): add an entry

@@ -1019,6 +1019,13 @@ def _attention(b: FnBuilder, op: OpDef) -> Val:
         attrs["offset"] = b.ch.int(-1, 2)
     if b.ch.bool():
         attrs["softcap"] = 2.0
+    if b.ch.bool():
+        attrs["window_left"] = b.ch.int(-1, 2)
+        attrs["window_right"] = b.ch.int(-1, 2)
+        attrs.setdefault("offset", b.ch.int(0, 2))
+    if dt in ("f16", "bf16") and b.ch.bool():
+        attrs["rounding"] = dt
+        attrs["softmax_steps"] = b.ch.bool()
     attrs["result"] = b.ch.choice(["y", "y", "qk", "qk_softcap", "qk_bias", "probs"])
     return b.apply(op, args, attrs)
 
