@@ -7,8 +7,10 @@ from typing import Callable
 
 from . import (
     convert_attention,
+    convert_causal_conv,
     convert_cnn,
     convert_elementwise,
+    convert_linear_attention,
     convert_math,
     convert_models,
     convert_movement,
@@ -32,6 +34,8 @@ def _build() -> dict[str, Converter]:
         convert_reduce,
         convert_reduce2,
         convert_attention,
+        convert_causal_conv,
+        convert_linear_attention,
         convert_models,
         convert_cnn,
         convert_movement,
