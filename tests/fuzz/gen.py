@@ -1030,6 +1030,28 @@ def _attention(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, args, attrs)
 
 
+@recipe("linear_attention")
+def _linear_attention(b: FnBuilder, op: OpDef) -> Val:
+    q = _rank4(b, _float)
+    batch, hq, steps, dk = q.type.shape
+    if not isinstance(hq, int) or not isinstance(dk, int):
+        raise Reject()
+    hkv = b.ch.choice([h for h in (1, 2, hq) if hq % h == 0])
+    dv, dt = b.ch.choice([1, 2, 3]), q.type.dtype
+    rule = b.ch.choice(["linear", "gated", "delta", "gated_delta"])
+    args = [q, b.new_input(TensorType((batch, hkv, steps, dk), dt))]
+    args.append(b.new_input(TensorType((batch, hkv, steps, dv), dt)))
+    state_dt = b.ch.choice([dt, "f32"])
+    args.append(b.new_input(TensorType((batch, hkv, dk, dv), state_dt)))
+    if rule in ("gated", "gated_delta"):
+        wide = dk if b.ch.bool() else 1
+        args.append(b.new_input(TensorType((batch, hkv, steps, wide), dt)))
+    if rule in ("delta", "gated_delta"):
+        heads = hkv if b.ch.bool() else 1
+        args.append(b.new_input(TensorType((batch, heads, steps, 1), dt), positive=True))
+    return b.apply(op, args, {"scale": b.ch.choice([0.5, 1.0]), "rule": rule}, base="s")
+
+
 @recipe("softmax", "log_softmax")
 def _softmax(b: FnBuilder, op: OpDef) -> Val:
     x = b.pick_tensor(lambda t: t.ndim >= 1 and _float(t))
