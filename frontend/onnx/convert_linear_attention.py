@@ -71,12 +71,14 @@ def convert_linear_attention(ctx: NodeContext) -> list:
             raise ctx.fail(f"{name} is {t.type.dtype} but query is {q.type.dtype}")
     b, steps, q_hidden = shape_of(q)
     v_hidden = shape_of(v)[2]
+    sizes = []
     for what, hidden, heads in (("query", q_hidden, hq), ("value", v_hidden, hkv)):
         if not isinstance(hidden, int) or hidden % heads:
             raise ctx.fail(
                 f"{what}'s last dim {D.dim_to_str(hidden)} is not a multiple of {heads} heads"
             )
-    dk, dv = int(q_hidden) // hq, int(v_hidden) // hkv
+        sizes.append(hidden // heads)
+    dk, dv = sizes
     inputs = [
         _heads_first(ctx, q, hq, dk, "query"),
         _heads_first(ctx, k, hkv, dk, "key"),

@@ -245,7 +245,7 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "attention",
-            "softmax(softcap(scale * q @ k.T) + bias + causal/padding masks) @ v, per head",
+            "softmax(softcap(scale * q @ k.T) + bias + causal/padding/window masks) @ v, per head",
             "kernel",
             _infer_attention,
             family="matmul",

@@ -110,7 +110,9 @@ def _infer(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     return TupleType((TensorType((b, hq, steps, dv), dtype), TensorType(full, state.dtype)))
 
 
-def _linear_attention(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> tuple:
+def _linear_attention(
+    xs: Sequence[np.ndarray], attrs: Mapping[str, Any]
+) -> tuple[np.ndarray, np.ndarray]:
     rule = attrs["rule"]
     f64 = np.float64
     q, k, v, state = (x.astype(f64) for x in xs[:4])
