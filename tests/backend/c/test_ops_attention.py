@@ -124,3 +124,32 @@ def test_attention_rounding_steps_and_windows_match_the_interpreter(tmp_path: Pa
             g64, w64 = np.asarray(g, np.float64), np.asarray(w, np.float64)
             ulp = np.spacing(np.abs(np.asarray(w))).astype(np.float64)
             assert np.all((np.abs(g64 - w64) <= ulp) | (g64 == w64)), f"lens={list(lens)}"
+
+
+SYMBOLIC_STEPS = """
+fn @main(%q: Tensor[(1, 2, n, 4), f16], %k: Tensor[(1, 2, m, 4), f16],
+         %v: Tensor[(1, 2, m, 3), f16], %bias: Tensor[(1, 1, n, m), f16])
+    -> Tuple[Tensor[(1, 2, n, 3), f16], Tensor[(1, 2, n, m), f16]] {
+  %y = attention(%q, %k, %v, %bias, scale=0.5, softcap=3.0, window_left=1, offset=1,
+                 rounding="f16")
+  %pr = attention(%q, %k, %v, %bias, scale=0.5, causal=true, window_left=0, window_right=0,
+                  rounding="f16", result="probs")
+  return (%y, %pr)
+}
+"""
+
+
+def test_attention_with_a_symbolic_key_length_rounds_and_windows(tmp_path: Path) -> None:
+    """The recomputing kernel (symbolic Skv) rounds at the same steps and applies the window:
+    within a float16 ulp of the numpy kernel."""
+    module = parse_module(SYMBOLIC_STEPS, "ss.rx")
+    built = build(SYMBOLIC_STEPS, tmp_path, prefix="attn_sym_steps")
+    for n, m in ((3, 5), (2, 1)):
+        dims = {"n": n, "m": m}
+        args = random_inputs(module.get("main"), dims, n * m)
+        want = Interpreter(module).run("main", list(args), dims)
+        got = run_c(built, args, dims)
+        for g, w in zip(got, want):
+            ulp = np.spacing(np.abs(np.asarray(w))).astype(np.float64)
+            diff = np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64))
+            assert ((diff <= ulp) | (np.asarray(g) == np.asarray(w))).all(), f"n={n} m={m}"

@@ -432,3 +432,21 @@ def test_attention_25_refusals() -> None:
     model, _ = _windowed_model(np.float32, opset=24, left_window_size=1)  # not read before 25
     result = import_onnx(model)
     assert all(dict(c.kwargs).get("window_left", -1) == -1 for c in _calls(result.module))
+
+
+@pytest.mark.parametrize("precision", [None, 1, 10])
+def test_attention_float16_softmax_precision_matches_the_reference(precision: Any) -> None:
+    """float16 with softmax_precision float (a float32 softmax, its probabilities rounded
+    once), float16 (every step rounded) or none (as float16): the reference's bits."""
+    attrs = {} if precision is None else {"softmax_precision": precision}
+    model, feeds = _windowed_model(np.float16, left_window_size=2, **attrs)
+    for name in ("q", "k"):
+        feeds[name] = (feeds[name] * 3).astype(np.float16)  # scores far from 0: rounding shows
+    want = _reference(model, feeds)
+    result = import_onnx(model)
+    call = next(c for c in _calls(result.module) if c.op == "attention")
+    assert dict(call.kwargs).get("softmax_steps", True) is (precision != 1)
+    got = run_interpreter(result, [feeds[n] for n in feed_order(model)])
+    for g, w_ in zip(got, want):
+        ulp = np.spacing(np.abs(w_)).astype(np.float64)
+        assert (np.abs(g.astype(np.float64) - w_.astype(np.float64)) <= ulp).all()
