@@ -93,12 +93,11 @@ def _padded(ctx: NodeContext, x: Value, past: Value | None, k: int) -> Value:
 
 
 def _last(ctx: NodeContext, padded: Value, total: D.Dim, keep: int) -> Value:
-    """The last ``keep`` positions of ``padded`` (B, C, total)."""
+    """The last ``keep`` positions of ``padded`` (B, C, total): a crop of the first."""
     if not isinstance(total, int):
-        if keep == 0:
-            raise ctx.fail("a kernel size of 1 needs a static sequence length")
-        return ctx.emit(
-            "strided_slice", [padded], {"begin": (-keep,), "end": (2**62,), "axes": (2,)}
+        raise ctx.fail(
+            "the input's length must be static: the present state is the last k - 1 positions "
+            f"of the padded sequence, of symbolic length {D.dim_to_str(total)}"
         )
     return ctx.emit("pad", [padded], {"pads": (0, 0, keep - total, 0, 0, 0)})
 

@@ -237,3 +237,10 @@ def test_causal_conv_refusals() -> None:
     model.graph.input[2].type.tensor_type.shape.dim[2].dim_value = 3
     with pytest.raises(RxError, match="past_state must be"):
         import_onnx(model)
+    model, _ = _conv_model(4, 3, False, False)
+    model.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "L"
+    del model.graph.value_info[:]
+    for out in model.graph.output:
+        out.type.tensor_type.ClearField("shape")
+    with pytest.raises(RxError, match="the input's length must be static"):
+        import_onnx(model)
