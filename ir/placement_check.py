@@ -6,7 +6,9 @@ the verifier on every lowered primitive function (``attrs {outputs = K}``), so a
 written by hand or by a later pass is checked the same way.
 
 A *region* is a ``memory.view`` of a parameter (the workspace or an output buffer) at a byte
-offset, or an output parameter itself (bound by ``%v = %out0``). A region is live from the
+offset, or an output parameter itself (bound by ``%v = %out0``, or a view of all of its bytes,
+unless a later statement writes the output over again: then that view is an intermediate
+placed in the output's bytes, a region of its own). A region is live from the
 first statement that writes it (an ``invoke`` with it, or a value referring to it, in its
 ``outs``) to the last statement that reads any value referring to it; an output region
 that is returned lives to the end. Two regions of the same parameter whose bytes intersect
@@ -54,6 +56,7 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
     outs = {p.name for p in fn.params[len(fn.params) - int(fn.attr("outputs")) :]}  # type: ignore[arg-type]
     regions: dict[str, Region] = {}
     refers: dict[str, set[str]] = {}  # value -> regions it may refer to
+    overwritten = _overwritten_whole_views(fn, outs, types)
     for p in fn.params:
         refers[p.name] = set()
         if p.name in outs and isinstance(p.type, TensorType):  # the result's own region
@@ -68,7 +71,12 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
         if view is not None and isinstance(view.args[0], Var) and isinstance(t, TensorType):
             src = view.args[0].name
             offset = view.args[1] if len(view.args) > 1 else dict(view.kwargs).get("offset", 0)
-            if src in outs and offset == 0 and D.dims_equal(tensor_nbytes(t), regions[src].nbytes):
+            if (
+                src in outs
+                and stmt.name not in overwritten
+                and offset == 0
+                and D.dims_equal(tensor_nbytes(t), regions[src].nbytes)
+            ):
                 refers[stmt.name] = {src}  # the whole output under another shape: the result itself
                 continue
             if src in params:
@@ -130,6 +138,45 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
                     "which shares memory with it, is still live",
                     regions[b].loc or (fn.body[wb].loc if 0 <= wb < end else fn.loc),
                 )
+
+
+def _overwritten_whole_views(fn: Function, outs: set[str], types: dict[str, Type]) -> set[str]:
+    """The views of all of an output's bytes that a later statement writes over again
+    (through the output or another such view): intermediates placed in the output, not the
+    result (a whole-output view is the result itself only when it is the last one written)."""
+    whole: dict[str, str] = {o: o for o in outs}  # value -> the output whose bytes it is
+    aliases: set[str] = set()  # %v = %out0: the output under another name
+    for stmt in fn.body:
+        if not isinstance(stmt, Bind):
+            continue
+        if isinstance(stmt.value, Var) and stmt.value.name in whole:
+            whole[stmt.name] = whole[stmt.value.name]
+            aliases.add(stmt.name)
+            continue
+        view = call_of(stmt.value, MEMORY_VIEW)
+        t = types.get(stmt.name)
+        if view is None or not isinstance(view.args[0], Var) or not isinstance(t, TensorType):
+            continue
+        src = view.args[0].name
+        offset = view.args[1] if len(view.args) > 1 else dict(view.kwargs).get("offset", 0)
+        out_t = next((p.type for p in fn.params if p.name == src), None)
+        if src in outs and offset == 0 and isinstance(out_t, TensorType):
+            if D.dims_equal(tensor_nbytes(t), tensor_nbytes(out_t)):
+                whole[stmt.name] = src
+    last_write: dict[str, int] = {}  # value -> the last statement writing it
+    for i, stmt in enumerate(fn.body):
+        if isinstance(stmt, Effect) and isinstance(stmt.value, Invoke):
+            for v in stmt.value.outs:
+                if v.name in whole:
+                    last_write[v.name] = i
+    final: dict[str, int] = {}  # output -> the last statement writing any of its whole views
+    for name, i in last_write.items():
+        final[whole[name]] = max(final.get(whole[name], -1), i)
+    return {
+        name
+        for name, i in last_write.items()
+        if name not in outs and name not in aliases and i < final[whole[name]]
+    }
 
 
 def _in_place(

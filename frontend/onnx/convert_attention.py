@@ -160,6 +160,10 @@ def convert_rotary_embedding(ctx: NodeContext) -> list:
 
 _MODES = ("qk", "qk_softcap", "qk_bias", "probs")
 
+# softmax_precision values below float32 (TensorProto element types).
+_LOW_SOFTMAX = {10: "float16", 16: "bfloat16"}
+_NAMES = {"f16": "float16", "bf16": "bfloat16"}
+
 
 def _heads_first(ctx: NodeContext, t: Value, heads: int, what: str) -> Value:
     """A 3-D (B, S, H * d) input as (B, H, S, d)."""
@@ -220,13 +224,17 @@ def convert_attention(ctx: NodeContext) -> list:
     for name, t in (("K", k), ("V", v)):
         if t.type.dtype != q.type.dtype:
             raise ctx.fail(f"{name} is {t.type.dtype} but Q is {q.type.dtype}")
-    if q.type.dtype in ("f16", "bf16"):
+    low = q.type.dtype in ("f16", "bf16")
+    precision = ctx.attr("softmax_precision")
+    if precision is not None and not low and int(precision) in _LOW_SOFTMAX:
         raise ctx.fail(
-            f"Attention on {q.type.dtype} is not supported: ONNX computes its scores and softmax "
-            f"in {q.type.dtype} (rounding each step), relaxc in float64, and the two differ "
-            "by more than a float16 tolerance"
+            f"softmax_precision {_LOW_SOFTMAX[int(precision)]} below the inputs' "
+            f"{q.type.dtype} is not supported (relaxc's softmax is at least as precise as Q)"
         )
     three_d = ranks[0] == 3
+    heads_given = any(n in ctx.attrs for n in ("q_num_heads", "kv_num_heads"))
+    if not three_d and ctx.opset >= 25 and heads_given:
+        raise ctx.fail("q_num_heads and kv_num_heads must not be given with 4-D Q, K and V")
     if three_d:
         hq, hkv = int(ctx.attr("q_num_heads", 0)), int(ctx.attr("kv_num_heads", 0))
         if hq <= 0 or hkv <= 0:
@@ -244,11 +252,26 @@ def convert_attention(ctx: NodeContext) -> list:
             raise ctx.fail("the default scale 1/sqrt(head size) needs a static head size")
         scale = 1.0 / float(np.sqrt(head))
     attrs: dict = {"scale": float(scale), "softcap": float(ctx.attr("softcap", 0.0))}
-    if ctx.attr("is_causal", 0):
+    if low:  # ONNX rounds each step in f16/bf16 (the expected outputs are those steps')
+        attrs["rounding"] = q.type.dtype
+        if precision is not None and int(precision) in (1, 11):
+            attrs["softmax_steps"] = False  # a float or double softmax, rounded once
+        elif precision is not None and _LOW_SOFTMAX.get(int(precision)) != _NAMES[q.type.dtype]:
+            raise ctx.fail(
+                f"softmax_precision {precision} on {q.type.dtype} inputs is not supported "
+                "(relaxc reads float, double or Q's own type)"
+            )
+    window = _window(ctx)
+    attrs.update(window)
+    if ctx.attr("is_causal", 0) or window:
         offset: D.Dim = 0 if past_k is None else shape_of(past_k)[2]
         if not isinstance(offset, int):
-            raise ctx.fail("is_causal with past_key needs a static past sequence length")
-        attrs.update(causal=True, offset=offset)
+            raise ctx.fail(
+                "is_causal or a window with past_key needs a static past sequence length"
+            )
+        attrs["offset"] = offset
+    if ctx.attr("is_causal", 0):
+        attrs["causal"] = True
     total = shape_of(k)[2]
     inputs = [q, k, v]
     if mask is not None:
@@ -272,6 +295,20 @@ def convert_attention(ctx: NodeContext) -> list:
             raise ctx.fail(f"qk_matmul_output_mode {mode} is not 0, 1, 2 or 3")
         outs.append(ctx.emit("attention", inputs, {**attrs, "result": _MODES[mode]}, k=3))
     return outs
+
+
+def _window(ctx: NodeContext) -> dict[str, int]:
+    """Opset 25's sliding window as the ``attention`` attributes that differ from no bound."""
+    if ctx.opset < 25:
+        return {}
+    out = {}
+    for name, attr in (("left_window_size", "window_left"), ("right_window_size", "window_right")):
+        size = int(ctx.attr(name, -1))
+        if size < -1:
+            raise ctx.fail(f"{name} must be -1 (no bound) or at least 0, got {size}")
+        if size >= 0:
+            out[attr] = size
+    return out
 
 
 def _from_opset_23(convert: Converter) -> Converter:

@@ -11,6 +11,8 @@ from . import (
     convert_cnn,
     convert_elementwise,
     convert_loss,
+    convert_causal_conv,
+    convert_linear_attention,
     convert_math,
     convert_misc,
     convert_models,
@@ -37,6 +39,8 @@ def _build() -> dict[str, Converter]:
         convert_reduce,
         convert_reduce2,
         convert_attention,
+        convert_causal_conv,
+        convert_linear_attention,
         convert_models,
         convert_cnn,
         convert_movement,
@@ -108,6 +112,7 @@ REVIEWED_VERSIONS: dict[str, int] = {
     "Range": 27,  # stash_type: f16 and bf16 ranges computed in float (or double), rounded
     "SpaceToDepth": 28,  # mode DCR (the old order) or CRD
     "ReverseSequence": 28,  # bf16: a gather moves any dtype
+    "Attention": 25,  # the sliding window (left_window_size, right_window_size)
 }
 """op -> the newest version (after opset 24's) its converter follows, for a version
 model.newer_version_problem would refuse (one that changes more than types): add an entry

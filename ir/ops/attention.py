@@ -8,13 +8,25 @@ repeating K and V), an optional additive ``bias`` (rank 4, each dim 1 or the ful
 ``kv_lens (B,)`` (keys from ``kv_lens[b]`` on are padding). The score of query ``i`` and key
 ``j`` is ``softcap(scale * q.k)``, plus the bias, plus ``-inf`` where ``causal`` disallows
 ``j > i + offset`` (the offset is ``kv_lens[b] - Sq`` when ``kv_lens`` is given) and where
-``j`` is padding. A row whose added bias is ``-inf`` everywhere (no key allowed) is a zero
-row, as ONNX defines. ``result`` picks the output: ``y`` (softmax(scores) @ v, ``(B, Hq, Sq,
-Dv)``) or one of ONNX's qk_matmul_output modes, ``(B, Hq, Sq, Skv)``: ``qk`` (scale * q.k),
-``qk_softcap``, ``qk_bias`` (the scores with the bias) and ``probs`` (the softmax).
+``j`` is padding, and outside the sliding window: with ``p = i + offset`` (``offset`` as for
+``causal``, also when not causal) key ``j`` is allowed when ``p - window_left <= j`` (a
+``window_left`` of -1: no bound) and ``j <= p + window_right`` (-1: no bound). A row whose
+added bias is ``-inf`` everywhere (no key allowed) is a zero row, as ONNX defines.
+``result`` picks the output: ``y`` (softmax(scores) @ v, ``(B, Hq, Sq, Dv)``) or one of
+ONNX's qk_matmul_output modes, ``(B, Hq, Sq, Skv)``: ``qk`` (scale * q.k), ``qk_softcap``,
+``qk_bias`` (the scores with the bias) and ``probs`` (the softmax).
 
-The numpy kernel computes in float64 and rounds once; the C kernel computes one query row at
-a time in a scratch of ``Skv`` doubles, never a ``Sq x Skv`` matrix.
+With ``rounding="once"`` the numpy kernel computes in float64 and rounds once. With
+``rounding`` ``f16`` or ``bf16`` (q's dtype: what ONNX's Attention computes on them) it
+rounds to that dtype where ONNX's reference does: q and k each multiplied by ``sqrt(scale)``
+rounded to the dtype, each dot product (summed in float64), each step of the softcap (the
+quotient, the tanh, the product), the sum with the bias, the softmax's difference from the
+row's maximum, its exponential, the row's sum (in bfloat16 after each addition, as numpy
+sums ml_dtypes' bfloat16) and the quotient, unless ``softmax_steps`` is false (ONNX's
+softmax_precision float or double: the softmax in float64, its probabilities rounded once);
+the output's dot products are summed in float64 from those probabilities. The C kernel
+computes one query row at a time in a scratch of ``Skv`` doubles, never a ``Sq x Skv``
+matrix, rounding at the same steps (C does not store bf16).
 
 ``rotary_embedding`` rotates pairs of the first ``R = 2 * cos.shape[-1]`` features of each
 head of ``x`` (rank 4: ``(B, S, H, D)`` with ``seq_axis=1`` or ``(B, H, S, D)`` with
@@ -26,19 +38,22 @@ are copied.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
 from relaxc.ir import dims as D
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
-from relaxc.ir.types import TensorType, Type
+from relaxc.ir.types import TensorType, Type, numpy_dtype
 
 from .checks import as_contiguous, require_dims_equal, require_float_math, require_rank, sstr
 from .common import same_dtype, tensors
 
 RESULTS = ("y", "qk", "qk_softcap", "qk_bias", "probs")
 """What an ``attention`` call computes (its ``result`` attribute)."""
+
+ROUNDINGS = ("once", "f16", "bf16")
+"""Where an ``attention`` call rounds to its dtype (its ``rounding`` attribute)."""
 
 
 def _is_one(d: D.Dim) -> bool:
@@ -67,6 +82,13 @@ def _infer_attention(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
             raise OpError(f"{op}: symbolic head counts must be equal (got {sstr((hq, hkv))})")
     if attrs["result"] not in RESULTS:
         raise OpError(f"{op}: result must be one of {', '.join(RESULTS)}, got {attrs['result']}")
+    if attrs["rounding"] not in ROUNDINGS:
+        raise OpError(f"{op}: rounding must be once, f16 or bf16, got {attrs['rounding']}")
+    if attrs["rounding"] != "once" and attrs["rounding"] != dtype:
+        raise OpError(f"{op}: rounding {attrs['rounding']} on {dtype} (it must be q's dtype)")
+    for side in ("window_left", "window_right"):
+        if attrs[side] < -1:
+            raise OpError(f"{op}: {side} must be -1 (no bound) or at least 0, got {attrs[side]}")
     if attrs["softcap"] < 0:
         raise OpError(f"{op}: softcap must be 0 (none) or positive, got {attrs['softcap']}")
     full = (b, hq, sq, skv)
@@ -90,18 +112,35 @@ def _infer_attention(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
 
 
 def _allowed(xs: Sequence[np.ndarray], attrs: Mapping[str, Any], sq: int, skv: int) -> np.ndarray:
-    """Where the causal and padding rules allow key j for query i: (B or 1, 1, Sq, Skv)."""
+    """Where the causal, padding and window rules allow key j for query i: (B or 1, 1, Sq,
+    Skv)."""
     i = np.arange(sq).reshape(1, 1, sq, 1)
     j = np.arange(skv).reshape(1, 1, 1, skv)
     allowed = np.ones((1, 1, sq, skv), dtype=bool)
     if len(xs) > 4:
         lens = xs[4].astype(np.int64).reshape(-1, 1, 1, 1)
         allowed = allowed & (j < lens)
-        if attrs["causal"]:
-            allowed = allowed & (j <= i + (lens - sq))
-    elif attrs["causal"]:
-        allowed = allowed & (j <= i + int(attrs["offset"]))
+        p = i + (lens - sq)
+    else:
+        p = i + int(attrs["offset"])
+    if attrs["causal"]:
+        allowed = allowed & (j <= p)
+    if attrs["window_left"] >= 0:
+        allowed = allowed & (j >= p - int(attrs["window_left"]))
+    if attrs["window_right"] >= 0:
+        allowed = allowed & (j <= p + int(attrs["window_right"]))
     return allowed
+
+
+def _row_sums(e: np.ndarray, r: Callable[[np.ndarray], np.ndarray], each: bool) -> np.ndarray:
+    """The sums of ``e``'s last axis, rounded by ``r``: once, or after each addition (in
+    order) when ``each`` (numpy's sum of ml_dtypes' bfloat16, as ONNX's reference sums)."""
+    if not each:
+        return r(np.sum(e, axis=-1, keepdims=True))
+    total = np.zeros(e.shape[:-1] + (1,))
+    for j in range(e.shape[-1]):
+        total = r(total + e[..., j : j + 1])
+    return total
 
 
 def _attention(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
@@ -110,26 +149,39 @@ def _attention(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray
     skv, hkv = k.shape[2], k.shape[1]
     rep = hq // hkv if hkv else 1
     f64 = np.float64
+    steps = attrs["rounding"] != "once"
+    low = numpy_dtype(attrs["rounding"]) if steps else None
+
+    def r(x: np.ndarray) -> np.ndarray:
+        """``x`` rounded to the dtype ``rounding`` names (else as it is)."""
+        return np.asarray(x).astype(low).astype(f64) if steps else x
+
     with np.errstate(all="ignore"):
         keys = np.repeat(k.astype(f64), rep, axis=1)
-        qk = np.matmul(q.astype(f64), keys.swapaxes(-1, -2)) * float(attrs["scale"])
+        queries = q.astype(f64)
+        if steps:
+            root = r(np.sqrt(f64(attrs["scale"])))
+            qk = r(np.matmul(r(queries * root), r(keys * root).swapaxes(-1, -2)))
+        else:
+            qk = np.matmul(queries, keys.swapaxes(-1, -2)) * float(attrs["scale"])
         if attrs["result"] == "qk":
             return as_contiguous(qk, q.dtype)
         cap = float(attrs["softcap"])
-        capped = cap * np.tanh(qk / cap) if cap > 0 else qk
+        capped = r(r(np.tanh(r(qk / cap))) * cap) if cap > 0 else qk
         if attrs["result"] == "qk_softcap":
             return as_contiguous(capped, q.dtype)
         bias = np.zeros((1, 1, sq, skv), f64)
         if len(xs) > 3:
             bias = bias + xs[3].astype(f64)
         bias = np.where(_allowed(xs, attrs, sq, skv), bias, -np.inf)
-        scores = capped + bias
+        scores = r(capped + bias)
         if attrs["result"] == "qk_bias":
             return as_contiguous(scores, q.dtype)
         top = np.max(scores, axis=-1, keepdims=True) if skv else np.zeros(scores.shape[:-1] + (1,))
-        e = np.exp(scores - np.where(np.isneginf(top), 0.0, top))
-        total = np.sum(e, axis=-1, keepdims=True)
-        probs = e / np.where(total == 0, 1.0, total)
+        rs = r if attrs["softmax_steps"] else (lambda x: x)
+        e = rs(np.exp(rs(scores - np.where(np.isneginf(top), 0.0, top))))
+        total = _row_sums(e, rs, attrs["rounding"] == "bf16" and attrs["softmax_steps"])
+        probs = r(e / np.where(total == 0, 1.0, total))
         if skv:
             masked = np.isneginf(np.max(bias, axis=-1, keepdims=True))
             probs = np.where(masked, 0.0, probs)
@@ -193,7 +245,7 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "attention",
-            "softmax(softcap(scale * q @ k.T) + bias + causal/padding masks) @ v, per head",
+            "softmax(softcap(scale * q @ k.T) + bias + causal/padding/window masks) @ v, per head",
             "kernel",
             _infer_attention,
             family="matmul",
@@ -206,8 +258,12 @@ def register_all(reg: Registry) -> None:
                 AttrSpec("scale", "float", doc="multiplies q . k"),
                 AttrSpec("softcap", "float", 0.0, "scores -> softcap * tanh(scores / softcap)"),
                 AttrSpec("causal", "bool", False, "query i sees keys j <= i + offset"),
-                AttrSpec("offset", "int", 0, "the causal offset (the past's length)"),
+                AttrSpec("offset", "int", 0, "query 0's position (the past's length)"),
                 AttrSpec("result", "str", "y", "y, qk, qk_softcap, qk_bias or probs"),
+                AttrSpec("window_left", "int", -1, "keys j >= i + offset - window_left"),
+                AttrSpec("window_right", "int", -1, "keys j <= i + offset + window_right"),
+                AttrSpec("rounding", "str", "once", "once, or f16 / bf16: ONNX's steps"),
+                AttrSpec("softmax_steps", "bool", True, "rounding f16/bf16 in the softmax too"),
             ),
         )
     )
@@ -232,4 +288,4 @@ def register_all(reg: Registry) -> None:
     )
 
 
-__all__ = ["RESULTS", "register_all"]
+__all__ = ["RESULTS", "ROUNDINGS", "register_all"]

@@ -1019,8 +1019,37 @@ def _attention(b: FnBuilder, op: OpDef) -> Val:
         attrs["offset"] = b.ch.int(-1, 2)
     if b.ch.bool():
         attrs["softcap"] = 2.0
+    if b.ch.bool():
+        attrs["window_left"] = b.ch.int(-1, 2)
+        attrs["window_right"] = b.ch.int(-1, 2)
+        attrs.setdefault("offset", b.ch.int(0, 2))
+    if dt in ("f16", "bf16") and b.ch.bool():
+        attrs["rounding"] = dt
+        attrs["softmax_steps"] = b.ch.bool()
     attrs["result"] = b.ch.choice(["y", "y", "qk", "qk_softcap", "qk_bias", "probs"])
     return b.apply(op, args, attrs)
+
+
+@recipe("linear_attention")
+def _linear_attention(b: FnBuilder, op: OpDef) -> Val:
+    q = _rank4(b, _float)
+    batch, hq, steps, dk = q.type.shape
+    if not isinstance(hq, int) or not isinstance(dk, int):
+        raise Reject()
+    hkv = b.ch.choice([h for h in (1, 2, hq) if hq % h == 0])
+    dv, dt = b.ch.choice([1, 2, 3]), q.type.dtype
+    rule = b.ch.choice(["linear", "gated", "delta", "gated_delta"])
+    args = [q, b.new_input(TensorType((batch, hkv, steps, dk), dt))]
+    args.append(b.new_input(TensorType((batch, hkv, steps, dv), dt)))
+    state_dt = b.ch.choice([dt, "f32"])
+    args.append(b.new_input(TensorType((batch, hkv, dk, dv), state_dt)))
+    if rule in ("gated", "gated_delta"):
+        wide = dk if b.ch.bool() else 1
+        args.append(b.new_input(TensorType((batch, hkv, steps, wide), dt)))
+    if rule in ("delta", "gated_delta"):
+        heads = hkv if b.ch.bool() else 1
+        args.append(b.new_input(TensorType((batch, heads, steps, 1), dt), positive=True))
+    return b.apply(op, args, {"scale": b.ch.choice([0.5, 1.0]), "rule": rule}, base="s")
 
 
 @recipe("softmax", "log_softmax")

@@ -444,3 +444,19 @@ fn @main(%p3: Tensor[(2, 8, 8, 5), f32]) -> Tuple[Tensor[(1, 12), f32], Tensor[(
         {},
         tmp_path,
     )
+
+
+def test_reflect_pad_of_a_static_single_element(tmp_path: Path) -> None:
+    """C, seed 57 once issue 30's linear_attention changed the draws: a reflect pad of an
+    axis cropped to one element emitted its period-2(L - 1) branch behind a run-time test,
+    and cc rejected the constant ``% (2 * (1 - 1))`` (-Werror=div-by-zero)."""
+    check_everything(
+        """
+fn @main(%x: Tensor[(3, 1), i32]) -> Tensor[(1, 2), i32] {
+  %v = pad(%x, pads=(-1, 1, -1, 0), mode="reflect")
+  return %v
+}
+""",
+        {},
+        tmp_path,
+    )

@@ -44,7 +44,9 @@ def run(name: str, arrays: list, **attrs: Any) -> np.ndarray:
     return out
 
 
-def _loop_attention(q, k, v, bias=None, lens=None, *, scale, softcap=0.0, causal=False, offset=0):
+def _loop_attention(
+    q, k, v, bias=None, lens=None, *, scale, softcap=0.0, causal=False, offset=0, window=(-1, -1)
+):
     """Y by the definition, one (batch, head, query) row at a time, in float64."""
     B, Hq, Sq, _ = q.shape
     Hkv, Skv, Dv = k.shape[1], k.shape[2], v.shape[3]
@@ -64,6 +66,10 @@ def _loop_attention(q, k, v, bias=None, lens=None, *, scale, softcap=0.0, causal
                 for j in range(Skv):
                     off = offset if lens is None else lens[b] - Sq
                     if (causal and j > i + off) or (lens is not None and j >= lens[b]):
+                        add[j] = -math.inf
+                    if (window[0] >= 0 and j < i + off - window[0]) or (
+                        window[1] >= 0 and j > i + off + window[1]
+                    ):
                         add[j] = -math.inf
                 if np.all(add == -math.inf):
                     continue
@@ -131,6 +137,66 @@ def test_attention_padding_and_fully_masked_rows() -> None:
             assert not np.isnan(got).any()
     got = run("attention", [q, k, v, zero, np.array([0, 5])], scale=0.5)
     assert (got[0] == 0).all()
+
+
+@pytest.mark.parametrize("window", [(0, 0), (1, -1), (-1, 1), (2, 0), (0, 3)])
+@pytest.mark.parametrize(
+    "causal, offset, lens", [(False, 0, None), (True, 2, None), (True, 0, [5, 2])]
+)
+def test_attention_window_matches_the_definition(window, causal, offset, lens) -> None:
+    """Key j is allowed for query i when i + offset - left <= j <= i + offset + right, the
+    offset being kv_lens[b] - Sq with kv_lens; rows the window empties are zeros."""
+    q, k, v = _qkv(6, dtype=np.float64)
+    args = [q, k, v] + ([np.zeros((1, 1, 1, 1)), np.array(lens)] if lens else [])
+    got = run(
+        "attention",
+        args,
+        scale=0.5,
+        causal=causal,
+        offset=offset,
+        window_left=window[0],
+        window_right=window[1],
+    )
+    want = _loop_attention(
+        q,
+        k,
+        v,
+        lens=None if lens is None else np.array(lens),
+        scale=0.5,
+        causal=causal,
+        offset=offset,
+        window=window,
+    )
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def _float16_steps(q, k, v, bias, scale, softcap):
+    """ONNX's Attention in float16 numpy arithmetic (numpy rounds each op to float16; its
+    float16 matmul and sum add in float32): what ``rounding="f16"`` reproduces."""
+    root = np.float16(np.sqrt(scale))
+    rep = q.shape[1] // k.shape[1]
+    keys, values = np.repeat(k, rep, axis=1), np.repeat(v, rep, axis=1)
+    qk = np.matmul(q * root, (keys * root).swapaxes(-1, -2))
+    c = np.float16(softcap)
+    scores = np.tanh(qk / c) * c + bias
+    e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    probs = e / e.sum(axis=-1, keepdims=True)
+    return np.matmul(probs, values)
+
+
+def test_attention_float16_rounding_follows_the_steps() -> None:
+    q, k, v = (x * 3 for x in _qkv(7, sq=6, skv=7, d=8, dtype=np.float16))
+    bias = np.random.default_rng(8).standard_normal((1, 4, 6, 7)).astype(np.float16)
+    want = _float16_steps(q, k, v, bias, 0.35, 4.0)
+    args = [q, k, v, bias]
+    stepped = run("attention", args, scale=0.35, softcap=4.0, rounding="f16")
+    once = run("attention", args, scale=0.35, softcap=4.0)
+    ulp = np.spacing(np.abs(want))
+    assert (np.abs(stepped.astype(np.float64) - want) <= ulp).all()
+    assert (stepped == want).mean() > 0.95
+    assert (once != want).mean() > 0.1  # rounded once, float64 lands elsewhere
+    with pytest.raises(OpError, match="rounding f16 on f32"):
+        infer("attention", [T(q.shape), T(k.shape), T(v.shape)], scale=1.0, rounding="f16")
 
 
 def test_attention_score_results() -> None:

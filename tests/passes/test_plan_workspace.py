@@ -270,6 +270,42 @@ fn @f(%x: Tensor[(4,), f32], %workspace: Tensor[(64,), u8], %out0: Tensor[(4,), 
         verify_module(parse_module(text.replace("OFF", "4"), "l.rx"))  # overlapping, shifted
 
 
+def test_dead_values_placed_in_the_output_before_it_is_written() -> None:
+    """Fuzz seed 239: two values nobody reads, the first as large as the output, both
+    placed at byte 0 of the output before the output is written: valid, and the checker
+    takes a whole-output view for the result itself only when nothing writes the output
+    after it."""
+    text = """
+fn @prim1(%arg0: Tensor[(), f32]) -> Tensor[(1, 3), i32]
+    attrs {primitive = true} {
+  %c1 = const([0.75, 0.0], f32)
+  %c2 = const([[-1], [-1], [3]], i32)
+  %v3 = gather_nd(%c1, %c2, batch_dims=0)
+  %v4 = max(%c2, axes=(-2, -1), keepdims=true)
+  %v6 = reshape(%c2, newshape=(1, 3))
+  return %v6
+}
+"""
+    out = PlanWorkspace()(ManifestAlloc()(parse_module(text, "p.rx")))
+    verify_module(out)
+    assert "memory.view(%out0, 0, (3,), f32)" in print_module(out)
+
+
+def test_checker_rejects_a_whole_output_view_overwritten_while_it_is_read() -> None:
+    text = """
+fn @f(%x: Tensor[(4,), f32], %out0: Tensor[(4,), f32]) -> Tensor[(4,), f32]
+    attrs {primitive = true, outputs = 1, workspace = 0} {
+  %v = memory.view(%out0, 0, (4,), f32)
+  invoke exp(%x) outs (%v)
+  invoke negative(%x) outs (%out0)
+  invoke add(%v, %x) outs (%out0)
+  return %out0
+}
+"""
+    with pytest.raises(RxError, match="%out0 .* is written while %v .* is still live"):
+        verify_module(parse_module(text, "l.rx"))
+
+
 def test_checker_rejects_an_output_never_written() -> None:
     text = (
         LOWERED.replace("A,", "0,")

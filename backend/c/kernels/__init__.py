@@ -66,6 +66,7 @@ from .elementwise import (
     plain_elementwise,
 )
 from .attention import gen_attention, gen_rotary_embedding
+from .linear_attention import gen_linear_attention
 from .conv_transpose import gen_conv2d_transpose
 from .cnn import (
     gen_axes_norm,
@@ -159,6 +160,7 @@ GENERATORS: dict[str, Generator] = {
     "lrn": gen_lrn,
     "arange": gen_arange,
     "attention": gen_attention,
+    "linear_attention": gen_linear_attention,
     "rotary_embedding": gen_rotary_embedding,
     "resize": gen_resize,
     "conv_nd": gen_conv_nd,

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
-from relaxc.ir.types import TensorType
+import numpy as np
+
+from relaxc.ir.types import TensorType, numpy_dtype
 
 from .. import dtypes as T
 from .base import Gen, broadcast_index, unsupported
@@ -46,6 +49,13 @@ def gen_attention(g: Gen) -> list[str]:
         decls.append("(void)x2;")
     srow = f"((b * {Hq} + h) * {Sq} + i) * {Skv}"
 
+    steps = s.attr["rounding"] != "once"
+    if steps and s.attr["rounding"] != "f16":
+        raise unsupported(s, f"rounding {s.attr['rounding']} (C computes f16 and wider)")
+    rnd = _rounder(g, q.dtype) if steps else (lambda e: e)
+    rs = rnd if s.attr["softmax_steps"] else (lambda e: e)
+    root = T.float_literal(_rounded(math.sqrt(float(s.attr["scale"])), q.dtype), "f64")
+
     def score() -> None:
         """``sc`` (and, past the raw results, ``bv`` and ``z = sc + bv``) for key j."""
         qrow, krow = f"((b * {Hq} + h) * {Sq} + i) * {Dq}", f"((b * {Hkv} + hk) * {Skv} + j)"
@@ -53,15 +63,21 @@ def gen_attention(g: Gen) -> list[str]:
         with g.loop("t", Dq):
             qv = f"(double){g.load(q.dtype, f'x0[{qrow} + t]')}"
             kv = f"(double){g.load(k.dtype, f'x1[{krow} * {Dq} + t]')}"
+            if steps:  # q and k each times sqrt(scale), rounded
+                qv, kv = rnd(f"{qv} * {root}"), rnd(f"{kv} * {root}")
             g.emit(f"acc += {qv} * {kv};")
-        g.emit(f"sc = acc * {T.float_literal(float(s.attr['scale']), 'f64')};")
+        if steps:
+            g.emit(f"sc = {rnd('acc')};")
+        else:
+            g.emit(f"sc = acc * {T.float_literal(float(s.attr['scale']), 'f64')};")
         cap = float(s.attr["softcap"])
         if result != "qk" and cap > 0:
             c = T.float_literal(cap, "f64")
-            g.emit(f"sc = {c} * tanh(sc / {c});")
+            quotient = rnd(f"sc / {c}")
+            g.emit(f"sc = {rnd(c + ' * ' + rnd(f'tanh({quotient})'))};")
         if not raw:
             _bias(g, full)
-            g.emit("z = sc + bv;")
+            g.emit(f"z = {rnd('sc + bv')};")
 
     with g.loop("b", B):
         with g.loop("h", Hq):
@@ -77,12 +93,28 @@ def gen_attention(g: Gen) -> list[str]:
                         score()
                         g.emit("if (bv != -INFINITY) open = 1;")
                         g.emit("row[j] = z;")
-                    _softmax_row(g, Skv, Sq, Hq, out.dtype, result, v, Dv, Hkv)
+                    _softmax_row(g, Skv, Sq, Hq, out.dtype, result, v, Dv, Hkv, (rnd, rs))
                 else:
                     yrow = f"((b * {Hq} + h) * {Sq} + i) * {Dv}"
-                    _recomputed_row(g, score, (srow, yrow), out.dtype, result, v, (Dv, Hkv, Skv))
+                    _recomputed_row(
+                        g, score, (srow, yrow), out.dtype, result, v, (Dv, Hkv, Skv), (rnd, rs)
+                    )
     g.emit("(void)open; (void)mx; (void)tot; (void)bv; (void)hk; (void)z;")
     return decls
+
+
+def _rounded(x: float, dtype: str) -> float:
+    """``x`` rounded to ``dtype`` (at generation time)."""
+    return float(np.array(x).astype(numpy_dtype(dtype)))
+
+
+def _rounder(g: Gen, dtype: str) -> Callable[[str], str]:
+    """A C expression's value rounded to ``dtype`` (as a double): ``rounding="steps"``."""
+    if dtype == "f16":
+        return lambda e: f"(double){g.h.use('h2f')}({g.h.use('f2h')}((double)({e})))"
+    if dtype == "f32":
+        return lambda e: f"(double)(float)({e})"
+    return lambda e: e
 
 
 def _recomputed_row(
@@ -93,11 +125,14 @@ def _recomputed_row(
     result: str,
     v: TensorType,
     dims: tuple[str, str, str],
+    rounders: tuple[Callable[[str], str], Callable[[str], str]],
 ) -> None:
     """The softmax of one row whose scores are computed again in each pass (no row buffer):
     ``rows`` are the row's first index in the scores and in y, ``dims`` are (Dv, Hkv, Skv)."""
     srow, yrow = rows
     Dv, Hkv, Skv = dims
+    rnd, rs = rounders
+    e = rs(f"exp({rs('z - mx')})")
     g.emit("mx = -INFINITY;")
     with g.loop("j", Skv):  # numpy's max: a NaN wins
         score()
@@ -107,18 +142,19 @@ def _recomputed_row(
     g.emit("tot = 0;")
     with g.loop("j", Skv):
         score()
-        g.emit("tot += exp(z - mx);")
+        g.emit(f"tot += {e};")
+    g.emit(f"tot = {rs('tot')};")
     g.emit("if (tot == 0) tot = 1;")
     if result == "probs":
         with g.loop("j", Skv):
             score()
-            g.emit(f"y0[{srow} + j] = {g.store(dtype, 'open ? exp(z - mx) / tot : 0.0')};")
+            g.emit(f"y0[{srow} + j] = {g.store(dtype, f'open ? {e} / tot : 0.0')};")
         return
     with g.loop("t", Dv):
         g.emit("out[t] = 0;")
     with g.loop("j", Skv):
         score()
-        g.emit("z = open ? exp(z - mx) / tot : 0.0;")
+        g.emit(f"z = open ? {rnd(f'{e} / tot')} : 0.0;")
         vrow = f"((b * {Hkv} + hk) * {Skv} + j) * {Dv}"
         with g.loop("t", Dv):
             g.emit(f"out[t] += z * (double){g.load(v.dtype, f'x2[{vrow} + t]')};")
@@ -138,16 +174,30 @@ def _bias(g: Gen, full: TensorType) -> None:
     rules = []
     if len(s.ins) > 4:
         rules.append("j >= x4[b]")
-        if s.attr["causal"]:
-            rules.append(f"j > i + (x4[b] - {Sq})")
-    elif s.attr["causal"]:
-        rules.append(f"j > i + {int(s.attr['offset'])}")
+        p = f"(i + (x4[b] - {Sq}))"
+    else:
+        p = f"(i + {int(s.attr['offset'])})"
+    if s.attr["causal"]:
+        rules.append(f"j > {p}")
+    if s.attr["window_left"] >= 0:
+        rules.append(f"j < {p} - {int(s.attr['window_left'])}")
+    if s.attr["window_right"] >= 0:
+        rules.append(f"j > {p} + {int(s.attr['window_right'])}")
     if rules:
         g.emit(f"if ({' || '.join(rules)}) bv = -INFINITY;")
 
 
 def _softmax_row(
-    g: Gen, Skv: str, Sq: str, Hq: str, dtype: str, result: str, v: TensorType, Dv: str, Hkv: str
+    g: Gen,
+    Skv: str,
+    Sq: str,
+    Hq: str,
+    dtype: str,
+    result: str,
+    v: TensorType,
+    Dv: str,
+    Hkv: str,
+    rounders: tuple[Callable[[str], str], Callable[[str], str]],
 ) -> None:
     srow = f"((b * {Hq} + h) * {Sq} + i) * {Skv}"
     g.emit("mx = -INFINITY;")
@@ -157,13 +207,16 @@ def _softmax_row(
             "else if (row[j] > mx) mx = row[j];"
         )
     g.emit("if (mx == -INFINITY) mx = 0;")
+    rnd, rs = rounders
     g.emit("tot = 0;")
     with g.loop("j", Skv):
-        g.emit("row[j] = exp(row[j] - mx);")
+        diff = rs("row[j] - mx")
+        g.emit(f"row[j] = {rs(f'exp({diff})')};")
         g.emit("tot += row[j];")
+    g.emit(f"tot = {rs('tot')};")
     g.emit("if (tot == 0) tot = 1;")
     with g.loop("j", Skv):
-        g.emit("row[j] = open ? row[j] / tot : 0.0;")
+        g.emit(f"row[j] = open ? {rnd('row[j] / tot')} : 0.0;")
     if result == "probs":
         with g.loop("j", Skv):
             g.emit(f"y0[{srow} + j] = {g.store(dtype, 'row[j]')};")

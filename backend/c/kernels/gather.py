@@ -79,13 +79,23 @@ def gen_pad(g: Gen) -> list[str]:
                     g.emit(f"if ({s} > {length} - 1) {s} = {length} - 1;")
                 elif mode == "wrap":
                     g.emit(f"{s} = (({s} % {length}) + {length}) % {length};")
+                elif str(length) == "1":  # reflect of one element: that element
+                    g.emit(f"{s} = 0;")
                 else:  # reflect: the mirror image repeats with period 2 (L - 1)
-                    with g.block(f"if ({length} == 1)"):
-                        g.emit(f"{s} = 0;")
-                    with g.block("else"):
-                        p = f"(2 * ({length} - 1))"
-                        g.emit(f"{s} = (({s} % {p}) + {p}) % {p};")
-                        g.emit(f"if ({s} >= {length}) {s} = {p} - {s};")
+                    p = f"(2 * ({length} - 1))"
+                    mirror = [
+                        f"{s} = (({s} % {p}) + {p}) % {p};",
+                        f"if ({s} >= {length}) {s} = {p} - {s};",
+                    ]
+                    if str(length).isdigit():  # static, not 1: no test (a % 0 is an error)
+                        for line in mirror:
+                            g.emit(line)
+                    else:
+                        with g.block(f"if ({length} == 1)"):
+                            g.emit(f"{s} = 0;")
+                        with g.block("else"):
+                            for line in mirror:
+                                g.emit(line)
             if crop:
                 g.emit(f"{s} += {crop};")
         src = horner(svars, xs)

@@ -1,4 +1,4 @@
-"""The transformer operators of opsets 23/24 (RMSNormalization, RotaryEmbedding, Attention):
+"""The transformer operators of opsets 23-25 (RMSNormalization, RotaryEmbedding, Attention):
 the onnx package's node tests through the interpreter and the VM (C for a sample), and
 models built here against onnx's reference evaluator."""
 
@@ -29,11 +29,11 @@ def _cases() -> dict[str, Any]:
 
 
 def _names(op: str, c_sample: bool = False) -> list[str]:
-    """The non-expanded node tests of ``op`` at opsets relaxc reads (<= 24)."""
+    """The non-expanded node tests of ``op`` at opsets relaxc reads (<= 25)."""
     out = []
     for name, case in sorted(_cases().items()):
         version = max(o.version for o in case.model.opset_import if o.domain in ("", "ai.onnx"))
-        if node_cases.tested_op(case) == op and not name.endswith("_expanded") and version <= 24:
+        if node_cases.tested_op(case) == op and not name.endswith("_expanded") and version <= 25:
             out.append(name)
     return out[::4] if c_sample else out
 
@@ -97,14 +97,13 @@ def test_rms_normalization_refusals() -> None:
 
 # -- RotaryEmbedding and Attention: node tests ------------------------------------------------
 
-LOW_PRECISION = ("fp16", "bf16", "softmax_precision")
-"""Attention cases in float16/bfloat16, which relaxc refuses (their expected outputs round
-every step in the low precision; relaxc computes in float64)."""
+BF16 = "bf16"
+"""Attention cases in bfloat16: the C target does not store bf16, so they are refused there."""
 
 
 def _attention_names(c_sample: bool = False) -> list[str]:
-    names = [n for n in _names("Attention") if not any(w in n for w in LOW_PRECISION)]
-    return names[::4] if c_sample else names
+    names = _names("Attention")
+    return [n for n in names[::4] if BF16 not in n] if c_sample else names
 
 
 @pytest.mark.parametrize("name", _names("RotaryEmbedding"))
@@ -131,12 +130,19 @@ def test_attention_node_cases_c(name: str) -> None:
     assert outcome.status == "passed", outcome.message
 
 
-@pytest.mark.parametrize(
-    "name", [n for n in _names("Attention") if any(w in n for w in LOW_PRECISION)]
-)
-def test_attention_low_precision_is_refused_by_name(name: str) -> None:
-    outcome = node_cases.run_case(_cases()[name])
-    assert outcome.status == "refused" and "Attention on" in outcome.message, outcome.message
+@pytest.mark.parametrize("name", [n for n in _names("Attention") if "fp16" in n])
+def test_attention_float16_node_cases_in_c(name: str) -> None:
+    """float16 cases in C: the kernel rounds at ONNX's steps, as the numpy kernel does."""
+    outcome = node_cases.run_case(_cases()[name], ("c",))
+    assert outcome.status == "passed", outcome.message
+
+
+@pytest.mark.parametrize("name", [n for n in _names("Attention") if BF16 in n])
+def test_attention_bfloat16_is_refused_by_c(name: str) -> None:
+    outcome = node_cases.run_case(_cases()[name], ("interp", "vm"))
+    assert outcome.status == "passed", outcome.message
+    outcome = node_cases.run_case(_cases()[name], ("c",))
+    assert outcome.status == "refused" and "does not support dtype bf16" in outcome.message
 
 
 # -- a GPT-style block at opset 23 against onnx's reference evaluator -------------------------
@@ -354,3 +360,93 @@ def test_operators_of_opset_23_are_refused_in_older_models() -> None:
         RxError, match="an operator of opset 23 and later; the model imports opset 22"
     ):
         import_onnx(model)
+
+
+# -- opset 25's sliding window, float16 and softmax_precision --------------------------------------
+
+
+def _windowed_model(dtype: Any, opset: int = 25, mask: bool = True, **attrs: Any) -> Any:
+    from .util import tensor_info
+
+    names = ["q", "k", "v", "m", "pk", "pv"] if mask else ["q", "k", "v", "", "pk", "pv"]
+    node = helper.make_node("Attention", names, ["y", "present_k", "present_v"], **attrs)
+    ins = [("q", (1, 2, 4, 4)), ("k", (1, 2, 4, 4)), ("v", (1, 2, 4, 3))]
+    ins += [("m", (4, 6))] if mask else []
+    ins += [("pk", (1, 2, 2, 4)), ("pv", (1, 2, 2, 3))]
+    graph = helper.make_graph(
+        [node],
+        "w",
+        [tensor_info(n, dtype, s) for n, s in ins],
+        [tensor_info(n, dtype, None) for n in ("y", "present_k", "present_v")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 10
+    feeds = {n: randn(*s, seed=i, dtype=dtype) for i, (n, s) in enumerate(ins)}
+    return model, feeds
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"left_window_size": 1},
+        {"left_window_size": 2, "right_window_size": 1},
+        {"right_window_size": 0, "left_window_size": 0},
+        {"left_window_size": 1, "is_causal": 1, "softcap": 2.0},
+    ],
+)
+def test_attention_window_matches_onnxruntime(attrs: dict) -> None:
+    """Opset 25's window counts positions from the past's length: query i at i + 2 here."""
+    from .util import run_ort
+
+    model, feeds = _windowed_model(np.float32, **attrs)
+    want = run_ort(model, feeds)
+    result = import_onnx(model)
+    got = run_interpreter(result, [feeds[n] for n in feed_order(model)])
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+    assert any(dict(c.kwargs).get("window_left", -1) >= 0 for c in _calls(result.module))
+
+
+def test_attention_float16_rounds_at_the_reference_steps() -> None:
+    """float16 Attention against onnx's reference (which rounds each step in float16): within
+    the node tests' float16 tolerance, where a float64 computation rounded once is not."""
+    model, feeds = _windowed_model(np.float16, is_causal=1, softcap=3.0, mask=False)
+    want = _reference(model, feeds)
+    got = run_interpreter(import_onnx(model), [feeds[n] for n in feed_order(model)])
+    r, a = node_cases._half_tolerance(node_cases.RTOL, np.dtype(np.float16))
+    for g, w_ in zip(got, want):
+        assert g.dtype == np.float16
+        np.testing.assert_allclose(g.astype(np.float32), w_.astype(np.float32), rtol=r, atol=a)
+
+
+def test_attention_25_refusals() -> None:
+    model, _ = _windowed_model(np.float32, left_window_size=-2)
+    with pytest.raises(RxError, match="left_window_size must be -1"):
+        import_onnx(model)
+    model, _ = _windowed_model(np.float32, q_num_heads=2, kv_num_heads=2)
+    with pytest.raises(RxError, match="must not be given with 4-D"):
+        import_onnx(model)
+    model, _ = _windowed_model(np.float32, softmax_precision=10)
+    with pytest.raises(RxError, match="softmax_precision float16 below the inputs' f32"):
+        import_onnx(model)
+    model, _ = _windowed_model(np.float32, opset=24, left_window_size=1)  # not read before 25
+    result = import_onnx(model)
+    assert all(dict(c.kwargs).get("window_left", -1) == -1 for c in _calls(result.module))
+
+
+@pytest.mark.parametrize("precision", [None, 1, 10])
+def test_attention_float16_softmax_precision_matches_the_reference(precision: Any) -> None:
+    """float16 with softmax_precision float (a float32 softmax, its probabilities rounded
+    once), float16 (every step rounded) or none (as float16): the reference's bits."""
+    attrs = {} if precision is None else {"softmax_precision": precision}
+    model, feeds = _windowed_model(np.float16, left_window_size=2, **attrs)
+    for name in ("q", "k"):
+        feeds[name] = (feeds[name] * 3).astype(np.float16)  # scores far from 0: rounding shows
+    want = _reference(model, feeds)
+    result = import_onnx(model)
+    call = next(c for c in _calls(result.module) if c.op == "attention")
+    assert dict(call.kwargs).get("softmax_steps", True) is (precision != 1)
+    got = run_interpreter(result, [feeds[n] for n in feed_order(model)])
+    for g, w_ in zip(got, want):
+        ulp = np.spacing(np.abs(w_)).astype(np.float64)
+        assert (np.abs(g.astype(np.float64) - w_.astype(np.float64)) <= ulp).all()
