@@ -275,6 +275,11 @@ def _run(
 SIZES_FIRST = frozenset({"ConstantOfShape", "Range"})
 """Ops whose first input is a size (a shape, a range's start), not data."""
 
+FLOAT_IMPORT_TIME = {"Resize": frozenset({1, 2}), "Upsample": frozenset({1})}
+"""Float inputs the importer needs at import time, by op and input position: Resize's roi
+and scales (Resize-10's scales at 1), Upsample's scales. A float graph input of rank 1 that
+feeds one of these (and no other input of a node) is bound as the integer ones are."""
+
 
 def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
     """``case``'s model with its import-time inputs made initializers, the data sets without
@@ -282,16 +287,28 @@ def bind_inputs(case: Any) -> tuple[Any, list[Any], tuple[str, ...]] | None:
 
     An import-time input is an integer (or bool) graph input of rank 0 or 1 that is never the
     first input of a node (the first is the data; axes, pads, sizes, shapes and Dropout's
-    training_mode come after it), except of the ops of :data:`SIZES_FIRST`."""
+    training_mode come after it), except of the ops of :data:`SIZES_FIRST`; and a float
+    graph input of rank 1 that feeds only the inputs of :data:`FLOAT_IMPORT_TIME`."""
     from onnx import TensorProto, numpy_helper
 
     graph = case.model.graph
     firsts = {n.input[0] for n in graph.node if n.input and n.op_type not in SIZES_FIRST}
     ints = {TensorProto.INT64, TensorProto.INT32, TensorProto.BOOL}  # bool: training_mode
+    floats = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16}
+    uses: dict[str, list[bool]] = {}  # name -> per use, whether a float import-time slot
+    for n in graph.node:
+        slots = FLOAT_IMPORT_TIME.get(n.op_type, frozenset())
+        for j, name in enumerate(n.input):
+            uses.setdefault(name, []).append(j in slots)
     pick = []
     for k, info in enumerate(graph.input):
         t = info.type.tensor_type if info.type.HasField("tensor_type") else None
-        if t is None or t.elem_type not in ints or info.name in firsts:
+        if t is None:
+            continue
+        if t.elem_type in floats:
+            if not uses.get(info.name) or not all(uses[info.name]):
+                continue
+        elif t.elem_type not in ints or info.name in firsts:
             continue
         if t.HasField("shape") and len(t.shape.dim) > 1:
             continue
