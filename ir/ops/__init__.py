@@ -11,6 +11,7 @@ from . import (
     conv_transpose,
     cumulative,
     elementwise,
+    grid_sample,
     memory,
     misc,
     movement,
@@ -40,6 +41,7 @@ def build_registry() -> Registry:
         cnn,
         movement,
         cumulative,
+        grid_sample,
     ):
         module.register_all(reg)
     return reg

@@ -87,6 +87,7 @@ from .gather import (
 from .linalg import gen_conv2d, gen_dense, gen_matmul
 from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_take, gen_transpose
 from .cumulative import gen_cumulative, gen_topk_indices
+from .grid_sample import gen_grid_sample
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
@@ -159,6 +160,7 @@ GENERATORS: dict[str, Generator] = {
     "attention": gen_attention,
     "rotary_embedding": gen_rotary_embedding,
     "resize": gen_resize,
+    "grid_sample": gen_grid_sample,
     "conv_nd": gen_conv_nd,
     "max_pool_nd": gen_pool_nd,
     "max_pool_indices": gen_max_pool_indices,
