@@ -15,6 +15,7 @@ from . import (
     convert_nn,
     convert_reduce,
     convert_reduce2,
+    convert_sampling,
     convert_shape,
 )
 from .context import NodeContext
@@ -35,6 +36,7 @@ def _build() -> dict[str, Converter]:
         convert_models,
         convert_cnn,
         convert_movement,
+        convert_sampling,
     ):
         table.update(module.table())
     return table
