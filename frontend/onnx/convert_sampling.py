@@ -56,7 +56,8 @@ def convert_grid_sample(ctx: NodeContext) -> list:
 def base_grid(sizes: list[int], align_corners: bool) -> np.ndarray:
     """The normalized coordinates of every position of ``sizes`` (row-major), as rows
     ``(x_last, ..., x_first, 1)`` (float64): align_corners puts -1 and 1 at the end
-    positions (a length of 1 at 0), otherwise at the outer edges of the end positions."""
+    positions (a length of 1 at 0, as PyTorch does: the converter refuses it, see
+    :func:`convert_affine_grid`), otherwise at the outer edges of the end positions."""
     axes = []
     for d in sizes:
         i = np.arange(d, dtype=np.float64)
@@ -85,10 +86,19 @@ def convert_affine_grid(ctx: NodeContext) -> list:
             f"theta must be (N, {r}, {r + 1}) for a size of {len(size)} values, "
             f"got ({', '.join(D.dim_to_str(d) for d in shape)})"
         )
+    if D.is_static(shape[0]) and int(shape[0]) != size[0]:  # type: ignore[arg-type]
+        raise ctx.fail(f"size's batch {size[0]} is not theta's, {D.dim_to_str(shape[0])}")
     dtype = theta.type.dtype
     if not dtype.startswith("f"):
         raise ctx.fail(f"theta must be floating-point, got {dtype}")
-    base = base_grid(spatial, bool(ctx.attr("align_corners", 0)))
+    align = bool(ctx.attr("align_corners", 0))
+    if align and 1 in spatial:
+        raise ctx.fail(
+            f"align_corners=1 with a spatial length of 1 (size {size}) has no agreed grid: "
+            "onnx's reference implementation puts the position at -1, onnxruntime at 1, "
+            "PyTorch at 0"
+        )
+    base = base_grid(spatial, align)
     base_v = Folded(base.astype(numpy_dtype(dtype)), f"{ctx.hint()}_base")
     theta_t = ctx.emit("transpose", [theta], {"axes": (0, 2, 1)})
     grid = ctx.emit("matmul", [base_v, theta_t])

@@ -9,17 +9,20 @@ coordinate ``g`` (float64) to an input position
     align_corners:  (g + 1) / 2 * (d - 1)       (-1 and 1 the centres of the end elements)
     otherwise:      ((g + 1) * d - 1) / 2       (-1 and 1 the outer edges of the ends)
 
-``nearest`` rounds it half to even (as onnx's reference and PyTorch do). A position outside
-the border ([0, d - 1] with align_corners, else [-0.5, d - 0.5]) is clamped to [0, d - 1]
-(``border``) or reflected at the border until it is inside (``reflection``); ``zeros`` leaves
-it. Then each axis has taps: nearest one (the position, truncated), linear two (floor and
-floor + 1, weights 1 - t and t), cubic four (floor - 1 .. floor + 2, Keys' kernel with
-a = -0.75). A tap outside the axis reads zero (``zeros``), the clamped index (``border``) or
-the reflected index (``reflection``). The output is the sum over one tap per axis (row-major,
-the first spatial axis outermost) of the product of their weights (multiplied in axis order)
-times ``x`` at their indices, summed in float64 and rounded once to the dtype; ``nearest``
-copies the element (any dtype, bits exact). A grid position with a non-finite coordinate
-gives NaN (0 for an integer ``x``). The C kernel computes the same, in the same order.
+``nearest`` rounds it half to even (as onnx's reference and PyTorch do). Under
+``reflection`` a position outside the border ([0, d - 1] with align_corners, else
+[-0.5, d - 0.5]) is reflected at the border until it is inside; ``zeros`` and ``border``
+leave it. Then each axis has taps: nearest one (the position, truncated), linear two (floor
+and floor + 1, weights 1 - t and t), cubic four (floor - 1 .. floor + 2, Keys' kernel with
+a = -0.75). A tap outside the axis reads zero (``zeros``), the clamped index (``border``:
+the input padded with its edge values, as the specification words it and onnxruntime and
+PyTorch compute; onnx's reference implementation clamps the position before it takes the
+taps, which gives other values for cubic near the border) or the reflected index
+(``reflection``). The output is the sum over one tap per axis (row-major, the first spatial
+axis outermost) of the product of their weights (multiplied in axis order) times ``x`` at
+their indices, summed in float64 and rounded once to the dtype; ``nearest`` copies the
+element (any dtype, bits exact). A grid position with a non-finite coordinate gives NaN (0
+for an integer ``x``). The C kernel computes the same, in the same order.
 """
 
 from __future__ import annotations
@@ -95,9 +98,7 @@ def axis_taps(g: np.ndarray, d: int, attrs: Mapping[str, Any]) -> AxisTaps:
     if mode == "nearest":
         x = np.rint(x)
     lo, hi = borders(d, align)
-    if padding == "border":
-        x = np.where((x < lo) | (x > hi), np.clip(x, 0.0, float(d - 1)), x)
-    elif padding == "reflection":
+    if padding == "reflection":
         x = reflect(x, lo, hi)
     x = np.clip(x, -3.0, d + 2.0)  # every tap of a position beyond stays outside the axis
     if mode == "nearest":

@@ -54,11 +54,7 @@ def _axis(g: Gen, a: int, d: int, grid_at: str, reflect: str) -> None:
         g.emit(f"p = ((c + 1.0) * {_lit(d)} - 1.0) / 2.0;")
     if mode == "nearest":
         g.emit("p = nearbyint(p);")
-    if padding == "border":
-        top = _lit(d - 1)
-        clamp = f"p < 0.0 ? 0.0 : (p > {top} ? {top} : p)"
-        g.emit(f"if (p < {_lit(lo)} || p > {_lit(hi)}) p = {clamp};")
-    elif padding == "reflection":
+    if padding == "reflection":
         g.emit(f"p = {reflect}(p, {_lit(lo)}, {_lit(hi)});")
     g.emit(f"p = p < -3.0 ? -3.0 : (p > {_lit(d + 2)} ? {_lit(d + 2)} : p);")
     n = N_TAPS[mode]
