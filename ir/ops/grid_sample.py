@@ -52,7 +52,7 @@ class AxisTaps(NamedTuple):
     clamped or reflected into it), float64 weights, and whether each tap reads the input
     (False: outside the axis under ``zeros`` padding, which reads zero)."""
 
-    index: np.ndarray  # (..., k) int64
+    source: np.ndarray  # (..., k) int64
     weight: np.ndarray  # (..., k) float64
     valid: np.ndarray  # (..., k) bool
 
@@ -168,24 +168,28 @@ def _grid_sample(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarr
     r = len(dims)
     g = grid.astype(np.float64)
     finite = np.isfinite(g)
-    bad = ~finite.all(axis=-1)  # (N, O...)
+    bad = np.asarray(~finite.all(axis=-1))  # (N, O...)
     g = np.where(finite, g, 0.0)
     taps = [axis_taps(g[..., r - 1 - a], int(d), attrs) for a, d in enumerate(dims)]
     xt = np.moveaxis(x, 1, -1)  # (N, D..., C)
     batch = np.arange(x.shape[0]).reshape((-1,) + (1,) * (grid.ndim - 2))
     if attrs["mode"] == "nearest":
-        vals = xt[(batch, *(t.index[..., 0] for t in taps))]  # (N, O..., C)
-        valid = np.logical_and.reduce([t.valid[..., 0] for t in taps])
+        at = (batch,) + tuple(t.source[..., 0] for t in taps)
+        vals = xt[at]  # (N, O..., C)
+        valid = np.asarray(np.logical_and.reduce([t.valid[..., 0] for t in taps]))
         y = np.where(valid[..., None], vals, np.zeros((), x.dtype))
     else:
         acc = np.zeros(grid.shape[:-1] + (x.shape[1],))
         x64 = xt.astype(np.float64)
-        for combo in itertools.product(*(range(t.index.shape[-1]) for t in taps)):
+        for combo in itertools.product(*(range(t.source.shape[-1]) for t in taps)):
             w = taps[0].weight[..., combo[0]]
             for t, k in zip(taps[1:], combo[1:]):
                 w = w * t.weight[..., k]
-            valid = np.logical_and.reduce([t.valid[..., k] for t, k in zip(taps, combo)])
-            vals = x64[(batch, *(t.index[..., k] for t, k in zip(taps, combo)))]
+            valid = np.asarray(
+                np.logical_and.reduce([t.valid[..., k] for t, k in zip(taps, combo)])
+            )
+            at = (batch,) + tuple(t.source[..., k] for t, k in zip(taps, combo))
+            vals = x64[at]
             with np.errstate(invalid="ignore", over="ignore"):
                 acc = acc + np.where(valid[..., None], w[..., None] * vals, 0.0)
         with np.errstate(invalid="ignore", over="ignore"):

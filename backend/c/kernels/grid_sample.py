@@ -90,7 +90,7 @@ def gen_grid_sample(g: Gen) -> list[str]:
     out = g.spec.outs[0]
     attrs = g.spec.attr
     mode = attrs["mode"]
-    dims = [int(d) for d in x.shape[2:]]  # type: ignore[call-overload]
+    dims = [int(d) for d in x.shape[2:]]  # type: ignore[arg-type]
     r = len(dims)
     os_ = g.shape(out)
     xs = g.shape(x)
