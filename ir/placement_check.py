@@ -129,7 +129,7 @@ def check_placement(fn: Function, types: dict[str, Type], registry: Registry) ->
                     break
                 if wa > ub or not _intersect(regions[a], regions[b]):
                     continue
-                if ua == wb and _in_place(fn, wb, regions[a], regions[b], refers, registry):
+                if ua == wb and _in_place(fn, wb, regions[a], regions[b], refers, registry, types):
                     continue
                 raise RxError(
                     f"in @{fn.name}, %{b} (bytes {D.dim_to_str(regions[b].offset)} + "
@@ -180,7 +180,13 @@ def _overwritten_whole_views(fn: Function, outs: set[str], types: dict[str, Type
 
 
 def _in_place(
-    fn: Function, at: int, a: Region, b: Region, refers: dict[str, set[str]], registry: Registry
+    fn: Function,
+    at: int,
+    a: Region,
+    b: Region,
+    refers: dict[str, set[str]],
+    registry: Registry,
+    types: dict[str, Type],
 ) -> bool:
     """The statement at ``at`` writes ``b`` in place over its input ``a``, as its op allows."""
     stmt = fn.body[at]
@@ -190,7 +196,9 @@ def _in_place(
     op = registry.get(e.target)
     if op is None or not op.inplace:
         return False
-    if not (D.dims_equal(a.offset, b.offset) and a.type == b.type):
+    written = [types.get(v.name) for v in e.outs if b.name in refers.get(v.name, set())]
+    # the value written over ``a`` has a's type (``b`` may be the output under another shape)
+    if not (D.dims_equal(a.offset, b.offset) and (a.type == b.type or a.type in written)):
         return False
     ins = [v for v in e.args if isinstance(v, Var)]
     return any(k < len(ins) and refers.get(ins[k].name) == {a.name} for k in op.inplace)

@@ -86,7 +86,9 @@ class ProgramBuilder:
             return cached[1]
         array = v.array  # a splat stays a view: the weights archive records it as one value
         t = v.type
-        if array.size <= self.inline_limit and array.dtype.kind in "fiu":
+        # (an empty array of rank 2 or more has no literal: [] reads as shape (0,))
+        inline = array.size > 0 or array.ndim == 1
+        if inline and array.size <= self.inline_limit and array.dtype.kind in "fiu":
             literal = array.item() if array.ndim == 0 else _nested(array.tolist())
             name = self.fresh(v.name or hint)
             self.body.append(

@@ -21,6 +21,7 @@ from . import (
     convert_quantize,
     convert_reduce,
     convert_reduce2,
+    convert_sampling,
     convert_shape,
     convert_spectral,
 )
@@ -49,6 +50,7 @@ def _build() -> dict[str, Converter]:
         convert_blocks,
         convert_quantize,
         convert_misc,
+        convert_sampling,
     ):
         table.update(module.table())
     return table

@@ -14,6 +14,7 @@ from . import (
     elementwise,
     linalg,
     linear_attention,
+    grid_sample,
     memory,
     misc,
     movement,
@@ -46,6 +47,7 @@ def build_registry() -> Registry:
         cumulative,
         bits,
         linalg,
+        grid_sample,
     ):
         module.register_all(reg)
     return reg

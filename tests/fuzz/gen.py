@@ -932,6 +932,33 @@ def _resize(b: FnBuilder, op: OpDef) -> Val:
     return b.apply(op, [x], attrs)
 
 
+@recipe("grid_sample")
+def _grid_sample(b: FnBuilder, op: OpDef) -> Val:
+    """x (N, C, spatial...) with static non-empty spatial axes, a new float grid
+    (N, O..., r) (its random values in [-1, 1) reach past the border under align_corners=0
+    and cubic)."""
+
+    def fits(t: TensorType) -> bool:
+        spatial = t.shape[2:]
+        return (
+            3 <= t.ndim <= 5 and _numeric(t) and all(isinstance(d, int) and d > 0 for d in spatial)
+        )
+
+    x = b.pick_tensor(fits)
+    float_x = _float(x.type)
+    mode = b.ch.choice(["nearest", "linear", "cubic"] if float_x else ["nearest"])
+    r = x.type.ndim - 2
+    out = tuple(b.ch.int(1, 4) for _ in range(r))
+    gdtype = b.ch.choice([d for d in b.ctx.dtypes if d in FLOATS] or ["f32"])
+    grid = b.new_input(TensorType((x.type.shape[0], *out, r), gdtype))
+    attrs = {
+        "mode": mode,
+        "padding_mode": b.ch.choice(["zeros", "border", "reflection"]),
+        "align_corners": b.ch.bool(),
+    }
+    return b.apply(op, [x, grid], attrs)
+
+
 @recipe("max_pool2d", "avg_pool2d")
 def _pool(b: FnBuilder, op: OpDef) -> Val:
     x = _rank4(b, _numeric if op.name == "max_pool2d" else _float)

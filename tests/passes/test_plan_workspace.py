@@ -291,6 +291,24 @@ fn @prim1(%arg0: Tensor[(), f32]) -> Tensor[(1, 3), i32]
     assert "memory.view(%out0, 0, (3,), f32)" in print_module(out)
 
 
+def test_an_op_in_place_over_a_whole_output_view_of_another_shape() -> None:
+    """Fuzz seed 20: cumsum into the output's bytes, then add over it in place into a view of
+    the output of another rank (the result, expanded to the output's shape): valid."""
+    text = """
+fn @prim1(%arg0: Tensor[(p0, p1), i64]) -> Tensor[(p0, 1, p1), i64]
+    attrs {primitive = true} {
+  %v2 = cumsum(%arg0, axis=-1, exclusive=true, reverse=false)
+  %v3 = shrink(%v2)
+  %v4 = add(%v3, %v2)
+  %v5 = expand_dims(%v4, axis=1)
+  return %v5
+}
+"""
+    out = PlanWorkspace()(ManifestAlloc()(parse_module(text, "p.rx")))
+    verify_module(out)
+    assert print_module(out).count("memory.view(%out0, 0, (p0, p1), i64)") == 2
+
+
 def test_checker_rejects_a_whole_output_view_overwritten_while_it_is_read() -> None:
     text = """
 fn @f(%x: Tensor[(4,), f32], %out0: Tensor[(4,), f32]) -> Tensor[(4,), f32]

@@ -90,6 +90,7 @@ from .movement import gen_concat, gen_fill, gen_split, gen_strided_slice, gen_ta
 from .cumulative import gen_cumulative, gen_topk_indices
 from .bits import gen_bitcast
 from .det import gen_det
+from .grid_sample import gen_grid_sample
 from .norm import gen_batch_norm, gen_lrn, gen_norm, gen_softmax
 from .pool import gen_global_avg_pool2d, gen_pool
 from .reduce import gen_reduce
@@ -163,6 +164,7 @@ GENERATORS: dict[str, Generator] = {
     "linear_attention": gen_linear_attention,
     "rotary_embedding": gen_rotary_embedding,
     "resize": gen_resize,
+    "grid_sample": gen_grid_sample,
     "conv_nd": gen_conv_nd,
     "max_pool_nd": gen_pool_nd,
     "max_pool_indices": gen_max_pool_indices,

@@ -79,23 +79,8 @@ def gen_pad(g: Gen) -> list[str]:
                     g.emit(f"if ({s} > {length} - 1) {s} = {length} - 1;")
                 elif mode == "wrap":
                     g.emit(f"{s} = (({s} % {length}) + {length}) % {length};")
-                elif str(length) == "1":  # reflect of one element: that element
-                    g.emit(f"{s} = 0;")
                 else:  # reflect: the mirror image repeats with period 2 (L - 1)
-                    p = f"(2 * ({length} - 1))"
-                    mirror = [
-                        f"{s} = (({s} % {p}) + {p}) % {p};",
-                        f"if ({s} >= {length}) {s} = {p} - {s};",
-                    ]
-                    if str(length).isdigit():  # static, not 1: no test (a % 0 is an error)
-                        for line in mirror:
-                            g.emit(line)
-                    else:
-                        with g.block(f"if ({length} == 1)"):
-                            g.emit(f"{s} = 0;")
-                        with g.block("else"):
-                            for line in mirror:
-                                g.emit(line)
+                    _reflect_index(g, s, str(length))
             if crop:
                 g.emit(f"{s} += {crop};")
         src = horner(svars, xs)
@@ -105,6 +90,24 @@ def gen_pad(g: Gen) -> list[str]:
     if vars_:
         decls.append(f"int64_t {', '.join(vars_)};")
     return decls
+
+
+def _reflect_index(g: Gen, s: str, length: str) -> None:
+    """``s`` reflected into an axis of ``length`` (a length of one: 0). A static length
+    emits only its branch (a dead ``% 0`` of a static length of one is an error to cc)."""
+    p = f"(2 * ({length} - 1))"
+    if length.isdigit():
+        if int(length) == 1:
+            g.emit(f"{s} = 0;")
+        else:
+            g.emit(f"{s} = (({s} % {p}) + {p}) % {p};")
+            g.emit(f"if ({s} >= {length}) {s} = {p} - {s};")
+        return
+    with g.block(f"if ({length} == 1)"):
+        g.emit(f"{s} = 0;")
+    with g.block("else"):
+        g.emit(f"{s} = (({s} % {p}) + {p}) % {p};")
+        g.emit(f"if ({s} >= {length}) {s} = {p} - {s};")
 
 
 def gen_tile(g: Gen) -> list[str]:

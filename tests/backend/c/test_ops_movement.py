@@ -6,6 +6,8 @@ data dies at it (so its output is planned over the data)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -135,3 +137,15 @@ def test_the_reference_clips_indices_and_keeps_update_order() -> None:
     want[1, 2] = args[1][0]
     want[1, 0] = args[1][1]
     np.testing.assert_array_equal(out["%snn"], want)
+
+
+def test_reflect_pad_of_an_axis_of_length_one(tmp_path: Path) -> None:
+    """Fuzz seed 57: the static length of one reflects to 0, with no dead ``% 0`` that cc
+    rejects (-Werror=div-by-zero)."""
+    from .test_ops_reduce import check
+
+    body = (
+        '  %y = pad(%x, pads=(-1, 1, -1, 0), mode="reflect")\n'
+        '  %z = pad(%x, pads=(0, 2, 0, 3), mode="reflect")'
+    )
+    check(tmp_path, "%x: Tensor[(3, 1), i32]", body)

@@ -170,6 +170,16 @@ def test_a_case_with_only_data_inputs_binds_nothing() -> None:
     assert bind_inputs(_cases()["test_relu"]) is None
 
 
+def test_resize_scales_and_roi_are_bound_but_float_data_is_not() -> None:
+    case = _cases()["test_resize_tf_crop_and_resize"]
+    model, _, names = bind_inputs(case)  # type: ignore[misc]
+    assert set(names) == {"roi", "sizes"}
+    assert [i.name for i in model.graph.input] == ["X"]
+    assert bind_inputs(_cases()["test_add_bcast"]) is None  # Add's float B is data
+    outcome = run_case(_cases()["test_resize_downsample_scales_cubic_antialias"], ("interp",))
+    assert outcome.status == "passed" and outcome.bound == ("scales",), outcome
+
+
 def test_the_benchmark_table_and_json_are_deterministic(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
     import onnx_conformance as bench
@@ -219,7 +229,7 @@ def test_an_out_of_scope_operator_is_refused_saying_why() -> None:
 @pytest.mark.parametrize(
     ("name", "bound"),
     [
-        ("test_onehot_with_axis", ("depth", "values")),  # a float depth
+        ("test_onehot_with_axis", ("depth",)),  # a float depth (its values stay an input)
         ("test_range_float_type_positive_delta", ("start", "limit", "delta")),
         ("test_hannwindow_expanded", ("x",)),  # an integer scalar size, Cast first
     ],
