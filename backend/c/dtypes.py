@@ -19,6 +19,7 @@ C_TYPE = {
     "u8": "uint8_t",
     "u16": "uint16_t",
     "u32": "uint32_t",
+    "u64": "uint64_t",
     "f16": "uint16_t",
     "f32": "float",
     "f64": "double",

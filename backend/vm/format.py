@@ -61,7 +61,22 @@ MAX_DEPTH = 48
 """Deepest value/type nesting the loader accepts (real programs stay far below)."""
 
 # Dtype codes: the position in this tuple. Never reorder (files depend on it).
-DTYPE_CODES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "f16", "bf16", "f32", "f64")
+# New dtypes are appended (a file of an older relaxc reads the same).
+DTYPE_CODES = (
+    "bool",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "f16",
+    "bf16",
+    "f32",
+    "f64",
+    "u64",
+)
 
 # Value tags.
 (

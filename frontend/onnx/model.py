@@ -48,6 +48,7 @@ DTYPES: dict[int, str] = {
     10: "f16",
     11: "f64",
     12: "u32",
+    13: "u64",
     16: "bf16",
 }
 DTYPE_NAMES: dict[int, str] = {
@@ -83,7 +84,6 @@ DTYPE_NAMES: dict[int, str] = {
 }
 UNSUPPORTED_WHY: dict[int, str] = {
     8: "strings are out of scope: relaxc computes on numbers",
-    13: "relaxc has no 64-bit unsigned integer type",
     14: "complex numbers are out of scope",
     15: "complex numbers are out of scope",
     **{k: "8-bit floats are out of scope" for k in (17, 18, 19, 20, 24)},

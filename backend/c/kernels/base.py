@@ -289,7 +289,7 @@ def to_int(g: Gen, dtype: str, double_expr: str) -> str:
     """A double converted to integer ``dtype`` the way numpy's astype does on x86."""
     bits = 8 * T.nbytes(dtype)
     # Through int32 for every type of 8 or 16 bits (u8 and u16 too: 3e9 becomes 0, not
-    # 3e9 mod 2**16) and for i32; through int64 for u32 and i64.
+    # 3e9 mod 2**16) and for i32; through int64 for u32, i64 and u64.
     if bits <= 16 or (T.kind(dtype) == "int" and bits <= 32):
         return int_wrap(dtype, f"{g.h.use('f2i32')}({double_expr})")
     return int_wrap(dtype, f"{g.h.use('f2i64')}({double_expr})")

@@ -128,8 +128,10 @@ def divide_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
 
 
 def divide_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
-    """Truncated toward zero; x / 0 is 0."""
+    """Truncated toward zero; x / 0 is 0 (u64 in integers: its quotients do not fit a double)."""
     a, b = xs
+    if dtype == "u64":
+        return f"({b} == 0 ? (uint64_t)0 : {a} / {b})"
     q = f"trunc((double){a} / (double){b})"
     return f"({b} == 0 ? ({T.c_type(dtype)})0 : {to_int(g, dtype, q)})"
 

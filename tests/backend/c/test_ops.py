@@ -26,7 +26,7 @@ from .cbuild import assert_close, build, build_all, compile_module, emit, needs_
 pytestmark = needs_cc
 
 FLOATS = ["f32", "f64", "f16"]
-INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32"]
+INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 
 PARAMS = (
     "%a: Tensor[(2, 3, 4, 5), {t}], %b: Tensor[(2, 3, 4, 5), {t}], %v: Tensor[(5,), {t}], "

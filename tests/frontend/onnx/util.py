@@ -24,6 +24,7 @@ NP_TO_ONNX = {
     np.dtype("int32"): TensorProto.INT32,
     np.dtype("int8"): TensorProto.INT8,
     np.dtype("uint8"): TensorProto.UINT8,
+    np.dtype("uint64"): TensorProto.UINT64,
     np.dtype("bool"): TensorProto.BOOL,
 }
 ORT_TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12), "float16": (1e-2, 1e-3)}
