@@ -76,6 +76,16 @@ DTYPE_CODES = (
     "f32",
     "f64",
     "u64",
+    "f8e4m3fn",
+    "f8e4m3fnuz",
+    "f8e5m2",
+    "f8e5m2fnuz",
+    "f8e8m0",
+    "f4e2m1",
+    "i4",
+    "u4",
+    "i2",
+    "u2",
 )
 
 # Value tags.

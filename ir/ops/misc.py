@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from relaxc.ir import lowp
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import DTYPES, TensorType, Type
 
@@ -62,12 +63,21 @@ def _infer_cast(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     target = attrs["dtype"]
     if DTYPES[target].numpy is None:
         raise OpError(f"cast: target dtype {target} is storage-only and cannot be computed with")
+    if attrs["round_mode"] not in lowp.ROUND_MODES:
+        raise OpError(
+            f"cast: round_mode must be one of {', '.join(lowp.ROUND_MODES)}, "
+            f"got {attrs['round_mode']!r}"
+        )
     return TensorType(x.shape, target)
 
 
 def _cast(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     target = np_dtype(attrs["dtype"])
+    if target in lowp.WIDER:  # (x is not narrow: the registry widened it)
+        return as_contiguous(
+            lowp.cast_to(x, target, attrs["saturate"], attrs["round_mode"]), target
+        )
     if x.dtype.kind == "f" and target.kind in "iu":
         # Float -> integer: truncate toward zero, nan -> 0, saturate at the target's range.
         info = np.iinfo(target)
@@ -176,13 +186,24 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "cast",
-            "convert x to dtype (float -> int truncates, saturates, nan -> 0; int -> int wraps)",
+            "convert x to dtype (float -> int truncates, saturates, nan -> 0; int -> int wraps; "
+            "to the low-precision types as ONNX's Cast)",
             "kernel",
             _infer_cast,
             kernel=_cast,
             elementwise=True,
             input_names=("x",),
-            attrs=(AttrSpec("dtype", "dtype", doc="target dtype"),),
+            attrs=(
+                AttrSpec("dtype", "dtype", doc="target dtype"),
+                AttrSpec(
+                    "saturate",
+                    "bool",
+                    True,
+                    "to an 8-bit float but f8e8m0: clamp to the finite range (else overflow "
+                    "gives inf or NaN); to f8e8m0: stay below NaN",
+                ),
+                AttrSpec("round_mode", "str", "up", "to f8e8m0: up, down or nearest"),
+            ),
         )
     )
     reg.register(
