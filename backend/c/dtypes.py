@@ -10,6 +10,8 @@ import numpy as np
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.types import DTYPES
 
+from .lowp import STORAGE as NARROW_STORAGE
+
 C_TYPE = {
     "bool": "uint8_t",
     "i8": "int8_t",
@@ -24,13 +26,16 @@ C_TYPE = {
     "f32": "float",
     "f64": "double",
 }
-"""The C type an element is stored as (bool: one byte 0/1; f16: the IEEE half bits)."""
+C_TYPE.update(NARROW_STORAGE)
+"""The C type an element is stored as (bool: one byte 0/1; f16: the IEEE half bits; bf16
+and the low-precision types: their bits, backend/c/lowp.py)."""
 
 DL_CODE = {"int": 0, "uint": 1, "float": 2, "bool": 6}
 """DLPack's DLDataTypeCode by dtype kind (kDLInt, kDLUInt, kDLFloat, kDLBool)."""
 
-SUPPORTED = frozenset(C_TYPE)
-"""Dtypes the C target can store; bf16 (storage-only in relaxc) is not among them."""
+SUPPORTED = frozenset(C_TYPE) - frozenset(NARROW_STORAGE)
+"""Dtypes the C kernels compute with; bf16 and the low-precision types are stored (inputs,
+outputs, constants, planned memory) and converted by ``cast``, which no other kernel takes."""
 
 
 def c_type(dtype: str, what: str = "", loc: Loc | None = None) -> str:
@@ -82,6 +87,9 @@ def element_literal(v: object, dtype: str) -> str:
     k = kind(dtype)
     if dtype == "f16":
         return f"0x{int(np.asarray(v, dtype=np.float16).view(np.uint16)):04x}"
+    if dtype in NARROW_STORAGE:  # its bits
+        a = np.asarray(v, dtype=DTYPES[dtype].numpy).reshape(1)
+        return f"0x{int(a.view(f'u{a.dtype.itemsize}')[0]):x}u"
     if k == "float":
         return float_literal(float(v), dtype)  # type: ignore[arg-type]
     if k == "bool":
@@ -99,6 +107,8 @@ def array_literal(arr: np.ndarray, dtype: str, per_line: int = 8, indent: str = 
         return "{0}"
     if dtype == "f16":
         items = [f"0x{int(b):04x}" for b in flat.view(np.uint16)]
+    elif dtype in NARROW_STORAGE:  # their bits
+        items = [f"0x{int(b):x}u" for b in flat.view(f"u{flat.dtype.itemsize}")]
     elif kind(dtype) == "float":
         items = [float_literal(float(x), dtype) for x in flat]
     else:

@@ -13,6 +13,7 @@ from relaxc.ir.registry import Registry
 from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
+from .. import lowp
 
 from .base import (
     Gen,
@@ -686,6 +687,10 @@ def gen_cast(g: Gen) -> list[str]:
             return f"(uint8_t)({x} != 0)"
         if kd == "float":  # the value itself; gen_elementwise converts it to dst's storage
             return x if ks == "float" else f"(double){x}"
+        if ks == "float" and dst in lowp.INTS:  # as ml_dtypes: out of range (and nan) -> 0
+            lo, hi = lowp.int_range(dst)
+            t = f"trunc((double){x})"
+            return f"({t} >= {lo}.0 && {t} <= {hi}.0 ? (int64_t){t} : 0)"
         if ks == "float":  # truncate toward zero, nan -> 0, saturate at the target's range
             info = np.iinfo(np.dtype(T.DTYPES[dst].numpy))
             lo_c, hi_c = (
