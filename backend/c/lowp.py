@@ -130,8 +130,8 @@ def _table(name: str, numpy_name: str, count: int) -> str:
     values = np.arange(count, dtype=np.uint8).view(getattr(ml_dtypes, numpy_name)).astype(np.float32)
     items = []
     for v in values:
-        if np.isnan(v):
-            items.append("NAN")
+        if np.isnan(v):  # its sign kept: a cast to f4e2m1 reads it
+            items.append("-NAN" if np.signbit(v) else "NAN")
         elif np.isinf(v):
             items.append("INFINITY" if v > 0 else "-INFINITY")
         else:
