@@ -28,8 +28,10 @@ import numpy as np
 
 try:
     import ml_dtypes
+
+    HAVE_ML_DTYPES = True
 except ImportError:  # pragma: no cover - ml_dtypes comes with onnx
-    ml_dtypes = None
+    HAVE_ML_DTYPES = False
 
 Kernel = Callable[[Sequence[np.ndarray], Mapping[str, Any]], Any]
 Into = Callable[[Sequence[np.ndarray], Mapping[str, Any], np.ndarray], bool]
@@ -47,9 +49,9 @@ _NAMES = {
     "int2": np.int8,
     "uint2": np.uint8,
 }
-WIDER: dict[np.dtype, np.dtype] = (
-    {} if ml_dtypes is None else {np.dtype(getattr(ml_dtypes, n)): np.dtype(w) for n, w in _NAMES.items()}
-)
+WIDER: dict[np.dtype, np.dtype] = {}
+for _name, _wide in _NAMES.items() if HAVE_ML_DTYPES else ():
+    WIDER[np.dtype(_name)] = np.dtype(_wide)
 """Each narrow numpy dtype and the dtype it is computed in."""
 
 SATURATING_F8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz")
@@ -104,7 +106,6 @@ def into_declining_narrow(into: Into) -> Into:
 def cast_to(x: np.ndarray, target: np.dtype, saturate: bool, round_mode: str) -> np.ndarray:
     """``x`` (of a numpy dtype of its own: bool, an integer or a float) as the narrow
     ``target`` (the module docstring)."""
-    assert ml_dtypes is not None
     name = target.name
     with np.errstate(all="ignore"):
         if name == "float8_e8m0fnu":

@@ -22,8 +22,10 @@ from relaxc.ir.lowp import ROUND_MODES
 
 try:
     import ml_dtypes
+
+    HAVE_ML_DTYPES = True
 except ImportError:  # pragma: no cover - ml_dtypes comes with onnx
-    ml_dtypes = None
+    HAVE_ML_DTYPES = False
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ INTS = {"i4": (4, True), "u4": (4, False), "i2": (2, True), "u2": (2, False)}
 STORAGE = {"bf16": "uint16_t", **{f.name: "uint8_t" for f in FLOATS if f.name != "bf16"}}
 STORAGE.update({"f8e8m0": "uint8_t", **{n: "uint8_t" for n in INTS}})
 """The C storage type of each narrow dtype (empty without ml_dtypes: C refuses them)."""
-if ml_dtypes is None:  # pragma: no cover
+if not HAVE_ML_DTYPES:  # pragma: no cover
     STORAGE = {}
 
 
@@ -92,7 +94,8 @@ static {ct} {{p}}_enc_{f.name}(double x, int sat)
         if (e < {f.emin})
             c = (uint32_t)rint(ldexp(a, {f.mantissa - f.emin}));
         else
-            c = ((uint32_t)(e - ({f.emin})) << {f.mantissa}) + (uint32_t)rint(ldexp(a, {f.mantissa} - e));
+            c = ((uint32_t)(e - ({f.emin})) << {f.mantissa})
+                + (uint32_t)rint(ldexp(a, {f.mantissa} - e));
     }}}}
     if (c > {f.max_code:#x}u) return ({ct})({sat} ? (s | {f.max_code:#x}u) : ({ovf}));
 {zero}    return ({ct})(s | c);
@@ -127,7 +130,9 @@ static double {p}_dec_bf16(uint16_t h)
 
 
 def _table(name: str, numpy_name: str, count: int) -> str:
-    values = np.arange(count, dtype=np.uint8).view(getattr(ml_dtypes, numpy_name)).astype(np.float32)
+    values = (
+        np.arange(count, dtype=np.uint8).view(getattr(ml_dtypes, numpy_name)).astype(np.float32)
+    )
     items = []
     for v in values:
         if np.isnan(v):  # its sign kept: a cast to f4e2m1 reads it
@@ -152,13 +157,17 @@ static double {{p}}_dec_{name}(uint8_t c)
 def _int_decoder(name: str, bits: int, signed: bool) -> str:
     mask = (1 << bits) - 1
     half = 1 << (bits - 1)
-    value = f"(((int64_t)(c & {mask:#x}u) ^ {half}) - {half})" if signed else f"(int64_t)(c & {mask:#x}u)"
+    value = (
+        f"(((int64_t)(c & {mask:#x}u) ^ {half}) - {half})"
+        if signed
+        else f"(int64_t)(c & {mask:#x}u)"
+    )
     return f"static int64_t {{p}}_dec_{name}(uint8_t c) {{{{ return {value}; }}}}"
 
 
 def helpers() -> dict[str, tuple[tuple[str, ...], str]]:
     """The C helpers (name -> (dependencies, definition with {p})), for backend/c/helpers.py."""
-    if ml_dtypes is None:  # pragma: no cover
+    if not HAVE_ML_DTYPES:  # pragma: no cover
         return {}
     out: dict[str, tuple[tuple[str, ...], str]] = {}
     for f in FLOATS:

@@ -165,8 +165,7 @@ def _cast_to(ctx: NodeContext, x: Value, to: str) -> list:
     narrow = [d for d in (to, x.type.dtype) if d in NARROW]
     if narrow and not bf16.available():
         raise ctx.fail(
-            f"casting to or from {narrow[0]} needs ml_dtypes installed "
-            "(pip install 'relaxc[onnx]')"
+            f"casting to or from {narrow[0]} needs ml_dtypes installed (pip install 'relaxc[onnx]')"
         )
     attrs: dict = {"dtype": DType(to)}
     if not ctx.attr("saturate", 1):

@@ -33,7 +33,9 @@ def cast(x: np.ndarray, dtype: str, **attrs: object) -> np.ndarray:
 
 
 def _dtype_of(x: np.ndarray) -> str:
-    return next(n for n, i in DTYPES.items() if i.numpy is not None and np.dtype(i.numpy) == x.dtype)
+    return next(
+        n for n, i in DTYPES.items() if i.numpy is not None and np.dtype(i.numpy) == x.dtype
+    )
 
 
 def finite_values(dtype: str) -> tuple[np.ndarray, np.ndarray]:

@@ -36,7 +36,9 @@ def _casts_to() -> list[tuple[str, str, str]]:
                 out.append((f"{p}_{dst}_ns", p, f"cast(%{p}, {dst}, saturate=false)"))
         for mode in ("down", "nearest"):
             out.append((f"{p}_e8m0_{mode}", p, f'cast(%{p}, f8e8m0, round_mode="{mode}")'))
-        out.append((f"{p}_e8m0_ns", p, 'cast(%' + p + ', f8e8m0, saturate=false, round_mode="nearest")'))
+        out.append(
+            (f"{p}_e8m0_ns", p, "cast(%" + p + ', f8e8m0, saturate=false, round_mode="nearest")')
+        )
     return out
 
 
@@ -108,12 +110,20 @@ def _check_to(built, x: np.ndarray) -> None:
     x = np.asarray(x, np.float64)
     with np.errstate(all="ignore"):
         i = np.nan_to_num(x, nan=0.0, posinf=1e18, neginf=-1e18)
-        args = [x, x.astype(np.float32), x.astype(np.float16), np.clip(i, -1e18, 1e18).astype(np.int64)]
+        args = [
+            x,
+            x.astype(np.float32),
+            x.astype(np.float16),
+            np.clip(i, -1e18, 1e18).astype(np.int64),
+        ]
         want = Interpreter(parse_module(TO_TEXT, "to.rx"), {}).run("main", args, {"n": len(x)})
     got = run_c(built[0], args, {"n": len(x)})
     for (name, _, _), g, w in zip(TO, got, want):
         same = _same(g, w)
-        assert same.all(), f"{name}: C {g[~same][:4]} for {args[0][~same][:4]}, expected {np.asarray(w)[~same][:4]}"
+        assert same.all(), (
+            f"{name}: C {g[~same][:4]} for {args[0][~same][:4]}, "
+            f"expected {np.asarray(w)[~same][:4]}"
+        )
 
 
 def _ties_and_edges() -> np.ndarray:
@@ -128,7 +138,7 @@ def _ties_and_edges() -> np.ndarray:
         v = raw.view(numpy_dtype(name)).astype(np.float64)
         v = np.unique(v[np.isfinite(v)])
         if name == "bf16":
-            v = v[:: 97]  # a sample of bf16's values
+            v = v[::97]  # a sample of bf16's values
         mid = (v[:-1] + v[1:]) / 2
         out += [v, mid, np.nextafter(mid, np.inf), np.nextafter(mid, -np.inf)]
         top = v.max()

@@ -146,8 +146,7 @@ def inputs(dtype: str, seed: int) -> list[np.ndarray]:
         return out
     info = np.iinfo(npt)
     out = [
-        rng.integers(int(info.min), int(info.max), size=s, endpoint=True, dtype=npt)
-        for s in shapes
+        rng.integers(int(info.min), int(info.max), size=s, endpoint=True, dtype=npt) for s in shapes
     ]
     specials = [0, 1, int(info.max), int(info.min), 7]
     if info.min < 0:
@@ -248,8 +247,14 @@ def test_u64_keeps_its_top_bit_in_c_and_on_the_interpreter(tmp_path) -> None:
         [x >= y for x, y in zip(a_vals, b_vals)],
         [x - m if x >= 2**63 else x for x in a_vals],
         [float(x) for x in a_vals],
-        [0 if v != v else min(top, max(0, int(v))) if abs(v) != float("inf") else
-         (top if v > 0 else 0) for v in f_vals],
+        [
+            0
+            if v != v
+            else min(top, max(0, int(v)))
+            if abs(v) != float("inf")
+            else (top if v > 0 else 0)
+            for v in f_vals
+        ],
         [x % 256 for x in a_vals],
     ]
     module = parse_module(U64_PROGRAM, "u64.rx")

@@ -38,7 +38,9 @@ U64_BINARY = {
 
 def binary_model(op: str, out: Any, opset: int, **attrs: Any) -> Any:
     node = helper.make_node(op, ["a", "b"], ["y"], **attrs)
-    return make_model([node], [("a", U64, (2, 4)), ("b", U64, (4,))], [("y", out, None)], opset=opset)
+    return make_model(
+        [node], [("a", U64, (2, 4)), ("b", U64, (4,))], [("y", out, None)], opset=opset
+    )
 
 
 @pytest.mark.parametrize("op", sorted(U64_BINARY))
@@ -89,8 +91,32 @@ def test_a_u64_initializer_keeps_its_top_bit() -> None:
 # -- the low-precision types -------------------------------------------------------------
 
 LOWP_X = np.array(
-    [0.47892547, -0.48033667, 1e6, -1e6, 1e-7, -1e-7, np.inf, -np.inf, np.nan, 0.0, -0.0, 3.5,
-     464.0, 240.0, 248.0, 57344.0, 61440.0, 7.6, -8.6, 2.5, -2.5, 15.0, 0.375, 1.25],
+    [
+        0.47892547,
+        -0.48033667,
+        1e6,
+        -1e6,
+        1e-7,
+        -1e-7,
+        np.inf,
+        -np.inf,
+        np.nan,
+        0.0,
+        -0.0,
+        3.5,
+        464.0,
+        240.0,
+        248.0,
+        57344.0,
+        61440.0,
+        7.6,
+        -8.6,
+        2.5,
+        -2.5,
+        15.0,
+        0.375,
+        1.25,
+    ],
     np.float32,
 )
 
