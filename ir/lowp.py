@@ -60,6 +60,12 @@ SATURATING_F8 = ("float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2
 ROUND_MODES = ("up", "down", "nearest")
 
 
+def iinfo(dt: np.dtype) -> Any:
+    """numpy's iinfo of ``dt``, ml_dtypes' for the 4- and 2-bit integers (numpy's refuses
+    them)."""
+    return ml_dtypes.iinfo(dt) if dt.name in _INT_NAMES else np.iinfo(dt)
+
+
 def is_narrow(x: object) -> bool:
     return isinstance(x, np.ndarray) and x.dtype in WIDER
 

@@ -26,7 +26,7 @@ def _infer_clip(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     if lo > hi:
         raise OpError(f"clip: a_min {lo} is larger than a_max {hi}")
     if DTYPES[x.dtype].kind in ("int", "uint"):
-        info = np.iinfo(np_dtype(x.dtype))
+        info = lowp.iinfo(np_dtype(x.dtype))
         lo_i = math.ceil(lo) if math.isfinite(lo) else int(info.min)
         hi_i = math.floor(hi) if math.isfinite(hi) else int(info.max)
         if max(lo_i, int(info.min)) > min(hi_i, int(info.max)):
@@ -140,7 +140,7 @@ def _infer_full(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     if kind == "bool" and v not in (0.0, 1.0):
         raise OpError(f"full: fill_value {v} is not a bool (use 0 or 1)")
     if kind in ("int", "uint"):
-        info = np.iinfo(np_dtype(t.dtype))
+        info = lowp.iinfo(np_dtype(t.dtype))
         if not (math.isfinite(v) and v.is_integer() and info.min <= v <= info.max):
             raise OpError(f"full: fill_value {v} is not representable as {t.dtype}")
     return t
