@@ -184,3 +184,30 @@ fn @main(%a: Tensor[(4,), f8e4m3fn]) -> Tensor[(4,), f8e4m3fn] {
 """
     with pytest.raises(RxError, match="dtype f8e4m3fn has no C representation"):
         build(text, tmp_path, prefix="refuse")
+
+
+CONSTANTS = """
+fn @main(%a: Tensor[(4,), f32]) -> Tuple[Tensor[(4,), f32], Tensor[(4,), f8e4m3fn], Tensor[(2,), f32], Tensor[(3,), i4]] {
+  %w: Tensor[(4,), f8e4m3fn] = const("w")
+  %k = const([1.5, -2.0], f8e5m2)
+  %q: Tensor[(3,), i4] = const("q")
+  %b = cast(%w, f32)
+  %s = add(%a, %b)
+  %n = cast(%s, f8e4m3fn, saturate=false)
+  %kk = cast(%k, f32)
+  return (%s, %n, %kk, %q)
+}
+"""  # noqa: E501
+
+
+@pytest.mark.parametrize("inline", [False, True])
+def test_constants_of_the_narrow_types_hold_their_bits(tmp_path, inline: bool) -> None:
+    weights = {
+        "w": np.array([0.5, -448.0, 3.0, np.nan], np.float32).astype(ml_dtypes.float8_e4m3fn),
+        "q": np.array([-8, 7, -1], np.int8).astype(ml_dtypes.int4),
+    }
+    a = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    want = Interpreter(parse_module(CONSTANTS, "k.rx"), weights).run("main", [a])
+    got = run_c(build(CONSTANTS, tmp_path, weights, prefix="k", unpacked=inline), [a])
+    for g, w in zip(got, want):
+        assert _same(g, w).all(), (g, w)
