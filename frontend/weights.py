@@ -417,8 +417,8 @@ def write_npz(f: BinaryIO, arrays: Mapping[str, np.ndarray], splats: bool = True
             text = json.dumps(record, sort_keys=True, indent=1) + "\n"
             zf.writestr(_entry(SPLATS_MEMBER, zipfile.ZIP_DEFLATED), text.encode("utf-8"))
         if narrow:
-            record = {"format": DTYPES_FORMAT, "dtypes": narrow}
-            text = json.dumps(record, sort_keys=True, indent=1) + "\n"
+            types_record = {"format": DTYPES_FORMAT, "dtypes": narrow}
+            text = json.dumps(types_record, sort_keys=True, indent=1) + "\n"
             zf.writestr(_entry(DTYPES_MEMBER, zipfile.ZIP_DEFLATED), text.encode("utf-8"))
 
 
