@@ -55,8 +55,28 @@ def nbytes(dtype: str) -> int:
     return DTYPES[dtype].nbytes
 
 
+DL_NARROW = {
+    "bf16": (4, 16),
+    "f8e4m3fn": (10, 8),
+    "f8e4m3fnuz": (11, 8),
+    "f8e5m2": (12, 8),
+    "f8e5m2fnuz": (13, 8),
+    "f8e8m0": (14, 8),
+    "f4e2m1": (17, 4),
+    "i4": (0, 4),
+    "u4": (1, 4),
+    "i2": (0, 2),
+    "u2": (1, 2),
+}
+"""DLPack's (code, bits) of bf16 and the low-precision types (kDLBfloat, kDLFloat8_*,
+kDLFloat4_e2m1fn; the 4- and 2-bit types by their width, though relaxc holds one element
+per byte), so that a packed call tells them from the 8-bit integers."""
+
+
 def dl_type(dtype: str) -> tuple[int, int]:
     """(code, bits) of ``dtype`` in a DLDataType."""
+    if dtype in DL_NARROW:
+        return DL_NARROW[dtype]
     return DL_CODE[kind(dtype)], 8 * nbytes(dtype)
 
 
