@@ -108,10 +108,10 @@ BF16_ADD = """fn @main(%x: Tensor[(4,), bf16]) -> Tensor[(4,), bf16] {
 
 def test_packed_c_refusals_keep_their_location(tmp_path):
     """`build -t c` on `add` of bools said "error: the C target does not support add on bool:
-    bool arithmetic" with no location, where `--unpacked` pointed at the call: the kernel
-    function LegalizePackedCalls makes for an invoke carried no location. It carries the
-    invoke's now. So does a kernel on bf16 (C stores bf16 and casts it, computes nothing else
-on it)."""
+        bool arithmetic" with no location, where `--unpacked` pointed at the call: the kernel
+        function LegalizePackedCalls makes for an invoke carried no location. It carries the
+        invoke's now. So does a kernel on bf16 (C stores bf16 and casts it, computes nothing else
+    on it)."""
     for name, text, where, message in (
         (
             "bool_add.rx",

@@ -211,3 +211,10 @@ def test_constants_of_the_narrow_types_hold_their_bits(tmp_path, inline: bool) -
     got = run_c(build(CONSTANTS, tmp_path, weights, prefix="k", unpacked=inline), [a])
     for g, w in zip(got, want):
         assert _same(g, w).all(), (g, w)
+
+
+def test_the_conversions_are_clean_under_the_sanitizers(tmp_path) -> None:
+    """No undefined behaviour at the edges (huge doubles, subnormals, NaN, infinities)."""
+    built = (build(TO_TEXT, tmp_path / "to", prefix="lpsan", sanitize=True), None)
+    _check_to(built, _ties_and_edges()[::3])
+    _check_to(built, np.array([1e308, -1e308, 3e38, 4e38, -4e38, 1e-320, -5e-324]))
