@@ -37,7 +37,7 @@ from relaxc.ir.nodes import (
     Var,
     direct_constructor,
 )
-from relaxc.ir.types import OBJECT, STORAGE, TensorType, TupleType, canonical_dtype
+from relaxc.ir.types import DTYPES, OBJECT, STORAGE, TensorType, TupleType, canonical_dtype
 
 _FLOAT_NAMES = {"inf": float("inf"), "nan": float("nan")}
 _NEWLINE = re.compile("\n")
@@ -354,7 +354,7 @@ class IRBuilder:
             raise RxError(
                 f"unknown dtype '{dtype_name}'",
                 self._loc(dtype_tok),
-                notes=("dtypes are: bool i8 i16 i32 i64 u8 u16 u32 f16 bf16 f32 f64",),
+                notes=("dtypes are: " + " ".join(DTYPES),),
             )
         for d in reversed(shape):  # (the right one first: see _not_a_dim)
             if isinstance(d, bool) or not isinstance(d, _DIM_TYPES):

@@ -33,6 +33,11 @@ SPLATS_MEMBER = "relaxc.splats.json"
 """The member of a weights archive that records splats: arrays whose every element is the same
 value, kept as their shape, dtype and the bytes of that one value (see docs/ir.md)."""
 SPLATS_FORMAT = 1
+DTYPES_MEMBER = "relaxc.dtypes.json"
+"""The member of a weights archive that names the dtype of each array of bf16 or a
+low-precision type (ml_dtypes' name): .npy has no word for them, so such an array is kept
+as its bits (``uint8``, bf16's ``uint16``) and read back as its type."""
+DTYPES_FORMAT = 1
 
 
 class WeightsArchive(Mapping[str, np.ndarray]):
@@ -48,6 +53,16 @@ class WeightsArchive(Mapping[str, np.ndarray]):
         self.what = what
         self._specs: dict[str, tuple[tuple[int, ...], np.dtype]] = specs
         self._splats = splats  # name -> the one value (0-d), for splat members
+        self._narrow: dict[str, np.dtype] = {}  # name -> its dtype, for arrays kept as bits
+
+    def narrow(self, types: dict[str, np.dtype]) -> None:
+        """Read the arrays ``types`` names (kept as their bits) as those dtypes."""
+        for name, dt in types.items():
+            shape, bits = self._specs[name]
+            self._specs[name] = (shape, dt)
+            if name in self._splats:
+                self._splats[name] = self._splats[name].view(dt)
+        self._narrow = dict(types)
 
     def spec(self, name: str) -> tuple[tuple[int, ...], np.dtype]:
         """The shape and dtype of array ``name`` (KeyError if there is none)."""
@@ -62,7 +77,11 @@ class WeightsArchive(Mapping[str, np.ndarray]):
             return np.broadcast_to(self._splats[name], shape).copy()
         with _reading(self.path, self.what):
             with np.load(self.path, allow_pickle=False) as archive:
-                return archive[name]
+                return self._typed(name, archive[name])
+
+    def _typed(self, name: str, a: np.ndarray) -> np.ndarray:
+        dt = self._narrow.get(name)
+        return a if dt is None else a.view(dt)
 
     def __iter__(self):
         return iter(self._specs)
@@ -79,7 +98,7 @@ class WeightsArchive(Mapping[str, np.ndarray]):
                     if name in self._splats:
                         out[name] = self[name]
                     else:
-                        out[name] = archive[name]
+                        out[name] = self._typed(name, archive[name])
         return out
 
     def verify_data(self) -> None:
@@ -122,12 +141,16 @@ def open_npz(path: Path, what: str = "weights") -> WeightsArchive:
         raise RxError(f"{what} file {path} is not a readable .npz archive (it is not a zip file)")
     specs: dict[str, tuple[tuple[int, ...], np.dtype]] = {}
     splats: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
+    narrow: dict[str, str] = {}
     where = f"{what} file {path}"
     with _reading(path, what):
         with zipfile.ZipFile(path) as zf:
             for info in zf.infolist():
                 if info.filename == SPLATS_MEMBER:
                     splats = _read_splats(zf, info, where)
+                    continue
+                if info.filename == DTYPES_MEMBER:
+                    narrow = _read_dtypes(zf, info, where)
                     continue
                 shape, dtype = _check_member(zf, info, where)
                 specs[info.filename[: -len(".npy")]] = (shape, dtype)
@@ -136,7 +159,48 @@ def open_npz(path: Path, what: str = "weights") -> WeightsArchive:
             raise RxError(f"{where} holds '{name}' both as an array and as a splat")
         specs[name] = (shape, value.dtype)
     ones = {name: value for name, (_, value) in splats.items()}
-    return WeightsArchive(path, what, dict(sorted(specs.items())), ones)
+    archive = WeightsArchive(path, what, dict(sorted(specs.items())), ones)
+    archive.narrow(_narrow_types(narrow, specs, where))
+    return archive
+
+
+def _read_dtypes(zf: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> dict[str, str]:
+    import json
+
+    try:
+        record = json.loads(zf.read(info).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise RxError(f"{where}: {DTYPES_MEMBER} is not valid JSON ({_first_line(e)})") from None
+    entries = record.get("dtypes") if isinstance(record, dict) else None
+    if not isinstance(entries, dict) or record.get("format") != DTYPES_FORMAT:
+        raise RxError(f"{where}: {DTYPES_MEMBER} is not a dtypes record of format {DTYPES_FORMAT}")
+    return {str(k): str(v) for k, v in entries.items()}
+
+
+def _narrow_types(
+    names: Mapping[str, str], specs: Mapping[str, tuple[tuple[int, ...], np.dtype]], where: str
+) -> dict[str, np.dtype]:
+    """The dtype of each array the dtypes record names, checked against the bits it holds."""
+    from relaxc.ir.lowp import WIDER
+
+    known = {dt.name: dt for dt in WIDER}
+    out: dict[str, np.dtype] = {}
+    for name, dtype_name in names.items():
+        dt = known.get(dtype_name)
+        if dt is None:
+            raise RxError(
+                f"{where}: {DTYPES_MEMBER} gives '{name}' the dtype {dtype_name!r}, which relaxc "
+                "does not hold here (bf16 and the low-precision types need ml_dtypes)"
+            )
+        if name not in specs:
+            raise RxError(f"{where}: {DTYPES_MEMBER} names '{name}', which it does not hold")
+        bits = specs[name][1]
+        if bits != np.dtype(f"u{dt.itemsize}"):
+            raise RxError(
+                f"{where}: '{name}' holds {bits}, not the {dt.itemsize}-byte bits of {dtype_name}"
+            )
+        out[name] = dt
+    return out
 
 
 def _read_splats(
@@ -326,11 +390,17 @@ def write_npz(f: BinaryIO, arrays: Mapping[str, np.ndarray], splats: bool = True
     """
     import json
 
+    from relaxc.ir.lowp import WIDER
+
     record_splats = splats
     splats: dict[str, dict] = {}
+    narrow: dict[str, str] = {}
     with zipfile.ZipFile(f, "w", allowZip64=True) as zf:
         for name in sorted(arrays):
             arr = np.asarray(arrays[name])
+            if arr.dtype in WIDER:  # kept as its bits (DTYPES_MEMBER)
+                narrow[name] = arr.dtype.name
+                arr = arr.view(f"u{arr.dtype.itemsize}")
             one = splat_value(arr) if record_splats else None
             if one is not None:
                 splats[name] = {
@@ -346,6 +416,10 @@ def write_npz(f: BinaryIO, arrays: Mapping[str, np.ndarray], splats: bool = True
             record = {"format": SPLATS_FORMAT, "splats": splats}
             text = json.dumps(record, sort_keys=True, indent=1) + "\n"
             zf.writestr(_entry(SPLATS_MEMBER, zipfile.ZIP_DEFLATED), text.encode("utf-8"))
+        if narrow:
+            types_record = {"format": DTYPES_FORMAT, "dtypes": narrow}
+            text = json.dumps(types_record, sort_keys=True, indent=1) + "\n"
+            zf.writestr(_entry(DTYPES_MEMBER, zipfile.ZIP_DEFLATED), text.encode("utf-8"))
 
 
 def _entry(name: str, compress_type: int) -> zipfile.ZipInfo:

@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from . import bf16
+from . import lowp
 from .nodes import DictLit, DType, ListLit, Var
 from .types import Type
 from .vocab import is_dim, is_int
@@ -210,15 +210,16 @@ class Registry:
 
 
 def _computing_bf16(op: OpDef) -> OpDef:
-    """``op`` with its kernels taking bf16 through float32 (ir/bf16.py), when numpy has bf16."""
-    if not bf16.available() or op.kernel is None:
+    """``op`` with its kernels taking bf16 and the low-precision types through a wider type
+    (ir/lowp.py), when numpy has them (ml_dtypes)."""
+    if not lowp.WIDER or op.kernel is None:
         return op
     into = op.kernel_into
     prepare = op.prepare_into
     return replace(
         op,
-        kernel=bf16.via_f32(op.kernel),
-        kernel_into=None if into is None else bf16.into_declining_bf16(into),
+        kernel=lowp.via_wider(op.kernel),
+        kernel_into=None if into is None else lowp.into_declining_narrow(into),
         prepare_into=None if prepare is None else _prepare_declining_bf16(prepare),
     )
 
@@ -227,7 +228,7 @@ def _prepare_declining_bf16(prepare: PrepareIntoFn) -> PrepareIntoFn:
     def run(
         shapes: Sequence[tuple[int, ...]], dtypes: Sequence[np.dtype], attrs: Mapping[str, Any]
     ) -> PreparedIntoFn | None:
-        if any(d == bf16.BF16 for d in dtypes):
+        if any(d in lowp.WIDER for d in dtypes):
             return None
         return prepare(shapes, dtypes, attrs)
 

@@ -3,7 +3,9 @@
 Dtypes are short canonical names (``f32``, ``i64``, ``bool`` …). TVM's long spellings
 (``float32``) are accepted on input and mapped to the short ones. ``bf16`` is computed
 (through float32, ``ir/bf16.py``) when ml_dtypes is installed, else storage-only: it has a
-size and can be allocated, but no numpy kernel computes with it.
+size and can be allocated, but no numpy kernel computes with it. So are the low-precision
+types of :data:`LOWP` (8- and 4-bit floats, 4- and 2-bit integers: ``ir/lowp.py``), each
+stored in one byte per element.
 """
 
 from __future__ import annotations
@@ -23,6 +25,21 @@ try:  # ml_dtypes (the onnx extra) gives numpy a bfloat16: see ir/bf16.py
     _HAVE_BF16 = True
 except ImportError:  # pragma: no cover - ml_dtypes comes with onnx
     _HAVE_BF16 = False
+
+
+LOWP: tuple[tuple[str, str, str], ...] = (
+    ("f8e4m3fn", "float8_e4m3fn", "float"),
+    ("f8e4m3fnuz", "float8_e4m3fnuz", "float"),
+    ("f8e5m2", "float8_e5m2", "float"),
+    ("f8e5m2fnuz", "float8_e5m2fnuz", "float"),
+    ("f8e8m0", "float8_e8m0fnu", "float"),
+    ("f4e2m1", "float4_e2m1fn", "float"),
+    ("i4", "int4", "int"),
+    ("u4", "uint4", "uint"),
+    ("i2", "int2", "int"),
+    ("u2", "uint2", "uint"),
+)
+"""The low-precision dtypes: (relaxc name, ml_dtypes' numpy name, kind)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,10 +63,18 @@ DTYPES: dict[str, DTypeInfo] = {
         DTypeInfo("u8", 1, "uint8", "uint"),
         DTypeInfo("u16", 2, "uint16", "uint"),
         DTypeInfo("u32", 4, "uint32", "uint"),
+        DTypeInfo("u64", 8, "uint64", "uint"),
         DTypeInfo("f16", 2, "float16", "float"),
         DTypeInfo("bf16", 2, "bfloat16" if _HAVE_BF16 else None, "float"),
         DTypeInfo("f32", 4, "float32", "float"),
         DTypeInfo("f64", 8, "float64", "float"),
+        # The low-precision types (ir/lowp.py): one byte per element, as ml_dtypes holds
+        # them (a 4- or 2-bit value in the low bits of its byte); computed through float32
+        # (the 8- and 4-bit floats) or int8/uint8 when ml_dtypes is installed.
+        *(
+            DTypeInfo(name, 1, np_name if _HAVE_BF16 else None, kind)
+            for name, np_name, kind in LOWP
+        ),
     )
 }
 
@@ -61,10 +86,12 @@ DTYPE_ALIASES: dict[str, str] = {
     "uint8": "u8",
     "uint16": "u16",
     "uint32": "u32",
+    "uint64": "u64",
     "float16": "f16",
     "bfloat16": "bf16",
     "float32": "f32",
     "float64": "f64",
+    **{np_name: name for name, np_name, _ in LOWP},
 }
 
 

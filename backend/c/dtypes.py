@@ -10,6 +10,8 @@ import numpy as np
 from relaxc.ir.diagnostics import Loc, RxError
 from relaxc.ir.types import DTYPES
 
+from .lowp import STORAGE as NARROW_STORAGE
+
 C_TYPE = {
     "bool": "uint8_t",
     "i8": "int8_t",
@@ -19,17 +21,21 @@ C_TYPE = {
     "u8": "uint8_t",
     "u16": "uint16_t",
     "u32": "uint32_t",
+    "u64": "uint64_t",
     "f16": "uint16_t",
     "f32": "float",
     "f64": "double",
 }
-"""The C type an element is stored as (bool: one byte 0/1; f16: the IEEE half bits)."""
+C_TYPE.update(NARROW_STORAGE)
+"""The C type an element is stored as (bool: one byte 0/1; f16: the IEEE half bits; bf16
+and the low-precision types: their bits, backend/c/lowp.py)."""
 
 DL_CODE = {"int": 0, "uint": 1, "float": 2, "bool": 6}
 """DLPack's DLDataTypeCode by dtype kind (kDLInt, kDLUInt, kDLFloat, kDLBool)."""
 
-SUPPORTED = frozenset(C_TYPE)
-"""Dtypes the C target can store; bf16 (storage-only in relaxc) is not among them."""
+SUPPORTED = frozenset(C_TYPE) - frozenset(NARROW_STORAGE)
+"""Dtypes the C kernels compute with; bf16 and the low-precision types are stored (inputs,
+outputs, constants, planned memory) and converted by ``cast``, which no other kernel takes."""
 
 
 def c_type(dtype: str, what: str = "", loc: Loc | None = None) -> str:
@@ -49,8 +55,28 @@ def nbytes(dtype: str) -> int:
     return DTYPES[dtype].nbytes
 
 
+DL_NARROW = {
+    "bf16": (4, 16),
+    "f8e4m3fn": (10, 8),
+    "f8e4m3fnuz": (11, 8),
+    "f8e5m2": (12, 8),
+    "f8e5m2fnuz": (13, 8),
+    "f8e8m0": (14, 8),
+    "f4e2m1": (17, 4),
+    "i4": (0, 4),
+    "u4": (1, 4),
+    "i2": (0, 2),
+    "u2": (1, 2),
+}
+"""DLPack's (code, bits) of bf16 and the low-precision types (kDLBfloat, kDLFloat8_*,
+kDLFloat4_e2m1fn; the 4- and 2-bit types by their width, though relaxc holds one element
+per byte), so that a packed call tells them from the 8-bit integers."""
+
+
 def dl_type(dtype: str) -> tuple[int, int]:
     """(code, bits) of ``dtype`` in a DLDataType."""
+    if dtype in DL_NARROW:
+        return DL_NARROW[dtype]
     return DL_CODE[kind(dtype)], 8 * nbytes(dtype)
 
 
@@ -81,6 +107,9 @@ def element_literal(v: object, dtype: str) -> str:
     k = kind(dtype)
     if dtype == "f16":
         return f"0x{int(np.asarray(v, dtype=np.float16).view(np.uint16)):04x}"
+    if dtype in NARROW_STORAGE:  # its bits
+        a = np.asarray(v, dtype=DTYPES[dtype].numpy).reshape(1)
+        return f"0x{int(a.view(f'u{a.dtype.itemsize}')[0]):x}u"
     if k == "float":
         return float_literal(float(v), dtype)  # type: ignore[arg-type]
     if k == "bool":
@@ -98,6 +127,8 @@ def array_literal(arr: np.ndarray, dtype: str, per_line: int = 8, indent: str = 
         return "{0}"
     if dtype == "f16":
         items = [f"0x{int(b):04x}" for b in flat.view(np.uint16)]
+    elif dtype in NARROW_STORAGE:  # their bits
+        items = [f"0x{int(b):x}u" for b in flat.view(f"u{flat.dtype.itemsize}")]
     elif kind(dtype) == "float":
         items = [float_literal(float(x), dtype) for x in flat]
     else:

@@ -6,6 +6,8 @@ program and an unused helper never exists (``-Wall -Werror`` stays quiet).
 
 from __future__ import annotations
 
+from .lowp import helpers as lowp_helpers
+
 # name -> (dependencies, C definition with {p} for the prefix)
 HELPERS: dict[str, tuple[tuple[str, ...], str]] = {
     "pointer_fits_scratch": (
@@ -166,6 +168,7 @@ static int64_t {p}_f2i64(double x)
 }}""",
     ),
 }
+HELPERS.update(lowp_helpers())  # bf16 and the low-precision types (backend/c/lowp.py)
 
 
 class Helpers:

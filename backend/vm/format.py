@@ -61,7 +61,32 @@ MAX_DEPTH = 48
 """Deepest value/type nesting the loader accepts (real programs stay far below)."""
 
 # Dtype codes: the position in this tuple. Never reorder (files depend on it).
-DTYPE_CODES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "f16", "bf16", "f32", "f64")
+# New dtypes are appended (a file of an older relaxc reads the same).
+DTYPE_CODES = (
+    "bool",
+    "i8",
+    "i16",
+    "i32",
+    "i64",
+    "u8",
+    "u16",
+    "u32",
+    "f16",
+    "bf16",
+    "f32",
+    "f64",
+    "u64",
+    "f8e4m3fn",
+    "f8e4m3fnuz",
+    "f8e5m2",
+    "f8e5m2fnuz",
+    "f8e8m0",
+    "f4e2m1",
+    "i4",
+    "u4",
+    "i2",
+    "u2",
+)
 
 # Value tags.
 (

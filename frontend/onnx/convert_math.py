@@ -12,7 +12,7 @@ from relaxc.ir.nodes import DType
 from relaxc.ir.types import numpy_dtype
 
 from .context import NodeContext, norm_axis, rank_of, shape_of
-from .model import relax_dtype
+from .model import NARROW, relax_dtype
 from .values import Folded, Runtime, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
@@ -156,29 +156,37 @@ def _clip_bound(ctx: NodeContext, i: int, what: str) -> Value | float | None:
 
 
 def _cast_to(ctx: NodeContext, x: Value, to: str) -> list:
-    # saturate (opset 19) and round_mode (24) concern only casts to the 8-bit floats, which
-    # relaxc refuses by dtype: for every cast relaxc does they change nothing
+    """``saturate`` (opset 19; default 1) concerns the casts to the 8-bit floats,
+    ``round_mode`` (24; default up) those to f8e8m0: relaxc's cast takes both."""
     if isinstance(x, ShapeValue) and to in ("i32", "i64"):
         return [x]  # dims stay dims
     if x.type.dtype == to:
         return [x]
-    if "bf16" in (to, x.type.dtype) and not bf16.available():
+    narrow = [d for d in (to, x.type.dtype) if d in NARROW]
+    if narrow and not bf16.available():
         raise ctx.fail(
-            "casting to or from bfloat16 needs ml_dtypes installed (pip install 'relaxc[onnx]')"
+            f"casting to or from {narrow[0]} needs ml_dtypes installed (pip install 'relaxc[onnx]')"
         )
-    return [ctx.emit("cast", [x], {"dtype": DType(to)})]
+    attrs: dict = {"dtype": DType(to)}
+    if not ctx.attr("saturate", 1):
+        attrs["saturate"] = False
+    round_mode = ctx.attr("round_mode", "up")
+    round_mode = round_mode.decode() if isinstance(round_mode, bytes) else str(round_mode)
+    if round_mode != "up":
+        attrs["round_mode"] = round_mode
+    return [ctx.emit("cast", [x], attrs)]
 
 
 def convert_cast(ctx: NodeContext) -> list:
-    """Cast (every version: 19 adds ``saturate`` and 24 ``round_mode``, which concern only
-    the 8-bit float types relaxc does not have; 21-24 add 4-bit and 8-bit types, refused
-    by name)."""
+    """Cast (every version: 19 adds ``saturate``, 24 ``round_mode``; 19-25 add the 8-bit,
+    4-bit and 2-bit types)."""
     to = relax_dtype(int(ctx.attr("to")), "the target of the Cast")
     return _cast_to(ctx, ctx.input(0), to)
 
 
 def convert_cast_like(ctx: NodeContext) -> list:
-    """CastLike (opset 15 on): Cast to the dtype of the second input."""
+    """CastLike (opset 15 on): Cast to the dtype of the second input (with Cast's
+    ``saturate`` and ``round_mode``)."""
     return _cast_to(ctx, ctx.input(0), ctx.input(1, "target_type").type.dtype)
 
 

@@ -48,8 +48,22 @@ DTYPES: dict[int, str] = {
     10: "f16",
     11: "f64",
     12: "u32",
+    13: "u64",
     16: "bf16",
+    17: "f8e4m3fn",
+    18: "f8e4m3fnuz",
+    19: "f8e5m2",
+    20: "f8e5m2fnuz",
+    21: "u4",
+    22: "i4",
+    23: "f4e2m1",
+    24: "f8e8m0",
+    25: "u2",
+    26: "i2",
 }
+NARROW = frozenset(("bf16", "f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0"))
+NARROW |= frozenset(("f4e2m1", "u4", "i4", "u2", "i2"))
+"""The dtypes relaxc holds only with ml_dtypes installed (computed through a wider type)."""
 DTYPE_NAMES: dict[int, str] = {
     0: "UNDEFINED",
     1: "FLOAT",
@@ -83,12 +97,9 @@ DTYPE_NAMES: dict[int, str] = {
 }
 UNSUPPORTED_WHY: dict[int, str] = {
     8: "strings are out of scope: relaxc computes on numbers",
-    13: "relaxc has no 64-bit unsigned integer type",
     14: "complex numbers are out of scope",
     15: "complex numbers are out of scope",
-    **{k: "8-bit floats are out of scope" for k in (17, 18, 19, 20, 24)},
-    **{k: "sub-byte integers are out of scope" for k in (21, 22, 25, 26)},
-    **{k: "4- and 6-bit floats are out of scope" for k in (23, 27, 28)},
+    **{k: "6-bit floats are out of scope" for k in (27, 28)},
 }
 """Why relaxc has no dtype for an ONNX element type (the end of the refusal)."""
 
@@ -183,12 +194,14 @@ def older_version_problem(op: str, opset: int) -> str | None:
     )
 
 
-_NOT_COMPUTED = "bf16"
-"""A dtype relaxc stores but does not compute with (as good as lacking, for new versions)."""
+_NOT_COMPUTED = NARROW
+"""Dtypes relaxc stores and computes only through a wider type, which no converter treats
+on its own (as good as lacking, for new versions: a version that adds them changes no
+converter)."""
 
 
 def _types_relaxc_lacks() -> frozenset[str]:
-    have = {n for k, n in DTYPE_NAMES.items() if DTYPES.get(k) not in (None, _NOT_COMPUTED)}
+    have = {n for k, n in DTYPE_NAMES.items() if DTYPES.get(k) not in (None, *_NOT_COMPUTED)}
     return frozenset(
         f"tensor({n.lower()})" for n in set(DTYPE_NAMES.values()) - have - {"UNDEFINED"}
     )
@@ -283,11 +296,11 @@ def relax_dtype(elem_type: int, what: str) -> str:
 
 def tensor_array(proto: Any, what: str) -> np.ndarray:
     """A TensorProto (initializer or Constant value) as a numpy array relaxc can hold."""
-    relax_dtype(proto.data_type, what)
-    if proto.data_type == 16 and not bf16.available():
+    dtype = relax_dtype(proto.data_type, what)
+    if dtype in NARROW and not bf16.available():
         raise RxError(
-            f"{what} is a BFLOAT16 constant; relaxc holds bf16 data only with ml_dtypes "
-            "installed (pip install 'relaxc[onnx]')"
+            f"{what} is a {DTYPE_NAMES[proto.data_type]} constant; relaxc holds {dtype} data "
+            "only with ml_dtypes installed (pip install 'relaxc[onnx]')"
         )
     try:
         array = numpy_helper.to_array(proto)

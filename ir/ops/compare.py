@@ -38,7 +38,7 @@ BITWISE: dict[str, tuple[str, Binary]] = {
     "bitwise_xor": ("a ^ b (integers)", np.bitwise_xor),
 }
 
-UNSIGNED = ("u8", "u16", "u32")
+UNSIGNED = ("u8", "u16", "u32", "u64")
 
 
 def _require_kind(dtype: str, kinds: tuple[str, ...], what: str, op: str) -> None:

@@ -49,7 +49,7 @@ def _unary_infer(name: str, float_only: bool) -> InferFn:
 def float_to_int(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """float64 values as integers of ``dtype`` the way C converts on x86 (the C target's
     f2i32/f2i64): truncated, through int32 for 8- and 16-bit types and i32 or through int64
-    for u32 and i64, a value out of that range (or nan) giving its minimum, then wrapped.
+    for u32, i64 and u64, a value out of that range (or nan) giving its minimum, then wrapped.
     numpy's astype leaves out-of-range values undefined: its result even depends on the
     array's length (a SIMD loop gives 0 where the scalar loop wraps)."""
     dt = np.dtype(dtype)
@@ -65,6 +65,8 @@ def float_to_int(v: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def _divide(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if x.dtype == np.uint64:  # exact: a quotient of 64 bits does not fit a double
+        return np.where(y == 0, x.dtype.type(0), x // np.where(y == 0, x.dtype.type(1), y))
     if x.dtype.kind in "iu":
         # Integer division truncates toward zero (C semantics); division by zero gives 0.
         with np.errstate(divide="ignore", invalid="ignore"):

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relaxc.ir import dims as D
+from relaxc.ir import lowp
 from relaxc.ir.nodes import ListLit
 from relaxc.ir.sizes import tensor_nbytes
 from relaxc.ir.storage_bounds import provably_le
@@ -85,7 +86,7 @@ def check_literal_fits(v: Any, dtype: str) -> None:
                         f"const: {x!r} is not an integer, so dtype {dtype} cannot hold it exactly"
                     )
                 x = int(x)
-            lim = np.iinfo(numpy_dtype(dtype))
+            lim = lowp.iinfo(numpy_dtype(dtype))
             if not lim.min <= int(x) <= lim.max:
                 raise OpError(f"const: {x} is out of range for {dtype} ({lim.min} to {lim.max})")
         elif isinstance(x, (int, float)) and not isinstance(x, bool):

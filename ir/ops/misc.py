@@ -7,6 +7,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from relaxc.ir import lowp
 from relaxc.ir.registry import AttrSpec, OpDef, OpError, Registry
 from relaxc.ir.types import DTYPES, TensorType, Type
 
@@ -25,7 +26,7 @@ def _infer_clip(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     if lo > hi:
         raise OpError(f"clip: a_min {lo} is larger than a_max {hi}")
     if DTYPES[x.dtype].kind in ("int", "uint"):
-        info = np.iinfo(np_dtype(x.dtype))
+        info = lowp.iinfo(np_dtype(x.dtype))
         lo_i = math.ceil(lo) if math.isfinite(lo) else int(info.min)
         hi_i = math.floor(hi) if math.isfinite(hi) else int(info.max)
         if max(lo_i, int(info.min)) > min(hi_i, int(info.max)):
@@ -62,12 +63,21 @@ def _infer_cast(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     target = attrs["dtype"]
     if DTYPES[target].numpy is None:
         raise OpError(f"cast: target dtype {target} is storage-only and cannot be computed with")
+    if attrs["round_mode"] not in lowp.ROUND_MODES:
+        raise OpError(
+            f"cast: round_mode must be one of {', '.join(lowp.ROUND_MODES)}, "
+            f"got {attrs['round_mode']!r}"
+        )
     return TensorType(x.shape, target)
 
 
 def _cast(xs: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
     x = xs[0]
     target = np_dtype(attrs["dtype"])
+    if target in lowp.WIDER:  # (x is not narrow: the registry widened it)
+        return as_contiguous(
+            lowp.cast_to(x, target, attrs["saturate"], attrs["round_mode"]), target
+        )
     if x.dtype.kind == "f" and target.kind in "iu":
         # Float -> integer: truncate toward zero, nan -> 0, saturate at the target's range.
         info = np.iinfo(target)
@@ -130,7 +140,7 @@ def _infer_full(inputs: Sequence[Type], attrs: Mapping[str, Any]) -> Type:
     if kind == "bool" and v not in (0.0, 1.0):
         raise OpError(f"full: fill_value {v} is not a bool (use 0 or 1)")
     if kind in ("int", "uint"):
-        info = np.iinfo(np_dtype(t.dtype))
+        info = lowp.iinfo(np_dtype(t.dtype))
         if not (math.isfinite(v) and v.is_integer() and info.min <= v <= info.max):
             raise OpError(f"full: fill_value {v} is not representable as {t.dtype}")
     return t
@@ -176,13 +186,24 @@ def register_all(reg: Registry) -> None:
     reg.register(
         OpDef(
             "cast",
-            "convert x to dtype (float -> int truncates, saturates, nan -> 0; int -> int wraps)",
+            "convert x to dtype (float -> int truncates, saturates, nan -> 0; int -> int wraps; "
+            "to the low-precision types as ONNX's Cast)",
             "kernel",
             _infer_cast,
             kernel=_cast,
             elementwise=True,
             input_names=("x",),
-            attrs=(AttrSpec("dtype", "dtype", doc="target dtype"),),
+            attrs=(
+                AttrSpec("dtype", "dtype", doc="target dtype"),
+                AttrSpec(
+                    "saturate",
+                    "bool",
+                    True,
+                    "to an 8-bit float but f8e8m0: clamp to the finite range (else overflow "
+                    "gives inf or NaN); to f8e8m0: stay below NaN",
+                ),
+                AttrSpec("round_mode", "str", "up", "to f8e8m0: up, down or nearest"),
+            ),
         )
     )
     reg.register(

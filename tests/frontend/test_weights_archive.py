@@ -210,3 +210,36 @@ def test_a_name_both_array_and_splat_is_refused(tmp_path: Path) -> None:
         )
     with pytest.raises(RxError, match="both as an array and as a splat"):
         open_npz(path)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e8m0fnu",
+        "float4_e2m1fn",
+        "int4",
+        "uint2",
+    ],
+)
+def test_the_narrow_types_round_trip_as_their_bits(tmp_path: Path, name: str) -> None:
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    dt = np.dtype(getattr(ml_dtypes, name))
+    count = 16 if name in ("float4_e2m1fn", "int4") else (4 if name == "uint2" else 256)
+    bits = np.arange(count, dtype=np.uint8 if dt.itemsize == 1 else np.uint16)
+    arrays = {"a": bits.view(dt), "s": np.full(5, bits[3]).astype(bits.dtype).view(dt)}
+    back = roundtrip(tmp_path, arrays)
+    for k, v in arrays.items():
+        assert back[k].dtype == dt
+        np.testing.assert_array_equal(back[k].view(bits.dtype), v.view(bits.dtype))
+    assert open_npz(tmp_path / "w.npz").spec("a") == ((count,), dt)
+
+
+def test_a_dtypes_record_naming_a_missing_array_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "w.npz"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("relaxc.dtypes.json", json.dumps({"format": 1, "dtypes": {"x": "int4"}}))
+    with pytest.raises(RxError, match="names 'x', which it does not hold"):
+        open_npz(path)

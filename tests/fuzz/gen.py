@@ -64,7 +64,7 @@ FUZZED_OPS: tuple[OpDef, ...] = tuple(
 )
 COMPUTABLE = tuple(d for d in sorted(DTYPES) if DTYPES[d].numpy is not None)
 FLOATS = ("f32", "f64", "f16")
-INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32")
+INTS = ("i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 INDEX_DTYPES = ("i32", "i64")
 
 STATIC_SIZES = (1, 2, 3, 4, 5, 6, 8)

@@ -221,7 +221,7 @@ def _generator(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None) -> tup
         why = f": {refusal.why}" if refusal is not None else ""
         raise RxError(f"the C target has no kernel for op {spec.op}{why}", loc)
     for t in spec.ins + spec.outs:
-        if t.dtype not in T.SUPPORTED:
+        if t.dtype not in T.SUPPORTED and not (spec.op == "cast" and t.dtype in T.C_TYPE):
             raise unsupported(spec, f"dtype {t.dtype} has no C representation", loc)
     op = REGISTRY.get(spec.op)
     if op is not None and op.float_only and any(T.kind(t.dtype) != "float" for t in spec.ins[:1]):

@@ -17,6 +17,7 @@ from relaxc.ir.sizes import round_up
 from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
+from .. import lowp
 from ..helpers import Helpers
 from ..names import Scope
 from .lines import CLines
@@ -186,13 +187,18 @@ class Gen(CLines):
 
     # -- values ---------------------------------------------------------------------------
     def load(self, dtype: str, expr: str) -> str:
-        """An element in its compute domain (f16 as float)."""
+        """An element in its compute domain (f16 as float; bf16 and the low-precision types
+        as a double or an int64_t: backend/c/lowp.py)."""
+        if lowp.is_narrow(dtype):
+            return lowp.load(self.h, dtype, expr)
         return f"{self.h.use('h2f')}({expr})" if dtype == "f16" else expr
 
     def store(self, dtype: str, value: str) -> str:
         """A compute-domain value converted to the storage type of ``dtype``."""
         if dtype == "f16":
             return f"{self.h.use('f2h')}((double)({value}))"
+        if lowp.is_narrow(dtype):
+            return lowp.store(self.h, dtype, value, self.spec.attr)
         return f"({T.c_type(dtype)})({value})"
 
 
@@ -289,7 +295,7 @@ def to_int(g: Gen, dtype: str, double_expr: str) -> str:
     """A double converted to integer ``dtype`` the way numpy's astype does on x86."""
     bits = 8 * T.nbytes(dtype)
     # Through int32 for every type of 8 or 16 bits (u8 and u16 too: 3e9 becomes 0, not
-    # 3e9 mod 2**16) and for i32; through int64 for u32 and i64.
+    # 3e9 mod 2**16) and for i32; through int64 for u32, i64 and u64.
     if bits <= 16 or (T.kind(dtype) == "int" and bits <= 32):
         return int_wrap(dtype, f"{g.h.use('f2i32')}({double_expr})")
     return int_wrap(dtype, f"{g.h.use('f2i64')}({double_expr})")

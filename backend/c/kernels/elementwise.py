@@ -13,6 +13,7 @@ from relaxc.ir.registry import Registry
 from relaxc.ir.types import TensorType
 
 from .. import dtypes as T
+from .. import lowp
 
 from .base import (
     Gen,
@@ -128,8 +129,10 @@ def divide_float(g: Gen, dtype: str, xs: Sequence[str]) -> str:
 
 
 def divide_int(g: Gen, dtype: str, xs: Sequence[str]) -> str:
-    """Truncated toward zero; x / 0 is 0."""
+    """Truncated toward zero; x / 0 is 0 (u64 in integers: its quotients do not fit a double)."""
     a, b = xs
+    if dtype == "u64":
+        return f"({b} == 0 ? (uint64_t)0 : {a} / {b})"
     q = f"trunc((double){a} / (double){b})"
     return f"({b} == 0 ? ({T.c_type(dtype)})0 : {to_int(g, dtype, q)})"
 
@@ -686,6 +689,10 @@ def gen_cast(g: Gen) -> list[str]:
             return f"(uint8_t)({x} != 0)"
         if kd == "float":  # the value itself; gen_elementwise converts it to dst's storage
             return x if ks == "float" else f"(double){x}"
+        if ks == "float" and dst in lowp.INTS:  # as ml_dtypes: out of range (and nan) -> 0
+            lo, hi = lowp.int_range(dst)
+            t = f"trunc((double){x})"
+            return f"({t} >= {lo}.0 && {t} <= {hi}.0 ? (int64_t){t} : 0)"
         if ks == "float":  # truncate toward zero, nan -> 0, saturate at the target's range
             info = np.iinfo(np.dtype(T.DTYPES[dst].numpy))
             lo_c, hi_c = (

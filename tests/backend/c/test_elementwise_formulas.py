@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from relaxc.backend.c import kernels
+from relaxc.backend.c.dtypes import SUPPORTED as C_SUPPORTED
 from relaxc.backend.c.helpers import Helpers
 from relaxc.backend.c.kernels.elementwise import (
     C_FORMULAS,
@@ -96,8 +97,8 @@ def _generate(name: str, dtype: str) -> str:
 def test_every_dtype_inference_accepts_has_c_or_a_bool_refusal(name, dtype):
     """Every call the op's inference accepts is computed in C, but bool arithmetic (an op
     with no bool formula: not the comparisons and logic), which the C target refuses with a
-    sentence (no traceback, no guess), and bf16, which the interpreter and the VM compute
-    (through ml_dtypes) and the C target refuses by dtype."""
+    sentence (no traceback, no guess), and bf16 and the low-precision types, which the
+    interpreter and the VM compute (through ml_dtypes) and the C target refuses by dtype."""
     op = REGISTRY.get(name)
     try:
         op.infer([TensorType((3, 5), dtype)] * op.min_inputs, {})
@@ -107,8 +108,8 @@ def test_every_dtype_inference_accepts_has_c_or_a_bool_refusal(name, dtype):
         with pytest.raises(RxError, match=f"does not support {name} on bool: bool arithmetic"):
             _generate(name, dtype)
         return
-    if dtype == "bf16":
-        with pytest.raises(RxError, match="dtype bf16 has no C representation"):
+    if dtype not in C_SUPPORTED:
+        with pytest.raises(RxError, match=f"dtype {dtype} has no C representation"):
             _generate(name, dtype)
         return
     text = _generate(name, dtype)

@@ -21,9 +21,9 @@ from .cbuild import assert_close, build, build_all, emit, needs_cc, run_c
 pytestmark = needs_cc
 
 FLOATS = ["f32", "f64", "f16"]
-INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32"]
+INTS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
 DTYPES = FLOATS + INTS + ["bool"]
-SANITIZED = ["f16", "i8", "u32"]
+SANITIZED = ["f16", "i8", "u32", "u64"]
 
 PARAMS = "%a: Tensor[(3, 4, 5), {t}], %b: Tensor[(3, 4, 5), {t}], %v: Tensor[(5,), {t}]"
 
@@ -148,8 +148,7 @@ def inputs(dtype: str, seed: int) -> list[np.ndarray]:
         return out
     info = np.iinfo(npt)
     out = [
-        rng.integers(int(info.min), int(info.max), size=s, endpoint=True).astype(npt)
-        for s in shapes
+        rng.integers(int(info.min), int(info.max), size=s, endpoint=True, dtype=npt) for s in shapes
     ]
     specials = [0, 1, int(info.max), int(info.min), 7]
     if info.min < 0:
@@ -222,3 +221,63 @@ def test_celu_of_signed_zeros_is_plus_zero_as_the_interpreter(tmp_path: Path) ->
     got = run_c(build(text, tmp_path), [x])
     np.testing.assert_array_equal(got[0], want)
     assert np.isposinf(got[0]).all()
+
+
+U64_PROGRAM = """
+fn @main(%a: Tensor[(8,), u64], %b: Tensor[(8,), u64], %f: Tensor[(8,), f64]) -> Tuple[Tensor[(8,), u64], Tensor[(8,), u64], Tensor[(8,), u64], Tensor[(8,), u64], Tensor[(8,), u64], Tensor[(8,), u64], Tensor[(8,), bool], Tensor[(8,), bool], Tensor[(8,), i64], Tensor[(8,), f64], Tensor[(8,), u64], Tensor[(8,), u8]] {
+  %div = divide(%a, %b)
+  %add = add(%a, %b)
+  %sub = subtract(%a, %b)
+  %mul = multiply(%a, %b)
+  %mx = maximum(%a, %b)
+  %mod = mod(%a, %b)
+  %lt = less(%a, %b)
+  %ge = greater_equal(%a, %b)
+  %i = cast(%a, i64)
+  %d = cast(%a, f64)
+  %fu = cast(%f, u64)
+  %u8 = cast(%a, u8)
+  return (%div, %add, %sub, %mul, %mx, %mod, %lt, %ge, %i, %d, %fu, %u8)
+}
+"""  # noqa: E501
+
+
+def test_u64_keeps_its_top_bit_in_c_and_on_the_interpreter(tmp_path) -> None:
+    """u64 values at and above 2 ** 63 (which int64 and double cannot hold exactly): the
+    arithmetic wraps modulo 2 ** 64, division is exact, comparisons are unsigned, and a
+    float converts to u64 truncated and saturated at [0, 2 ** 64 - 1]."""
+    top = 2**64 - 1
+    a_vals = [top, 2**63 + 5, 2**63, 10, top - 1, 0, 7, 2**53 + 1]
+    b_vals = [1, 2, 3, top, 0, 5, 2**63, 3]
+    f_vals = [1.8e19, 9.3e18, -1.0, float("nan"), 3.7, 2.0**64, float("inf"), 2.0**63]
+    a, b = np.array(a_vals, np.uint64), np.array(b_vals, np.uint64)
+    f = np.array(f_vals, np.float64)
+    m = 2**64
+    want = [
+        [x // y if y else 0 for x, y in zip(a_vals, b_vals)],
+        [(x + y) % m for x, y in zip(a_vals, b_vals)],
+        [(x - y) % m for x, y in zip(a_vals, b_vals)],
+        [(x * y) % m for x, y in zip(a_vals, b_vals)],
+        [max(x, y) for x, y in zip(a_vals, b_vals)],
+        [x % y if y else 0 for x, y in zip(a_vals, b_vals)],
+        [x < y for x, y in zip(a_vals, b_vals)],
+        [x >= y for x, y in zip(a_vals, b_vals)],
+        [x - m if x >= 2**63 else x for x in a_vals],
+        [float(x) for x in a_vals],
+        [
+            0
+            if v != v
+            else min(top, max(0, int(v)))
+            if abs(v) != float("inf")
+            else (top if v > 0 else 0)
+            for v in f_vals
+        ],
+        [x % 256 for x in a_vals],
+    ]
+    module = parse_module(U64_PROGRAM, "u64.rx")
+    built = build(U64_PROGRAM, tmp_path, prefix="u64")
+    interp = Interpreter(module, {}).run("main", [a, b, f])
+    got_c = run_c(built, [a, b, f])
+    for k, w in enumerate(want):
+        for name, g in (("interpreter", interp[k]), ("C", got_c[k])):
+            assert [x.item() for x in g] == w, f"{name} output {k}: {g}, expected {w}"

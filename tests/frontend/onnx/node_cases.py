@@ -57,6 +57,25 @@ LOOSER = {
 """Cases compared at a larger rtol than RTOL: case -> (rtol, why). onnx's own runner compares
 every case at rtol 1e-3."""
 
+NARROW = frozenset(
+    (
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e4m3fnuz",
+        "float8_e5m2",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+        "float4_e2m1fn",
+        "int4",
+        "uint4",
+        "int2",
+        "uint2",
+    )
+)
+"""ml_dtypes' types (one byte per element but bfloat16's two), read from the cases'
+TensorProtos. bfloat16 compares at :data:`HALF_ULPS`; the others exactly: the same bits,
+or NaN for NaN (their casts round once, so relaxc and ONNX agree bit for bit)."""
+
 HALF_ULPS = 2
 """float16 and bfloat16 outputs compare at this many of their epsilon (2 ** -10, 2 ** -7)
 relative, and as many of its ulp at 1 absolute near zero: rtol 1e-4 is a tenth of float16's
@@ -145,7 +164,11 @@ def compare(
             return f"{what} output {i}: shape {g.shape}, expected {w.shape}"
         if g.dtype != w.dtype:
             return f"{what} output {i}: dtype {g.dtype}, expected {w.dtype}"
-        if w.dtype.name == "bfloat16":  # ml_dtypes' type: compared as the float32 it widens to
+        if w.dtype.name in NARROW and w.dtype.name != "bfloat16":
+            bad = _narrow_mismatch(g, w)
+            if bad is not None:
+                return f"{what} output {i}: {g[bad]} at {bad}, expected {w[bad]}"
+        elif w.dtype.name == "bfloat16":  # ml_dtypes' type: compared as the float32 it widens to
             g, w = g.astype(np.float32), w.astype(np.float32)
             r, a = _half_tolerance(rtol, np.dtype("V2"))
             ok = np.isclose(g, w, rtol=r, atol=a, equal_nan=True)
@@ -162,6 +185,19 @@ def compare(
             at = tuple(int(x) for x in np.argwhere(g != w)[0]) if g.shape else ()
             return f"{what} output {i}: {g[at]} at {at}, expected {w[at]}"
     return None
+
+
+def _narrow_mismatch(g: np.ndarray, w: np.ndarray) -> tuple[int, ...] | None:
+    """The first position where two arrays of an 8-, 4- or 2-bit type differ (bits; any NaN
+    matches any NaN), or None."""
+    same = g.view(np.uint8) == w.view(np.uint8)
+    if w.dtype.kind in "fV" and w.dtype.name not in ("int4", "uint4", "int2", "uint2"):
+        with np.errstate(invalid="ignore"):
+            wide_g, wide_w = g.astype(np.float32), w.astype(np.float32)
+        same |= np.isnan(wide_g) & np.isnan(wide_w)
+    if same.all():
+        return None
+    return tuple(int(x) for x in np.argwhere(~same)[0]) if g.shape else ()
 
 
 def _half_tolerance(rtol: float, dtype: np.dtype) -> tuple[float, float]:
@@ -191,7 +227,7 @@ def _array(x: Any) -> np.ndarray | None:
             a = np.asarray(numpy_helper.to_array(x))
         except Exception:  # noqa: BLE001 - a type numpy does not hold
             return None
-        if a.dtype.name == "bfloat16":
+        if a.dtype.name in NARROW:
             return a
         return a if a.dtype.kind in "biuf" and a.dtype.itemsize in (1, 2, 4, 8) else None
     return None

@@ -172,7 +172,6 @@ def test_where_on_bools_broadcasts() -> None:
 # The onnx package's node tests.
 
 OUT_OF_SCOPE = (
-    "element type UINT64",
     "element type STRING",
     "bf16",  # bf16 is computed on the interpreter and the VM only through ml_dtypes
     "bfloat16",

@@ -111,8 +111,8 @@ def test_topk_with_a_negative_k_is_refused_naming_the_node() -> None:
 # -- the onnx package's node tests --------------------------------------------------------
 
 NODE_OPS = ["LogSoftmax", "Hardmax", "CumSum", "CumProd", "LpNormalization", "TopK"]
-OUT_OF_SCOPE = ("has no 64-bit unsigned integer type",)
-"""Refusals that are not this family's: u64 inputs (relaxc has no u64)."""
+OUT_OF_SCOPE: tuple[str, ...] = ()
+"""Refusals that are not this family's (none since u64 is a dtype)."""
 C_SAMPLE = (
     "test_logsoftmax_axis_0",
     "test_logsoftmax_large_number",

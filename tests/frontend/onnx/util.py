@@ -26,6 +26,7 @@ NP_TO_ONNX = {
     np.dtype("uint8"): TensorProto.UINT8,
     np.dtype("int16"): TensorProto.INT16,
     np.dtype("uint16"): TensorProto.UINT16,
+    np.dtype("uint64"): TensorProto.UINT64,
     np.dtype("bool"): TensorProto.BOOL,
 }
 ORT_TOLERANCE = {"float32": (1e-4, 1e-5), "float64": (1e-9, 1e-12), "float16": (1e-2, 1e-3)}
