@@ -49,6 +49,12 @@ class ProgramBuilder:
         self.weights: dict[str, np.ndarray] = {}
         self._names: set[str] = set()
         self._materialized: dict[int, tuple[Folded, Runtime]] = {}
+        self.bounds: dict[str, int] = {}
+        """Upper bounds of symbolic dims: the user's (``--bound``), then those the graph
+        implies (:attr:`implied`), which shape folding may use to decide comparisons."""
+        self.implied: dict[str, tuple[int, str]] = {}
+        """Bounds the model itself sets (dim -> (bound, why)): a slice of a 64-long table
+        to ``seq`` needs ``seq <= 64``; they become ``upper_bounds`` the run checks."""
 
     # -- names ------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:

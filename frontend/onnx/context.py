@@ -10,6 +10,7 @@ import numpy as np
 from relaxc.ir import dims as D
 from relaxc.ir.types import TensorType
 
+from . import shape_fold
 from .builder import ConversionError, ProgramBuilder
 from .values import Folded, ShapeValue, Value
 
@@ -56,6 +57,12 @@ class NodeContext:
     def emit(
         self, op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None, k: int = 0
     ) -> Any:
+        """``op`` on ``inputs``: folded on the dims when an input is a shape with symbolic
+        dims (:mod:`.shape_fold`), folded when all are known, else a statement."""
+        if any(isinstance(v, ShapeValue) and not v.static for v in inputs):
+            folded = shape_fold.fold(op, inputs, attrs or {}, self.builder.bounds)
+            if folded is not None:
+                return folded
         return self.builder.emit(op, inputs, attrs, self.hint(k))
 
     # -- values that must be known at import time --------------------------------------------

@@ -16,6 +16,7 @@ from relaxc.ir.nodes import DType
 from relaxc.ir.types import dtype_from_numpy, numpy_dtype
 
 from .context import NodeContext, norm_axis, rank_of, shape_of
+from .slice_dims import slice_axis
 from .values import Folded, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
@@ -366,11 +367,10 @@ def convert_slice(ctx: NodeContext) -> list:
     if ctx.opset < 10:
         starts, ends, axes, steps = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes"), None
     else:
-        starts = ctx.ints(ctx.input(1, "starts"), "starts")
-        ends = ctx.ints(ctx.input(2, "ends"), "ends")
+        starts = _bound_dims(ctx, ctx.input(1, "starts"), "starts")
+        ends = _bound_dims(ctx, ctx.input(2, "ends"), "ends")
         axes = ctx.ints(ctx.optional(3), "axes")
         steps = ctx.ints(ctx.optional(4), "steps")
-    starts, ends = [int(s) for s in starts], [int(e) for e in ends]
     rank = rank_of(x)
     axes = (
         list(range(len(starts))) if axes is None else [norm_axis(int(a), rank, ctx) for a in axes]
@@ -380,9 +380,24 @@ def convert_slice(ctx: NodeContext) -> list:
         raise ctx.fail("starts, ends, axes and steps must have the same length")
     if 0 in steps:
         raise ctx.fail("a step of 0")
-    if isinstance(x, ShapeValue) and not x.scalar:
-        return [ShapeValue(tuple(x.dims[slice(starts[0], ends[0], steps[0])]))]
     shape = shape_of(x)
+    symbolic = [
+        i
+        for i, a in enumerate(axes)
+        if not (D.is_static(shape[a]) and D.is_static(starts[i]) and D.is_static(ends[i]))
+    ]
+    if isinstance(x, ShapeValue) and not x.scalar:
+        if symbolic:
+            raise ctx.fail("it slices a shape with symbolic bounds, which relaxc does not fold")
+        return [ShapeValue(tuple(x.dims[slice(int(starts[0]), int(ends[0]), steps[0])]))]  # type: ignore[call-overload]
+    for i in symbolic:  # each such axis on its own (slice_dims); the static ones below
+        x = slice_axis(ctx, x, axes[i], starts[i], ends[i], steps[i])
+    keep = [i for i in range(len(axes)) if i not in symbolic]
+    if not keep:
+        return [x]
+    starts, ends, axes, steps = (
+        [int(v[i]) for i in keep] for v in (starts, ends, axes, steps)  # type: ignore[call-overload]
+    )
     begin, end = [], []
     for s, e, a, step in zip(starts, ends, axes, steps):
         dim = shape[a]
@@ -407,6 +422,15 @@ def convert_slice(ctx: NodeContext) -> list:
         "axes": tuple(axes[i] for i in order),
     }
     return [ctx.emit("strided_slice", [x], attrs)]
+
+
+def _bound_dims(ctx: NodeContext, v: Value, what: str) -> list[D.Dim]:
+    """Slice's starts or ends as dims: constants, or shape arithmetic on (symbolic) dims."""
+    sv = _as_shape_value(v)
+    if sv is None:
+        ctx.ints(v, what)  # the error for a run-time or non-integer input
+        raise ctx.fail(f"{what} must be integers")
+    return list(sv.dims)
 
 
 def convert_expand(ctx: NodeContext) -> list:
