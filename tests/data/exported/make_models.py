@@ -142,6 +142,45 @@ def vit() -> nn.Module:
     return _last_hidden(ViTModel(cfg, add_pooling_layer=False))
 
 
+def t5() -> nn.Module:
+    from transformers import T5Config, T5EncoderModel
+
+    cfg = T5Config(
+        vocab_size=VOCAB,
+        d_model=32,
+        d_kv=8,
+        d_ff=64,
+        num_layers=2,
+        num_heads=4,
+        relative_attention_num_buckets=8,
+        relative_attention_max_distance=16,
+        dropout_rate=0.0,
+        attn_implementation="eager",
+    )
+    return _last_hidden(T5EncoderModel(cfg))
+
+
+def whisper() -> nn.Module:
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    cfg = WhisperConfig(
+        vocab_size=VOCAB,
+        num_mel_bins=8,
+        d_model=32,
+        encoder_layers=2,
+        encoder_attention_heads=4,
+        decoder_layers=1,
+        decoder_attention_heads=4,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_source_positions=16,
+        max_target_positions=16,
+        attn_implementation="eager",
+    )
+    return _last_hidden(WhisperEncoder(cfg))
+
+
 class _LastHidden(nn.Module):
     def __init__(self, inner: nn.Module) -> None:
         super().__init__()
@@ -164,6 +203,8 @@ MODELS: dict[str, Spec] = {
     "encoder": (Encoder, [("x", "float32", ["batch", "seq", 32], None)]),
     "bert": (bert, [("input_ids", "int64", ["batch", "seq"], VOCAB)]),
     "gpt2": (gpt2, [("input_ids", "int64", ["batch", "seq"], VOCAB)]),
+    "t5": (t5, [("input_ids", "int64", ["batch", "seq"], VOCAB)]),
+    "whisper": (whisper, [("input_features", "float32", ["batch", 8, 32], None)]),
     "vit": (vit, [("pixel_values", "float32", ["batch", 3, 32, 32], None)]),
 }
 EXAMPLE = {"batch": 2, "seq": 7, "height": 12, "width": 10}
@@ -222,6 +263,20 @@ def export(name: str, dynamo: bool) -> Path:
     return path
 
 
+def strip(path: Path) -> None:
+    """Drop what only records where each node came from in Python (the dynamo exporter's
+    per-node metadata: stack traces, module paths), which is most of a small model's bytes."""
+    import onnx
+
+    model = onnx.load(str(path))
+    for node in model.graph.node:
+        del node.metadata_props[:]
+        node.doc_string = ""
+    del model.metadata_props[:]
+    del model.graph.value_info[:]
+    onnx.save(model, str(path))
+
+
 def main(argv: list[str]) -> int:
     wanted = argv or sorted(MODELS)
     manifest_path = HERE / "models.json"
@@ -231,6 +286,7 @@ def main(argv: list[str]) -> int:
             key = f"{name}_{'dynamo' if dynamo else 'script'}"
             try:
                 path = export(name, dynamo)
+                strip(path)
             except Exception as e:  # an exporter failure: say so and go on with the others
                 print(f"{key}: export failed: {type(e).__name__}: {str(e)[:300]}")
                 continue
