@@ -66,29 +66,48 @@ class NodeContext:
         return self.builder.emit(op, inputs, attrs, self.hint(k))
 
     # -- values that must be known at import time --------------------------------------------
-    def folded(self, v: Value, what: str) -> np.ndarray:
+    def folded(self, v: Value, what: str, sets_shape: bool = False) -> np.ndarray:
+        """``v`` known at import time, or an error saying why it is not: computed from tensor
+        values (with ``sets_shape``, the output's shape would depend on them), or a function
+        of symbolic dims where a number is needed."""
         if isinstance(v, Folded):
             return v.array
-        if isinstance(v, ShapeValue) and v.static:
-            return v.to_array()
+        if isinstance(v, ShapeValue):
+            if v.static:
+                return v.to_array()
+            dims = ", ".join(D.dim_to_str(d) for d in v.dims)
+            raise self.fail(
+                f"{what} is ({dims}), computed from symbolic dims, but relaxc needs it as a "
+                "number here; give the input a static shape (--shape)"
+            )
+        if sets_shape:
+            raise self.value_dependent(what)
         raise self.fail(
             f"{what} must be known when the model is imported (a constant), "
             "but it is computed at run time"
         )
 
-    def ints(self, v: Value | None, what: str) -> list[int] | None:
+    def value_dependent(self, what: str) -> ConversionError:
+        """The refusal of a node whose output shape depends on tensor values."""
+        return self.fail(
+            f"its output shape depends on tensor values: {what} is computed at run time from "
+            "tensor data (not from constants or the input's dims), and relaxc fixes every "
+            "shape, static or symbolic, when the model is imported"
+        )
+
+    def ints(self, v: Value | None, what: str, sets_shape: bool = False) -> list[int] | None:
         """A folded integer vector as a list (None stays None)."""
         if v is None:
             return None
-        arr = self.folded(v, what)
+        arr = self.folded(v, what, sets_shape)
         if arr.dtype.kind not in "iu":
             raise self.fail(f"{what} must be integers, got {arr.dtype}")
         return [int(x) for x in arr.reshape(-1)]
 
-    def scalar(self, v: Value | None, what: str) -> float | None:
+    def scalar(self, v: Value | None, what: str, sets_shape: bool = False) -> float | None:
         if v is None:
             return None
-        arr = self.folded(v, what)
+        arr = self.folded(v, what, sets_shape)
         if arr.size != 1:
             raise self.fail(f"{what} must be a single value, got shape {arr.shape}")
         return float(arr.reshape(-1)[0])

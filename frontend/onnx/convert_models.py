@@ -46,7 +46,7 @@ def _present(v: Value | None) -> Value | None:
 def _floats(ctx: NodeContext, v: Value | None, what: str) -> list[float] | None:
     if v is None:
         return None
-    arr = ctx.folded(v, what)
+    arr = ctx.folded(v, what, sets_shape=what == "scales")
     if arr.dtype.kind != "f":
         raise ctx.fail(f"{what} must be floats, got {arr.dtype}")
     return [float(x) for x in arr.reshape(-1)]
@@ -56,7 +56,7 @@ def _sizes(ctx: NodeContext, v: Value) -> list[D.Dim]:
     """The ``sizes`` input as dims: folded integers or a shape computed from input dims."""
     if isinstance(v, ShapeValue):
         return list(v.dims)
-    ints = ctx.ints(v, "sizes")
+    ints = ctx.ints(v, "sizes", sets_shape=True)
     assert ints is not None
     return list(ints)
 

@@ -49,7 +49,7 @@ def convert_pad(ctx: NodeContext) -> list:
         value = float(ctx.attr("value", 0.0))
         axes = None
     else:
-        pads = ctx.ints(ctx.input(1, "pads"), "the pads input")
+        pads = ctx.ints(ctx.input(1, "pads"), "the pads input", sets_shape=True)
         value_in = ctx.optional(2)
         value = ctx.scalar(value_in, "the constant_value input") or 0.0
         axes = ctx.ints(ctx.optional(3), "the axes input") if ctx.opset >= 18 else None
@@ -70,7 +70,7 @@ def convert_pad(ctx: NodeContext) -> list:
 def convert_center_crop_pad(ctx: NodeContext) -> list:
     x = ctx.input(0)
     rank = rank_of(x)
-    target = ctx.ints(ctx.input(1, "shape"), "the shape input")
+    target = ctx.ints(ctx.input(1, "shape"), "the shape input", sets_shape=True)
     assert target is not None
     axes_attr = ctx.attr("axes")
     axes = (
@@ -99,13 +99,13 @@ def convert_tile(ctx: NodeContext) -> list:
     x = ctx.input(0)
     rank = rank_of(x)
     if ctx.opset < 6:
-        tiles = ctx.scalar(ctx.input(1, "tiles"), "the tiles input")
+        tiles = ctx.scalar(ctx.input(1, "tiles"), "the tiles input", sets_shape=True)
         axis = ctx.scalar(ctx.input(2, "axis"), "the axis input")
         assert tiles is not None and axis is not None
         reps = [1] * rank
         reps[norm_axis(int(axis), rank, ctx)] = int(tiles)
     else:
-        got = ctx.ints(ctx.input(1, "repeats"), "the repeats input")
+        got = ctx.ints(ctx.input(1, "repeats"), "the repeats input", sets_shape=True)
         assert got is not None
         reps = got
     if len(reps) != rank:
@@ -208,7 +208,7 @@ def convert_scatter_elements(ctx: NodeContext) -> list:
 
 def convert_one_hot(ctx: NodeContext) -> list:
     idx, values = ctx.input(0), ctx.input(2, "values")
-    depth = ctx.scalar(ctx.input(1, "depth"), "the depth input")
+    depth = ctx.scalar(ctx.input(1, "depth"), "the depth input", sets_shape=True)
     assert depth is not None
     if depth < 1:
         raise ctx.fail(f"depth must be positive, got {depth:g}")
@@ -236,10 +236,7 @@ def convert_trilu(ctx: NodeContext) -> list:
 def convert_compress(ctx: NodeContext) -> list:
     x, cond_in = ctx.input(0), ctx.input(1, "condition")
     if not isinstance(cond_in, Folded):
-        raise ctx.fail(
-            "its condition is computed at run time, so its output's shape depends on tensor "
-            "values; relaxc plans static or symbolic shapes (a constant condition is supported)"
-        )
+        raise ctx.value_dependent("its condition (which elements it keeps)")
     cond = cond_in.array.reshape(-1).astype(bool)
     axis_attr = ctx.attr("axis")
     if axis_attr is None:

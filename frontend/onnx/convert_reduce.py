@@ -22,10 +22,7 @@ _RANGE_INPUTS = ("start", "limit", "delta")
 def _range_scalar(ctx: NodeContext, i: int) -> Value:
     v = ctx.input(i, _RANGE_INPUTS[i])
     if isinstance(v, Runtime):
-        raise ctx.fail(
-            f"the output length depends on the run-time value of its {_RANGE_INPUTS[i]} input; "
-            "relaxc needs start, limit and delta constant or computed from the input shapes"
-        )
+        raise ctx.value_dependent(f"its {_RANGE_INPUTS[i]} input (and so its length)")
     size = v.array.size if isinstance(v, Folded) else len(v.dims)
     if size != 1:
         raise ctx.fail(f"its {_RANGE_INPUTS[i]} input must be a scalar, got {size} values")

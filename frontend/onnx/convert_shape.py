@@ -103,10 +103,7 @@ def convert_size(ctx: NodeContext) -> list:
 def convert_constant_of_shape(ctx: NodeContext) -> list:
     shape = _as_shape_value(ctx.input(0))
     if shape is None:
-        raise ctx.fail(
-            "its shape input must be known when the model is imported (a constant or shape "
-            "arithmetic), but it is computed at run time"
-        )
+        raise ctx.value_dependent("its shape input")
     fill = ctx.attr("value")
     fill = np.zeros(1, np.float32) if fill is None else fill
     if fill.size != 1:
@@ -197,10 +194,7 @@ def convert_reshape(ctx: NodeContext) -> list:
     else:
         sv = _as_shape_value(ctx.input(1, "shape"))
         if sv is None:
-            raise ctx.fail(
-                "the target shape must be known when the model is imported (a constant or "
-                "shape arithmetic), but it is computed at run time"
-            )
+            raise ctx.value_dependent("the target shape")
         target = list(sv.dims)
     if isinstance(x, ShapeValue):
         if len(x.dims) == 1 and target in ([], [1], [-1]):
@@ -240,7 +234,7 @@ def convert_transpose(ctx: NodeContext) -> list:
 
 def _axes(ctx: NodeContext, since: int, what: str = "axes") -> list[int] | None:
     if ctx.opset >= since:
-        return ctx.ints(ctx.optional(1), f"the {what} input")
+        return ctx.ints(ctx.optional(1), f"the {what} input", sets_shape=True)
     axes = ctx.attr(what)
     return None if axes is None else [int(a) for a in axes]
 
@@ -299,7 +293,7 @@ def convert_split(ctx: NodeContext) -> list:
     shape = shape_of(x)
     axis = norm_axis(int(ctx.attr("axis", 0)), len(shape), ctx)
     n = len(ctx.node.output)
-    sizes = ctx.ints(ctx.optional(1), "the split input") if ctx.opset >= 13 else ctx.attr("split")
+    sizes = ctx.ints(ctx.optional(1), "the split input", sets_shape=True) if ctx.opset >= 13 else ctx.attr("split")
     dim = shape[axis]
     if sizes is None and ctx.opset >= 18 and ctx.attr("num_outputs") is not None:
         if int(ctx.attr("num_outputs")) != n:
@@ -428,7 +422,7 @@ def _bound_dims(ctx: NodeContext, v: Value, what: str) -> list[D.Dim]:
     """Slice's starts or ends as dims: constants, or shape arithmetic on (symbolic) dims."""
     sv = _as_shape_value(v)
     if sv is None:
-        ctx.ints(v, what)  # the error for a run-time or non-integer input
+        ctx.ints(v, what, sets_shape=True)  # the error for a run-time or non-integer input
         raise ctx.fail(f"{what} must be integers")
     return list(sv.dims)
 
@@ -437,10 +431,7 @@ def convert_expand(ctx: NodeContext) -> list:
     x = ctx.input(0)
     target = _as_shape_value(ctx.input(1, "shape"))
     if target is None:
-        raise ctx.fail(
-            "the target shape must be known when the model is imported (a constant or shape "
-            "arithmetic), but it is computed at run time"
-        )
+        raise ctx.value_dependent("the target shape")
     dtype = x.type.dtype
     ones = ShapeValue(target.dims)
     if ones.static:
