@@ -422,7 +422,7 @@ def _bound_dims(ctx: NodeContext, v: Value, what: str) -> list[D.Dim]:
     """Slice's starts or ends as dims: constants, or shape arithmetic on (symbolic) dims."""
     sv = _as_shape_value(v)
     if sv is None:
-        ctx.ints(v, what, sets_shape=True)  # the error for a run-time or non-integer input
+        ctx.ints(v, f"its {what} input", sets_shape=True)  # a run-time or non-integer input
         raise ctx.fail(f"{what} must be integers")
     return list(sv.dims)
 
