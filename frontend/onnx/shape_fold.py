@@ -98,6 +98,17 @@ _COMPARE = {
 }
 
 
+def _arith(op: str, a: D.Dim, b: D.Dim, bounds: Mapping[str, int]) -> D.Dim:
+    """``a op b`` on dims; ``max``/``min`` of two dims one provably the larger is that one
+    (``max(batch, 1)`` is ``batch``: a symbolic dim is at least 1)."""
+    if op in ("maximum", "minimum"):
+        if prove_le(b, a, bounds):
+            return a if op == "maximum" else b
+        if prove_le(a, b, bounds):
+            return b if op == "maximum" else a
+    return _ARITH[op](a, b)
+
+
 def _decide(op: str, a: D.Dim, b: D.Dim, bounds: Mapping[str, int]) -> bool | None:
     """``a op b`` for every allowed value of the dims, or None when it depends on them."""
     if D.is_static(a) and D.is_static(b):
@@ -133,7 +144,7 @@ def fold(op: str, inputs: Sequence[Value], attrs: Mapping, bounds: Mapping[str, 
             return None
         (xa, xb), shape = _broadcast(parts)  # type: ignore[arg-type]
         if op in _ARITH:
-            dims = tuple(_ARITH[op](p, q) for p, q in zip(xa, xb))
+            dims = tuple(_arith(op, p, q, bounds) for p, q in zip(xa, xb))
             return ShapeValue(dims, scalar=shape == ())
         decided = []
         for p, q in zip(xa, xb):

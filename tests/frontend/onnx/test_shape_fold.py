@@ -1,0 +1,192 @@
+"""Shapes computed in the graph from symbolic dims fold at import time (shape_fold.py,
+slice_dims.py): comparisons and Where over dims, Max/Min, Slice to computed ends, of a
+symbolic axis, and of a constant table (a bound the graph implies). Each model is imported
+once with its dims symbolic and checked against onnxruntime at several sizes on the
+interpreter and the VM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relaxc.frontend.onnx import import_onnx
+from relaxc.frontend.onnx.shape_fold import prove_le
+from relaxc.ir import dims as D
+from relaxc.ir.diagnostics import RxError
+
+from tests.backend.c.cbuild import CC
+
+from . import node_cases
+from .util import assert_matches, helper, make_model, run_ort
+
+F32, I64 = np.float32, np.int64
+INT_MAX = 2**63 - 1
+
+
+def _c(name: str, values: Any) -> Any:
+    return helper.make_node("Constant", [], [name], value=helper.make_tensor(
+        name, 7, [len(values)], values))
+
+
+def shape_dims(x: str, start: int, end: int, out: str) -> Any:
+    return helper.make_node("Shape", [x], [out], start=start, end=end)
+
+
+def expand_where_model() -> Any:
+    """TorchScript's Expand: Where(Equal(shape, -1), 1, shape) of a computed shape."""
+    nodes = [
+        shape_dims("x", 0, 2, "s"),
+        _c("minus", [-1, -1]),
+        _c("ones", [1, 1]),
+        helper.make_node("Equal", ["s", "minus"], ["eq"]),
+        helper.make_node("Where", ["eq", "ones", "s"], ["target"]),
+        helper.make_node("Expand", ["b", "target"], ["e"]),
+        helper.make_node("Add", ["e", "x"], ["y"]),
+    ]
+    return make_model(
+        nodes,
+        [("x", F32, ["batch", "seq"])],
+        [("y", F32, ["batch", "seq"])],
+        {"b": np.array([[0.5]], F32)},
+    )
+
+
+def slice_table_model() -> Any:
+    """BERT's position_ids[:, :seq] of a 16-long table, added to the input."""
+    nodes = [
+        shape_dims("x", 1, 2, "seq"),
+        _c("zero", [0]),
+        _c("one", [1]),
+        helper.make_node("Slice", ["table", "zero", "seq", "one"], ["ids"], name="positions"),
+        helper.make_node("Cast", ["ids"], ["f"], to=1),
+        helper.make_node("Add", ["x", "f"], ["y"]),
+    ]
+    table = np.arange(16, dtype=I64).reshape(1, 16) * 10
+    return make_model(nodes, [("x", F32, [1, "seq"])], [("y", F32, [1, "seq"])], {"table": table})
+
+
+def slice_axis_model() -> Any:
+    """x[:, 0:1], x[:, 1:], x[:, :-1], x[:, : seq // 2], x[:, :2] of an axis of seq."""
+    nodes = [
+        shape_dims("x", 1, 2, "seq"),
+        _c("zero", [0]),
+        _c("one", [1]),
+        _c("two", [2]),
+        _c("minus", [-1]),
+        _c("end", [INT_MAX]),
+        helper.make_node("Div", ["seq", "two"], ["half"]),
+        helper.make_node("Slice", ["x", "zero", "one", "one"], ["a"]),
+        helper.make_node("Slice", ["x", "one", "end", "one"], ["b"]),
+        helper.make_node("Slice", ["x", "zero", "minus", "one"], ["c"]),
+        helper.make_node("Slice", ["x", "zero", "half", "one"], ["d"]),
+        helper.make_node("Slice", ["x", "zero", "two", "one"], ["e"]),
+    ]
+    outs = [("a", F32, [2, 1]), ("b", F32, None), ("c", F32, None), ("d", F32, None)]
+    return make_model(nodes, [("x", F32, [2, "seq"])], [*outs, ("e", F32, None)])
+
+
+def max_reshape_model() -> Any:
+    """Reshape to (max(batch, 1), seq * 2, 4): Max of a dim and 1 is the dim."""
+    nodes = [
+        shape_dims("x", 0, 1, "b"),
+        shape_dims("x", 1, 2, "s"),
+        _c("one", [1]),
+        _c("two", [2]),
+        _c("four", [4]),
+        helper.make_node("Max", ["b", "one"], ["bm"]),
+        helper.make_node("Mul", ["s", "two"], ["s2"]),
+        helper.make_node("Concat", ["bm", "s2", "four"], ["target"], axis=0),
+        helper.make_node("Reshape", ["x", "target"], ["y"]),
+    ]
+    return make_model(nodes, [("x", F32, ["batch", "seq", 8])], [("y", F32, None)])
+
+
+MODELS = {
+    "expand_where": (expand_where_model, lambda s: {"x": (3, s)}),
+    "slice_table": (slice_table_model, lambda s: {"x": (1, s)}),
+    "slice_axis": (slice_axis_model, lambda s: {"x": (2, s)}),
+    "max_reshape": (max_reshape_model, lambda s: {"x": (2, s, 8)}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+@pytest.mark.parametrize("backend", ["interp", "vm", "c"])
+def test_folds_and_matches_onnxruntime_at_several_sizes(name: str, backend: str) -> None:
+    if backend == "c" and CC is None:
+        pytest.skip("no C compiler")
+    make, shapes = MODELS[name]
+    model = make()
+    bounds = {"seq": 16, **({"batch": 4} if name in ("expand_where", "max_reshape") else {})}
+    result = import_onnx(model, upper_bounds=bounds if backend == "c" else None)
+    (param,) = result.module.functions[0].params
+    assert "seq" in D.free_vars(param.type.shape[1])  # type: ignore[attr-defined]
+    for seq in (1, 2, 5, 16):
+        rng = np.random.default_rng(seq)
+        feeds = {k: rng.standard_normal(v).astype(F32) for k, v in shapes(seq).items()}
+        args = [feeds["x"]]
+        dims = {"seq": seq, **({"batch": args[0].shape[0]} if "batch" in str(param.type) else {})}
+        got = node_cases.RUNNERS[backend](result, args, dims)
+        assert_matches(got, run_ort(model, feeds), f"{name} {backend} seq={seq}")
+
+
+def test_a_slice_of_a_table_bounds_the_dim_the_run_checks() -> None:
+    result = import_onnx(slice_table_model())
+    assert result.module.functions[0].upper_bounds() == {"seq": 16}
+    assert any("seq is at most 16" in n and "'positions'" in n for n in result.notes)
+    with pytest.raises(Exception, match="seq"):
+        node_cases.RUNNERS["vm"](result, [np.zeros((1, 17), F32)], {"seq": 17})
+
+
+def test_a_smaller_bound_given_is_kept() -> None:
+    result = import_onnx(slice_table_model(), upper_bounds={"seq": 8})
+    assert result.module.functions[0].upper_bounds() == {"seq": 8}
+
+
+def test_a_comparison_that_depends_on_a_dims_value_is_refused() -> None:
+    nodes = [
+        shape_dims("x", 0, 1, "s"),
+        _c("four", [4]),
+        helper.make_node("Equal", ["s", "four"], ["eq"], name="is_four"),
+        helper.make_node("Where", ["eq", "four", "s"], ["t"]),
+        helper.make_node("Reshape", ["x", "t"], ["y"]),
+    ]
+    model = make_model(nodes, [("x", F32, ["seq"])], [("y", F32, None)])
+    with pytest.raises(RxError, match="'is_four' \\(Equal\\): it compares the dim seq with 4"):
+        import_onnx(model)
+    assert import_onnx(model, input_shapes={"x": [4]}).module  # static: it folds
+
+
+def test_a_symbolic_start_is_refused_with_a_sentence() -> None:
+    """x[seq // 2 :] on an axis of seq: the start is symbolic."""
+    nodes = [
+        shape_dims("x", 0, 1, "seq"),
+        _c("two", [2]),
+        _c("end", [INT_MAX]),
+        helper.make_node("Div", ["seq", "two"], ["half"]),
+        helper.make_node("Slice", ["x", "half", "end"], ["y"], name="tail"),
+    ]
+    model = make_model(nodes, [("x", F32, ["seq"])], [("y", F32, None)])
+    with pytest.raises(RxError, match="'tail' \\(Slice\\): its start on axis 0 is the symbolic"):
+        import_onnx(model)
+
+
+@settings(max_examples=60, derandomize=True, deadline=None)
+@given(
+    a=st.integers(-3, 3), b=st.integers(-3, 3), c=st.integers(-3, 3), d=st.integers(-3, 3),
+    n=st.integers(1, 40), bound=st.one_of(st.none(), st.integers(1, 40)),
+)
+def test_what_prove_le_proves_holds_at_every_allowed_value(a, b, c, d, n, bound) -> None:
+    """prove_le(x, y) (x, y affine in seq or floor halves) implies x <= y for every seq in
+    [1, bound]: checked at a value of seq in range."""
+    seq = D.Sym("seq")
+    x = D.simplify(D.add(D.mul(a, seq), b))
+    y = D.simplify(D.add(D.mul(c, D.BinOp("/", seq, 2) if d % 2 else seq), d))
+    bounds = {"seq": bound} if bound else {}
+    if bound is not None and n > bound:
+        n = bound
+    if prove_le(x, y, bounds):
+        assert D.evaluate(x, {"seq": n}) <= D.evaluate(y, {"seq": n})
