@@ -293,7 +293,11 @@ def convert_split(ctx: NodeContext) -> list:
     shape = shape_of(x)
     axis = norm_axis(int(ctx.attr("axis", 0)), len(shape), ctx)
     n = len(ctx.node.output)
-    sizes = ctx.ints(ctx.optional(1), "the split input", sets_shape=True) if ctx.opset >= 13 else ctx.attr("split")
+    sizes = (
+        ctx.ints(ctx.optional(1), "the split input", sets_shape=True)
+        if ctx.opset >= 13
+        else ctx.attr("split")
+    )
     dim = shape[axis]
     if sizes is None and ctx.opset >= 18 and ctx.attr("num_outputs") is not None:
         if int(ctx.attr("num_outputs")) != n:
@@ -353,7 +357,7 @@ def _wrapped_indices(ctx: NodeContext, indices: Value, dim: int) -> Value:
     table = Folded(np.tile(np.arange(dim, dtype=dtype), 2), f"{ctx.hint()}_wrap")
     shift = Folded(np.array(dim, dtype=dtype), f"{ctx.hint()}_dim")
     shifted = ctx.emit("add", [indices, shift])
-    return ctx.emit("take", [table, shifted], {"axis": 0})  # type: ignore[no-any-return]
+    return ctx.emit("take", [table, shifted], {"axis": 0})
 
 
 def convert_slice(ctx: NodeContext) -> list:
@@ -383,15 +387,13 @@ def convert_slice(ctx: NodeContext) -> list:
     if isinstance(x, ShapeValue) and not x.scalar:
         if symbolic:
             raise ctx.fail("it slices a shape with symbolic bounds, which relaxc does not fold")
-        return [ShapeValue(tuple(x.dims[slice(int(starts[0]), int(ends[0]), steps[0])]))]  # type: ignore[call-overload]
+        return [ShapeValue(tuple(x.dims[slice(int(starts[0]), int(ends[0]), steps[0])]))]
     for i in symbolic:  # each such axis on its own (slice_dims); the static ones below
         x = slice_axis(ctx, x, axes[i], starts[i], ends[i], steps[i])
     keep = [i for i in range(len(axes)) if i not in symbolic]
     if not keep:
         return [x]
-    starts, ends, axes, steps = (
-        [int(v[i]) for i in keep] for v in (starts, ends, axes, steps)  # type: ignore[call-overload]
-    )
+    starts, ends, axes, steps = ([int(v[i]) for i in keep] for v in (starts, ends, axes, steps))
     begin, end = [], []
     for s, e, a, step in zip(starts, ends, axes, steps):
         dim = shape[a]

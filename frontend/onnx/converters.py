@@ -52,9 +52,12 @@ _FIXED_SHAPES = (
     "imports the model"
 )
 _VALUE_SHAPED = {
-    "NonZero": f"its output shape depends on tensor values: how many elements are nonzero is {_FIXED_SHAPES}",
-    "NonMaxSuppression": f"its output shape depends on tensor values: how many boxes it keeps is {_FIXED_SHAPES}",
-    "Unique": f"its output shape depends on tensor values: how many distinct values there are is {_FIXED_SHAPES}",
+    op: f"its output shape depends on tensor values: {what} is {_FIXED_SHAPES}"
+    for op, what in (
+        ("NonZero", "how many elements are nonzero"),
+        ("NonMaxSuppression", "how many boxes it keeps"),
+        ("Unique", "how many distinct values there are"),
+    )
 }
 OUT_OF_SCOPE: dict[str, str] = {
     **dict.fromkeys(

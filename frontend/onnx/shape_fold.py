@@ -65,14 +65,18 @@ def _elements(v: Value) -> tuple[list[D.Dim], tuple[int, ...]] | None:
     return None
 
 
-def _broadcast(parts: Sequence[tuple[list[D.Dim], tuple[int, ...]]]) -> tuple[list[list[D.Dim]], tuple[int, ...]]:
+def _broadcast(
+    parts: Sequence[tuple[list[D.Dim], tuple[int, ...]]],
+) -> tuple[list[list[D.Dim]], tuple[int, ...]]:
     shape = np.broadcast_shapes(*(s for _, s in parts))
     n = int(np.prod(shape)) if shape else 1
     out = []
     for dims, _ in parts:
         out.append(dims * n if len(dims) == 1 and n != 1 else dims)
     if any(len(d) != n for d in out):
-        raise ConversionError(f"shape values of lengths {[len(d) for d, _ in parts]} do not broadcast")
+        raise ConversionError(
+            f"shape values of lengths {[len(d) for d, _ in parts]} do not broadcast"
+        )
     return out, tuple(shape)
 
 
@@ -130,10 +134,16 @@ def _decide(op: str, a: D.Dim, b: D.Dim, bounds: Mapping[str, int]) -> bool | No
     return (op == "<=") if hi is not None and hi <= 0 else None
 
 
-def fold(op: str, inputs: Sequence[Value], attrs: Mapping, bounds: Mapping[str, int]) -> Value | None:
+def fold(
+    op: str, inputs: Sequence[Value], attrs: Mapping, bounds: Mapping[str, int]
+) -> Value | None:
     """``op`` on ``inputs`` (one of them a ShapeValue with symbolic dims) carried out on the
     dims; None when ``op`` is not one this module folds (the caller goes on as for any op)."""
-    if op == "cast" and str(attrs.get("dtype")) in ("i32", "i64") and isinstance(inputs[0], ShapeValue):
+    if (
+        op == "cast"
+        and str(attrs.get("dtype")) in ("i32", "i64")
+        and isinstance(inputs[0], ShapeValue)
+    ):
         return inputs[0]
     if op == "negative" and isinstance(inputs[0], ShapeValue):
         v = inputs[0]

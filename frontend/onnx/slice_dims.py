@@ -130,6 +130,8 @@ def slice_axis(ctx: NodeContext, x: Value, axis: int, start: D.Dim, end: D.Dim, 
         )
     else:
         indices = ctx.emit(
-            "arange", [], {"start": int(s), "delta": 1, "length": length, "dtype": DType("i64")}  # type: ignore[arg-type]
+            "arange",
+            [],
+            {"start": int(s), "delta": 1, "length": length, "dtype": DType("i64")},  # type: ignore[arg-type]
         )
-    return ctx.emit("take", [x, indices], {"axis": axis})  # type: ignore[no-any-return]
+    return ctx.emit("take", [x, indices], {"axis": axis})

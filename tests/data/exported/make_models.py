@@ -229,7 +229,9 @@ def export(name: str, dynamo: bool) -> Path:
     args = _example(inputs)
     path = HERE / f"{name}_{'dynamo' if dynamo else 'script'}.onnx"
     names = [n for n, *_ in inputs]
-    axes = {n: {i: d for i, d in enumerate(shape) if isinstance(d, str)} for n, _, shape, _ in inputs}
+    axes = {
+        n: {i: d for i, d in enumerate(shape) if isinstance(d, str)} for n, _, shape, _ in inputs
+    }
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if dynamo:
@@ -287,7 +289,7 @@ def main(argv: list[str]) -> int:
             try:
                 path = export(name, dynamo)
                 strip(path)
-            except Exception as e:  # an exporter failure: say so and go on with the others
+            except Exception as e:  # noqa: BLE001 - an exporter's failure: said, and the others go on
                 print(f"{key}: export failed: {type(e).__name__}: {str(e)[:300]}")
                 continue
             manifest[key] = {

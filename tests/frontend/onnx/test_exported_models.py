@@ -35,7 +35,11 @@ MANIFEST: dict[str, Any] = json.loads((DATA / "models.json").read_text())
 # name -> (--shape overrides, --bound values, the dims of each run)
 RUNS: dict[str, tuple[dict[str, list], dict[str, int], list[dict[str, int]]]] = {
     "cnn": ({}, {}, [{"batch": 1}, {"batch": 3}]),
-    "positions": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 3, "seq": 12}]),
+    "positions": (
+        {},
+        {},
+        [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 3, "seq": 12}],
+    ),
     "encoder": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 3, "seq": 12}]),
     "bert": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 2, "seq": 64}]),
     "gpt2": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 3, "seq": 20}]),
@@ -44,7 +48,11 @@ RUNS: dict[str, tuple[dict[str, list], dict[str, int], list[dict[str, int]]]] = 
     "whisper": ({}, {}, [{"batch": 1}, {"batch": 3}]),
     # TorchScript's trace wrote the example's sequence length (7) into a Reshape, which
     # onnxruntime too refuses at any other length: imported with that length
-    "encoder_script": ({"x": ["batch", 7, 32]}, {}, [{"batch": 1, "seq": 7}, {"batch": 3, "seq": 7}]),
+    "encoder_script": (
+        {"x": ["batch", 7, 32]},
+        {},
+        [{"batch": 1, "seq": 7}, {"batch": 3, "seq": 7}],
+    ),
     # Resize to computed sizes needs static spatial lengths (relaxc's resize has static taps)
     "upsample": (
         {"x": ["batch", 2, 12, 10]},

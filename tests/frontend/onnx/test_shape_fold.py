@@ -28,8 +28,9 @@ INT_MAX = 2**63 - 1
 
 
 def _c(name: str, values: Any) -> Any:
-    return helper.make_node("Constant", [], [name], value=helper.make_tensor(
-        name, 7, [len(values)], values))
+    return helper.make_node(
+        "Constant", [], [name], value=helper.make_tensor(name, 7, [len(values)], values)
+    )
 
 
 def shape_dims(x: str, start: int, end: int, out: str) -> Any:
@@ -176,8 +177,12 @@ def test_a_symbolic_start_is_refused_with_a_sentence() -> None:
 
 @settings(max_examples=60, derandomize=True, deadline=None)
 @given(
-    a=st.integers(-3, 3), b=st.integers(-3, 3), c=st.integers(-3, 3), d=st.integers(-3, 3),
-    n=st.integers(1, 40), bound=st.one_of(st.none(), st.integers(1, 40)),
+    a=st.integers(-3, 3),
+    b=st.integers(-3, 3),
+    c=st.integers(-3, 3),
+    d=st.integers(-3, 3),
+    n=st.integers(1, 40),
+    bound=st.one_of(st.none(), st.integers(1, 40)),
 )
 def test_what_prove_le_proves_holds_at_every_allowed_value(a, b, c, d, n, bound) -> None:
     """prove_le(x, y) (x, y affine in seq or floor halves) implies x <= y for every seq in
