@@ -16,6 +16,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relaxc.frontend.weights import splat_view
+from relaxc.ir import dims as D
 from relaxc.ir.nodes import Bind, Call, DType, ListLit, Project, Stmt, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, Registry, bind_args
@@ -49,6 +50,7 @@ class ProgramBuilder:
         self.weights: dict[str, np.ndarray] = {}
         self._names: set[str] = set()
         self._materialized: dict[int, tuple[Folded, Runtime]] = {}
+        self._dim_tensors: dict[ShapeValue, Runtime] = {}
         self.bounds: dict[str, int] = {}
         """Upper bounds of symbolic dims: the user's (``--bound``), then those the graph
         implies (:attr:`implied`), which shape folding may use to decide comparisons."""
@@ -82,10 +84,7 @@ class ProgramBuilder:
             return v
         if isinstance(v, ShapeValue):
             if not v.static:
-                raise ConversionError(
-                    "a shape with symbolic dims is used as tensor data; relaxc folds shape "
-                    "arithmetic only into shapes (Reshape, ConstantOfShape, Expand)"
-                )
+                return self._dims_tensor(v, hint)
             v = Folded(v.to_array(), hint)
         cached = self._materialized.get(id(v))
         if cached is not None:
@@ -105,6 +104,34 @@ class ProgramBuilder:
         out = Runtime(Var(name), t)
         self._materialized[id(v)] = (v, out)
         return out
+
+    def _dims_tensor(self, v: ShapeValue, hint: str) -> Runtime:
+        """Dims used as tensor data (GPT-2's mask indices ``arange(batch) * seq``), computed
+        when the program runs: a symbolic dim ``d`` is ``sum(full((d,), 1))``, exact in i64
+        (the program's shapes carry the value; no op reads a dim as data)."""
+        cached = self._dim_tensors.get(v)
+        if cached is not None:
+            return cached
+        parts: list[Value] = []
+        for d in v.dims:
+            if D.is_static(d):
+                parts.append(Folded(np.array([int(d)], np.int64), f"{hint}_dim"))  # type: ignore[arg-type]
+                continue
+            if D.interval(d, {n: (0, None) for n in D.free_vars(d)})[0] < 0:
+                raise ConversionError(
+                    f"the dim expression {D.dim_to_str(d)} (which may be negative) is used as "
+                    "tensor data; relaxc computes only non-negative dims at run time"
+                )
+            ones = self.emit(
+                "full", [], {"shape": (d,), "fill_value": 1.0, "dtype": DType("i64")}, hint
+            )
+            parts.append(self.emit("sum", [ones], {"axes": (0,), "keepdims": True}, hint))
+        out = parts[0] if len(parts) == 1 else self.emit("concat", parts, {"axis": 0}, hint)
+        if v.scalar:
+            out = self.emit("reshape", [out], {"newshape": ()}, hint)
+        result = self.runtime(out, hint)
+        self._dim_tensors[v] = result
+        return result
 
     def bind(self, hint: str, expr: Any, t: Type, annotate: bool = False) -> Var:
         name = self.fresh(hint)

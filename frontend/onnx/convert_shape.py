@@ -342,11 +342,24 @@ def convert_gather(ctx: NodeContext) -> list:
     elif D.is_static(dim):
         indices = _wrapped_indices(ctx, indices, int(dim))  # type: ignore[arg-type]
     else:
-        raise ctx.fail(
-            f"run-time indices into the symbolic dim {D.dim_to_str(dim)} are not supported "
-            "(a negative index could not be wrapped)"
-        )
+        indices = _wrapped_symbolic(ctx, indices, dim)
     return [ctx.emit("take", [data, indices], {"axis": axis})]
+
+
+def _wrapped_symbolic(ctx: NodeContext, indices: Value, dim: D.Dim) -> Value:
+    """Run-time ``indices`` into the symbolic ``dim``, negative ones wrapped as ONNX reads
+    them: ``where(indices < 0, indices + dim, indices)``, the dim computed at run time."""
+    size: Value = ShapeValue((dim,), scalar=True)
+    if indices.type.dtype != "i64":
+        size = ctx.emit(
+            "cast",
+            [ctx.builder.runtime(size, f"{ctx.hint()}_dim")],
+            {"dtype": DType(indices.type.dtype)},
+        )
+    zero = Folded(np.zeros((), numpy_dtype(indices.type.dtype)), f"{ctx.hint()}_zero")
+    negative = ctx.emit("less", [indices, zero])
+    shifted = ctx.emit("add", [indices, ctx.builder.runtime(size, f"{ctx.hint()}_dim")])
+    return ctx.emit("where", [negative, shifted, indices])  # type: ignore[no-any-return]
 
 
 def _wrapped_indices(ctx: NodeContext, indices: Value, dim: int) -> Value:

@@ -111,6 +111,20 @@ def bert() -> nn.Module:
     return _last_hidden(BertModel(cfg))
 
 
+class _Gpt2(nn.Module):
+    """GPT-2 given position ids torch.arange(seq) and an all-ones attention mask (without
+    them, transformers' mask code calls torch.diff, which TorchScript cannot export)."""
+
+    def __init__(self, inner: nn.Module) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(x.size(1), device=x.device).unsqueeze(0)
+        mask = torch.ones_like(x)
+        return self.inner(x, position_ids=positions, attention_mask=mask, return_dict=False)[0]
+
+
 def gpt2() -> nn.Module:
     from transformers import GPT2Config, GPT2Model
 
@@ -122,8 +136,10 @@ def gpt2() -> nn.Module:
         n_positions=64,
         use_cache=False,
         attn_implementation="eager",
+        bos_token_id=0,
+        eos_token_id=0,
     )
-    return _last_hidden(GPT2Model(cfg))
+    return _Gpt2(GPT2Model(cfg))
 
 
 def vit() -> nn.Module:

@@ -106,11 +106,33 @@ def max_reshape_model() -> Any:
     return make_model(nodes, [("x", F32, ["batch", "seq", 8])], [("y", F32, None)])
 
 
+def dims_as_data_model() -> Any:
+    """arange(batch) * seq + x[:, [-1, 0]] (GPT-2's mask indices; a Gather with negative
+    run-time indices into the symbolic seq)."""
+    nodes = [
+        shape_dims("x", 0, 1, "b1"),
+        shape_dims("x", 1, 2, "s1"),
+        _c("zero", [0]),
+        helper.make_node("Squeeze", ["b1", "zero"], ["b"]),
+        helper.make_node("Squeeze", ["s1", "zero"], ["s"]),
+        helper.make_node("Range", ["z", "b", "one"], ["r"]),
+        helper.make_node("Mul", ["r", "s"], ["rs"]),
+        helper.make_node("Unsqueeze", ["rs", "axis1"], ["rows"]),
+        helper.make_node("Gather", ["x", "idx"], ["picked"], axis=1),
+        helper.make_node("Add", ["rows", "picked"], ["y"]),
+    ]
+    inits = {"z": np.array(0, I64), "one": np.array(1, I64), "axis1": np.array([1], I64)}
+    return make_model(
+        nodes, [("x", I64, ["batch", "seq"]), ("idx", I64, [2])], [("y", I64, None)], inits
+    )
+
+
 MODELS = {
     "expand_where": (expand_where_model, lambda s: {"x": (3, s)}),
     "slice_table": (slice_table_model, lambda s: {"x": (1, s)}),
     "slice_axis": (slice_axis_model, lambda s: {"x": (2, s)}),
     "max_reshape": (max_reshape_model, lambda s: {"x": (2, s, 8)}),
+    "dims_as_data": (dims_as_data_model, lambda s: {"x": (3, s), "idx": (2,)}),
 }
 
 
@@ -121,14 +143,17 @@ def test_folds_and_matches_onnxruntime_at_several_sizes(name: str, backend: str)
         pytest.skip("no C compiler")
     make, shapes = MODELS[name]
     model = make()
-    bounds = {"seq": 16, **({"batch": 4} if name in ("expand_where", "max_reshape") else {})}
+    batched = ("expand_where", "max_reshape", "dims_as_data")
+    bounds = {"seq": 16, **({"batch": 4} if name in batched else {})}
     result = import_onnx(model, upper_bounds=bounds if backend == "c" else None)
-    (param,) = result.module.functions[0].params
+    param = result.module.functions[0].params[0]
     assert "seq" in D.free_vars(param.type.shape[1])  # type: ignore[attr-defined]
     for seq in (1, 2, 5, 16):
         rng = np.random.default_rng(seq)
         feeds = {k: rng.standard_normal(v).astype(F32) for k, v in shapes(seq).items()}
-        args = [feeds["x"]]
+        if name == "dims_as_data":
+            feeds = {"x": rng.integers(-9, 9, shapes(seq)["x"]), "idx": np.array([-1, 0])}
+        args = [feeds[i.name] for i in model.graph.input]
         dims = {"seq": seq, **({"batch": args[0].shape[0]} if "batch" in str(param.type) else {})}
         got = node_cases.RUNNERS[backend](result, args, dims)
         assert_matches(got, run_ort(model, feeds), f"{name} {backend} seq={seq}")
