@@ -51,6 +51,10 @@ class ProgramBuilder:
         self._names: set[str] = set()
         self._materialized: dict[int, tuple[Folded, Runtime]] = {}
         self._dim_tensors: dict[ShapeValue, Runtime] = {}
+        self.from_dims: set[str] = set()
+        """Variables computed only from dims and constants at run time (dims used as data,
+        :meth:`_dims_tensor`, and what the program computes from them alone): a shape
+        input among them is a function of the dims that import-time folding did not reach."""
         self.bounds: dict[str, int] = {}
         """Upper bounds of symbolic dims: the user's (``--bound``), then those the graph
         implies (:attr:`implied`), which shape folding may use to decide comparisons."""
@@ -161,9 +165,13 @@ class ProgramBuilder:
             raise ConversionError(str(e)) from None
         if inputs and all(_known(v) for v in inputs):
             return self._fold(opdef, inputs, bound.attrs, result_type, hint)
+        runtime = [v for v in inputs if isinstance(v, Runtime)]
+        dims_only = all(v.var.name in self.from_dims for v in runtime)
         args = tuple(self.runtime(v, f"{hint}_in{i}").var for i, v in enumerate(inputs))
         shown = tuple((k, v) for k, v in kwargs if not _is_default(opdef, k, v))
         var = self.bind(hint, Call(op, args, shown), result_type)
+        if dims_only:  # computed from dims and constants only (the inputs made no data)
+            self.from_dims.add(var.name)
         if isinstance(result_type, TupleType):
             outs = []
             for i, field_type in enumerate(result_type.fields):

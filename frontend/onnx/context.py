@@ -12,7 +12,7 @@ from relaxc.ir.types import TensorType
 
 from . import shape_fold
 from .builder import ConversionError, ProgramBuilder
-from .values import Folded, ShapeValue, Value
+from .values import Folded, Runtime, ShapeValue, Value
 
 
 @dataclass
@@ -81,14 +81,21 @@ class NodeContext:
                 "number here; give the input a static shape (--shape)"
             )
         if sets_shape:
-            raise self.value_dependent(what)
+            raise self.value_dependent(what, v)
         raise self.fail(
             f"{what} must be known when the model is imported (a constant), "
             "but it is computed at run time"
         )
 
-    def value_dependent(self, what: str) -> ConversionError:
-        """The refusal of a node whose output shape depends on tensor values."""
+    def value_dependent(self, what: str, v: Value | None = None) -> ConversionError:
+        """The refusal of a node whose output shape depends on tensor values (or, when ``v``
+        was computed at run time from dims alone, on dims folding did not reach)."""
+        if isinstance(v, Runtime) and v.var.name in self.builder.from_dims:
+            return self.fail(
+                f"{what} is computed from the input's dims, but by operations relaxc does not "
+                "fold when it imports the model (so it would be known only at run time); give "
+                "the input a static shape (--shape)"
+            )
         return self.fail(
             f"its output shape depends on tensor values: {what} is computed at run time from "
             "tensor data (not from constants or the input's dims), and relaxc fixes every "

@@ -22,7 +22,7 @@ _RANGE_INPUTS = ("start", "limit", "delta")
 def _range_scalar(ctx: NodeContext, i: int) -> Value:
     v = ctx.input(i, _RANGE_INPUTS[i])
     if isinstance(v, Runtime):
-        raise ctx.value_dependent(f"its {_RANGE_INPUTS[i]} input (and so its length)")
+        raise ctx.value_dependent(f"its {_RANGE_INPUTS[i]} input (and so its length)", v)
     size = v.array.size if isinstance(v, Folded) else len(v.dims)
     if size != 1:
         raise ctx.fail(f"its {_RANGE_INPUTS[i]} input must be a scalar, got {size} values")

@@ -103,7 +103,7 @@ def convert_size(ctx: NodeContext) -> list:
 def convert_constant_of_shape(ctx: NodeContext) -> list:
     shape = _as_shape_value(ctx.input(0))
     if shape is None:
-        raise ctx.value_dependent("its shape input")
+        raise ctx.value_dependent("its shape input", ctx.input(0))
     fill = ctx.attr("value")
     fill = np.zeros(1, np.float32) if fill is None else fill
     if fill.size != 1:
@@ -194,7 +194,7 @@ def convert_reshape(ctx: NodeContext) -> list:
     else:
         sv = _as_shape_value(ctx.input(1, "shape"))
         if sv is None:
-            raise ctx.value_dependent("the target shape")
+            raise ctx.value_dependent("the target shape", ctx.input(1))
         target = list(sv.dims)
     if isinstance(x, ShapeValue):
         if len(x.dims) == 1 and target in ([], [1], [-1]):
@@ -446,9 +446,15 @@ def convert_expand(ctx: NodeContext) -> list:
     x = ctx.input(0)
     target = _as_shape_value(ctx.input(1, "shape"))
     if target is None:
-        raise ctx.value_dependent("the target shape")
+        raise ctx.value_dependent("the target shape", ctx.input(1))
+    return [broadcast_to(ctx, x, target.dims)]
+
+
+def broadcast_to(ctx: NodeContext, x: Value, dims: tuple[D.Dim, ...]) -> Value:
+    """``x`` broadcast with the (possibly symbolic) shape ``dims``, as ONNX Expand does:
+    ``x * ones(dims)``, or for bool ``where(x, ones, false)``."""
     dtype = x.type.dtype
-    ones = ShapeValue(target.dims)
+    ones = ShapeValue(dims)
     if ones.static:
         base: Value = Folded(
             np.broadcast_to(np.ones((), numpy_dtype(dtype)), [int(d) for d in ones.dims]),  # type: ignore[arg-type]
@@ -457,8 +463,8 @@ def convert_expand(ctx: NodeContext) -> list:
     else:
         base = ctx.emit("full", [], {"shape": ones.dims, "fill_value": 1.0, "dtype": DType(dtype)})
     if dtype == "bool":  # x where true, else false: x broadcast to the target
-        return [ctx.emit("where", [x, base, _false()])]
-    return [ctx.emit("multiply", [x, base])]
+        return ctx.emit("where", [x, base, _false()])  # type: ignore[no-any-return]
+    return ctx.emit("multiply", [x, base])  # type: ignore[no-any-return]
 
 
 def _false() -> Folded:

@@ -127,12 +127,42 @@ def dims_as_data_model() -> Any:
     )
 
 
+def tile_pad_model() -> Any:
+    """ViT's cls_token.repeat(batch, 1, 1) joined to x, padded on axis 1 to a multiple of 4
+    by (4 - n % 4) % 4 (the dynamo exporter's F.pad to a computed amount)."""
+    nodes = [
+        shape_dims("x", 0, 1, "b"),
+        shape_dims("x", 1, 2, "s"),
+        _c("ones2", [1, 1]),
+        helper.make_node("Concat", ["b", "ones2"], ["reps"], axis=0),
+        helper.make_node("Tile", ["cls", "reps"], ["c"]),
+        helper.make_node("Concat", ["c", "x"], ["h"], axis=1),
+        _c("one", [1]),
+        _c("four", [4]),
+        helper.make_node("Add", ["s", "one"], ["n"]),
+        helper.make_node("Mod", ["n", "four"], ["r"]),
+        helper.make_node("Sub", ["four", "r"], ["f"]),
+        helper.make_node("Mod", ["f", "four"], ["amount"]),
+        _c("zeros4", [0, 0, 0, 0]),
+        _c("zeros1", [0]),
+        helper.make_node(
+            "Concat", ["zeros1", "zeros1", "zeros1", "amount", "zeros1"], ["p5"], axis=0
+        ),
+        helper.make_node("Concat", ["p5"], ["pads_"], axis=0),
+        helper.make_node("Concat", ["pads_", "zeros1"], ["pads"], axis=0),
+        helper.make_node("Pad", ["h", "pads", "value"], ["y"]),
+    ]
+    inits = {"cls": np.arange(3, dtype=F32).reshape(1, 1, 3), "value": np.array(-2.0, F32)}
+    return make_model(nodes, [("x", F32, ["batch", "seq", 3])], [("y", F32, None)], inits)
+
+
 MODELS = {
     "expand_where": (expand_where_model, lambda s: {"x": (3, s)}),
     "slice_table": (slice_table_model, lambda s: {"x": (1, s)}),
     "slice_axis": (slice_axis_model, lambda s: {"x": (2, s)}),
     "max_reshape": (max_reshape_model, lambda s: {"x": (2, s, 8)}),
     "dims_as_data": (dims_as_data_model, lambda s: {"x": (3, s), "idx": (2,)}),
+    "tile_pad": (tile_pad_model, lambda s: {"x": (2, s, 3)}),
 }
 
 
@@ -143,7 +173,7 @@ def test_folds_and_matches_onnxruntime_at_several_sizes(name: str, backend: str)
         pytest.skip("no C compiler")
     make, shapes = MODELS[name]
     model = make()
-    batched = ("expand_where", "max_reshape", "dims_as_data")
+    batched = ("expand_where", "max_reshape", "dims_as_data", "tile_pad")
     bounds = {"seq": 16, **({"batch": 4} if name in batched else {})}
     result = import_onnx(model, upper_bounds=bounds if backend == "c" else None)
     param = result.module.functions[0].params[0]
@@ -198,6 +228,34 @@ def test_a_symbolic_start_is_refused_with_a_sentence() -> None:
     model = make_model(nodes, [("x", F32, ["seq"])], [("y", F32, None)])
     with pytest.raises(RxError, match="'tail' \\(Slice\\): its start on axis 0 is the symbolic"):
         import_onnx(model)
+
+
+def test_tiling_a_longer_axis_a_symbolic_number_of_times_is_refused() -> None:
+    nodes = [
+        shape_dims("x", 0, 1, "b"),
+        helper.make_node("Tile", ["x", "b"], ["y"], name="tile_it"),
+    ]
+    model = make_model(nodes, [("x", F32, ["n"])], [("y", F32, None)])
+    with pytest.raises(RxError, match="'tile_it' \\(Tile\\): it repeats axis 0 \\(of length n\\)"):
+        import_onnx(model)
+
+
+def test_a_shape_from_dims_that_folding_does_not_reach_says_so() -> None:
+    """TorchScript's F.pad reshapes its pads to pairs: a 2-D shape, computed at run time."""
+    nodes = [
+        shape_dims("x", 0, 1, "s"),
+        _c("zeros", [0]),
+        helper.make_node("Concat", ["zeros", "s"], ["p"], axis=0),
+        _c("pairs", [-1, 2]),
+        helper.make_node("Reshape", ["p", "pairs"], ["p2"]),
+        _c("flat", [-1]),
+        helper.make_node("Reshape", ["p2", "flat"], ["pads"]),
+        helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_it"),
+    ]
+    model = make_model(nodes, [("x", F32, ["n"])], [("y", F32, None)])
+    message = str(pytest.raises(RxError, import_onnx, model).value)
+    assert "'pad_it' (Pad): the pads input is computed from the input's dims" in message
+    assert "tensor values" not in message
 
 
 @settings(max_examples=60, derandomize=True, deadline=None)
