@@ -101,7 +101,7 @@ def _pad_symbolic(
         "full", [], {"shape": tuple(shape), "fill_value": value, "dtype": DType(dtype)}
     )
     parts = [filler, x] if before else [x, filler]
-    return ctx.emit("concat", parts, {"axis": axis})  # type: ignore[no-any-return]
+    return ctx.emit("concat", parts, {"axis": axis})
 
 
 def convert_center_crop_pad(ctx: NodeContext) -> list:

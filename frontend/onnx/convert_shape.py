@@ -359,7 +359,7 @@ def _wrapped_symbolic(ctx: NodeContext, indices: Value, dim: D.Dim) -> Value:
     zero = Folded(np.zeros((), numpy_dtype(indices.type.dtype)), f"{ctx.hint()}_zero")
     negative = ctx.emit("less", [indices, zero])
     shifted = ctx.emit("add", [indices, ctx.builder.runtime(size, f"{ctx.hint()}_dim")])
-    return ctx.emit("where", [negative, shifted, indices])  # type: ignore[no-any-return]
+    return ctx.emit("where", [negative, shifted, indices])
 
 
 def _wrapped_indices(ctx: NodeContext, indices: Value, dim: int) -> Value:
@@ -463,8 +463,8 @@ def broadcast_to(ctx: NodeContext, x: Value, dims: tuple[D.Dim, ...]) -> Value:
     else:
         base = ctx.emit("full", [], {"shape": ones.dims, "fill_value": 1.0, "dtype": DType(dtype)})
     if dtype == "bool":  # x where true, else false: x broadcast to the target
-        return ctx.emit("where", [x, base, _false()])  # type: ignore[no-any-return]
-    return ctx.emit("multiply", [x, base])  # type: ignore[no-any-return]
+        return ctx.emit("where", [x, base, _false()])
+    return ctx.emit("multiply", [x, base])
 
 
 def _false() -> Folded:
