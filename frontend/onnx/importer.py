@@ -246,8 +246,9 @@ def import_onnx(
     for sym, (limit, why) in sorted(builder.implied.items()):
         if bounds and bounds.get(sym) == limit:
             notes.append(
-                f"{sym} is at most {limit}: {why}, so a larger {sym} would give the graph's "
-                f"later ops mismatched lengths (the bound is in upper_bounds; runs check it)."
+                f"{sym} is at most {limit}: {why}, which is shorter than {sym} beyond that "
+                f"(relaxc plans the slice {sym} long; the bound is in upper_bounds, and runs "
+                "check it)."
             )
     if folded_away:
         notes.append(
