@@ -22,7 +22,7 @@ from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, Registry, bind_args
 from relaxc.ir.types import TensorType, TupleType, Type, numpy_dtype
 
-from .values import Folded, Runtime, ShapeValue, Value
+from .values import DimArray, Folded, Runtime, ShapeValue, Value
 
 INLINE_LIMIT = 8
 """Folded tensors of at most this many elements become inline literals, not weights."""
@@ -86,6 +86,9 @@ class ProgramBuilder:
         """``v`` as a variable of the program (folded values become constants on first use)."""
         if isinstance(v, Runtime):
             return v
+        if isinstance(v, DimArray):  # its dims as a vector, reshaped at run time
+            flat = self._dims_tensor(v.flat(), hint)
+            return self.runtime(self.emit("reshape", [flat], {"newshape": v.type.shape}, hint))
         if isinstance(v, ShapeValue):
             if not v.static:
                 return self._dims_tensor(v, hint)

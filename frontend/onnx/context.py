@@ -12,7 +12,7 @@ from relaxc.ir.types import TensorType
 
 from . import shape_fold
 from .builder import ConversionError, ProgramBuilder
-from .values import Folded, Runtime, ShapeValue, Value
+from .values import DimArray, Folded, Runtime, ShapeValue, Value
 
 
 @dataclass
@@ -59,7 +59,7 @@ class NodeContext:
     ) -> Any:
         """``op`` on ``inputs``: folded on the dims when an input is a shape with symbolic
         dims (:mod:`.shape_fold`), folded when all are known, else a statement."""
-        if any(isinstance(v, ShapeValue) and not v.static for v in inputs):
+        if any(shape_fold.symbolic(v) for v in inputs):
             folded = shape_fold.fold(op, inputs, attrs or {}, self.builder.bounds)
             if folded is not None:
                 return folded
@@ -72,6 +72,8 @@ class NodeContext:
         of symbolic dims where a number is needed."""
         if isinstance(v, Folded):
             return v.array
+        if isinstance(v, DimArray):
+            v = v.flat()
         if isinstance(v, ShapeValue):
             if v.static:
                 return v.to_array()

@@ -24,7 +24,7 @@ import numpy as np
 from relaxc.ir import dims as D
 
 from .builder import ConversionError
-from .values import Folded, ShapeValue, Value
+from .values import DimArray, Folded, ShapeValue, Value
 
 MIN_DIM = 1
 """What the importer assumes of every symbolic input dim: it is at least this."""
@@ -102,6 +102,43 @@ _COMPARE = {
 }
 
 
+_MOVES = ("reshape", "transpose", "strided_slice")
+"""Data movement that reshapes dims: the result has the same dims in another order."""
+
+
+def symbolic(v: Value) -> bool:
+    """True for a shape value with a symbolic dim (what :func:`fold` works on)."""
+    return (isinstance(v, ShapeValue) and not v.static) or isinstance(v, DimArray)
+
+
+def _move(op: str, v: Value, attrs: Mapping) -> Value | None:
+    """``reshape``, ``transpose`` or ``strided_slice`` of dims, as numpy moves them."""
+    if isinstance(v, ShapeValue):
+        arr = np.empty(len(v.dims), dtype=object)
+        arr[:] = list(v.dims)
+        arr = arr.reshape(()) if v.scalar else arr
+    elif isinstance(v, DimArray):
+        arr = v.array
+    else:
+        return None
+    if op == "reshape":
+        out = arr.reshape(tuple(int(d) for d in attrs["newshape"]))
+    elif op == "transpose":
+        out = arr.transpose(attrs["axes"])
+    else:
+        index = [slice(None)] * arr.ndim
+        strides = attrs.get("strides") or (1,) * len(attrs["begin"])
+        axes = attrs.get("axes") or tuple(range(len(attrs["begin"])))
+        for a, b, e, st in zip(axes, attrs["begin"], attrs["end"], strides):
+            index[a] = slice(b, e, st)
+        out = arr[tuple(index)]
+    if out.ndim <= 1:
+        return ShapeValue(tuple(out.reshape(-1).tolist()), scalar=out.ndim == 0)
+    if all(D.is_static(d) for d in out.reshape(-1)):
+        return Folded(out.astype(np.int64), "")
+    return DimArray(out.copy())
+
+
 def _arith(op: str, a: D.Dim, b: D.Dim, bounds: Mapping[str, int]) -> D.Dim:
     """``a op b`` on dims; ``max``/``min`` of two dims one provably the larger is that one
     (``max(batch, 1)`` is ``batch``: a symbolic dim is at least 1)."""
@@ -139,10 +176,12 @@ def fold(
 ) -> Value | None:
     """``op`` on ``inputs`` (one of them a ShapeValue with symbolic dims) carried out on the
     dims; None when ``op`` is not one this module folds (the caller goes on as for any op)."""
+    if op in _MOVES:
+        return _move(op, inputs[0], attrs)
     if (
         op == "cast"
         and str(attrs.get("dtype")) in ("i32", "i64")
-        and isinstance(inputs[0], ShapeValue)
+        and isinstance(inputs[0], (ShapeValue, DimArray))
     ):
         return inputs[0]
     if op == "negative" and isinstance(inputs[0], ShapeValue):

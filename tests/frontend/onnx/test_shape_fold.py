@@ -156,6 +156,33 @@ def tile_pad_model() -> Any:
     return make_model(nodes, [("x", F32, ["batch", "seq", 3])], [("y", F32, None)], inits)
 
 
+def script_pad_model() -> Any:
+    """TorchScript's F.pad(x, (0, 0, 0, (4 - seq % 4) % 4)): its pads as (begin, end) pairs,
+    reversed and transposed (a 2-D shape of dims), then flattened."""
+    nodes = [
+        shape_dims("x", 1, 2, "s"),
+        _c("four", [4]),
+        helper.make_node("Mod", ["s", "four"], ["r"]),
+        helper.make_node("Sub", ["four", "r"], ["f"]),
+        helper.make_node("Mod", ["f", "four"], ["amount"]),
+        _c("zeros3", [0, 0, 0]),
+        helper.make_node("Concat", ["zeros3", "amount", "zeros2"], ["p6"], axis=0),
+        _c("pairs", [-1, 2]),
+        helper.make_node("Reshape", ["p6", "pairs"], ["p2"]),
+        _c("start", [-1]),
+        _c("end", [-(2**63) + 1]),
+        _c("axis0", [0]),
+        helper.make_node("Slice", ["p2", "start", "end", "axis0", "start"], ["rev"]),
+        helper.make_node("Transpose", ["rev"], ["t"], perm=[1, 0]),
+        _c("flat", [-1]),
+        helper.make_node("Reshape", ["t", "flat"], ["pads"]),
+        helper.make_node("Cast", ["pads"], ["pads64"], to=7),
+        helper.make_node("Pad", ["x", "pads64"], ["y"]),
+    ]
+    inits = {"zeros2": np.zeros(2, I64)}
+    return make_model(nodes, [("x", F32, [2, "seq", 3])], [("y", F32, None)], inits)
+
+
 MODELS = {
     "expand_where": (expand_where_model, lambda s: {"x": (3, s)}),
     "slice_table": (slice_table_model, lambda s: {"x": (1, s)}),
@@ -163,6 +190,7 @@ MODELS = {
     "max_reshape": (max_reshape_model, lambda s: {"x": (2, s, 8)}),
     "dims_as_data": (dims_as_data_model, lambda s: {"x": (3, s), "idx": (2,)}),
     "tile_pad": (tile_pad_model, lambda s: {"x": (2, s, 3)}),
+    "script_pad": (script_pad_model, lambda s: {"x": (2, s, 3)}),
 }
 
 
@@ -241,15 +269,12 @@ def test_tiling_a_longer_axis_a_symbolic_number_of_times_is_refused() -> None:
 
 
 def test_a_shape_from_dims_that_folding_does_not_reach_says_so() -> None:
-    """TorchScript's F.pad reshapes its pads to pairs: a 2-D shape, computed at run time."""
+    """ReduceMax of a shape is not folded: computed at run time, then refused as such."""
     nodes = [
         shape_dims("x", 0, 1, "s"),
+        helper.make_node("ReduceMax", ["s"], ["m"], keepdims=1),
         _c("zeros", [0]),
-        helper.make_node("Concat", ["zeros", "s"], ["p"], axis=0),
-        _c("pairs", [-1, 2]),
-        helper.make_node("Reshape", ["p", "pairs"], ["p2"]),
-        _c("flat", [-1]),
-        helper.make_node("Reshape", ["p2", "flat"], ["pads"]),
+        helper.make_node("Concat", ["zeros", "m"], ["pads"], axis=0),
         helper.make_node("Pad", ["x", "pads"], ["y"], name="pad_it"),
     ]
     model = make_model(nodes, [("x", F32, ["n"])], [("y", F32, None)])
