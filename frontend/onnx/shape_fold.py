@@ -113,10 +113,12 @@ def symbolic(v: Value) -> bool:
 
 def _move(op: str, v: Value, attrs: Mapping) -> Value | None:
     """``reshape``, ``transpose`` or ``strided_slice`` of dims, as numpy moves them."""
+    arr: np.ndarray
     if isinstance(v, ShapeValue):
         arr = np.empty(len(v.dims), dtype=object)
         arr[:] = list(v.dims)
-        arr = arr.reshape(()) if v.scalar else arr
+        if v.scalar:
+            arr = arr.reshape(())
     elif isinstance(v, DimArray):
         arr = v.array
     else:
