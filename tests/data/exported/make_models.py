@@ -85,6 +85,27 @@ class Positions(nn.Module):
         return self.out(scores @ h).reshape(ids.size(0), seq, 4, 4).sum(-1)
 
 
+class Patterns(nn.Module):
+    """Shape idioms: cls_token.expand / .repeat(batch, 1, 1), torch.cat, torch.split, a causal
+    mask from two aranges, x[:, -n:], torch.zeros(b, 2, 8) and F.pad to a multiple of 4."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cls = nn.Parameter(torch.randn(1, 1, 8))
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, n = x.size(0), x.size(1)
+        h = torch.cat([self.cls.expand(b, -1, -1), x], dim=1) + self.cls.repeat(b, 1, 1)
+        q, k = torch.split(h, 4, dim=2)
+        causal = torch.arange(n + 1)[:, None] >= torch.arange(n + 1)[None, :]
+        scores = (q @ k.transpose(1, 2)).masked_fill(~causal, -1e4).softmax(-1)
+        o = (scores @ h)[:, -n:]
+        o = torch.cat([o, torch.zeros(b, 2, 8)], 1)
+        o = F.pad(o, (0, 0, 0, (4 - o.size(1) % 4) % 4))
+        return self.lin(o)
+
+
 class Encoder(nn.Module):
     """torch.nn.TransformerEncoderLayer (batch first) over (batch, seq, 32)."""
 
@@ -216,6 +237,7 @@ MODELS: dict[str, Spec] = {
     "cnn": (Cnn, [("x", "float32", ["batch", 3, 16, 16], None)]),
     "upsample": (Upsampler, [("x", "float32", ["batch", 2, "height", "width"], None)]),
     "positions": (Positions, [("ids", "int64", ["batch", "seq"], VOCAB)]),
+    "patterns": (Patterns, [("x", "float32", ["batch", "seq", 8], None)]),
     "encoder": (Encoder, [("x", "float32", ["batch", "seq", 32], None)]),
     "bert": (bert, [("input_ids", "int64", ["batch", "seq"], VOCAB)]),
     "gpt2": (gpt2, [("input_ids", "int64", ["batch", "seq"], VOCAB)]),

@@ -40,6 +40,7 @@ RUNS: dict[str, tuple[dict[str, list], dict[str, int], list[dict[str, int]]]] = 
         {},
         [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 3, "seq": 12}],
     ),
+    "patterns": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 6}, {"batch": 3, "seq": 9}]),
     "encoder": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 3, "seq": 12}]),
     "bert": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 2, "seq": 64}]),
     "gpt2": ({}, {}, [{"batch": 1, "seq": 1}, {"batch": 2, "seq": 7}, {"batch": 3, "seq": 20}]),
