@@ -50,9 +50,57 @@ def prove_le(a: D.Dim, b: D.Dim, bounds: Mapping[str, int]) -> bool:
         return True
     # floor(x / c) <= x for x >= 0 and c >= 1: enough to prove x <= b
     if isinstance(a, D.BinOp) and a.op == "/" and D.is_static(a.rhs) and int(a.rhs) >= 1:  # type: ignore[arg-type]
-        if interval(a.lhs, bounds)[0] >= 0:
-            return prove_le(a.lhs, b, bounds)
-    return False
+        if interval(a.lhs, bounds)[0] >= 0 and prove_le(a.lhs, b, bounds):
+            return True
+    return _quasi_affine_non_negative(D.simplify(D.BinOp("-", b, a)), bounds)
+
+
+_PERIOD_LIMIT = 4096
+
+
+def _quasi_affine_non_negative(d: D.Dim, bounds: Mapping[str, int]) -> bool:
+    """``d >= 0`` for every allowed value of its one dim ``n``, when ``d`` is quasi-affine in
+    ``n`` (``+``, ``-``, products with a constant, floor ``/`` and ``%`` by positive constants:
+    ``n - n / 2``). Such a ``d`` has a period ``P`` with ``d(n + P) = d(n) + c`` for a
+    constant ``c``; so ``d >= 0`` on ``[1, 1 + P)`` and ``c >= 0`` prove it for every
+    ``n >= 1``. With a bound, every value up to it is checked instead."""
+    names = D.free_vars(d)
+    if len(names) != 1:
+        return False
+    (name,) = names
+    period = _quasi_period(d)
+    if period is None:
+        return False
+    bound = bounds.get(name)
+    value = lambda k: D.evaluate(d, {name: k})  # noqa: E731
+    if bound is not None and bound - MIN_DIM < _PERIOD_LIMIT:
+        return all(value(k) >= 0 for k in range(MIN_DIM, bound + 1))
+    if period > _PERIOD_LIMIT:
+        return False
+    if any(value(k) < 0 for k in range(MIN_DIM, MIN_DIM + period)):
+        return False
+    return value(MIN_DIM + period) - value(MIN_DIM) >= 0
+
+
+def _quasi_period(d: D.Dim) -> int | None:
+    """A period of the non-affine part of a quasi-affine ``d`` (the product of its divisors),
+    or None when ``d`` is not quasi-affine (min/max, a product of two symbolic terms)."""
+    if isinstance(d, (int, D.Sym)):
+        return 1
+    if isinstance(d, D.DimCall):
+        return None
+    if d.op in ("+", "-"):
+        a, b = _quasi_period(d.lhs), _quasi_period(d.rhs)
+        return None if a is None or b is None else a * b
+    if d.op == "*":
+        if not (D.is_static(d.lhs) or D.is_static(d.rhs)):
+            return None
+        a, b = _quasi_period(d.lhs), _quasi_period(d.rhs)
+        return None if a is None or b is None else a * b
+    if not (isinstance(d.rhs, int) and d.rhs > 0):
+        return None
+    inner = _quasi_period(d.lhs)
+    return None if inner is None else inner * d.rhs
 
 
 def _elements(v: Value) -> tuple[list[D.Dim], tuple[int, ...]] | None:

@@ -17,7 +17,9 @@ the dims (each at least 1, at most its bound):
   something else (a note says so);
 * otherwise the clamp stays in the length as ``min(e, n)``.
 
-A symbolic start (after clamping) or a step other than 1 with symbolic bounds is refused.
+A symbolic start (``x[:, seq - 4:]``) is added to the indices when the program runs (the dim
+computed as data: :meth:`ProgramBuilder._dims_tensor`); a step other than 1 with symbolic
+bounds is refused.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from relaxc.ir.nodes import DType
 
 from .context import NodeContext, shape_of
 from .shape_fold import interval, prove_le
-from .values import Folded, Value
+from .values import Folded, ShapeValue, Value
 
 TO_THE_END = 2**31 - 1
 """An end at least this large means "to the end" (INT_MAX, INT64_MAX, numpy's None)."""
@@ -54,10 +56,7 @@ def _from_end(ctx: NodeContext, b: D.Dim, n: D.Dim, what: str) -> D.Dim:
 def _clamp_start(ctx: NodeContext, s: D.Dim, n: D.Dim) -> D.Dim:
     bounds = ctx.builder.bounds
     if not prove_le(0, s, bounds):
-        if prove_le(s, 0, bounds):
-            s = 0
-        else:
-            raise ctx.fail(f"its start {D.dim_to_str(s)} may be below 0 (give a static shape)")
+        s = 0 if prove_le(s, 0, bounds) else D.simplify(D.DimCall("max", (s, 0)))
     if prove_le(s, n, bounds):
         return s
     if prove_le(n, s, bounds):
@@ -113,25 +112,20 @@ def slice_axis(ctx: NodeContext, x: Value, axis: int, start: D.Dim, end: D.Dim, 
         e: D.Dim = n
     else:
         e = _clamp_end(ctx, _from_end(ctx, end, n, "end"), n, axis)
-    if not D.is_static(s):
-        raise ctx.fail(
-            f"its start on axis {axis} is the symbolic {D.dim_to_str(s)}; relaxc slices from a "
-            "start known at import time (give the input a static shape with --shape)"
-        )
     length = D.simplify(D.BinOp("-", e, s))
     if not prove_le(0, length, ctx.builder.bounds):
         length = D.simplify(D.DimCall("max", (length, 0)))
-    if int(s) == 0 and D.dims_equal(length, n):  # type: ignore[arg-type]
+    if D.is_static(s) and int(s) == 0 and D.dims_equal(length, n):  # type: ignore[arg-type]
         return x
+    first = int(s) if D.is_static(s) else 0  # type: ignore[arg-type]
     if D.is_static(length):
         indices: Value = Folded(
-            np.arange(int(s), int(s) + int(length), dtype=np.int64),  # type: ignore[arg-type]
+            np.arange(first, first + int(length), dtype=np.int64),  # type: ignore[arg-type]
             f"{ctx.hint()}_indices",
         )
     else:
-        indices = ctx.emit(
-            "arange",
-            [],
-            {"start": int(s), "delta": 1, "length": length, "dtype": DType("i64")},  # type: ignore[arg-type]
-        )
+        attrs = {"start": first, "delta": 1, "length": length, "dtype": DType("i64")}
+        indices = ctx.emit("arange", [], attrs)
+    if not D.is_static(s):  # x[seq - k:]: the start computed when the program runs
+        indices = ctx.emit("add", [indices, ShapeValue((s,), scalar=True)])
     return ctx.emit("take", [x, indices], {"axis": axis})
