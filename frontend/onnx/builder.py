@@ -16,12 +16,13 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from relaxc.frontend.weights import splat_view
+from relaxc.ir import dims as D
 from relaxc.ir.nodes import Bind, Call, DType, ListLit, Project, Stmt, Var
 from relaxc.ir.ops import REGISTRY
 from relaxc.ir.registry import OpError, Registry, bind_args
 from relaxc.ir.types import TensorType, TupleType, Type, numpy_dtype
 
-from .values import Folded, Runtime, ShapeValue, Value
+from .values import DimArray, Folded, Runtime, ShapeValue, Value
 
 INLINE_LIMIT = 8
 """Folded tensors of at most this many elements become inline literals, not weights."""
@@ -49,6 +50,17 @@ class ProgramBuilder:
         self.weights: dict[str, np.ndarray] = {}
         self._names: set[str] = set()
         self._materialized: dict[int, tuple[Folded, Runtime]] = {}
+        self._dim_tensors: dict[ShapeValue, Runtime] = {}
+        self.from_dims: set[str] = set()
+        """Variables computed only from dims and constants at run time (dims used as data,
+        :meth:`_dims_tensor`, and what the program computes from them alone): a shape
+        input among them is a function of the dims that import-time folding did not reach."""
+        self.bounds: dict[str, int] = {}
+        """Upper bounds of symbolic dims: the user's (``--bound``), then those the graph
+        implies (:attr:`implied`), which shape folding may use to decide comparisons."""
+        self.implied: dict[str, tuple[int, str]] = {}
+        """Bounds the model itself sets (dim -> (bound, why)): a slice of a 64-long table
+        to ``seq`` needs ``seq <= 64``; they become ``upper_bounds`` the run checks."""
 
     # -- names ------------------------------------------------------------------------------
     def fresh(self, hint: str) -> str:
@@ -74,12 +86,12 @@ class ProgramBuilder:
         """``v`` as a variable of the program (folded values become constants on first use)."""
         if isinstance(v, Runtime):
             return v
+        if isinstance(v, DimArray):  # its dims as a vector, reshaped at run time
+            flat = self._dims_tensor(v.flat(), hint)
+            return self.runtime(self.emit("reshape", [flat], {"newshape": v.type.shape}, hint))
         if isinstance(v, ShapeValue):
             if not v.static:
-                raise ConversionError(
-                    "a shape with symbolic dims is used as tensor data; relaxc folds shape "
-                    "arithmetic only into shapes (Reshape, ConstantOfShape, Expand)"
-                )
+                return self._dims_tensor(v, hint)
             v = Folded(v.to_array(), hint)
         cached = self._materialized.get(id(v))
         if cached is not None:
@@ -101,6 +113,34 @@ class ProgramBuilder:
         out = Runtime(Var(name), t)
         self._materialized[id(v)] = (v, out)
         return out
+
+    def _dims_tensor(self, v: ShapeValue, hint: str) -> Runtime:
+        """Dims used as tensor data (GPT-2's mask indices ``arange(batch) * seq``), computed
+        when the program runs: a symbolic dim ``d`` is ``sum(full((d,), 1))``, exact in i64
+        (the program's shapes carry the value; no op reads a dim as data)."""
+        cached = self._dim_tensors.get(v)
+        if cached is not None:
+            return cached
+        parts: list[Value] = []
+        for d in v.dims:
+            if D.is_static(d):
+                parts.append(Folded(np.array([int(d)], np.int64), f"{hint}_dim"))  # type: ignore[arg-type]
+                continue
+            if D.interval(d, {n: (0, None) for n in D.free_vars(d)})[0] < 0:
+                raise ConversionError(
+                    f"the dim expression {D.dim_to_str(d)} (which may be negative) is used as "
+                    "tensor data; relaxc computes only non-negative dims at run time"
+                )
+            ones = self.emit(
+                "full", [], {"shape": (d,), "fill_value": 1.0, "dtype": DType("i64")}, hint
+            )
+            parts.append(self.emit("sum", [ones], {"axes": (0,), "keepdims": True}, hint))
+        out = parts[0] if len(parts) == 1 else self.emit("concat", parts, {"axis": 0}, hint)
+        if v.scalar:
+            out = self.emit("reshape", [out], {"newshape": ()}, hint)
+        result = self.runtime(out, hint)
+        self._dim_tensors[v] = result
+        return result
 
     def bind(self, hint: str, expr: Any, t: Type, annotate: bool = False) -> Var:
         name = self.fresh(hint)
@@ -130,9 +170,13 @@ class ProgramBuilder:
             raise ConversionError(str(e)) from None
         if inputs and all(_known(v) for v in inputs):
             return self._fold(opdef, inputs, bound.attrs, result_type, hint)
+        runtime = [v for v in inputs if isinstance(v, Runtime)]
+        dims_only = all(v.var.name in self.from_dims for v in runtime)
         args = tuple(self.runtime(v, f"{hint}_in{i}").var for i, v in enumerate(inputs))
         shown = tuple((k, v) for k, v in kwargs if not _is_default(opdef, k, v))
         var = self.bind(hint, Call(op, args, shown), result_type)
+        if dims_only:  # computed from dims and constants only (the inputs made no data)
+            self.from_dims.add(var.name)
         if isinstance(result_type, TupleType):
             outs = []
             for i, field_type in enumerate(result_type.fields):

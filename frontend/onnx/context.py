@@ -10,8 +10,9 @@ import numpy as np
 from relaxc.ir import dims as D
 from relaxc.ir.types import TensorType
 
+from . import shape_fold
 from .builder import ConversionError, ProgramBuilder
-from .values import Folded, ShapeValue, Value
+from .values import DimArray, Folded, Runtime, ShapeValue, Value
 
 
 @dataclass
@@ -56,32 +57,66 @@ class NodeContext:
     def emit(
         self, op: str, inputs: Sequence[Value], attrs: Mapping[str, Any] | None = None, k: int = 0
     ) -> Any:
+        """``op`` on ``inputs``: folded on the dims when an input is a shape with symbolic
+        dims (:mod:`.shape_fold`), folded when all are known, else a statement."""
+        if any(shape_fold.symbolic(v) for v in inputs):
+            folded = shape_fold.fold(op, inputs, attrs or {}, self.builder.bounds)
+            if folded is not None:
+                return folded
         return self.builder.emit(op, inputs, attrs, self.hint(k))
 
     # -- values that must be known at import time --------------------------------------------
-    def folded(self, v: Value, what: str) -> np.ndarray:
+    def folded(self, v: Value, what: str, sets_shape: bool = False) -> np.ndarray:
+        """``v`` known at import time, or an error saying why it is not: computed from tensor
+        values (with ``sets_shape``, the output's shape would depend on them), or a function
+        of symbolic dims where a number is needed."""
         if isinstance(v, Folded):
             return v.array
-        if isinstance(v, ShapeValue) and v.static:
-            return v.to_array()
+        if isinstance(v, DimArray):
+            v = v.flat()
+        if isinstance(v, ShapeValue):
+            if v.static:
+                return v.to_array()
+            dims = ", ".join(D.dim_to_str(d) for d in v.dims)
+            raise self.fail(
+                f"{what} is ({dims}), computed from symbolic dims, but relaxc needs it as a "
+                "number here; give the input a static shape (--shape)"
+            )
+        if sets_shape:
+            raise self.value_dependent(what, v)
         raise self.fail(
             f"{what} must be known when the model is imported (a constant), "
             "but it is computed at run time"
         )
 
-    def ints(self, v: Value | None, what: str) -> list[int] | None:
+    def value_dependent(self, what: str, v: Value | None = None) -> ConversionError:
+        """The refusal of a node whose output shape depends on tensor values (or, when ``v``
+        was computed at run time from dims alone, on dims folding did not reach)."""
+        if isinstance(v, Runtime) and v.var.name in self.builder.from_dims:
+            return self.fail(
+                f"{what} is computed from the input's dims, but by operations relaxc does not "
+                "fold when it imports the model (so it would be known only at run time); give "
+                "the input a static shape (--shape)"
+            )
+        return self.fail(
+            f"its output shape depends on tensor values: {what} is computed at run time from "
+            "tensor data (not from constants or the input's dims), and relaxc fixes every "
+            "shape, static or symbolic, when the model is imported"
+        )
+
+    def ints(self, v: Value | None, what: str, sets_shape: bool = False) -> list[int] | None:
         """A folded integer vector as a list (None stays None)."""
         if v is None:
             return None
-        arr = self.folded(v, what)
+        arr = self.folded(v, what, sets_shape)
         if arr.dtype.kind not in "iu":
             raise self.fail(f"{what} must be integers, got {arr.dtype}")
         return [int(x) for x in arr.reshape(-1)]
 
-    def scalar(self, v: Value | None, what: str) -> float | None:
+    def scalar(self, v: Value | None, what: str, sets_shape: bool = False) -> float | None:
         if v is None:
             return None
-        arr = self.folded(v, what)
+        arr = self.folded(v, what, sets_shape)
         if arr.size != 1:
             raise self.fail(f"{what} must be a single value, got shape {arr.shape}")
         return float(arr.reshape(-1)[0])

@@ -46,7 +46,8 @@ def _present(v: Value | None) -> Value | None:
 def _floats(ctx: NodeContext, v: Value | None, what: str) -> list[float] | None:
     if v is None:
         return None
-    arr = ctx.folded(v, what)
+    shaping = what == "scales"  # scales set the output's shape; roi does not
+    arr = ctx.folded(v, f"its {what} input" if shaping else what, sets_shape=shaping)
     if arr.dtype.kind != "f":
         raise ctx.fail(f"{what} must be floats, got {arr.dtype}")
     return [float(x) for x in arr.reshape(-1)]
@@ -56,7 +57,7 @@ def _sizes(ctx: NodeContext, v: Value) -> list[D.Dim]:
     """The ``sizes`` input as dims: folded integers or a shape computed from input dims."""
     if isinstance(v, ShapeValue):
         return list(v.dims)
-    ints = ctx.ints(v, "sizes")
+    ints = ctx.ints(v, "its sizes input", sets_shape=True)
     assert ints is not None
     return list(ints)
 

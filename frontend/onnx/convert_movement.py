@@ -18,9 +18,11 @@ from relaxc.ir import dims as D
 from relaxc.ir.nodes import DType
 from relaxc.ir.types import DTYPES
 
+from . import shape_fold
 from .context import NodeContext, norm_axis, rank_of, shape_of
 from .einsum import convert_einsum
-from .values import Folded, Runtime, Value
+from .convert_shape import broadcast_to
+from .values import Folded, Runtime, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
 
@@ -50,7 +52,13 @@ def convert_pad(ctx: NodeContext) -> list:
         value = float(ctx.attr("value", 0.0))
         axes = None
     else:
-        pads = ctx.ints(ctx.input(1, "pads"), "the pads input")
+        given = ctx.input(1, "pads")
+        symbolic = isinstance(given, ShapeValue) and not given.static
+        pads = (
+            list(given.dims)  # type: ignore[union-attr]
+            if symbolic
+            else ctx.ints(given, "the pads input", sets_shape=True)
+        )
         value_in = ctx.optional(2)
         runtime_value = value_in if isinstance(value_in, Runtime) and mode == "constant" else None
         if runtime_value is not None:
@@ -63,14 +71,49 @@ def convert_pad(ctx: NodeContext) -> list:
         raise ctx.fail(f"axes {axes} repeat an axis")
     if len(pads) != 2 * len(axes):
         raise ctx.fail(f"pads {pads} must hold 2 values for each of the {len(axes)} padded axes")
-    full = [0] * (2 * rank)
+    full: list[D.Dim] = [0] * (2 * rank)
     for i, a in enumerate(axes):
         full[a], full[rank + a] = pads[i], pads[len(axes) + i]
-    if not any(full):
-        return [x]
-    if runtime_value is not None:
-        return [_pad_with_runtime_value(ctx, x, tuple(full), runtime_value)]
-    return [ctx.emit("pad", [x], {"pads": tuple(full), "mode": mode, "value": value})]
+    if runtime_value is not None and any(p != 0 for p in full):
+        if not all(D.is_static(p) for p in full):
+            raise ctx.fail(
+                "it pads by symbolic amounts with a constant_value computed at run time; "
+                "relaxc needs one of the two known when the model is imported"
+            )
+        static = tuple(int(p) for p in full)  # type: ignore[arg-type]
+        return [_pad_with_runtime_value(ctx, x, static, runtime_value)]
+    fixed = [int(p) if D.is_static(p) else 0 for p in full]  # type: ignore[arg-type]
+    if any(fixed):
+        x = ctx.emit("pad", [x], {"pads": tuple(fixed), "mode": mode, "value": value})
+    for k, p in enumerate(full):
+        if not D.is_static(p):
+            x = _pad_symbolic(ctx, x, k % rank, p, k < rank, mode, value)
+    return [x]
+
+
+def _pad_symbolic(
+    ctx: NodeContext, x: Value, axis: int, amount: D.Dim, before: bool, mode: str, value: float
+) -> Value:
+    """A pad of a symbolic ``amount`` (``(4 - n % 4) % 4``, padding to a multiple): the
+    constant ``value`` joined to the axis, a ``full`` of that length."""
+    if mode != "constant":
+        raise ctx.fail(
+            f"it pads axis {axis} by the symbolic {D.dim_to_str(amount)} in mode '{mode}'; "
+            "relaxc pads by symbolic amounts only with a constant (give a static shape)"
+        )
+    if shape_fold.interval(amount, ctx.builder.bounds)[0] < 0:
+        raise ctx.fail(
+            f"it pads axis {axis} by {D.dim_to_str(amount)}, which may be negative (a crop); "
+            "relaxc pads by symbolic amounts only when they are never negative"
+        )
+    shape = list(shape_of(x))
+    shape[axis] = amount
+    dtype = x.type.dtype
+    filler = ctx.emit(
+        "full", [], {"shape": tuple(shape), "fill_value": value, "dtype": DType(dtype)}
+    )
+    parts = [filler, x] if before else [x, filler]
+    return ctx.emit("concat", parts, {"axis": axis})
 
 
 def _pad_with_runtime_value(
@@ -93,7 +136,7 @@ def _pad_with_runtime_value(
 def convert_center_crop_pad(ctx: NodeContext) -> list:
     x = ctx.input(0)
     rank = rank_of(x)
-    target = ctx.ints(ctx.input(1, "shape"), "the shape input")
+    target = ctx.ints(ctx.input(1, "shape"), "the shape input", sets_shape=True)
     assert target is not None
     axes_attr = ctx.attr("axes")
     axes = (
@@ -122,13 +165,16 @@ def convert_tile(ctx: NodeContext) -> list:
     x = ctx.input(0)
     rank = rank_of(x)
     if ctx.opset < 6:
-        tiles = ctx.scalar(ctx.input(1, "tiles"), "the tiles input")
+        tiles = ctx.scalar(ctx.input(1, "tiles"), "the tiles input", sets_shape=True)
         axis = ctx.scalar(ctx.input(2, "axis"), "the axis input")
         assert tiles is not None and axis is not None
         reps = [1] * rank
         reps[norm_axis(int(axis), rank, ctx)] = int(tiles)
     else:
-        got = ctx.ints(ctx.input(1, "repeats"), "the repeats input")
+        given = ctx.input(1, "repeats")
+        if isinstance(given, ShapeValue) and not given.static:
+            return [_tile_symbolic(ctx, x, given)]
+        got = ctx.ints(given, "the repeats input", sets_shape=True)
         assert got is not None
         reps = got
     if len(reps) != rank:
@@ -138,6 +184,29 @@ def convert_tile(ctx: NodeContext) -> list:
     if all(r == 1 for r in reps):
         return [x]
     return [ctx.emit("tile", [x], {"repeats": tuple(reps)})]
+
+
+def _tile_symbolic(ctx: NodeContext, x: Value, repeats: ShapeValue) -> Value:
+    """Tile by repeats with symbolic counts (``cls_token.repeat(batch, 1, 1)``): an axis
+    of length 1 repeated ``r`` times is that axis broadcast to ``r`` (the static counts
+    tile first)."""
+    shape = shape_of(x)
+    if len(repeats.dims) != len(shape):
+        raise ctx.fail(f"repeats has {len(repeats.dims)} counts for a rank-{len(shape)} input")
+    for a, (d, r) in enumerate(zip(shape, repeats.dims)):
+        if not D.is_static(r) and d != 1:
+            raise ctx.fail(
+                f"it repeats axis {a} (of length {D.dim_to_str(d)}) a symbolic "
+                f"{D.dim_to_str(r)} times; relaxc tiles by symbolic counts only axes of "
+                "length 1 (give the input a static shape with --shape)"
+            )
+    static = tuple(int(r) if D.is_static(r) else 1 for r in repeats.dims)  # type: ignore[arg-type]
+    if any(r < 0 for r in static):
+        raise ctx.fail(f"repeats {list(static)} must not be negative")
+    if any(r != 1 for r in static):
+        x = ctx.emit("tile", [x], {"repeats": static})
+    target = tuple(d if D.is_static(r) else r for d, r in zip(shape_of(x), repeats.dims))
+    return broadcast_to(ctx, x, target)
 
 
 # -- DepthToSpace / SpaceToDepth -------------------------------------------------------------
@@ -232,7 +301,7 @@ def convert_scatter_elements(ctx: NodeContext) -> list:
 
 def convert_one_hot(ctx: NodeContext) -> list:
     idx, values = ctx.input(0), ctx.input(2, "values")
-    depth = ctx.scalar(ctx.input(1, "depth"), "the depth input")
+    depth = ctx.scalar(ctx.input(1, "depth"), "the depth input", sets_shape=True)
     assert depth is not None
     if depth < 1:
         raise ctx.fail(f"depth must be positive, got {depth:g}")
@@ -260,10 +329,7 @@ def convert_trilu(ctx: NodeContext) -> list:
 def convert_compress(ctx: NodeContext) -> list:
     x, cond_in = ctx.input(0), ctx.input(1, "condition")
     if not isinstance(cond_in, Folded):
-        raise ctx.fail(
-            "its condition is computed at run time, so its output's shape depends on tensor "
-            "values; relaxc plans static or symbolic shapes (a constant condition is supported)"
-        )
+        raise ctx.value_dependent("its condition (which elements it keeps)", cond_in)
     cond = cond_in.array.reshape(-1).astype(bool)
     axis_attr = ctx.attr("axis")
     if axis_attr is None:

@@ -12,7 +12,7 @@ from relaxc.ir.nodes import DType
 from relaxc.ir.ops.scan import arange_values, range_length
 
 from .context import NodeContext, norm_axis, rank_of
-from .values import Folded, Runtime, ShapeValue, Value
+from .values import DimArray, Folded, Runtime, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
 
@@ -22,11 +22,9 @@ _RANGE_INPUTS = ("start", "limit", "delta")
 def _range_scalar(ctx: NodeContext, i: int) -> Value:
     v = ctx.input(i, _RANGE_INPUTS[i])
     if isinstance(v, Runtime):
-        raise ctx.fail(
-            f"its {_RANGE_INPUTS[i]} input must be known when the model is imported (a "
-            "constant or computed from the input shapes), but it is computed at run time: "
-            "the output length depends on it"
-        )
+        raise ctx.value_dependent(f"its {_RANGE_INPUTS[i]} input (and so its length)", v)
+    if isinstance(v, DimArray):
+        v = v.flat()
     size = v.array.size if isinstance(v, Folded) else len(v.dims)
     if size != 1:
         raise ctx.fail(f"its {_RANGE_INPUTS[i]} input must be a scalar, got {size} values")

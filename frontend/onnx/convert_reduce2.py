@@ -69,7 +69,7 @@ def convert_topk(ctx: NodeContext) -> list:
     if ctx.opset < 10:
         k = int(ctx.attr("k", -1))
     else:
-        ks = ctx.ints(ctx.input(1, "K"), "the K input")
+        ks = ctx.ints(ctx.input(1, "K"), "the K input", sets_shape=True)
         assert ks is not None
         if len(ks) != 1:
             raise ctx.fail(f"the K input must be a single integer, got {len(ks)} values")

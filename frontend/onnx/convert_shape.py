@@ -16,6 +16,7 @@ from relaxc.ir.nodes import DType
 from relaxc.ir.types import dtype_from_numpy, numpy_dtype
 
 from .context import NodeContext, norm_axis, rank_of, shape_of
+from .slice_dims import slice_axis
 from .values import Folded, ShapeValue, Value
 
 Converter = Callable[[NodeContext], list]
@@ -107,10 +108,7 @@ def convert_size(ctx: NodeContext) -> list:
 def convert_constant_of_shape(ctx: NodeContext) -> list:
     shape = _as_shape_value(ctx.input(0))
     if shape is None:
-        raise ctx.fail(
-            "its shape input must be known when the model is imported (a constant or shape "
-            "arithmetic), but it is computed at run time"
-        )
+        raise ctx.value_dependent("its shape input", ctx.input(0))
     fill = ctx.attr("value")
     fill = np.zeros(1, np.float32) if fill is None else fill
     if fill.size != 1:
@@ -201,10 +199,7 @@ def convert_reshape(ctx: NodeContext) -> list:
     else:
         sv = _as_shape_value(ctx.input(1, "shape"))
         if sv is None:
-            raise ctx.fail(
-                "the target shape must be known when the model is imported (a constant or "
-                "shape arithmetic), but it is computed at run time"
-            )
+            raise ctx.value_dependent("the target shape", ctx.input(1))
         target = list(sv.dims)
     if isinstance(x, ShapeValue):
         if len(x.dims) == 1 and target in ([], [1], [-1]):
@@ -244,7 +239,7 @@ def convert_transpose(ctx: NodeContext) -> list:
 
 def _axes(ctx: NodeContext, since: int, what: str = "axes") -> list[int] | None:
     if ctx.opset >= since:
-        return ctx.ints(ctx.optional(1), f"the {what} input")
+        return ctx.ints(ctx.optional(1), f"the {what} input", sets_shape=True)
     axes = ctx.attr(what)
     return None if axes is None else [int(a) for a in axes]
 
@@ -303,7 +298,11 @@ def convert_split(ctx: NodeContext) -> list:
     shape = shape_of(x)
     axis = norm_axis(int(ctx.attr("axis", 0)), len(shape), ctx)
     n = len(ctx.node.output)
-    sizes = ctx.ints(ctx.optional(1), "the split input") if ctx.opset >= 13 else ctx.attr("split")
+    sizes = (
+        ctx.ints(ctx.optional(1), "the split input", sets_shape=True)
+        if ctx.opset >= 13
+        else ctx.attr("split")
+    )
     dim = shape[axis]
     if sizes is None and ctx.opset >= 18 and ctx.attr("num_outputs") is not None:
         if int(ctx.attr("num_outputs")) != n:
@@ -348,11 +347,24 @@ def convert_gather(ctx: NodeContext) -> list:
     elif D.is_static(dim):
         indices = _wrapped_indices(ctx, indices, int(dim))  # type: ignore[arg-type]
     else:
-        raise ctx.fail(
-            f"run-time indices into the symbolic dim {D.dim_to_str(dim)} are not supported "
-            "(a negative index could not be wrapped)"
-        )
+        indices = _wrapped_symbolic(ctx, indices, dim)
     return [ctx.emit("take", [data, indices], {"axis": axis})]
+
+
+def _wrapped_symbolic(ctx: NodeContext, indices: Value, dim: D.Dim) -> Value:
+    """Run-time ``indices`` into the symbolic ``dim``, negative ones wrapped as ONNX reads
+    them: ``where(indices < 0, indices + dim, indices)``, the dim computed at run time."""
+    size: Value = ShapeValue((dim,), scalar=True)
+    if indices.type.dtype != "i64":
+        size = ctx.emit(
+            "cast",
+            [ctx.builder.runtime(size, f"{ctx.hint()}_dim")],
+            {"dtype": DType(indices.type.dtype)},
+        )
+    zero = Folded(np.zeros((), numpy_dtype(indices.type.dtype)), f"{ctx.hint()}_zero")
+    negative = ctx.emit("less", [indices, zero])
+    shifted = ctx.emit("add", [indices, ctx.builder.runtime(size, f"{ctx.hint()}_dim")])
+    return ctx.emit("where", [negative, shifted, indices])
 
 
 def _wrapped_indices(ctx: NodeContext, indices: Value, dim: int) -> Value:
@@ -363,7 +375,7 @@ def _wrapped_indices(ctx: NodeContext, indices: Value, dim: int) -> Value:
     table = Folded(np.tile(np.arange(dim, dtype=dtype), 2), f"{ctx.hint()}_wrap")
     shift = Folded(np.array(dim, dtype=dtype), f"{ctx.hint()}_dim")
     shifted = ctx.emit("add", [indices, shift])
-    return ctx.emit("take", [table, shifted], {"axis": 0})  # type: ignore[no-any-return]
+    return ctx.emit("take", [table, shifted], {"axis": 0})
 
 
 def convert_slice(ctx: NodeContext) -> list:
@@ -371,11 +383,10 @@ def convert_slice(ctx: NodeContext) -> list:
     if ctx.opset < 10:
         starts, ends, axes, steps = ctx.attr("starts"), ctx.attr("ends"), ctx.attr("axes"), None
     else:
-        starts = ctx.ints(ctx.input(1, "starts"), "starts")
-        ends = ctx.ints(ctx.input(2, "ends"), "ends")
+        starts = _bound_dims(ctx, ctx.input(1, "starts"), "starts")
+        ends = _bound_dims(ctx, ctx.input(2, "ends"), "ends")
         axes = ctx.ints(ctx.optional(3), "axes")
         steps = ctx.ints(ctx.optional(4), "steps")
-    starts, ends = [int(s) for s in starts], [int(e) for e in ends]
     rank = rank_of(x)
     axes = (
         list(range(len(starts))) if axes is None else [norm_axis(int(a), rank, ctx) for a in axes]
@@ -385,9 +396,22 @@ def convert_slice(ctx: NodeContext) -> list:
         raise ctx.fail("starts, ends, axes and steps must have the same length")
     if 0 in steps:
         raise ctx.fail("a step of 0")
-    if isinstance(x, ShapeValue) and not x.scalar:
-        return [ShapeValue(tuple(x.dims[slice(starts[0], ends[0], steps[0])]))]
     shape = shape_of(x)
+    symbolic = [
+        i
+        for i, a in enumerate(axes)
+        if not (D.is_static(shape[a]) and D.is_static(starts[i]) and D.is_static(ends[i]))
+    ]
+    if isinstance(x, ShapeValue) and not x.scalar:
+        if symbolic:
+            raise ctx.fail("it slices a shape with symbolic bounds, which relaxc does not fold")
+        return [ShapeValue(tuple(x.dims[slice(int(starts[0]), int(ends[0]), steps[0])]))]
+    for i in symbolic:  # each such axis on its own (slice_dims); the static ones below
+        x = slice_axis(ctx, x, axes[i], starts[i], ends[i], steps[i])
+    keep = [i for i in range(len(axes)) if i not in symbolic]
+    if not keep:
+        return [x]
+    starts, ends, axes, steps = ([int(v[i]) for i in keep] for v in (starts, ends, axes, steps))
     begin, end = [], []
     for s, e, a, step in zip(starts, ends, axes, steps):
         dim = shape[a]
@@ -414,16 +438,28 @@ def convert_slice(ctx: NodeContext) -> list:
     return [ctx.emit("strided_slice", [x], attrs)]
 
 
+def _bound_dims(ctx: NodeContext, v: Value, what: str) -> list[D.Dim]:
+    """Slice's starts or ends as dims: constants, or shape arithmetic on (symbolic) dims."""
+    sv = _as_shape_value(v)
+    if sv is None:
+        ctx.ints(v, f"its {what} input", sets_shape=True)  # a run-time or non-integer input
+        raise ctx.fail(f"{what} must be integers")
+    return list(sv.dims)
+
+
 def convert_expand(ctx: NodeContext) -> list:
     x = ctx.input(0)
     target = _as_shape_value(ctx.input(1, "shape"))
     if target is None:
-        raise ctx.fail(
-            "the target shape must be known when the model is imported (a constant or shape "
-            "arithmetic), but it is computed at run time"
-        )
+        raise ctx.value_dependent("the target shape", ctx.input(1))
+    return [broadcast_to(ctx, x, target.dims)]
+
+
+def broadcast_to(ctx: NodeContext, x: Value, dims: tuple[D.Dim, ...]) -> Value:
+    """``x`` broadcast with the (possibly symbolic) shape ``dims``, as ONNX Expand does:
+    ``x * ones(dims)``, or for bool ``where(x, ones, false)``."""
     dtype = x.type.dtype
-    ones = ShapeValue(target.dims)
+    ones = ShapeValue(dims)
     if ones.static:
         base: Value = Folded(
             np.broadcast_to(np.ones((), numpy_dtype(dtype)), [int(d) for d in ones.dims]),  # type: ignore[arg-type]
@@ -432,8 +468,8 @@ def convert_expand(ctx: NodeContext) -> list:
     else:
         base = ctx.emit("full", [], {"shape": ones.dims, "fill_value": 1.0, "dtype": DType(dtype)})
     if dtype == "bool":  # x where true, else false: x broadcast to the target
-        return [ctx.emit("where", [x, base, _false()])]
-    return [ctx.emit("multiply", [x, base])]
+        return ctx.emit("where", [x, base, _false()])
+    return ctx.emit("multiply", [x, base])
 
 
 def _false() -> Folded:

@@ -63,6 +63,18 @@ _SEQUENCES = "sequences are out of scope: relaxc programs take and give tensors"
 _STRINGS = "strings are out of scope: relaxc computes on numbers"
 _SUBGRAPHS = "control flow with subgraphs is not supported"
 _RANDOM = "random-number operators are not supported: their results cannot be reproduced"
+_FIXED_SHAPES = (
+    "known only when it runs, and relaxc fixes every shape, static or symbolic, when it "
+    "imports the model"
+)
+_VALUE_SHAPED = {
+    op: f"its output shape depends on tensor values: {what} is {_FIXED_SHAPES}"
+    for op, what in (
+        ("NonZero", "how many elements are nonzero"),
+        ("NonMaxSuppression", "how many boxes it keeps"),
+        ("Unique", "how many distinct values there are"),
+    )
+}
 OUT_OF_SCOPE: dict[str, str] = {
     **dict.fromkeys(
         (
@@ -99,6 +111,7 @@ OUT_OF_SCOPE: dict[str, str] = {
         _RANDOM,
     ),
     "ImageDecoder": "decoding image files is out of scope",
+    **_VALUE_SHAPED,
 }
 """Operators of the default domain relaxc does not import by design -> why, in the words the
 refusal ends with (every other operator without a converter is only not done yet)."""

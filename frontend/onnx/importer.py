@@ -174,6 +174,7 @@ def import_onnx(
     if upper_bounds:
         attrs.append(("upper_bounds", _bounds(upper_bounds, params)))
     _check_signature(params, tuple(attrs), function_name)
+    builder.bounds = {dim_symbol(k): int(v) for k, v in (upper_bounds or {}).items()}
     attrs.append((ONNX_INPUTS, names_attr(onnx_inputs)))
     attrs.append((ONNX_OUTPUTS, names_attr([o.name for o in graph.output])))
     used = _used_names(graph)
@@ -236,7 +237,19 @@ def import_onnx(
         results[0].var if len(results) == 1 else TupleExpr(tuple(r.var for r in results))
     )
     ret_type = results[0].type if len(results) == 1 else TupleType(tuple(r.type for r in results))
-    notes = _notes(params, upper_bounds)
+    bounds: Mapping[str, int] | None = upper_bounds
+    if builder.implied:  # bounds the graph itself sets: the run checks them
+        bounds = dict(builder.bounds)
+        attrs = [a for a in attrs if a[0] != "upper_bounds"]
+        attrs.insert(0, ("upper_bounds", _bounds(bounds, params)))
+    notes = _notes(params, bounds)
+    for sym, (limit, why) in sorted(builder.implied.items()):
+        if bounds and bounds.get(sym) == limit:
+            notes.append(
+                f"{sym} is at most {limit}: {why}, which is shorter than {sym} beyond that "
+                f"(relaxc plans the slice {sym} long; the bound is in upper_bounds, and runs "
+                "check it)."
+            )
     if folded_away:
         notes.append(
             f"{len(folded_away)} BatchNormalization node(s) folded into the Conv before them "

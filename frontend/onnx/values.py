@@ -67,7 +67,24 @@ class ShapeValue:
         return TensorType(() if self.scalar else (len(self.dims),), "i64")
 
 
-Value = Union[Runtime, Folded, ShapeValue]
+@dataclass(frozen=True, eq=False)
+class DimArray:
+    """An int64 tensor of rank 2 or more of dims, some symbolic (``array``: a numpy object
+    array of them): TorchScript's ``F.pad`` reshapes its pads into (begin, end) pairs and
+    transposes them. Reshaped back to a vector it is a :class:`ShapeValue` again; any other
+    use computes it at run time."""
+
+    array: np.ndarray
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(tuple(int(d) for d in self.array.shape), "i64")
+
+    def flat(self) -> ShapeValue:
+        return ShapeValue(tuple(self.array.reshape(-1).tolist()))
+
+
+Value = Union[Runtime, Folded, ShapeValue, DimArray]
 
 
 def value_type(v: Value) -> TensorType:

@@ -191,7 +191,8 @@ def test_the_benchmark_table_and_json_are_deterministic(tmp_path: Path) -> None:
     text = bench.markdown(rows, 3, "cmd")
     assert text.startswith(bench.BEGIN) and text.rstrip().endswith(bench.END)
     assert "| **total** | 4 | 3 | 0 | 0 | 1 | 0 | |" in text
-    assert "| NonZero | 1 | 0 | 0 | 0 | 1 | 0 | no converter for NonZero |" in text
+    row = "| NonZero | 1 | 0 | 0 | 0 | 1 | 0 | no converter for NonZero (its output shape depends"
+    assert row in text
     first = bench.to_json(outcomes, rows, 0)
     assert first == bench.to_json(bench.run_suite(cases, 0), rows, 0)
 

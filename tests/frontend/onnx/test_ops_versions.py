@@ -161,11 +161,13 @@ def test_gather_wraps_negative_run_time_indices() -> None:
     import_and_compare(model, {"x": randn(2, 5), "i": np.array([0, -1, -5, 4], I64)})
 
 
-def test_gather_run_time_indices_into_a_symbolic_dim_are_refused() -> None:
+@pytest.mark.parametrize("n", [3, 6])
+def test_gather_run_time_indices_into_a_symbolic_dim_wrap_negatives(n: int) -> None:
+    """where(i < 0, i + n, i) with n computed at run time: ONNX's reading of -1 and -3."""
     node = helper.make_node("Gather", ["x", "i"], ["y"])
     model = make_model([node], [("x", F32, ["n", 5]), ("i", I64, [4])], [("y", F32, None)])
-    with pytest.raises(RxError, match="symbolic dim n are not supported"):
-        import_onnx(model)
+    feeds = {"x": randn(n, 5), "i": np.array([-1, 0, -3, 2], I64)}
+    import_and_compare(model, feeds, {"n": n})
 
 
 def test_identity_of_an_input_of_a_constant_and_of_a_shape() -> None:
