@@ -152,7 +152,7 @@ def _clip_bound(ctx: NodeContext, i: int, what: str) -> Value | float | None:
         raise ctx.fail(f"the {what} input must be a single value, got shape {v.type.shape}")
     if isinstance(v, Runtime):
         return v if not v.type.shape else ctx.emit("reshape", [v], {"newshape": ()})
-    return ctx.folded(v, f"the {what} input").reshape(-1)[0].item()  # type: ignore[no-any-return]
+    return ctx.folded(v, f"the {what} input").reshape(-1)[0].item()
 
 
 def _cast_to(ctx: NodeContext, x: Value, to: str) -> list:

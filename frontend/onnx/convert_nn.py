@@ -161,7 +161,7 @@ def convert_gemm(ctx: NodeContext) -> list:
         and len(shape_of(c)) == 1
         and D.dims_equal(shape_of(c)[0], n)
     )
-    y = ctx.emit("dense", [a, w] + ([c] if bias_fits else []))  # type: ignore[list-item]
+    y = ctx.emit("dense", [a, w] + ([c] if bias_fits else []))
     if alpha != 1.0:
         y = ctx.emit("multiply", [y, _scalar_like(alpha, y, "alpha", ctx)])
     if c is not None and not bias_fits and beta != 0.0:

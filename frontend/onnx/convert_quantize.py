@@ -29,6 +29,7 @@ from typing import Callable
 
 import numpy as np
 
+from relaxc.ir import dims as D
 from relaxc.ir.nodes import DType
 from relaxc.ir.types import numpy_dtype
 
@@ -65,18 +66,16 @@ def _along_axis(ctx: NodeContext, v: Value, x: Value, axis: int, block: int, wha
     if not block:
         if len(shape) != 1:
             raise ctx.fail(f"{what} has rank {len(shape)}; without block_size it must be a vector")
-        dims = [1] * rank
+        dims: list[D.Dim] = [1] * rank
         dims[axis] = shape[0]
         return ctx.emit("reshape", [v], {"newshape": tuple(dims)})
     if len(shape) != rank:
         raise ctx.fail(f"{what} has rank {len(shape)}; a blocked one needs x's rank {rank}")
-    length = shape_of(x)[axis]
-    if not isinstance(length, int) or not isinstance(shape[axis], int):
+    length, blocks = shape_of(x)[axis], shape[axis]
+    if not isinstance(length, int) or not isinstance(blocks, int):
         raise ctx.fail("blocked quantization needs the blocked axis's length at import")
-    if not (shape[axis] - 1) * block < length <= shape[axis] * block:
-        raise ctx.fail(
-            f"{what}'s {shape[axis]} blocks of {block} do not cover x's axis of {length}"
-        )
+    if not (blocks - 1) * block < length <= blocks * block:
+        raise ctx.fail(f"{what}'s {blocks} blocks of {block} do not cover x's axis of {length}")
     idx = Folded(np.arange(length, dtype=np.int64) // block, f"{ctx.hint()}_blocks")
     return ctx.emit("take", [v, idx], {"axis": axis})
 
@@ -193,7 +192,7 @@ def _centred(ctx: NodeContext, v: Value, zero: Value | None, axis: int | None) -
         raise ctx.fail(f"a zero point of shape {tuple(shape)} is not supported here")
     z = _cast(ctx, zero, "f64")
     if len(shape) == 1:
-        dims = [1] * rank_of(v)
+        dims: list[D.Dim] = [1] * rank_of(v)
         if shape[0] != 1:
             assert axis is not None
             dims[axis % rank_of(v)] = shape[0]
@@ -249,7 +248,7 @@ def _vector_scale(ctx: NodeContext, v: Value, rank: int, axis: int) -> Value:
         return ctx.emit("reshape", [v], {"newshape": ()})
     if len(shape) != 1:
         raise ctx.fail(f"a scale of shape {tuple(shape)} is not supported here")
-    dims = [1] * rank
+    dims: list[D.Dim] = [1] * rank
     dims[axis % rank] = shape[0]
     return ctx.emit("reshape", [v], {"newshape": tuple(dims)})
 
