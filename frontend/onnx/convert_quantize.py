@@ -12,11 +12,13 @@ MatMulInteger and ConvInteger:
                        + y_zero)), as the reference (its int32 accumulator times a float
                        scale is a float64 product in numpy)
 
-The integer types (uint8, int8, uint16, int16) round in the division's type (x's and the
-scale's, or ``precision``), then add the zero point and clip in float32 (float64 for a
-float64 input), where every integer of these types is exact, then cast: the result is the
-reference's bit for bit. A scale or zero point is broadcast along ``axis`` (a vector) or
-repeated ``block_size`` times along it (a tensor of x's rank); constants are reshaped at
+The integer types (uint8, int8, uint16, int16, and the 4- and 2-bit ones) round in the
+division's type (x's and the scale's, or ``precision``), then add the zero point and clip in
+float32 (float64 for a float64 input), where every integer of these types is exact, then
+cast: the result is the reference's bit for bit. The 8-bit floats are x / scale cast with
+``saturate`` (their zero point must be 0), float4e2m1 x / scale + zero point cast, as the
+reference. A scale or zero point is broadcast along ``axis`` (a vector) or repeated
+``block_size`` times along it (a tensor of x's rank); constants are reshaped at
 import, computed ones by a reshape or a take.
 
 These are the float-level definitions; the integer kernels that run quantized models without
@@ -46,7 +48,15 @@ INTEGER_RANGES: dict[str, tuple[int, int]] = {
     "i8": (-128, 127),
     "u16": (0, 65535),
     "i16": (-32768, 32767),
+    "u4": (0, 15),
+    "i4": (-8, 7),
+    "u2": (0, 3),
+    "i2": (-2, 1),
 }
+FLOAT8 = ("f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz")
+"""8-bit float targets: x / scale cast with saturate (their zero point is 0)."""
+FLOAT4 = ("f4e2m1",)
+"""4-bit float targets: x / scale + zero point, cast (no saturation: the type has no inf)."""
 _FLOATS = ("f16", "bf16", "f32", "f64")
 
 
@@ -95,10 +105,13 @@ def convert_dequantize_linear(ctx: NodeContext) -> list:
     x, scale, zero = ctx.input(0, "x"), ctx.input(1, "x_scale"), ctx.optional(2)
     if scale.type.dtype not in _FLOATS:
         raise ctx.fail(f"its scale must be a float tensor, got {scale.type.dtype}")
-    if x.type.dtype not in (*INTEGER_RANGES, "i32"):
+    if x.type.dtype not in (*INTEGER_RANGES, "i32", *FLOAT8, *FLOAT4):
         raise ctx.fail(f"dequantizing {x.type.dtype} is not supported")
     if zero is not None and zero.type.dtype != x.type.dtype:
         raise ctx.fail(f"its zero point is {zero.type.dtype}, its input {x.type.dtype}")
+    if x.type.dtype in FLOAT8:
+        _require_zero(ctx, zero)
+        zero = None  # an 8-bit float's zero point is 0 (checked when it is a constant)
     out_code = ctx.attr("output_dtype", 0) if ctx.opset >= 23 else 0
     out = relax_dtype(int(out_code), "its output_dtype") if out_code else scale.type.dtype
     axis, block = _axis_and_block(ctx, x)
@@ -112,6 +125,12 @@ def convert_dequantize_linear(ctx: NodeContext) -> list:
         "multiply", [dx, _cast(ctx, _along_axis(ctx, scale, x, axis, block, "its scale"), "f32")]
     )
     return [_cast(ctx, y, out)]
+
+
+def _require_zero(ctx: NodeContext, zero: Value | None) -> None:
+    """An 8-bit float's zero point must be 0 (ONNX's reference raises otherwise)."""
+    if isinstance(zero, Folded) and np.any(zero.array.astype(np.float32) != 0):
+        raise ctx.fail("the zero point of an 8-bit float type must be 0")
 
 
 def _quantize(
@@ -141,7 +160,7 @@ def convert_quantize_linear(ctx: NodeContext) -> list:
             raise ctx.fail(f"its output_dtype is {target}, its zero point {zero.type.dtype}")
         target = zero.type.dtype
     target = target or "u8"
-    if target not in INTEGER_RANGES:
+    if target not in (*INTEGER_RANGES, *FLOAT8, *FLOAT4):
         raise ctx.fail(f"quantizing to {target} is not supported")
     precision = int(ctx.attr("precision", 0)) if ctx.opset >= 23 else 0
     axis, block = _axis_and_block(ctx, x)
@@ -154,6 +173,16 @@ def convert_quantize_linear(ctx: NodeContext) -> list:
         compute = str(np.result_type(numpy_dtype(x.type.dtype), numpy_dtype(s.type.dtype)))
         compute = {"float16": "f16", "float32": "f32", "float64": "f64"}.get(compute, "f32")
         x, s = _cast(ctx, x, compute), _cast(ctx, s, compute)
+    if target in FLOAT8:
+        _require_zero(ctx, z)
+        saturate = bool(ctx.attr("saturate", 1)) if ctx.opset >= 19 else True
+        q = ctx.emit("divide", [x, s])
+        return [ctx.emit("cast", [q], {"dtype": DType(target), "saturate": saturate})]
+    if target in FLOAT4:
+        q = ctx.emit("divide", [x, s])
+        if z is not None:
+            q = ctx.emit("add", [q, _cast(ctx, z, q.type.dtype)])
+        return [_cast(ctx, q, target)]
     wide = "f64" if x.type.dtype == "f64" else "f32"
     return [_quantize(ctx, x, s, z, target, wide)]
 
