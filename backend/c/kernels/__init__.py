@@ -208,6 +208,21 @@ def c_kernels(
     return table
 
 
+MOVES_BITS = frozenset(
+    {
+        "concat",
+        "split",
+        "transpose",
+        "strided_slice",
+        "take",
+        "tile",
+        "gather_elements",
+        "gather_nd",
+    }
+)
+"""Kernels that only move elements (copies through the element's C storage type): they run
+on bf16 and the low-precision types, which C stores as their bits, as on any other dtype."""
+
 C_KERNELS: BackendTable[Generator] = c_kernels(REGISTRY)
 """The C generator of every kernel op of the registry, or why the C target refuses it."""
 
@@ -220,8 +235,9 @@ def _generator(spec: Spec, fname: str, helpers: Helpers, loc: Loc | None) -> tup
         refusal = C_KERNELS.refusal(spec.op)
         why = f": {refusal.why}" if refusal is not None else ""
         raise RxError(f"the C target has no kernel for op {spec.op}{why}", loc)
+    moves = spec.op == "cast" or spec.op in MOVES_BITS
     for t in spec.ins + spec.outs:
-        if t.dtype not in T.SUPPORTED and not (spec.op == "cast" and t.dtype in T.C_TYPE):
+        if t.dtype not in T.SUPPORTED and not (moves and t.dtype in T.C_TYPE):
             raise unsupported(spec, f"dtype {t.dtype} has no C representation", loc)
     op = REGISTRY.get(spec.op)
     if op is not None and op.float_only and any(T.kind(t.dtype) != "float" for t in spec.ins[:1]):
