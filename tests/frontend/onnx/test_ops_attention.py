@@ -4,6 +4,8 @@ models built here against onnx's reference evaluator."""
 
 from __future__ import annotations
 
+import re
+
 from functools import lru_cache
 from typing import Any
 
