@@ -29,6 +29,7 @@ runs them all and prints a table by op).
 from __future__ import annotations
 
 import argparse
+import functools
 import re
 import sys
 import tempfile
@@ -110,15 +111,17 @@ class Outcome:
         return refusal_reason(self.message) if self.status != "passed" else ""
 
 
-def all_cases() -> list[Any]:
-    """Every node test case the installed onnx package generates, sorted by name."""
+@functools.cache
+def all_cases() -> tuple[Any, ...]:
+    """Every node test case the installed onnx package generates, sorted by name (generated
+    once per process: about 5 s; the cases are read, never changed)."""
     from onnx.backend.test.case.node import collect_testcases
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with np.errstate(all="ignore"):
             cases = collect_testcases()
-    return sorted(cases, key=lambda c: c.name)
+    return tuple(sorted(cases, key=lambda c: c.name))
 
 
 def tested_op(case: Any) -> str:

@@ -150,8 +150,16 @@ def test_matches_onnxruntime(key: str, backend: str) -> None:
     check(key, backend)
 
 
+C_EVERY_RUN = [k for k in MODELS if not k.endswith("_script")]
+"""The models C builds in every run: one export of each network (the dynamo one, or the
+model's only one); the TorchScript exports' C builds are the long tier (``pytest -m slow``)."""
+
+
 @needs_cc
-@pytest.mark.parametrize("key", MODELS)
+@pytest.mark.parametrize(
+    "key",
+    [k if k in C_EVERY_RUN else pytest.param(k, marks=pytest.mark.slow) for k in MODELS],
+)
 def test_c_matches_onnxruntime(key: str) -> None:
     check(key, "c", {"batch": 4, "seq": 64})
 
