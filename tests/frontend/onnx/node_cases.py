@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
+import pytest
 
 RTOL, ATOL = 1e-4, 1e-5
 STATUSES = ("passed", "wrong", "refused", "error")
@@ -109,6 +110,14 @@ class Outcome:
         """The refusal or error sentence without what names one case (see
         :func:`refusal_reason`)."""
         return refusal_reason(self.message) if self.status != "passed" else ""
+
+
+TIERS = (
+    pytest.param(2, id="every-2nd-case"),
+    pytest.param(1, id="every-case", marks=pytest.mark.slow),
+)
+"""A family's node tests: every second case (by name) in every run, all of them in the long
+tier (``pytest -m slow``); benchmarks/onnx_conformance.py runs all of every op."""
 
 
 @functools.cache
