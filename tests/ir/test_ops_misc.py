@@ -3,7 +3,6 @@ and numpy kernels."""
 
 from __future__ import annotations
 
-from typing import Any, Sequence
 
 import numpy as np
 import pytest
@@ -11,31 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from relaxc.ir import dims as D
-from relaxc.ir.nodes import DType, Var
-from relaxc.ir.ops import REGISTRY
-from relaxc.ir.registry import OpError, bind_args
-from relaxc.ir.types import TensorType, Type
+from relaxc.ir.nodes import DType
+from relaxc.ir.registry import OpError
 
-n = D.Sym("n")
-
-
-def T(shape: Sequence[Any], dtype: str = "f32") -> TensorType:
-    return TensorType(tuple(shape), dtype)
-
-
-def infer(name: str, types: Sequence[Type], **attrs: Any) -> Type:
-    op = REGISTRY.get(name)
-    assert op is not None
-    bound = bind_args(op, [Var(f"x{i}") for i in range(len(types))], list(attrs.items()))
-    return op.infer(list(types), bound.attrs)
-
-
-def kernel(name: str, xs: Sequence[np.ndarray], **attrs: Any) -> Any:
-    op = REGISTRY.get(name)
-    assert op is not None and op.kernel is not None
-    bound = bind_args(op, [Var(f"x{i}") for i in range(len(xs))], list(attrs.items()))
-    return op.kernel(list(xs), bound.attrs)
+from .test_ops_reduce2 import T, infer, kernel, n
 
 
 # -- bitcast -------------------------------------------------------------------------------

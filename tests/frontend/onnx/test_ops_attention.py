@@ -56,14 +56,16 @@ def _reference(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     return [np.asarray(x) for x in ReferenceEvaluator(model).run(None, feeds)]
 
 
-def _compare_with_reference(model: Any, feeds: dict[str, np.ndarray], rtol: float = 1e-5) -> None:
+def _compare_with_reference(
+    model: Any, feeds: dict[str, np.ndarray], rtol: float = 1e-5, atol: float = 1e-6
+) -> None:
     result = import_onnx(model)
     got = run_interpreter(result, [feeds[n] for n in feed_order(model)])
     want = _reference(model, feeds)
     assert len(got) == len(want)
     for g, w in zip(got, want):
         assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6)
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
 
 
 def _rms_model(x_shape: tuple, s_shape: tuple, axis: int, **attrs: Any) -> Any:

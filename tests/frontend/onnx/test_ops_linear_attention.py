@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from .test_ops_attention import _compare_with_reference
 from .util import feed_order, make_model, randn, run_interpreter
 
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
-from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 from relaxc.frontend.onnx import import_onnx  # noqa: E402
 from relaxc.ir.diagnostics import RxError  # noqa: E402
@@ -59,18 +59,8 @@ def test_causal_conv_expanded_node_cases(name: str) -> None:
     assert outcome.status == "passed", outcome.message
 
 
-def _reference(model: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
-    return [np.asarray(x) for x in ReferenceEvaluator(model).run(None, feeds)]
-
-
 def _check(model: Any, feeds: dict[str, np.ndarray], rtol: float = 1e-5) -> None:
-    result = import_onnx(model)
-    got = run_interpreter(result, [feeds[n] for n in feed_order(model)])
-    want = _reference(model, feeds)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        assert g.shape == w.shape and g.dtype == w.dtype
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-5)
+    _compare_with_reference(model, feeds, rtol, atol=1e-5)
 
 
 def _set_attr(model: Any, name: str, value: Any) -> None:

@@ -12,21 +12,12 @@ from click.testing import CliRunner
 
 from relaxc.cli.main import cli
 from relaxc.frontend.onnx import import_onnx
-from relaxc.ir.diagnostics import RxError
 
+from .test_errors import refused
 from .util import helper, make_model, save
 
 F32, I64 = np.float32, np.int64
 VALUES = "its output shape depends on tensor values"
-
-
-def refused(model, *needles: str, **kw) -> str:
-    with pytest.raises(RxError) as err:
-        import_onnx(model, **kw)
-    message = str(err.value)
-    for needle in needles:
-        assert needle in message, message
-    return message
 
 
 def _cli(model, tmp_path: Path) -> str:
